@@ -1,0 +1,49 @@
+//! `threadline`: the command line of the threadline workspace.
+//!
+//! Every failure is one clear line on stderr and a documented exit code; nothing panics on bad
+//! input. Exit codes: 0 success, 1 the input was read but is broken or invalid, 2 the input
+//! could not be read (or the arguments are wrong).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+mod input;
+
+/// The message array of an LLM agent, from the command line.
+#[derive(Debug, Parser)]
+#[command(name = "threadline", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Accumulate a raw SSE response body into the final message, printed as JSON.
+    ///
+    /// FILE holds the bytes of a streamed `/v1/messages` response (`-` reads stdin), or is a
+    /// canonical fixture whose exchanges hold SSE bodies (every stream is accumulated). On a
+    /// truncated or broken stream the partial message is printed, the error goes to stderr,
+    /// and the exit code is 1.
+    Accumulate {
+        /// The SSE file, a canonical fixture, or `-` for stdin.
+        file: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            // Help and version go to stdout; usage errors to stderr.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Accumulate { file } => commands::accumulate::run(&file),
+    }
+}

@@ -1,0 +1,262 @@
+//! The model table: per-model limits, capabilities and prices, loaded from data.
+//!
+//! The numbers live in `data/models.json` (compiled in), never in code, because they change
+//! per model and over time. An id the table does not know resolves to a conservative default
+//! (small window, small output, no prefill, the highest cache minimum and prices) together
+//! with a warning, never a panic.
+//!
+//! ```
+//! use threadline_wire::model::ModelTable;
+//! let table = ModelTable::builtin();
+//! let sonnet = table.resolve("claude-sonnet-4-5");
+//! assert!(sonnet.is_known());
+//! assert_eq!(sonnet.model().id, "claude-sonnet-4-5-20250929");
+//! assert_eq!(sonnet.model().max_output_tokens, 64_000);
+//! let mystery = table.resolve("claude-next");
+//! assert!(mystery.warning().is_some());
+//! ```
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// Prices in US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Prices {
+    /// Uncached input.
+    pub input: f64,
+    /// Output (thinking included).
+    pub output: f64,
+    /// Cache write with a five-minute lifetime.
+    pub cache_write_5m: f64,
+    /// Cache write with a one-hour lifetime.
+    pub cache_write_1h: f64,
+    /// Cache read (hit or refresh).
+    pub cache_read: f64,
+}
+
+/// The `thinking.type` values a model accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ThinkingMode {
+    /// Manual thinking with `budget_tokens`.
+    Enabled,
+    /// Adaptive thinking.
+    Adaptive,
+    /// Thinking explicitly off.
+    Disabled,
+}
+
+/// One model's row.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Model {
+    /// The canonical id (dated for models before the 4.6 generation).
+    pub id: String,
+    /// Other ids that resolve to this model.
+    pub aliases: Vec<String>,
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// Largest `max_tokens` accepted.
+    pub max_output_tokens: u64,
+    /// Prompts shorter than this are silently not cached.
+    pub min_cacheable_tokens: u64,
+    /// Accepted `thinking.type` values.
+    pub thinking: Vec<ThinkingMode>,
+    /// Whether a final assistant message (prefill) is accepted.
+    pub prefill: bool,
+    /// Whether non-default `temperature`, `top_p`, `top_k` are accepted.
+    pub sampling_params: bool,
+    /// Accepted `output_config.effort` levels.
+    pub effort: Vec<String>,
+    /// Whether thinking blocks of earlier turns are kept (not stripped) by the API.
+    pub keeps_prior_thinking: bool,
+    /// Whether input + `max_tokens` over the window is a 400 (older models) rather than a
+    /// `model_context_window_exceeded` stop.
+    pub rejects_input_plus_max_tokens_over_window: bool,
+    /// Prices.
+    pub prices: Prices,
+    /// When the model was retired from the API, if it was.
+    #[serde(default)]
+    pub retired: Option<String>,
+}
+
+impl Model {
+    /// Whether `thinking.type` = `mode` is accepted.
+    pub fn accepts_thinking(&self, mode: ThinkingMode) -> bool {
+        self.thinking.contains(&mode)
+    }
+
+    /// The dollar cost of a usage, by this model's prices.
+    pub fn cost(&self, usage: &crate::response::Usage) -> f64 {
+        let per_token = |tokens: Option<u64>, price: f64| tokens.unwrap_or(0) as f64 * price / 1e6;
+        let (write_5m, write_1h) = match &usage.cache_creation {
+            Some(split) => (
+                split.ephemeral_5m_input_tokens,
+                split.ephemeral_1h_input_tokens,
+            ),
+            None => (usage.cache_creation_input_tokens, None),
+        };
+        per_token(usage.input_tokens, self.prices.input)
+            + per_token(usage.output_tokens, self.prices.output)
+            + per_token(write_5m, self.prices.cache_write_5m)
+            + per_token(write_1h, self.prices.cache_write_1h)
+            + per_token(usage.cache_read_input_tokens, self.prices.cache_read)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct TableFile {
+    default: Model,
+    models: Vec<Model>,
+}
+
+/// The table of known models.
+#[derive(Debug, Clone)]
+pub struct ModelTable {
+    default: Model,
+    models: Vec<Model>,
+}
+
+/// The result of looking a model id up.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved<'a> {
+    model: &'a Model,
+    requested: Option<&'a str>,
+}
+
+impl<'a> Resolved<'a> {
+    /// The model's row (the conservative default for an unknown id).
+    pub fn model(&self) -> &'a Model {
+        self.model
+    }
+
+    /// Whether the id was in the table.
+    pub fn is_known(&self) -> bool {
+        self.requested.is_none()
+    }
+
+    /// A warning for an unknown id, saying that conservative limits apply.
+    pub fn warning(&self) -> Option<String> {
+        self.requested.map(|id| {
+            format!(
+                "unknown model `{id}`: using conservative limits ({} token window, {} output tokens, no prefill)",
+                self.model.context_window, self.model.max_output_tokens
+            )
+        })
+    }
+}
+
+const BUILTIN: &str = include_str!("../data/models.json");
+
+impl ModelTable {
+    /// The table compiled into this crate.
+    pub fn builtin() -> &'static ModelTable {
+        static TABLE: OnceLock<ModelTable> = OnceLock::new();
+        TABLE.get_or_init(|| {
+            ModelTable::from_json(BUILTIN)
+                .expect("the built-in model table is valid JSON, checked by a unit test")
+        })
+    }
+
+    /// A table from JSON in the format of `data/models.json`.
+    pub fn from_json(json: &str) -> Result<ModelTable, serde_json::Error> {
+        let file: TableFile = serde_json::from_str(json)?;
+        Ok(ModelTable {
+            default: file.default,
+            models: file.models,
+        })
+    }
+
+    /// Every known model.
+    pub fn models(&self) -> &[Model] {
+        &self.models
+    }
+
+    /// The row for an id or alias, if known.
+    pub fn get(&self, id: &str) -> Option<&Model> {
+        self.models
+            .iter()
+            .find(|m| m.id == id || m.aliases.iter().any(|a| a == id))
+    }
+
+    /// The row for an id, or the conservative default with a warning.
+    pub fn resolve<'a>(&'a self, id: &'a str) -> Resolved<'a> {
+        match self.get(id) {
+            Some(model) => Resolved {
+                model,
+                requested: None,
+            },
+            None => Resolved {
+                model: &self.default,
+                requested: Some(id),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_parses_and_ids_are_unique() {
+        let table = ModelTable::from_json(BUILTIN).expect("valid");
+        let mut ids: Vec<&str> = table
+            .models()
+            .iter()
+            .flat_map(|m| {
+                std::iter::once(m.id.as_str()).chain(m.aliases.iter().map(String::as_str))
+            })
+            .collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "an id or alias appears twice");
+    }
+
+    #[test]
+    fn reference_numbers() {
+        let table = ModelTable::builtin();
+        let haiku = table.resolve("claude-haiku-4-5").model();
+        assert_eq!(
+            (
+                haiku.context_window,
+                haiku.max_output_tokens,
+                haiku.min_cacheable_tokens
+            ),
+            (200_000, 64_000, 4096)
+        );
+        assert!(haiku.prefill);
+        let opus = table.resolve("claude-opus-4-7").model();
+        assert!(!opus.prefill && !opus.accepts_thinking(ThinkingMode::Enabled));
+        assert_eq!(opus.prices.cache_read, 0.5);
+    }
+
+    #[test]
+    fn unknown_models_are_conservative() {
+        let table = ModelTable::builtin();
+        let unknown = table.resolve("claude-from-the-future");
+        assert!(!unknown.is_known());
+        let smallest_window = table.models().iter().map(|m| m.context_window).min();
+        assert_eq!(Some(unknown.model().context_window), smallest_window);
+        assert!(!unknown.model().prefill);
+        assert!(
+            unknown
+                .warning()
+                .is_some_and(|w| w.contains("claude-from-the-future"))
+        );
+    }
+
+    #[test]
+    fn cost_uses_the_ttl_split() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
+        let usage: crate::response::Usage = serde_json::from_str(
+            r#"{"input_tokens":1000000,"output_tokens":1000000,"cache_read_input_tokens":1000000,"cache_creation_input_tokens":2000000,"cache_creation":{"ephemeral_5m_input_tokens":1000000,"ephemeral_1h_input_tokens":1000000}}"#,
+        ).expect("parses");
+        let expected = 3.0 + 15.0 + 0.3 + 3.75 + 6.0;
+        assert!((model.cost(&usage) - expected).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,411 @@
+//! The request bodies of `POST /v1/messages` and `POST /v1/messages/count_tokens`.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::cache_control::CacheControl;
+use crate::content::{Content, ContentBlock, Role, TextBlock};
+use crate::tools::{Tool, ToolChoice};
+
+wire_struct! {
+    /// One message of the conversation: `{role, content}`.
+    pub struct MessageParam {
+        required {
+            /// Who wrote it.
+            pub role: Role,
+            /// What it says.
+            pub content: Content,
+        }
+        optional {}
+    }
+}
+
+impl MessageParam {
+    /// A user message with the given blocks.
+    pub fn user(blocks: Vec<ContentBlock>) -> Self {
+        MessageParam {
+            role: Role::User,
+            content: Content::Blocks(blocks),
+            extra: crate::Extra::new(),
+        }
+    }
+
+    /// An assistant message with the given blocks.
+    pub fn assistant(blocks: Vec<ContentBlock>) -> Self {
+        MessageParam {
+            role: Role::Assistant,
+            content: Content::Blocks(blocks),
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+/// The `system` prompt: a string or a list of text blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SystemPrompt {
+    /// A plain string.
+    Text(String),
+    /// Text blocks, which may carry cache markers.
+    Blocks(Vec<TextBlock>),
+}
+
+impl Serialize for SystemPrompt {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SystemPrompt::Text(text) => serializer.serialize_str(text),
+            SystemPrompt::Blocks(blocks) => {
+                serializer.collect_seq(blocks.iter().map(SystemBlockRef))
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SystemPrompt {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SystemVisitor;
+        impl<'de> serde::de::Visitor<'de> for SystemVisitor {
+            type Value = SystemPrompt;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of text blocks")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SystemPrompt, E> {
+                Ok(SystemPrompt::Text(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<SystemPrompt, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(block) = seq.next_element::<SystemBlock>()? {
+                    blocks.push(block.0);
+                }
+                Ok(SystemPrompt::Blocks(blocks))
+            }
+        }
+        deserializer.deserialize_any(SystemVisitor)
+    }
+}
+
+/// A system block: a text block whose `type` tag is checked and dropped.
+struct SystemBlock(TextBlock);
+
+impl<'de> Deserialize<'de> for SystemBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match ContentBlock::deserialize(deserializer)? {
+            ContentBlock::Text(block) => Ok(SystemBlock(block)),
+            other => Err(serde::de::Error::custom(format!(
+                "system blocks must be `text`, found `{}`",
+                other.tag()
+            ))),
+        }
+    }
+}
+
+impl Serialize for SystemBlockRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", "text")?;
+        self.0.__serialize_fields(&mut map, Some("type"))?;
+        map.end()
+    }
+}
+
+/// A system text block serialized with its `type` tag.
+struct SystemBlockRef<'a>(&'a TextBlock);
+
+impl SystemPrompt {
+    /// The prompt as text blocks.
+    pub fn blocks(&self) -> Vec<TextBlock> {
+        match self {
+            SystemPrompt::Text(text) => vec![TextBlock::new(text.clone())],
+            SystemPrompt::Blocks(blocks) => blocks.clone(),
+        }
+    }
+}
+
+wire_struct! {
+    /// `{"type":"enabled","budget_tokens":N}`: manual extended thinking.
+    pub struct ThinkingEnabled {
+        required {
+            /// Tokens the model may think with (≥ 1024, < `max_tokens`).
+            pub budget_tokens: u64,
+        }
+        optional {
+            /// `summarized` or `omitted`.
+            pub display: String,
+        }
+    }
+}
+
+wire_struct! {
+    /// The fields of `{"type":"adaptive"}` and `{"type":"disabled"}`.
+    pub struct ThinkingOptions {
+        required {}
+        optional {
+            /// `summarized` or `omitted`.
+            pub display: String,
+        }
+    }
+}
+
+wire_enum! {
+    /// The `thinking` setting.
+    pub enum ThinkingConfig (tag = "type") {
+        /// Manual thinking with a budget.
+        Enabled(ThinkingEnabled) = "enabled",
+        /// No thinking.
+        Disabled(ThinkingOptions) = "disabled",
+        /// The model decides how much to think.
+        Adaptive(ThinkingOptions) = "adaptive",
+    }
+}
+
+wire_struct! {
+    /// `metadata`: `{user_id}`.
+    pub struct Metadata {
+        required {}
+        optional {
+            /// An opaque id for the end user.
+            pub user_id: String,
+        }
+    }
+}
+
+wire_string_enum! {
+    /// `output_config.effort`.
+    pub enum Effort {
+        /// Low.
+        Low = "low",
+        /// Medium.
+        Medium = "medium",
+        /// High.
+        High = "high",
+        /// Extra high.
+        XHigh = "xhigh",
+        /// Maximum.
+        Max = "max",
+    }
+}
+
+wire_struct! {
+    /// `output_config`: effort and structured output format.
+    pub struct OutputConfig {
+        required {}
+        optional {
+            /// How hard the model works.
+            pub effort: Effort,
+            /// `{"type":"json_schema","schema":…}`.
+            pub format: Value,
+        }
+    }
+}
+
+wire_struct! {
+    /// `clear_tool_uses_20250919`: clear old tool results server-side.
+    pub struct ClearToolUsesEdit {
+        required {}
+        optional {
+            /// When to apply: `{"type":"input_tokens"|"tool_uses","value":N}`.
+            pub trigger: Value,
+            /// How many recent tool uses to keep: `{"type":"tool_uses","value":N}`.
+            pub keep: Value,
+            /// Apply only if at least this much is cleared.
+            pub clear_at_least: Value,
+            /// Tools never cleared.
+            pub exclude_tools: Vec<String>,
+            /// Also clear tool inputs.
+            pub clear_tool_inputs: Value,
+        }
+    }
+}
+
+wire_struct! {
+    /// `clear_thinking_20251015`: clear old thinking server-side.
+    pub struct ClearThinkingEdit {
+        required {}
+        optional {
+            /// `{"type":"thinking_turns","value":N}` or `"all"`.
+            pub keep: Value,
+        }
+    }
+}
+
+wire_struct! {
+    /// `compact_20260112` (beta): server-side compaction.
+    pub struct CompactEdit {
+        required {}
+        optional {
+            /// When to compact.
+            pub trigger: Value,
+            /// Stop with `stop_reason: compaction` after compacting.
+            pub pause_after_compaction: bool,
+            /// Summarization instructions.
+            pub instructions: String,
+        }
+    }
+}
+
+wire_enum! {
+    /// One `context_management` edit.
+    pub enum ContextEdit (tag = "type") {
+        /// Clear old tool results.
+        ClearToolUses(ClearToolUsesEdit) = "clear_tool_uses_20250919",
+        /// Clear old thinking.
+        ClearThinking(ClearThinkingEdit) = "clear_thinking_20251015",
+        /// Compact server-side.
+        Compact(CompactEdit) = "compact_20260112",
+    }
+}
+
+wire_struct! {
+    /// `context_management` (beta): server-side context edits.
+    pub struct ContextManagement {
+        required {
+            /// The edits, in order.
+            pub edits: Vec<ContextEdit>,
+        }
+        optional {}
+    }
+}
+
+wire_struct! {
+    /// The body of `POST /v1/messages`.
+    pub struct MessagesRequest {
+        required {
+            /// The model id.
+            pub model: String,
+            /// The most tokens the model may generate.
+            pub max_tokens: u64,
+            /// The conversation.
+            pub messages: Vec<MessageParam>,
+        }
+        optional {
+            /// The system prompt.
+            pub system: SystemPrompt,
+            /// Tool definitions.
+            pub tools: Vec<Tool>,
+            /// How tools may be used.
+            pub tool_choice: ToolChoice,
+            /// Extended thinking.
+            pub thinking: ThinkingConfig,
+            /// Stream the response as server-sent events.
+            pub stream: bool,
+            /// Custom stop sequences.
+            pub stop_sequences: Vec<String>,
+            /// Request metadata.
+            pub metadata: Metadata,
+            /// Sampling temperature.
+            pub temperature: f64,
+            /// Nucleus sampling.
+            pub top_p: f64,
+            /// Top-k sampling.
+            pub top_k: u64,
+            /// Top-level automatic caching (uses one breakpoint slot).
+            pub cache_control: CacheControl,
+            /// Effort and output format.
+            pub output_config: OutputConfig,
+            /// `auto` or `standard_only`.
+            pub service_tier: String,
+            /// Code-execution container reuse.
+            pub container: Value,
+            /// Where inference runs.
+            pub inference_geo: String,
+            /// Server-side context edits (beta).
+            pub context_management: ContextManagement,
+            /// MCP connector servers (beta).
+            pub mcp_servers: Value,
+        }
+    }
+}
+
+impl MessagesRequest {
+    /// A request with the required fields and nothing else.
+    pub fn new(model: impl Into<String>, max_tokens: u64, messages: Vec<MessageParam>) -> Self {
+        MessagesRequest {
+            model: model.into(),
+            max_tokens,
+            messages,
+            system: None,
+            tools: None,
+            tool_choice: None,
+            thinking: None,
+            stream: None,
+            stop_sequences: None,
+            metadata: None,
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            cache_control: None,
+            output_config: None,
+            service_tier: None,
+            container: None,
+            inference_geo: None,
+            context_management: None,
+            mcp_servers: None,
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+wire_struct! {
+    /// The body of `POST /v1/messages/count_tokens`.
+    pub struct CountTokensRequest {
+        required {
+            /// The model id.
+            pub model: String,
+            /// The conversation.
+            pub messages: Vec<MessageParam>,
+        }
+        optional {
+            /// The system prompt.
+            pub system: SystemPrompt,
+            /// Tool definitions.
+            pub tools: Vec<Tool>,
+            /// How tools may be used.
+            pub tool_choice: ToolChoice,
+            /// Extended thinking.
+            pub thinking: ThinkingConfig,
+            /// Effort and output format.
+            pub output_config: OutputConfig,
+            /// Accepted and ignored for caching.
+            pub cache_control: CacheControl,
+            /// Server-side context edits (beta).
+            pub context_management: ContextManagement,
+            /// MCP connector servers (beta).
+            pub mcp_servers: Value,
+        }
+    }
+}
+
+impl From<&MessagesRequest> for CountTokensRequest {
+    fn from(request: &MessagesRequest) -> Self {
+        CountTokensRequest {
+            model: request.model.clone(),
+            messages: request.messages.clone(),
+            system: request.system.clone(),
+            tools: request.tools.clone(),
+            tool_choice: request.tool_choice.clone(),
+            thinking: request.thinking.clone(),
+            output_config: request.output_config.clone(),
+            cache_control: request.cache_control.clone(),
+            context_management: request.context_management.clone(),
+            mcp_servers: request.mcp_servers.clone(),
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+wire_struct! {
+    /// The response of `POST /v1/messages/count_tokens`.
+    pub struct CountTokensResponse {
+        required {
+            /// The estimated input tokens.
+            pub input_tokens: u64,
+        }
+        optional {
+            /// `{"original_input_tokens": N}` with context management.
+            pub context_management: Value,
+        }
+    }
+}

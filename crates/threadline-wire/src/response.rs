@@ -1,0 +1,160 @@
+//! The response message, its usage and its stop reason.
+
+use serde_json::Value;
+
+use crate::content::{ContentBlock, Role};
+
+wire_string_enum! {
+    /// Why the model stopped.
+    pub enum StopReason {
+        /// A natural end.
+        EndTurn = "end_turn",
+        /// `max_tokens` was reached: the output is truncated.
+        MaxTokens = "max_tokens",
+        /// A custom stop sequence matched.
+        StopSequence = "stop_sequence",
+        /// The model wants tool results.
+        ToolUse = "tool_use",
+        /// A server-tool loop paused; send the content back as is to continue.
+        PauseTurn = "pause_turn",
+        /// The model declined.
+        Refusal = "refusal",
+        /// Generation reached the context window.
+        ModelContextWindowExceeded = "model_context_window_exceeded",
+        /// Server-side compaction paused the turn (beta).
+        Compaction = "compaction",
+    }
+}
+
+wire_struct! {
+    /// `usage.cache_creation`: cache writes split by lifetime.
+    pub struct CacheCreation {
+        required {}
+        optional {
+            /// Tokens written with a five-minute lifetime.
+            pub ephemeral_5m_input_tokens: u64,
+            /// Tokens written with a one-hour lifetime.
+            pub ephemeral_1h_input_tokens: u64,
+        }
+    }
+}
+
+wire_struct! {
+    /// Token usage. In a stream, `message_delta` usage is cumulative and overwrites.
+    pub struct Usage {
+        required {}
+        optional {
+            /// Input tokens after the last cache breakpoint.
+            pub input_tokens: u64,
+            /// Output tokens (thinking included).
+            pub output_tokens: u64,
+            /// Tokens written to the cache.
+            pub cache_creation_input_tokens: u64,
+            /// Tokens read from the cache.
+            pub cache_read_input_tokens: u64,
+            /// Cache writes by lifetime.
+            pub cache_creation: CacheCreation,
+            /// Server tool request counts.
+            pub server_tool_use: Value,
+            /// `standard`, `priority` or `batch`.
+            pub service_tier: String,
+            /// Where inference ran.
+            pub inference_geo: String,
+            /// `{"thinking_tokens": N}`.
+            pub output_tokens_details: Value,
+            /// Per-iteration usage (beta: compaction, advisor, fallback).
+            pub iterations: Vec<Value>,
+        }
+    }
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Usage {
+            input_tokens: None,
+            output_tokens: None,
+            cache_creation_input_tokens: None,
+            cache_read_input_tokens: None,
+            cache_creation: None,
+            server_tool_use: None,
+            service_tier: None,
+            inference_geo: None,
+            output_tokens_details: None,
+            iterations: None,
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+impl Usage {
+    /// All input tokens: uncached + cache writes + cache reads.
+    pub fn total_input_tokens(&self) -> u64 {
+        self.input_tokens.unwrap_or(0)
+            + self.cache_creation_input_tokens.unwrap_or(0)
+            + self.cache_read_input_tokens.unwrap_or(0)
+    }
+
+    /// The share of input tokens read from the cache, in `0.0..=1.0` (0 when there was no
+    /// input).
+    pub fn cache_read_share(&self) -> f64 {
+        let total = self.total_input_tokens();
+        if total == 0 {
+            0.0
+        } else {
+            self.cache_read_input_tokens.unwrap_or(0) as f64 / total as f64
+        }
+    }
+}
+
+wire_struct! {
+    /// A complete response message (the non-streaming body, or an accumulated stream).
+    pub struct Message {
+        required {
+            /// The message id (`msg_…`).
+            pub id: String,
+            /// Always `assistant`.
+            pub role: Role,
+            /// The content blocks.
+            pub content: Vec<ContentBlock>,
+            /// The model that answered (a dated id for older models).
+            pub model: String,
+        }
+        optional {
+            /// Always `message`.
+            pub kind: String => "type",
+            /// Why the model stopped (`null` while streaming).
+            pub stop_reason: StopReason,
+            /// The stop sequence that matched.
+            pub stop_sequence: String,
+            /// Details of a refusal.
+            pub stop_details: Value,
+            /// The code-execution container used.
+            pub container: Value,
+            /// Token usage.
+            pub usage: Usage,
+            /// Context edits applied (beta).
+            pub context_management: Value,
+        }
+    }
+}
+
+impl Message {
+    /// The tool uses of this message, in order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &crate::content::ToolUseBlock> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// All the text blocks joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
