@@ -1,0 +1,160 @@
+//! `cargo xtask ci`: the same sequence as `.ci/run`, stopping at the first failure.
+//!
+//! 1. `cargo fmt --all --check`
+//! 2. `cargo clippy --workspace --all-targets -- -D warnings`
+//! 3. `cargo deny check licenses bans sources` (installs cargo-deny with
+//!    `cargo install cargo-deny --locked` if missing)
+//! 4. `cargo xtask fixtures --check` (run in-process)
+//! 5. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
+//! 6. `cargo test --workspace --doc`
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::fixtures;
+use crate::util::{Failure, XResult, repo_root};
+
+/// One CI step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Run `cargo <args>`.
+    Cargo(Vec<&'static str>),
+    /// Make sure `cargo deny` exists, then run it.
+    Deny,
+    /// `cargo xtask fixtures --check`, in-process.
+    FixturesCheck,
+    /// nextest if installed, else `cargo test --workspace`.
+    Tests,
+}
+
+impl Step {
+    /// How the step is shown to the user.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Self::Cargo(args) => format!("cargo {}", args.join(" ")),
+            Self::Deny => "cargo deny check licenses bans sources".to_owned(),
+            Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
+            Self::Tests => "cargo nextest run --workspace (or cargo test --workspace)".to_owned(),
+        }
+    }
+}
+
+/// The steps, in `.ci/run` order.
+pub(crate) fn steps() -> Vec<Step> {
+    vec![
+        Step::Cargo(vec!["fmt", "--all", "--check"]),
+        Step::Cargo(vec![
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        Step::Deny,
+        Step::FixturesCheck,
+        Step::Tests,
+        Step::Cargo(vec!["test", "--workspace", "--doc"]),
+    ]
+}
+
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+fn run_cargo(root: &Path, args: &[&str]) -> XResult<()> {
+    println!("ci: $ cargo {}", args.join(" "));
+    let status = Command::new(cargo())
+        .args(args)
+        .current_dir(root)
+        .status()
+        .map_err(|e| Failure::new(format!("cannot run cargo {}: {e}", args.join(" "))))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "`cargo {}` failed ({status})",
+            args.join(" ")
+        )))
+    }
+}
+
+/// Whether `cargo <subcommand> --version` works.
+fn has_subcommand(root: &Path, subcommand: &str) -> bool {
+    Command::new(cargo())
+        .args([subcommand, "--version"])
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run_step(root: &Path, step: &Step) -> XResult<()> {
+    match step {
+        Step::Cargo(args) => run_cargo(root, args),
+        Step::Deny => {
+            if !has_subcommand(root, "deny") {
+                println!("ci: cargo-deny is missing; installing it");
+                run_cargo(root, &["install", "cargo-deny", "--locked"])?;
+            }
+            run_cargo(root, &["deny", "check", "licenses", "bans", "sources"])
+        }
+        Step::FixturesCheck => {
+            println!("ci: $ cargo xtask fixtures --check");
+            let summary = fixtures::check(root)?;
+            println!("fixtures: up to date: {summary}");
+            Ok(())
+        }
+        Step::Tests => {
+            if has_subcommand(root, "nextest") {
+                run_cargo(root, &["nextest", "run", "--workspace"])
+            } else {
+                println!("ci: cargo-nextest is missing; using cargo test");
+                run_cargo(root, &["test", "--workspace"])
+            }
+        }
+    }
+}
+
+/// Entry point of `cargo xtask ci`.
+pub(crate) fn run() -> XResult<()> {
+    let root = repo_root();
+    let steps = steps();
+    let total = steps.len();
+    for (i, step) in steps.iter().enumerate() {
+        println!("ci: step {}/{total}: {}", i + 1, step.describe());
+        if let Err(failure) = run_step(&root, step) {
+            return Err(Failure::new(format!(
+                "ci: step {}/{total} ({}) failed: {}",
+                i + 1,
+                step.describe(),
+                failure.message
+            )));
+        }
+    }
+    println!("ci: all {total} steps passed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_match_ci_run_order() {
+        let described: Vec<String> = steps().iter().map(Step::describe).collect();
+        assert_eq!(
+            described,
+            vec![
+                "cargo fmt --all --check",
+                "cargo clippy --workspace --all-targets -- -D warnings",
+                "cargo deny check licenses bans sources",
+                "cargo xtask fixtures --check",
+                "cargo nextest run --workspace (or cargo test --workspace)",
+                "cargo test --workspace --doc",
+            ]
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Project automation for threadline, run as `cargo xtask <command>`.
+//!
+//! * `cargo xtask fixtures [--check]` converts every raw recording under
+//!   `fixtures/recorded/` into the canonical `threadline-fixture/1` JSON format
+//!   under `fixtures/canonical/` (or checks that the committed files are current).
+//! * `cargo xtask fixtures record --request FILE --name NAME [--stream]` records
+//!   one live exchange with the real API (needs `ANTHROPIC_API_KEY`; never run by CI).
+//! * `cargo xtask bench [--quick]` runs the criterion benches and prints the
+//!   performance ratios listed in `xtask/src/bench.rs`.
+//! * `cargo xtask ci` runs the same steps as `.ci/run`.
+
+mod bench;
+mod ci;
+mod fixtures;
+mod record;
+mod sources;
+mod util;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::util::Failure;
+
+/// Project automation for threadline.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert `fixtures/recorded/` into `fixtures/canonical/` (the default), or check it.
+    Fixtures(FixturesArgs),
+    /// Run the criterion benches and report the ratios in `xtask/src/bench.rs`.
+    Bench(BenchArgs),
+    /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
+    Ci,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct FixturesArgs {
+    /// Do not write anything: regenerate in memory and fail if the committed
+    /// canonical files are stale, missing or extra.
+    #[arg(long)]
+    check: bool,
+    #[command(subcommand)]
+    action: Option<FixturesAction>,
+}
+
+#[derive(Debug, Subcommand)]
+enum FixturesAction {
+    /// Record one live exchange with api.anthropic.com (needs ANTHROPIC_API_KEY).
+    Record(RecordArgs),
+}
+
+/// Arguments of `cargo xtask fixtures record`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RecordArgs {
+    /// JSON file holding the Messages API request body.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) request: PathBuf,
+    /// Name of the recording: stored as `fixtures/recorded/threadline__live/NAME.json`.
+    #[arg(long)]
+    pub(crate) name: String,
+    /// Ask for a streaming (SSE) response: sets `"stream": true` in the body.
+    #[arg(long)]
+    pub(crate) stream: bool,
+    /// Value for the `anthropic-beta` header.
+    #[arg(long, value_name = "BETAS")]
+    pub(crate) beta: Option<String>,
+    /// One-line description for SOURCES.md and the canonical `docs` field.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) what: Option<String>,
+    /// Replace an existing recording of the same name.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Arguments of `cargo xtask bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// Short warm-up and measurement times, so the whole run takes a few minutes.
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Do not run the benches; only compute ratios from existing criterion estimates.
+    #[arg(long)]
+    pub(crate) ratios_only: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Fixtures(args) => match args.action {
+            Some(FixturesAction::Record(record)) => record::run(&record),
+            None if args.check => fixtures::check_command(&util::repo_root()),
+            None => fixtures::generate_command(&util::repo_root()),
+        },
+        Command::Bench(args) => bench::run(&args),
+        Command::Ci => ci::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { code, message }) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("cargo xtask").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn fixtures_commands_parse() {
+        let cli = parse(&["fixtures"]).expect("plain fixtures");
+        assert!(matches!(
+            cli.command,
+            Command::Fixtures(FixturesArgs {
+                check: false,
+                action: None
+            })
+        ));
+        let cli = parse(&["fixtures", "--check"]).expect("fixtures --check");
+        assert!(matches!(
+            cli.command,
+            Command::Fixtures(FixturesArgs {
+                check: true,
+                action: None
+            })
+        ));
+    }
+
+    #[test]
+    fn record_arguments_parse() {
+        let cli = parse(&[
+            "fixtures",
+            "record",
+            "--request",
+            "req.json",
+            "--name",
+            "hello",
+            "--stream",
+        ])
+        .expect("record parses");
+        let Command::Fixtures(FixturesArgs {
+            action: Some(FixturesAction::Record(args)),
+            ..
+        }) = cli.command
+        else {
+            panic!("expected fixtures record, got {:?}", cli.command);
+        };
+        assert_eq!(args.request, PathBuf::from("req.json"));
+        assert_eq!(args.name, "hello");
+        assert!(args.stream);
+        assert!(!args.force);
+        assert!(
+            parse(&["fixtures", "record", "--name", "x"]).is_err(),
+            "--request is required"
+        );
+        assert!(
+            parse(&["fixtures", "record", "--request", "r"]).is_err(),
+            "--name is required"
+        );
+    }
+
+    #[test]
+    fn bench_and_ci_parse() {
+        let cli = parse(&["bench", "--quick"]).expect("bench --quick");
+        assert!(matches!(
+            cli.command,
+            Command::Bench(BenchArgs {
+                quick: true,
+                ratios_only: false
+            })
+        ));
+        assert!(matches!(parse(&["ci"]).expect("ci").command, Command::Ci));
+        assert!(parse(&["nope"]).is_err());
+    }
+}
