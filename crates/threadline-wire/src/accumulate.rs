@@ -181,7 +181,7 @@ enum BlockState {
 /// let mut acc = MessageAccumulator::new();
 /// let mut started = Vec::new();
 /// for data in events {
-///     if let Some(done) = acc.push(StreamEvent::from_json(data)?)? {
+///     if let Some(done) = acc.push(&StreamEvent::from_json(data)?)? {
 ///         // A tool can start here, before the message ends.
 ///         started.extend(done.as_tool_use().map(|t| t.input.clone()));
 ///     }
@@ -235,12 +235,12 @@ impl MessageAccumulator {
 
     /// Applies one event. Returns the block that the event completed, if it was a
     /// `content_block_stop`. An error leaves the accumulator as it was before the event.
-    pub fn push(&mut self, event: StreamEvent) -> Result<Option<CompletedBlock>, AccumulateError> {
+    pub fn push(&mut self, event: &StreamEvent) -> Result<Option<CompletedBlock>, AccumulateError> {
         match event {
             StreamEvent::Ping(_) | StreamEvent::Unknown(_) => Ok(None),
             StreamEvent::Error(event) => Err(AccumulateError::Api {
-                error: event.error,
-                request_id: event.request_id,
+                error: event.error.clone(),
+                request_id: event.request_id.clone(),
             }),
             StreamEvent::MessageStart(start) => {
                 if self.message.is_some() {
@@ -258,16 +258,16 @@ impl MessageAccumulator {
                     .iter()
                     .map(|_| BlockState::Stopped)
                     .collect();
-                self.message = Some(start.message);
+                self.message = Some((*start.message).clone());
                 Ok(None)
             }
             other => {
-                let tag = other.tag().to_owned();
+                let tag = other.tag();
                 if self.stopped {
-                    return Err(AccumulateError::EventAfterMessageStop { event: tag });
+                    return Err(AccumulateError::EventAfterMessageStop { event: tag.to_owned() });
                 }
                 let Some(message) = self.message.as_mut() else {
-                    return Err(AccumulateError::EventBeforeMessageStart { event: tag });
+                    return Err(AccumulateError::EventBeforeMessageStart { event: tag.to_owned() });
                 };
                 match other {
                     StreamEvent::ContentBlockStart(start) => {
@@ -278,7 +278,7 @@ impl MessageAccumulator {
                                 expected,
                             });
                         }
-                        message.content.push(start.content_block);
+                        message.content.push((*start.content_block).clone());
                         self.blocks.push(BlockState::Open {
                             partial_json: String::new(),
                         });
@@ -292,14 +292,14 @@ impl MessageAccumulator {
                                 limit: self.max_bytes,
                             });
                         }
-                        let (block, state) = open_block(message, &mut self.blocks, index, &tag)?;
-                        apply_delta(block, state, index, delta.delta)?;
+                        let (block, state) = open_block(message, &mut self.blocks, index, tag)?;
+                        apply_delta(block, state, index, &delta.delta)?;
                         self.bytes += added;
                         Ok(None)
                     }
                     StreamEvent::ContentBlockStop(stop) => {
                         let index = stop.index;
-                        let (block, state) = open_block(message, &mut self.blocks, index, &tag)?;
+                        let (block, state) = open_block(message, &mut self.blocks, index, tag)?;
                         if let BlockState::Open { partial_json } = state
                             && !partial_json.is_empty()
                         {
@@ -430,7 +430,7 @@ fn apply_delta(
     block: &mut ContentBlock,
     state: &mut BlockState,
     index: usize,
-    delta: ContentDelta,
+    delta: &ContentDelta,
 ) -> Result<(), AccumulateError> {
     let mismatch = |block: &ContentBlock, delta: &ContentDelta| AccumulateError::DeltaMismatch {
         index,
@@ -440,25 +440,27 @@ fn apply_delta(
     match (block, delta) {
         (ContentBlock::Text(text), ContentDelta::Text(d)) => text.text.push_str(&d.text),
         (ContentBlock::Text(text), ContentDelta::Citations(d)) => {
-            text.citations.get_or_insert_with(Vec::new).push(d.citation);
+            text.citations
+                .get_or_insert_with(Vec::new)
+                .push((*d.citation).clone());
         }
         (ContentBlock::Thinking(thinking), ContentDelta::Thinking(d)) => {
             thinking.thinking.push_str(&d.thinking);
         }
         (ContentBlock::Thinking(thinking), ContentDelta::Signature(d)) => {
-            thinking.signature = Some(d.signature);
+            thinking.signature = Some(d.signature.clone());
         }
         (ContentBlock::Compaction(compaction), ContentDelta::Compaction(d)) => {
             if d.content.is_some() {
-                compaction.content = d.content;
+                compaction.content = d.content.clone();
             }
             if d.encrypted_content.is_some() {
-                compaction.encrypted_content = d.encrypted_content;
+                compaction.encrypted_content = d.encrypted_content.clone();
             }
         }
         (block, ContentDelta::InputJson(d)) => {
             if input_of(block).is_none() {
-                return Err(mismatch(block, &ContentDelta::InputJson(d)));
+                return Err(mismatch(block, delta));
             }
             if let BlockState::Open { partial_json } = state {
                 partial_json.push_str(&d.partial_json);
@@ -466,7 +468,7 @@ fn apply_delta(
         }
         // A delta type this version does not know changes nothing it could misread.
         (_, ContentDelta::Unknown(_)) => {}
-        (block, delta) => return Err(mismatch(block, &delta)),
+        (block, _) => return Err(mismatch(block, delta)),
     }
     Ok(())
 }
@@ -493,20 +495,20 @@ fn set_parsed_input(
     Ok(())
 }
 
-fn apply_message_delta(message: &mut Message, delta: MessageDelta) {
-    let body = delta.delta;
-    message.stop_reason = body.stop_reason;
-    message.stop_sequence = body.stop_sequence;
+fn apply_message_delta(message: &mut Message, delta: &MessageDelta) {
+    let body = &delta.delta;
+    message.stop_reason = body.stop_reason.clone();
+    message.stop_sequence = body.stop_sequence.clone();
     if body.stop_details.is_some() || body.extra.contains_key("stop_details") {
-        message.stop_details = body.stop_details;
+        message.stop_details = body.stop_details.clone();
     }
     if body.container.is_some() || body.extra.contains_key("container") {
-        message.container = body.container;
+        message.container = body.container.clone();
     }
     if delta.context_management.is_some() {
-        message.context_management = delta.context_management;
+        message.context_management = delta.context_management.clone();
     }
-    if let Some(update) = delta.usage {
+    if let Some(update) = &delta.usage {
         let usage = message.usage.get_or_insert_with(Default::default);
         usage.output_tokens = update.output_tokens;
         if update.input_tokens.is_some() {
@@ -519,10 +521,13 @@ fn apply_message_delta(message: &mut Message, delta: MessageDelta) {
             usage.cache_read_input_tokens = update.cache_read_input_tokens;
         }
         if update.server_tool_use.is_some() {
-            usage.server_tool_use = update.server_tool_use;
+            usage.server_tool_use = update.server_tool_use.clone();
         }
         if update.iterations.is_some() {
-            usage.iterations = update.iterations;
+            usage.iterations = update.iterations.clone();
+        }
+        if update.output_tokens_details.is_some() {
+            usage.output_tokens_details = update.output_tokens_details.clone();
         }
     }
 }
@@ -537,7 +542,7 @@ mod tests {
     ) -> Vec<Result<Option<CompletedBlock>, AccumulateError>> {
         events
             .iter()
-            .map(|e| acc.push(StreamEvent::from_json(e).expect("test events parse")))
+            .map(|e| acc.push(&StreamEvent::from_json(e).expect("test events parse")))
             .collect()
     }
 

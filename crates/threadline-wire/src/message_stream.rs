@@ -123,7 +123,7 @@ impl MessageStreamReader {
             })?;
         let completed = self
             .accumulator
-            .push(event.clone())
+            .push(&event)
             .map_err(|source| StreamReadError::Accumulate { index, source })?;
         on_event(&event, completed.as_ref());
         Ok(())
@@ -132,7 +132,7 @@ impl MessageStreamReader {
     /// Ends the input: the complete message, or why there is none (with the partial message).
     ///
     /// A last event that lacks only its closing blank line (some recordings end that way) is
-    /// applied when its data is complete JSON, as the Python SDK's flush does; a last event
+    /// applied when its data is complete JSON, (the Python SDK drops it, and with it a final `message_stop`; we read it); a last event
     /// cut inside its data is dropped, and the missing pieces are reported by the accumulator
     /// as a [`Truncation`](crate::accumulate::Truncation) with the partial message.
     pub fn finish(mut self) -> Result<Message, StreamReadError> {
@@ -146,7 +146,7 @@ impl MessageStreamReader {
             match StreamEvent::from_json(&sse.data) {
                 Ok(event) => {
                     self.accumulator
-                        .push(event)
+                        .push(&event)
                         .map_err(|source| StreamReadError::Accumulate { index, source })?;
                 }
                 // Cut mid-data: not an event the server finished sending.

@@ -10,8 +10,8 @@ wire_struct! {
     /// `message_start`: the message shell, with empty content and initial usage.
     pub struct MessageStart {
         required {
-            /// The message shell.
-            pub message: Message,
+            /// The message shell (boxed: it is large, and the other events are small).
+            pub message: Box<Message>,
         }
         optional {}
     }
@@ -23,8 +23,8 @@ wire_struct! {
         required {
             /// The block's position in the final content.
             pub index: usize,
-            /// The block's initial value (empty text, `{}` input, …).
-            pub content_block: ContentBlock,
+            /// The block's initial value (empty text, `{}` input, …), boxed like the message.
+            pub content_block: Box<ContentBlock>,
         }
         optional {}
     }
@@ -75,12 +75,13 @@ wire_struct! {
     /// `message_delta`: stop reason and cumulative usage.
     pub struct MessageDelta {
         required {
-            /// The top-level changes.
-            pub delta: MessageDeltaBody,
+            /// The top-level changes (boxed, to keep every event small).
+            pub delta: Box<MessageDeltaBody>,
         }
         optional {
-            /// Cumulative usage: fields present overwrite, never add.
-            pub usage: Usage,
+            /// Cumulative usage: fields present overwrite, never add (boxed, to keep every
+            /// event small).
+            pub usage: Box<Usage>,
             /// Context edits applied (beta).
             pub context_management: Value,
         }
@@ -193,8 +194,9 @@ wire_struct! {
     /// `citations_delta`.
     pub struct CitationsDelta {
         required {
-            /// A citation to push onto the text block's citations.
-            pub citation: Citation,
+            /// A citation to push onto the text block's citations (boxed: it is the largest
+            /// delta, and deltas are the hot path).
+            pub citation: Box<Citation>,
         }
         optional {}
     }
