@@ -92,6 +92,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Higher,
         what: "throughput of our SSE decoder + stream accumulator vs eventsource-stream + serde_json::Value on the largest recorded stream (baseline_time / ours_time)",
     },
+    RatioSpec {
+        name: "validate_100k_vs_serialize",
+        group: "validate_100k_messages",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "time to validate a 100k-message request vs serde_json serialization of the same request (ours_time / baseline_time; target <= 0.5)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).

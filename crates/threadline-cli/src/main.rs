@@ -31,6 +31,25 @@ enum Command {
         /// The SSE file, a canonical fixture, or `-` for stdin.
         file: String,
     },
+    /// Check a request against the API's acceptance rules, offline; print each violation.
+    ///
+    /// FILE is a `/v1/messages` request body (`-` reads stdin), or a canonical fixture whose
+    /// every recorded request is checked. Each violation is printed as `PATH: MESSAGE` in the
+    /// API's own words. Exit code 0: no violation; 1: violations; 2: unreadable input. An
+    /// unknown model is checked against conservative defaults, with a warning on stderr.
+    Check {
+        /// The request body, a canonical fixture, or `-` for stdin.
+        file: String,
+        /// Check against this model instead of the one the request names.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// The `anthropic-beta` header the request is sent with (e.g. for interleaved thinking).
+        #[arg(long, value_name = "BETAS")]
+        beta: Option<String>,
+        /// FILE is a `/v1/messages/count_tokens` request body.
+        #[arg(long)]
+        count_tokens: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -45,5 +64,16 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Accumulate { file } => commands::accumulate::run(&file),
+        Command::Check {
+            file,
+            model,
+            beta,
+            count_tokens,
+        } => commands::check::run(&commands::check::CheckArgs {
+            path: &file,
+            model: model.as_deref(),
+            beta: beta.as_deref(),
+            count_tokens,
+        }),
     }
 }

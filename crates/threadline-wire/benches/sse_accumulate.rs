@@ -28,7 +28,9 @@ fn chunks(sse: &str) -> Vec<Bytes> {
 fn ours(chunks: &[Bytes]) -> usize {
     let mut reader = MessageStreamReader::new();
     for chunk in chunks {
-        reader.push(chunk, |_, _| {}).expect("recorded streams are valid");
+        reader
+            .push(chunk, |_, _| {})
+            .expect("recorded streams are valid");
     }
     let message = reader.finish().expect("recorded streams are complete");
     message.content.len()
@@ -64,7 +66,9 @@ fn sse_benches(c: &mut Criterion) {
     // Small events: the streamed-thinking recording, hundreds of short deltas.
     let small = &streams
         .iter()
-        .find(|(name, _)| name == "pydantic__pydantic-ai/test_anthropic_model_thinking_part_stream#0")
+        .find(|(name, _)| {
+            name == "pydantic__pydantic-ai/test_anthropic_model_thinking_part_stream#0"
+        })
         .expect("the thinking stream is recorded")
         .1;
     let largest = &streams

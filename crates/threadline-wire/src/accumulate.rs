@@ -141,7 +141,8 @@ pub enum Truncation {
         index: usize,
         /// The block's type.
         block: String,
-        /// For a tool use, the input JSON received so far (the block keeps its initial input).
+        /// For a tool use, the input JSON text received so far. The block's `input` holds it
+        /// parsed as far as it goes (an unfinished string left out), like the SDKs' snapshots.
         partial_json: Option<String>,
     },
     /// Every block was closed but `message_stop` never came.
@@ -264,10 +265,14 @@ impl MessageAccumulator {
             other => {
                 let tag = other.tag();
                 if self.stopped {
-                    return Err(AccumulateError::EventAfterMessageStop { event: tag.to_owned() });
+                    return Err(AccumulateError::EventAfterMessageStop {
+                        event: tag.to_owned(),
+                    });
                 }
                 let Some(message) = self.message.as_mut() else {
-                    return Err(AccumulateError::EventBeforeMessageStart { event: tag.to_owned() });
+                    return Err(AccumulateError::EventBeforeMessageStart {
+                        event: tag.to_owned(),
+                    });
                 };
                 match other {
                     StreamEvent::ContentBlockStart(start) => {
@@ -346,6 +351,14 @@ impl MessageAccumulator {
                 BlockState::Stopped => None,
             });
         if let Some((index, partial_json)) = unclosed {
+            // Show the tool input as far as it arrived, as the SDKs' snapshots do (jiter's
+            // partial mode: an unfinished string is left out); the raw text stays in the error.
+            let mut message = message;
+            if let Some(parsed) = crate::partial_json::parse_partial(&partial_json)
+                && let Some(slot) = message.content.get_mut(index).and_then(input_of)
+            {
+                *slot = parsed;
+            }
             let block = message
                 .content
                 .get(index)

@@ -1,4 +1,43 @@
-//! The Anthropic Messages API as Rust values.
+//! The Anthropic Messages API as Rust values: request and response types that survive
+//! whatever the API adds, an incremental SSE decoder, the stream accumulator, the model table,
+//! the pre-flight validator and the service contract. No I/O, no async runtime.
+//!
+//! ```
+//! use threadline_wire::message_stream::MessageStreamReader;
+//! use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+//!
+//! // A request, built from typed values and serialized as the API expects.
+//! let request = MessagesRequest::new(
+//!     "claude-sonnet-4-6",
+//!     1024,
+//!     vec![MessageParam::user(vec![ContentBlock::text("Hello")])],
+//! );
+//! let json = serde_json::to_string(&request)?;
+//! assert!(json.contains(r#""role":"user""#));
+//!
+//! // A streamed answer, fed in whatever chunks the network delivers.
+//! let sse = concat!(
+//!     "event: message_start\n",
+//!     r#"data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-6","usage":{"input_tokens":8,"output_tokens":1}}}"#, "\n\n",
+//!     "event: content_block_start\n",
+//!     r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#, "\n\n",
+//!     "event: content_block_delta\n",
+//!     r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi!"},"a_field_from_the_future":1}"#, "\n\n",
+//!     "event: content_block_stop\n",
+//!     r#"data: {"type":"content_block_stop","index":0}"#, "\n\n",
+//!     "event: message_delta\n",
+//!     r#"data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}"#, "\n\n",
+//!     "event: message_stop\n",
+//!     r#"data: {"type":"message_stop"}"#, "\n\n",
+//! );
+//! let mut reader = MessageStreamReader::new();
+//! for chunk in sse.as_bytes().chunks(5) {
+//!     reader.push(chunk, |_event, _completed_block| {})?;
+//! }
+//! let message = reader.finish()?;
+//! assert_eq!(message.text(), "Hi!");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 #[macro_use]
@@ -9,12 +48,14 @@ pub mod cache_control;
 pub mod content;
 pub mod message_stream;
 pub mod model;
+pub mod partial_json;
 pub mod request;
 pub mod response;
 pub mod service;
 pub mod sse;
 pub mod stream_event;
 pub mod tools;
+pub mod validate;
 
 pub use api_error::{ApiErrorBody, ApiErrorResponse, ApiErrorType};
 pub use cache_control::{CacheControl, CacheTtl};
@@ -26,3 +67,7 @@ pub use request::{
 pub use response::{Message, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{Tool, ToolChoice};
+pub use validate::{
+    Rule, ValidateOptions, Violation, validate, validate_count_tokens, validate_count_tokens_with,
+    validate_with,
+};

@@ -69,6 +69,10 @@ pub struct Model {
     pub prefill: bool,
     /// Whether non-default `temperature`, `top_p`, `top_k` are accepted.
     pub sampling_params: bool,
+    /// Whether `role: "system"` messages (mid-conversation system messages) are accepted
+    /// inside `messages`; absent in the data means no.
+    #[serde(default)]
+    pub system_messages: bool,
     /// Accepted `output_config.effort` levels.
     pub effort: Vec<String>,
     /// Whether thinking blocks of earlier turns are kept (not stripped) by the API.

@@ -1,0 +1,251 @@
+//! `threadline check FILE`: the API's acceptance rules, checked offline.
+//!
+//! FILE is a request body (`POST /v1/messages`, or `/v1/messages/count_tokens` with
+//! `--count-tokens`), or a canonical fixture (`"format": "threadline-fixture/1"`) whose every
+//! recorded request is checked against the model it names. Each violation is printed on stdout
+//! as `PATH: MESSAGE`, or as the API's message alone when that already starts with the path;
+//! for a fixture, each line starts with `exchange N: `.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+
+use serde_json::Value;
+use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::validate::{ValidateOptions, Violation};
+use threadline_wire::{
+    CountTokensRequest, MessagesRequest, validate_count_tokens_with, validate_with,
+};
+
+use crate::input::read_input;
+
+/// The `format` of a canonical fixture file.
+const FIXTURE_FORMAT: &str = "threadline-fixture/1";
+
+/// What the command line asked for.
+pub(crate) struct CheckArgs<'a> {
+    /// The file, or `-` for stdin.
+    pub(crate) path: &'a str,
+    /// Check against this model instead of the one each request names.
+    pub(crate) model: Option<&'a str>,
+    /// An `anthropic-beta` header value for plain request bodies.
+    pub(crate) beta: Option<&'a str>,
+    /// A plain body is a count_tokens request.
+    pub(crate) count_tokens: bool,
+}
+
+/// One request to check.
+struct Job {
+    /// `exchange N` for a fixture, nothing for a plain body.
+    label: Option<String>,
+    body: Value,
+    count_tokens: bool,
+    beta: Option<String>,
+}
+
+/// The requests in the input: the body itself, or every recorded request of a fixture.
+fn jobs(path: &str, value: Value, args: &CheckArgs<'_>) -> Result<Vec<Job>, String> {
+    if value.get("format").and_then(Value::as_str) != Some(FIXTURE_FORMAT) {
+        return Ok(vec![Job {
+            label: None,
+            body: value,
+            count_tokens: args.count_tokens,
+            beta: args.beta.map(str::to_owned),
+        }]);
+    }
+    let exchanges = value
+        .get("exchanges")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("threadline: {path}: the fixture has no `exchanges` array"))?;
+    let jobs: Vec<Job> = exchanges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, exchange)| {
+            let request = exchange.get("request").filter(|r| !r.is_null())?;
+            let endpoint = request
+                .get("endpoint")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let beta = request
+                .get("headers")
+                .and_then(|h| h.get("anthropic-beta"))
+                .and_then(Value::as_str)
+                .or(args.beta)
+                .map(str::to_owned);
+            Some(Job {
+                label: Some(format!("exchange {i}")),
+                body: request.get("body").cloned().unwrap_or(Value::Null),
+                count_tokens: endpoint.ends_with("/count_tokens"),
+                beta,
+            })
+        })
+        .collect();
+    if jobs.is_empty() {
+        // Response-only recordings are valid fixtures with nothing to check.
+        eprintln!("threadline: {path}: the fixture holds no recorded request; nothing to check");
+    }
+    Ok(jobs)
+}
+
+/// The row `id` is checked against; the first time an id is unknown, a warning on stderr.
+fn resolve<'a>(table: &'a ModelTable, id: &'a str, warned: &mut BTreeSet<String>) -> &'a Model {
+    let resolved = table.resolve(id);
+    if let Some(warning) = resolved.warning()
+        && warned.insert(id.to_owned())
+    {
+        eprintln!("threadline: warning: {warning}");
+    }
+    resolved.model()
+}
+
+/// Validates one request; the error is one printable line. With `--model`, the request is
+/// made to name that model first, so that the API's texts (which name it) read as they would.
+fn check_one(
+    job: Job,
+    args: &CheckArgs<'_>,
+    warned: &mut BTreeSet<String>,
+) -> Result<Vec<Violation>, String> {
+    let where_ = match &job.label {
+        Some(label) => format!("{}: {label}", args.path),
+        None => args.path.to_owned(),
+    };
+    let table = ModelTable::builtin();
+    let options =
+        ValidateOptions::default().with_beta_header(job.beta.as_deref().unwrap_or_default());
+    if job.count_tokens {
+        let mut request: CountTokensRequest = serde_json::from_value(job.body)
+            .map_err(|e| format!("threadline: {where_}: not a count_tokens request body: {e}"))?;
+        if let Some(model) = args.model {
+            request.model = model.to_owned();
+        }
+        let model = resolve(table, &request.model, warned);
+        Ok(validate_count_tokens_with(&request, model, &options))
+    } else {
+        let mut request: MessagesRequest = serde_json::from_value(job.body)
+            .map_err(|e| format!("threadline: {where_}: not a messages request body: {e}"))?;
+        if let Some(model) = args.model {
+            request.model = model.to_owned();
+        }
+        let model = resolve(table, &request.model, warned);
+        Ok(validate_with(&request, model, &options))
+    }
+}
+
+/// The lines to print for `bytes` (one per violation), or the one-line error for input that
+/// cannot be checked.
+fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
+    let path = args.path;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("threadline: {path}: not JSON: {e}"))?;
+    let mut warned = BTreeSet::new();
+    let mut lines = Vec::new();
+    for job in jobs(path, value, args)? {
+        let label = job.label.clone();
+        for violation in check_one(job, args, &mut warned)? {
+            lines.push(match &label {
+                Some(label) => format!("{label}: {violation}"),
+                None => violation.to_string(),
+            });
+        }
+    }
+    Ok(lines)
+}
+
+pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
+    match read_input(args.path).and_then(|bytes| check_input(&bytes, args)) {
+        Err(line) => {
+            eprintln!("{line}");
+            ExitCode::from(2)
+        }
+        Ok(lines) if lines.is_empty() => {
+            // Say so on stderr, so stdout stays the list of violations (empty here).
+            eprintln!("threadline: {}: no violations", args.path);
+            ExitCode::SUCCESS
+        }
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(model: Option<&'static str>) -> CheckArgs<'static> {
+        CheckArgs {
+            path: "body.json",
+            model,
+            beta: None,
+            count_tokens: false,
+        }
+    }
+
+    const PREFILL: &str = r#"{"model":"claude-opus-4-7","max_tokens":1024,"messages":[
+        {"role":"user","content":"Hi"},{"role":"assistant","content":"Hello "}]}"#;
+
+    #[test]
+    fn a_valid_body_prints_nothing() {
+        let body = r#"{"model":"claude-haiku-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Hi"}]}"#;
+        assert_eq!(check_input(body.as_bytes(), &args(None)), Ok(vec![]));
+    }
+
+    #[test]
+    fn violations_print_in_the_apis_words() {
+        assert_eq!(
+            check_input(PREFILL.as_bytes(), &args(None)),
+            Ok(vec![
+                "messages.1: This model does not support assistant message prefill. The conversation must end with a user message.".to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn the_model_flag_overrides_the_request() {
+        assert_eq!(
+            check_input(PREFILL.as_bytes(), &args(Some("claude-haiku-4-5"))),
+            Ok(vec![
+                "messages.1.content: final assistant content cannot end with trailing whitespace"
+                    .to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn every_request_of_a_fixture_is_checked_and_labelled() {
+        let fixture = serde_json::json!({
+            "format": FIXTURE_FORMAT,
+            "exchanges": [
+                {"request": {"endpoint": "/v1/messages", "body": serde_json::from_str::<Value>(PREFILL).expect("json")}, "response": {}},
+                {"request": null, "response": {}},
+                {"request": {"endpoint": "/v1/messages/count_tokens", "body": {"model": "claude-haiku-4-5", "messages": []}}, "response": {}}
+            ]
+        });
+        let lines = check_input(fixture.to_string().as_bytes(), &args(None));
+        assert_eq!(
+            lines,
+            Ok(vec![
+                "exchange 0: messages.1: This model does not support assistant message prefill. The conversation must end with a user message.".to_owned(),
+                "exchange 2: messages: at least one message is required".to_owned(),
+            ])
+        );
+    }
+
+    #[test]
+    fn unreadable_input_is_one_line() {
+        let not_json = check_input(b"{", &args(None));
+        assert!(
+            matches!(&not_json, Err(line) if line.starts_with("threadline: body.json: not JSON:") && !line.contains('\n'))
+        );
+        let no_max_tokens = check_input(br#"{"model":"m","messages":[]}"#, &args(None));
+        assert_eq!(
+            no_max_tokens,
+            Err(
+                "threadline: body.json: not a messages request body: missing field `max_tokens`"
+                    .to_owned()
+            )
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The conformance validator: the Messages API's acceptance rules, checked offline, each
+//! reported with the API's own error text.
+//!
+//! [`validate`] checks a [`MessagesRequest`] against one model's row of the
+//! [model table](crate::model::ModelTable) and returns every [`Violation`] it finds (none means
+//! the API would accept the request as far as an offline check can tell). Each violation
+//! carries its [`Rule`], the JSON path of the offending place in the request as sent, and the
+//! message the API returns for it, byte-for-byte where the reference quotes it.
+//!
+//! ```
+//! use threadline_wire::model::ModelTable;
+//! use threadline_wire::validate::{validate, Rule};
+//! use threadline_wire::MessagesRequest;
+//!
+//! let request: MessagesRequest = serde_json::from_str(r#"{
+//!     "model": "claude-haiku-4-5", "max_tokens": 1024,
+//!     "messages": [
+//!         {"role": "user", "content": "What's the weather in Paris?"},
+//!         {"role": "assistant", "content": [
+//!             {"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {}}
+//!         ]},
+//!         {"role": "user", "content": "Never mind."}
+//!     ]
+//! }"#).expect("a valid request body");
+//! let model = ModelTable::builtin().resolve(&request.model).model();
+//!
+//! let violations = validate(&request, model);
+//! assert_eq!(violations.len(), 1);
+//! assert_eq!(violations[0].rule, Rule::ToolUseWithoutResult);
+//! assert_eq!(violations[0].path, "messages.1");
+//! assert_eq!(
+//!     violations[0].to_string(),
+//!     "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: \
+//!      toolu_01. Each `tool_use` block must have a corresponding `tool_result` block in the \
+//!      next message."
+//! );
+//! ```
+//!
+//! # Merged messages
+//!
+//! The API merges consecutive messages of the same role into one turn before it checks them,
+//! and its messages name positions in the merged sequence (a recorded 400 says
+//! `messages.0.content.1` for a `tool_result` sent as `messages.1.content.0` right after a
+//! user string message). The validator checks the merged sequence too. [`Violation::message`]
+//! is the API's text, with the API's merged positions; [`Violation::path`] is the position in
+//! the request as sent, so a caller can find and fix the block. Without consecutive same-role
+//! messages the two agree.
+//!
+//! # Order
+//!
+//! Violations come sorted by the place they point at, in request order: parameters
+//! (`max_tokens`, `thinking`, `temperature`, `top_p`, `top_k`, `output_config`), `tools` by
+//! index, `tool_choice`, `system`, `messages` by original message index (a message-level
+//! violation before those of its blocks, blocks by index, a block before the blocks nested in
+//! it), then the top-level `cache_control`. Violations at the same place keep the order in
+//! which the checks run. The order is deterministic: no hash-map iteration reaches the output.
+//!
+//! # Cost
+//!
+//! One pass over the messages and their blocks; ids are kept as borrowed `&str` in hash sets;
+//! nothing is cloned; strings are allocated only for violations.
+
+mod cache;
+mod hash;
+mod ids;
+mod messages;
+mod params;
+mod prefill;
+mod report;
+mod rule;
+mod system;
+mod thinking;
+mod tools;
+mod turns;
+
+use std::fmt;
+
+pub use ids::{is_valid_server_tool_use_id, is_valid_tool_name, is_valid_tool_use_id};
+pub use rule::Rule;
+
+use crate::cache_control::CacheControl;
+use crate::model::Model;
+use crate::request::ThinkingConfig;
+use crate::request::{CountTokensRequest, Effort, MessageParam, MessagesRequest, SystemPrompt};
+use crate::tools::{Tool, ToolChoice};
+
+/// One broken rule: which, where, and what the API says about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// The JSON path of the offending place in the request as sent, e.g.
+    /// `messages.3.content.0` (`messages.3.content` for string content, `tools.1.name`,
+    /// `thinking.budget_tokens`, `cache_control`).
+    pub path: String,
+    /// The full `error.message` the API returns for it. It often starts with the API's own
+    /// path (`messages.N: …`), which names positions after merging same-role messages.
+    pub message: String,
+}
+
+impl Violation {
+    /// Whether [`message`](Self::message) already starts with [`path`](Self::path) (followed by
+    /// `:` or `.`), so that printing the message alone says where.
+    pub fn message_starts_with_path(&self) -> bool {
+        self.message
+            .strip_prefix(self.path.as_str())
+            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('.'))
+    }
+}
+
+impl fmt::Display for Violation {
+    /// `PATH: MESSAGE`, or the message alone when it already starts with the path, so users
+    /// read the API's own words.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.message_starts_with_path() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Settings for the few rules whose limits are not certain or depend on headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ValidateOptions {
+    /// The longest custom tool name accepted (default 64, the documented limit; real 2026
+    /// errors show 128).
+    pub max_tool_name_len: usize,
+    /// Whether interleaved thinking is on (beta `interleaved-thinking-2025-05-14`), which lets
+    /// `thinking.budget_tokens` exceed `max_tokens` (default false).
+    pub interleaved_thinking: bool,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            max_tool_name_len: 64,
+            interleaved_thinking: false,
+        }
+    }
+}
+
+impl ValidateOptions {
+    /// These options with another tool-name length limit.
+    pub fn with_max_tool_name_len(mut self, max_len: usize) -> Self {
+        self.max_tool_name_len = max_len;
+        self
+    }
+
+    /// These options with interleaved thinking on or off.
+    pub fn with_interleaved_thinking(mut self, on: bool) -> Self {
+        self.interleaved_thinking = on;
+        self
+    }
+
+    /// These options adjusted for an `anthropic-beta` header value (comma-separated betas):
+    /// interleaved thinking is on when the header names it.
+    pub fn with_beta_header(self, betas: &str) -> Self {
+        let interleaved = betas
+            .split(',')
+            .any(|b| b.trim().starts_with("interleaved-thinking-"));
+        let on = self.interleaved_thinking || interleaved;
+        self.with_interleaved_thinking(on)
+    }
+}
+
+/// The violations of a `POST /v1/messages` body against `model`'s row, with default options.
+pub fn validate(request: &MessagesRequest, model: &Model) -> Vec<Violation> {
+    validate_with(request, model, &ValidateOptions::default())
+}
+
+/// [`validate`] with explicit options.
+pub fn validate_with(
+    request: &MessagesRequest,
+    model: &Model,
+    options: &ValidateOptions,
+) -> Vec<Violation> {
+    run(&View::of_messages(request), model, options)
+}
+
+/// The violations of a `POST /v1/messages/count_tokens` body against `model`'s row (the same
+/// rules, except those about `max_tokens` and sampling, which the endpoint does not take).
+pub fn validate_count_tokens(request: &CountTokensRequest, model: &Model) -> Vec<Violation> {
+    validate_count_tokens_with(request, model, &ValidateOptions::default())
+}
+
+/// [`validate_count_tokens`] with explicit options.
+pub fn validate_count_tokens_with(
+    request: &CountTokensRequest,
+    model: &Model,
+    options: &ValidateOptions,
+) -> Vec<Violation> {
+    run(&View::of_count_tokens(request), model, options)
+}
+
+/// The fields the rules read, borrowed from either request type.
+struct View<'a> {
+    model: &'a str,
+    max_tokens: Option<u64>,
+    messages: &'a [MessageParam],
+    system: Option<&'a SystemPrompt>,
+    tools: &'a [Tool],
+    tool_choice: Option<&'a ToolChoice>,
+    thinking: Option<&'a ThinkingConfig>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    top_k: Option<u64>,
+    cache_control: Option<&'a CacheControl>,
+    effort: Option<&'a Effort>,
+    has_mcp_servers: bool,
+}
+
+fn has_mcp_servers(value: Option<&serde_json::Value>) -> bool {
+    match value {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Array(servers)) => !servers.is_empty(),
+        Some(_) => true,
+    }
+}
+
+impl<'a> View<'a> {
+    fn of_messages(r: &'a MessagesRequest) -> Self {
+        View {
+            model: &r.model,
+            max_tokens: Some(r.max_tokens),
+            messages: &r.messages,
+            system: r.system.as_ref(),
+            tools: r.tools.as_deref().unwrap_or(&[]),
+            tool_choice: r.tool_choice.as_ref(),
+            thinking: r.thinking.as_ref(),
+            temperature: r.temperature,
+            top_p: r.top_p,
+            top_k: r.top_k,
+            cache_control: r.cache_control.as_ref(),
+            effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
+            has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
+        }
+    }
+
+    fn of_count_tokens(r: &'a CountTokensRequest) -> Self {
+        View {
+            model: &r.model,
+            max_tokens: None,
+            messages: &r.messages,
+            system: r.system.as_ref(),
+            tools: r.tools.as_deref().unwrap_or(&[]),
+            tool_choice: r.tool_choice.as_ref(),
+            thinking: r.thinking.as_ref(),
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            cache_control: r.cache_control.as_ref(),
+            effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
+            has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
+        }
+    }
+
+    /// Whether manual thinking (`type: enabled`) is on and the model accepts it (when it does
+    /// not, only the unsupported-type violation is reported).
+    fn manual_thinking(&self, model: &Model) -> bool {
+        matches!(self.thinking, Some(ThinkingConfig::Enabled(_)))
+            && model.accepts_thinking(crate::model::ThinkingMode::Enabled)
+    }
+}
+
+fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Vec<Violation> {
+    let mut ctx = report::Ctx::new(model, options);
+    let mut breakpoints = cache::Breakpoints::default();
+    params::check(&mut ctx, view);
+    tools::check(&mut ctx, view, &mut breakpoints);
+    system::check(&mut ctx, view, &mut breakpoints);
+    let turns = messages::check(&mut ctx, view, &mut breakpoints);
+    prefill::check(&mut ctx, view, &turns);
+    thinking::check_final_assistant(&mut ctx, view, &turns);
+    breakpoints.finish(&mut ctx, view.cache_control);
+    ctx.finish()
+}

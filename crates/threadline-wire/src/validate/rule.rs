@@ -1,0 +1,455 @@
+//! The rules the validator checks, and the API's own words for each.
+//!
+//! Every text here is the `error.message` the Messages API returns (reference
+//! `anthropic-api.md` §1.4–1.5 and §2), byte-for-byte where the reference or a recorded
+//! response quotes it — backticks, the API's "preceeding" typo and its pydantic-style paths
+//! included. Each variant's documentation says where its text comes from; the few texts that
+//! are inferred rather than observed say so.
+//!
+//! `api` arguments are positions as the API writes them: after consecutive same-role messages
+//! are merged, `messages.N` counts merged turns and `content.M` counts blocks of the merged
+//! turn (a string content counts as one text block). The validator's [`Violation::path`]
+//! keeps the position in the request as sent.
+//!
+//! [`Violation::path`]: super::Violation::path
+
+use std::fmt;
+
+/// One acceptance rule of the Messages API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Rule {
+    /// `messages` is `[]`. Text `messages: at least one message is required` (observed, many).
+    EmptyMessages,
+    /// A message other than an optional final assistant message has `""` or `[]` content.
+    /// Text `messages.N: all messages must have non-empty content except for the optional final
+    /// assistant message` (observed, many).
+    EmptyContent,
+    /// A text block (in a message or nested in a `tool_result`) is `""`.
+    /// Text `messages: text content blocks must be non-empty`; in `system`,
+    /// `system: text content blocks must be non-empty` (observed, many; the system variant by
+    /// analogy).
+    EmptyTextBlock,
+    /// A text block holds only whitespace. Text `messages: text content blocks must contain
+    /// non-whitespace text` / `system: …` (observed, many).
+    WhitespaceTextBlock,
+    /// A message role the model does not accept: `system` on a model whose table row says
+    /// `system_messages: false`, or an unknown role. Text `messages.N.role: Input should be
+    /// 'user' or 'assistant'` (observed; the current text is uncertain).
+    InvalidRole,
+    /// An assistant message's `tool_use` blocks are not all answered by `tool_result` blocks at
+    /// the start of the immediately following user message. Text ``messages.N: `tool_use` ids
+    /// were found without `tool_result` blocks immediately after: ID[, ID…]. Each `tool_use`
+    /// block must have a corresponding `tool_result` block in the next message.`` with N the
+    /// assistant message (observed, many; the separator between several ids is inferred).
+    ToolUseWithoutResult,
+    /// A `tool_result` answers no `tool_use` of the previous message. Text
+    /// ``messages.N.content.M: unexpected `tool_use_id` found in `tool_result` blocks: ID. Each
+    /// `tool_result` block must have a corresponding `tool_use` block in the previous
+    /// message.`` (observed, many; reproduced by a recorded 400).
+    OrphanToolResult,
+    /// Two `tool_result` blocks answer the same id. Text ``messages.N.content.M: each tool_use
+    /// must have a single result. Found multiple `tool_result` blocks with id: ID`` (observed).
+    DuplicateToolResult,
+    /// A `tool_use` (or `server_tool_use`) id appears twice in the conversation. Text
+    /// ``messages.N.content.M: `tool_use` ids must be unique`` (observed).
+    DuplicateToolUseId,
+    /// A `tool_result` block in an assistant (or system) message. Text ``messages.N:
+    /// `tool_result` blocks can only be in `user` messages`` (observed).
+    ToolResultInAssistant,
+    /// A `tool_use` id outside `^[a-zA-Z0-9_-]+$`. Text `messages.N.content.M.tool_use.id:
+    /// String should match pattern '^[a-zA-Z0-9_-]+$'` (observed, many).
+    ToolUseIdPattern,
+    /// A `server_tool_use` id outside `^srvtoolu_[a-zA-Z0-9_]+$`. Text
+    /// `messages.N.content.M.server_tool_use.id: String should match pattern
+    /// '^srvtoolu_[a-zA-Z0-9_]+$'` (observed once).
+    ServerToolUseIdPattern,
+    /// A server tool result block (`web_search_tool_result`, …) whose `tool_use_id` names no
+    /// earlier `server_tool_use`; result blocks of server tools this version does not know
+    /// (any `*_tool_result` with a `tool_use_id`) included. Text ``messages.N.content.M:
+    /// unexpected `tool_use_id` found in `TYPE` blocks: ID. Each `TYPE` block must have a
+    /// corresponding `server_tool_use` block before it.`` (observed for `advisor_tool_result`).
+    OrphanServerToolResult,
+    /// An assistant message left a `server_tool_use` without its result and the next user
+    /// message holds something other than `tool_result` blocks (which ends the turn). Text
+    /// ``\`NAME\` tool use with id \`ID\` was found without a corresponding \`NAME_tool_result\`
+    /// block`` (documented).
+    ServerToolPending,
+    /// A request resuming a turn with a pending `server_tool_use` no longer defines that server
+    /// tool. Text ``\`NAME\` tool use with id \`ID\` was found, but no \`NAME\` tool was
+    /// provided``: the documentation quotes only the ending ``but no `NAME` tool was
+    /// provided``; the beginning is inferred.
+    ServerToolNotProvided,
+    /// A custom tool name outside `^[a-zA-Z0-9_-]{1,64}$` (64 is
+    /// [`ValidateOptions::max_tool_name_len`]). Text `tools.N.custom.name: String should match
+    /// pattern '^[a-zA-Z0-9_-]{1,64}$'` (observed with 64 and with 128).
+    ///
+    /// [`ValidateOptions::max_tool_name_len`]: super::ValidateOptions::max_tool_name_len
+    ToolNamePattern,
+    /// Two tools share a name. Text `tools: Tool names must be unique.` (observed, many).
+    DuplicateToolName,
+    /// `tool_choice` without tools. Text `tool_choice may only be specified while providing
+    /// tools.` (observed, many).
+    ToolChoiceWithoutTools,
+    /// `tool_choice` names a tool that is not defined. Text `tool_choice.name: Tool 'X' not
+    /// found in provided tools` (observed).
+    ToolChoiceUnknownTool,
+    /// More than 4 `cache_control` breakpoints (tools, system blocks, message blocks, blocks
+    /// nested in `tool_result` content; top-level automatic caching counts one). Text `A maximum
+    /// of 4 blocks with cache_control may be provided. Found 5.` (observed, many).
+    TooManyCacheBreakpoints,
+    /// `cache_control` on an empty text block. Text `messages.N.content.M.text: cache_control
+    /// cannot be set for empty text blocks` (observed).
+    CacheControlOnEmptyText,
+    /// `cache_control` on a `thinking` or `redacted_thinking` block, whose schema has no such
+    /// field. Text `messages.N.content.M.thinking.cache_control: Extra inputs are not permitted`
+    /// (inferred from the API's strict-schema message).
+    CacheControlOnThinking,
+    /// A `1h` breakpoint after a `5m` one, in `tools` → `system` → `messages` order. Text
+    /// ``PATH.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m'
+    /// cache_control block. Blocks are processed in the following order: `tools`, `system`,
+    /// `messages`.`` (observed in two repositories).
+    CacheTtlOrder,
+    /// Manual thinking with `budget_tokens` below 1024. Text
+    /// `thinking.enabled.budget_tokens: Input should be greater than or equal to 1024`
+    /// (observed, many).
+    ThinkingBudgetTooSmall,
+    /// Manual thinking with `budget_tokens` ≥ `max_tokens` (allowed with interleaved thinking).
+    /// Text ``\`max_tokens\` must be greater than \`thinking.budget_tokens\`. Please consult our
+    /// documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size``
+    /// (observed, many).
+    ThinkingBudgetNotBelowMaxTokens,
+    /// Manual thinking with a `tool_choice` that forces tool use (`any`, `tool`). Text
+    /// `Thinking may not be enabled when tool_choice forces tool use.` (observed, many).
+    ThinkingWithForcedToolChoice,
+    /// Manual thinking and the final assistant message (the one that starts the last
+    /// `tool_use`/`tool_result` chain, or a final prefill) does not start with a thinking
+    /// block. Text ``messages.N.content.0.type: Expected `thinking` or `redacted_thinking`, but
+    /// found `text`. When `thinking` is enabled, a final `assistant` message must start with a
+    /// thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). …``
+    /// (observed, many).
+    FinalAssistantMissingThinking,
+    /// An assistant message holds thinking blocks but does not start with one. Text
+    /// ``messages.N.content.0: If an assistant message contains any thinking blocks, the first
+    /// block must be `thinking` or `redacted_thinking`. Found `text`.`` (observed).
+    ThinkingNotFirst,
+    /// A `thinking` block without its `signature`. Text
+    /// `messages.N.content.M.thinking.signature: Field required` (observed).
+    ThinkingSignatureMissing,
+    /// The conversation ends with an assistant message on a model whose row says
+    /// `prefill: false`. Text `This model does not support assistant message prefill. The
+    /// conversation must end with a user message.` (documented, observed many).
+    PrefillUnsupported,
+    /// A final assistant message (prefill) ends with whitespace. Text `final assistant content
+    /// cannot end with trailing whitespace` (documented, observed).
+    TrailingWhitespace,
+    /// `max_tokens` above the model's maximum. Text `max_tokens: 999999 > 64000, which is the
+    /// maximum allowed number of output tokens for claude-haiku-4-5-20251001` (observed, many).
+    MaxTokensTooLarge,
+    /// A `thinking.type` the model's row does not accept. Texts `adaptive thinking is not
+    /// supported on this model`, `"thinking.type.enabled" is not supported for this model. …`
+    /// and `"thinking.type.disabled" is not supported for this model. …` (documented).
+    ThinkingTypeUnsupported,
+    /// A non-default `temperature`, `top_p` or `top_k` on a model whose row says
+    /// `sampling_params: false`. Text ``\`temperature\` is deprecated for this model.`` (and the
+    /// same for `top_p`, observed; `top_k` by analogy).
+    SamplingParamUnsupported,
+    /// `temperature` other than 1 while thinking is on. Text ``\`temperature\` may only be set
+    /// to 1 when thinking is enabled`` (the newer variant, on models with adaptive thinking,
+    /// appends ` or in adaptive mode`) (observed, many).
+    TemperatureWithThinking,
+    /// An `output_config.effort` level the model's row does not list. Text `This model does not
+    /// support effort level 'xhigh'. Supported levels: high, low, max, medium.` (reproduced by
+    /// a recorded 400); on a model with no effort levels `output_config.effort: Extra inputs are
+    /// not permitted` (observed for the missing beta; inferred here).
+    EffortUnsupported,
+}
+
+impl Rule {
+    /// Every rule, in declaration order.
+    pub const ALL: &'static [Rule] = &[
+        Rule::EmptyMessages,
+        Rule::EmptyContent,
+        Rule::EmptyTextBlock,
+        Rule::WhitespaceTextBlock,
+        Rule::InvalidRole,
+        Rule::ToolUseWithoutResult,
+        Rule::OrphanToolResult,
+        Rule::DuplicateToolResult,
+        Rule::DuplicateToolUseId,
+        Rule::ToolResultInAssistant,
+        Rule::ToolUseIdPattern,
+        Rule::ServerToolUseIdPattern,
+        Rule::OrphanServerToolResult,
+        Rule::ServerToolPending,
+        Rule::ServerToolNotProvided,
+        Rule::ToolNamePattern,
+        Rule::DuplicateToolName,
+        Rule::ToolChoiceWithoutTools,
+        Rule::ToolChoiceUnknownTool,
+        Rule::TooManyCacheBreakpoints,
+        Rule::CacheControlOnEmptyText,
+        Rule::CacheControlOnThinking,
+        Rule::CacheTtlOrder,
+        Rule::ThinkingBudgetTooSmall,
+        Rule::ThinkingBudgetNotBelowMaxTokens,
+        Rule::ThinkingWithForcedToolChoice,
+        Rule::FinalAssistantMissingThinking,
+        Rule::ThinkingNotFirst,
+        Rule::ThinkingSignatureMissing,
+        Rule::PrefillUnsupported,
+        Rule::TrailingWhitespace,
+        Rule::MaxTokensTooLarge,
+        Rule::ThinkingTypeUnsupported,
+        Rule::SamplingParamUnsupported,
+        Rule::TemperatureWithThinking,
+        Rule::EffortUnsupported,
+    ];
+
+    /// A stable snake_case name for the rule (for logs, JSON output and test tables).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::EmptyMessages => "empty_messages",
+            Rule::EmptyContent => "empty_content",
+            Rule::EmptyTextBlock => "empty_text_block",
+            Rule::WhitespaceTextBlock => "whitespace_text_block",
+            Rule::InvalidRole => "invalid_role",
+            Rule::ToolUseWithoutResult => "tool_use_without_result",
+            Rule::OrphanToolResult => "orphan_tool_result",
+            Rule::DuplicateToolResult => "duplicate_tool_result",
+            Rule::DuplicateToolUseId => "duplicate_tool_use_id",
+            Rule::ToolResultInAssistant => "tool_result_in_assistant",
+            Rule::ToolUseIdPattern => "tool_use_id_pattern",
+            Rule::ServerToolUseIdPattern => "server_tool_use_id_pattern",
+            Rule::OrphanServerToolResult => "orphan_server_tool_result",
+            Rule::ServerToolPending => "server_tool_pending",
+            Rule::ServerToolNotProvided => "server_tool_not_provided",
+            Rule::ToolNamePattern => "tool_name_pattern",
+            Rule::DuplicateToolName => "duplicate_tool_name",
+            Rule::ToolChoiceWithoutTools => "tool_choice_without_tools",
+            Rule::ToolChoiceUnknownTool => "tool_choice_unknown_tool",
+            Rule::TooManyCacheBreakpoints => "too_many_cache_breakpoints",
+            Rule::CacheControlOnEmptyText => "cache_control_on_empty_text",
+            Rule::CacheControlOnThinking => "cache_control_on_thinking",
+            Rule::CacheTtlOrder => "cache_ttl_order",
+            Rule::ThinkingBudgetTooSmall => "thinking_budget_too_small",
+            Rule::ThinkingBudgetNotBelowMaxTokens => "thinking_budget_not_below_max_tokens",
+            Rule::ThinkingWithForcedToolChoice => "thinking_with_forced_tool_choice",
+            Rule::FinalAssistantMissingThinking => "final_assistant_missing_thinking",
+            Rule::ThinkingNotFirst => "thinking_not_first",
+            Rule::ThinkingSignatureMissing => "thinking_signature_missing",
+            Rule::PrefillUnsupported => "prefill_unsupported",
+            Rule::TrailingWhitespace => "trailing_whitespace",
+            Rule::MaxTokensTooLarge => "max_tokens_too_large",
+            Rule::ThinkingTypeUnsupported => "thinking_type_unsupported",
+            Rule::SamplingParamUnsupported => "sampling_param_unsupported",
+            Rule::TemperatureWithThinking => "temperature_with_thinking",
+            Rule::EffortUnsupported => "effort_unsupported",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The texts. Fixed texts are constants; the others are built by the functions below.
+
+pub(super) const EMPTY_MESSAGES: &str = "messages: at least one message is required";
+pub(super) const EMPTY_TEXT_MESSAGES: &str = "messages: text content blocks must be non-empty";
+pub(super) const EMPTY_TEXT_SYSTEM: &str = "system: text content blocks must be non-empty";
+pub(super) const WHITESPACE_TEXT_MESSAGES: &str =
+    "messages: text content blocks must contain non-whitespace text";
+pub(super) const WHITESPACE_TEXT_SYSTEM: &str =
+    "system: text content blocks must contain non-whitespace text";
+pub(super) const DUPLICATE_TOOL_NAME: &str = "tools: Tool names must be unique.";
+pub(super) const TOOL_CHOICE_WITHOUT_TOOLS: &str =
+    "tool_choice may only be specified while providing tools.";
+pub(super) const THINKING_BUDGET_TOO_SMALL: &str =
+    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024";
+pub(super) const THINKING_BUDGET_NOT_BELOW_MAX_TOKENS: &str = "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size";
+pub(super) const THINKING_WITH_FORCED_TOOL_CHOICE: &str =
+    "Thinking may not be enabled when tool_choice forces tool use.";
+pub(super) const PREFILL_UNSUPPORTED: &str = "This model does not support assistant message prefill. The conversation must end with a user message.";
+pub(super) const TRAILING_WHITESPACE: &str =
+    "final assistant content cannot end with trailing whitespace";
+pub(super) const ADAPTIVE_UNSUPPORTED: &str = "adaptive thinking is not supported on this model";
+pub(super) const ENABLED_UNSUPPORTED: &str = "\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior.";
+pub(super) const DISABLED_UNSUPPORTED: &str = "\"thinking.type.disabled\" is not supported for this model. Thinking defaults to adaptive mode when not specified; use \"thinking.type.enabled\" with \"budget_tokens\" for extended thinking.";
+pub(super) const TEMPERATURE_WITH_THINKING: &str =
+    "`temperature` may only be set to 1 when thinking is enabled";
+pub(super) const TEMPERATURE_WITH_THINKING_ADAPTIVE: &str =
+    "`temperature` may only be set to 1 when thinking is enabled or in adaptive mode";
+pub(super) const EFFORT_NOT_PERMITTED: &str =
+    "output_config.effort: Extra inputs are not permitted";
+
+/// `messages.N: all messages must have non-empty content …`.
+pub(super) fn empty_content(api_turn: usize) -> String {
+    format!(
+        "messages.{api_turn}: all messages must have non-empty content except for the optional final assistant message"
+    )
+}
+
+/// `messages.N.role: Input should be 'user' or 'assistant'`.
+pub(super) fn invalid_role(api_turn: usize) -> String {
+    format!("messages.{api_turn}.role: Input should be 'user' or 'assistant'")
+}
+
+/// ``messages.N: `tool_use` ids were found without `tool_result` blocks immediately after: …``.
+pub(super) fn tool_use_without_result(api_turn: usize, ids: &[&str]) -> String {
+    format!(
+        "messages.{api_turn}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        ids.join(", ")
+    )
+}
+
+/// ``messages.N.content.M: unexpected `tool_use_id` found in `tool_result` blocks: …``.
+pub(super) fn orphan_tool_result(api_block: &str, ids: &[&str]) -> String {
+    format!(
+        "{api_block}: unexpected `tool_use_id` found in `tool_result` blocks: {}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+        ids.join(", ")
+    )
+}
+
+/// ``messages.N.content.M: each tool_use must have a single result. …``.
+pub(super) fn duplicate_tool_result(api_block: &str, id: &str) -> String {
+    format!(
+        "{api_block}: each tool_use must have a single result. Found multiple `tool_result` blocks with id: {id}"
+    )
+}
+
+/// ``messages.N.content.M: `tool_use` ids must be unique``.
+pub(super) fn duplicate_tool_use_id(api_block: &str) -> String {
+    format!("{api_block}: `tool_use` ids must be unique")
+}
+
+/// ``messages.N: `tool_result` blocks can only be in `user` messages``.
+pub(super) fn tool_result_in_assistant(api_turn: usize) -> String {
+    format!("messages.{api_turn}: `tool_result` blocks can only be in `user` messages")
+}
+
+/// `messages.N.content.M.tool_use.id: String should match pattern …`.
+pub(super) fn tool_use_id_pattern(api_block: &str) -> String {
+    format!("{api_block}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+}
+
+/// `messages.N.content.M.server_tool_use.id: String should match pattern …`.
+pub(super) fn server_tool_use_id_pattern(api_block: &str) -> String {
+    format!(
+        "{api_block}.server_tool_use.id: String should match pattern '^srvtoolu_[a-zA-Z0-9_]+$'"
+    )
+}
+
+/// ``messages.N.content.M: unexpected `tool_use_id` found in `TYPE` blocks: …`` (the call
+/// block is `server_tool_use`, or `mcp_tool_use` for `mcp_tool_result`).
+pub(super) fn orphan_server_tool_result(api_block: &str, block_type: &str, id: &str) -> String {
+    let call = if block_type == "mcp_tool_result" {
+        "mcp_tool_use"
+    } else {
+        "server_tool_use"
+    };
+    format!(
+        "{api_block}: unexpected `tool_use_id` found in `{block_type}` blocks: {id}. Each `{block_type}` block must have a corresponding `{call}` block before it."
+    )
+}
+
+/// The result block type that answers a server tool.
+pub(super) fn server_tool_result_type(name: &str) -> String {
+    if name.starts_with("tool_search_tool_") {
+        "tool_search_tool_result".to_owned()
+    } else {
+        format!("{name}_tool_result")
+    }
+}
+
+/// ``\`NAME\` tool use with id \`ID\` was found without a corresponding \`NAME_tool_result\` block``.
+pub(super) fn server_tool_pending(name: &str, id: &str) -> String {
+    format!(
+        "`{name}` tool use with id `{id}` was found without a corresponding `{}` block",
+        server_tool_result_type(name)
+    )
+}
+
+/// ``\`NAME\` tool use with id \`ID\` was found, but no \`NAME\` tool was provided``.
+pub(super) fn server_tool_not_provided(name: &str, id: &str) -> String {
+    format!("`{name}` tool use with id `{id}` was found, but no `{name}` tool was provided")
+}
+
+/// `tools.N.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`.
+pub(super) fn tool_name_pattern(tool: usize, max_len: usize) -> String {
+    format!(
+        "tools.{tool}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,{max_len}}}$'"
+    )
+}
+
+/// `tool_choice.name: Tool 'X' not found in provided tools`.
+pub(super) fn tool_choice_unknown_tool(name: &str) -> String {
+    format!("tool_choice.name: Tool '{name}' not found in provided tools")
+}
+
+/// `A maximum of 4 blocks with cache_control may be provided. Found N.`.
+pub(super) fn too_many_cache_breakpoints(found: usize) -> String {
+    format!("A maximum of 4 blocks with cache_control may be provided. Found {found}.")
+}
+
+/// `PATH.text: cache_control cannot be set for empty text blocks`.
+pub(super) fn cache_control_on_empty_text(api_block: &str) -> String {
+    format!("{api_block}.text: cache_control cannot be set for empty text blocks")
+}
+
+/// `PATH.thinking.cache_control: Extra inputs are not permitted`.
+pub(super) fn cache_control_on_thinking(api_block: &str, block_type: &str) -> String {
+    format!("{api_block}.{block_type}.cache_control: Extra inputs are not permitted")
+}
+
+/// `PATH.cache_control.ttl: a ttl='1h' cache_control block must not come after …` (`api_ttl`
+/// is the whole `PATH.cache_control.ttl`).
+pub(super) fn cache_ttl_order(api_ttl: &str) -> String {
+    format!(
+        "{api_ttl}: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. Blocks are processed in the following order: `tools`, `system`, `messages`."
+    )
+}
+
+/// ``messages.N.content.0.type: Expected `thinking` or `redacted_thinking`, but found `X`. …``.
+pub(super) fn final_assistant_missing_thinking(api_turn: usize, found: &str) -> String {
+    format!(
+        "messages.{api_turn}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+    )
+}
+
+/// ``messages.N.content.0: If an assistant message contains any thinking blocks, …``.
+pub(super) fn thinking_not_first(api_turn: usize, found: &str) -> String {
+    format!(
+        "messages.{api_turn}.content.0: If an assistant message contains any thinking blocks, the first block must be `thinking` or `redacted_thinking`. Found `{found}`."
+    )
+}
+
+/// `messages.N.content.M.thinking.signature: Field required`.
+pub(super) fn thinking_signature_missing(api_block: &str) -> String {
+    format!("{api_block}.thinking.signature: Field required")
+}
+
+/// `max_tokens: N > MAX, which is the maximum allowed number of output tokens for ID`.
+pub(super) fn max_tokens_too_large(max_tokens: u64, maximum: u64, model_id: &str) -> String {
+    format!(
+        "max_tokens: {max_tokens} > {maximum}, which is the maximum allowed number of output tokens for {model_id}"
+    )
+}
+
+/// ``\`PARAM\` is deprecated for this model.``.
+pub(super) fn sampling_param_unsupported(param: &str) -> String {
+    format!("`{param}` is deprecated for this model.")
+}
+
+/// `This model does not support effort level 'X'. Supported levels: a, b, c.` (levels sorted).
+pub(super) fn effort_unsupported(level: &str, supported: &[String]) -> String {
+    let mut levels: Vec<&str> = supported.iter().map(String::as_str).collect();
+    levels.sort_unstable();
+    format!(
+        "This model does not support effort level '{level}'. Supported levels: {}.",
+        levels.join(", ")
+    )
+}

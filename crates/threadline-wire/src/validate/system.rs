@@ -1,0 +1,49 @@
+//! The `system` prompt: no empty or whitespace-only text blocks, no marker on an empty block.
+
+use super::View;
+use super::cache::Breakpoints;
+use super::report::{Ctx, Loc};
+use super::rule::{self, Rule};
+use crate::request::SystemPrompt;
+
+pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
+    match view.system {
+        None => {}
+        // An empty string is the same as no system prompt.
+        Some(SystemPrompt::Text(text)) if !text.is_empty() && is_blank(text) => {
+            let message = rule::WHITESPACE_TEXT_SYSTEM.to_owned();
+            ctx.report(Rule::WhitespaceTextBlock, Loc::System(None), message);
+        }
+        Some(SystemPrompt::Text(_)) => {}
+        Some(SystemPrompt::Blocks(blocks)) => {
+            for (n, block) in blocks.iter().enumerate() {
+                let loc = Loc::System(Some(n));
+                if let Some(marker) = &block.cache_control {
+                    breakpoints.marker(ctx, marker.into(), loc);
+                }
+                if block.text.is_empty() {
+                    if block.cache_control.is_some() {
+                        let message = rule::cache_control_on_empty_text(&loc.api());
+                        ctx.report_at(
+                            Rule::CacheControlOnEmptyText,
+                            loc,
+                            loc.field("text"),
+                            message,
+                        );
+                    } else {
+                        let message = rule::EMPTY_TEXT_SYSTEM.to_owned();
+                        ctx.report(Rule::EmptyTextBlock, loc, message);
+                    }
+                } else if is_blank(&block.text) {
+                    let message = rule::WHITESPACE_TEXT_SYSTEM.to_owned();
+                    ctx.report(Rule::WhitespaceTextBlock, loc, message);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `text` holds only whitespace (stops at the first other character).
+pub(super) fn is_blank(text: &str) -> bool {
+    text.chars().all(char::is_whitespace)
+}
