@@ -175,6 +175,20 @@ fn every_utf8_and_crlf_split_gives_the_same_result() {
     }
 }
 
+/// `bytes` cut at the given points (sampled anywhere, end included), in order.
+fn split_at<'a>(bytes: &'a [u8], cuts: &[prop::sample::Index]) -> Vec<&'a [u8]> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+    points.sort_unstable();
+    let mut chunks = Vec::with_capacity(points.len() + 1);
+    let mut start = 0;
+    for p in points {
+        chunks.push(&bytes[start..p]);
+        start = p;
+    }
+    chunks.push(&bytes[start..]);
+    chunks
+}
+
 fn line_endings(sse: &str, style: u8) -> String {
     match style {
         0 => sse.to_owned(),
@@ -197,17 +211,7 @@ proptest! {
         let (name, sse) = &streams[pick.index(streams.len())];
         let baseline = read_chunked([sse.as_bytes()]);
         let text = line_endings(sse, style);
-        let bytes = text.as_bytes();
-        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut start = 0;
-        for p in points {
-            chunks.push(&bytes[start..p]);
-            start = p;
-        }
-        chunks.push(&bytes[start..]);
-        prop_assert_eq!(read_chunked(chunks), baseline, "{}", name);
+        prop_assert_eq!(read_chunked(split_at(text.as_bytes(), &cuts)), baseline, "{}", name);
     }
 
     /// Random bytes, randomly chunked, never panic the decoder or the accumulator.
@@ -222,16 +226,7 @@ proptest! {
         ),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
-        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut start = 0;
-        for p in points {
-            chunks.push(&bytes[start..p]);
-            start = p;
-        }
-        chunks.push(&bytes[start..]);
-        let _ = read_chunked(chunks);
+        let _ = read_chunked(split_at(&bytes, &cuts));
     }
 
     /// Recorded events with bytes flipped never panic the reader either.
