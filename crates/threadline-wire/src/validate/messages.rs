@@ -10,7 +10,7 @@ use super::hash::{IdHasherBuilder, IdSet};
 use super::ids::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use super::system::is_blank;
+use super::text::{IN_MESSAGES, check_text_block};
 use super::turns::{Piece, Turn, TurnBlock, TurnBlocks, turns};
 use crate::content::{Content, ContentBlock, Role};
 use crate::tools::Tool;
@@ -380,29 +380,13 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Text checks: not empty (unless the whole message is, which is reported once for the
-/// message), not whitespace only, no cache marker on an empty block.
+/// Text checks; an empty block in a message that is empty as a whole is reported once, for
+/// the message.
 fn check_text(ctx: &mut Ctx<'_>, text: &str, has_marker: bool, loc: Loc, message_empty: bool) {
-    if text.is_empty() {
-        if message_empty {
-            return;
-        }
-        if has_marker {
-            let message = rule::cache_control_on_empty_text(&loc.api());
-            ctx.report_at(
-                Rule::CacheControlOnEmptyText,
-                loc,
-                loc.field("text"),
-                message,
-            );
-        } else {
-            let message = rule::EMPTY_TEXT_MESSAGES.to_owned();
-            ctx.report(Rule::EmptyTextBlock, loc, message);
-        }
-    } else if is_blank(text) {
-        let message = rule::WHITESPACE_TEXT_MESSAGES.to_owned();
-        ctx.report(Rule::WhitespaceTextBlock, loc, message);
+    if text.is_empty() && message_empty {
+        return;
     }
+    check_text_block(ctx, text, has_marker, loc, IN_MESSAGES);
 }
 
 /// The blocks of a `tool_result` or `search_result`: text checks and cache markers.

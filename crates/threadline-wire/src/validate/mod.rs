@@ -69,6 +69,7 @@ mod prefill;
 mod report;
 mod rule;
 mod system;
+mod text;
 mod thinking;
 mod tools;
 mod turns;

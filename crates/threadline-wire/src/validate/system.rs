@@ -4,6 +4,7 @@ use super::View;
 use super::cache::Breakpoints;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
+use super::text::{IN_SYSTEM, check_text_block, is_blank};
 use crate::request::SystemPrompt;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
@@ -21,29 +22,14 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
                 if let Some(marker) = &block.cache_control {
                     breakpoints.marker(ctx, marker.into(), loc);
                 }
-                if block.text.is_empty() {
-                    if block.cache_control.is_some() {
-                        let message = rule::cache_control_on_empty_text(&loc.api());
-                        ctx.report_at(
-                            Rule::CacheControlOnEmptyText,
-                            loc,
-                            loc.field("text"),
-                            message,
-                        );
-                    } else {
-                        let message = rule::EMPTY_TEXT_SYSTEM.to_owned();
-                        ctx.report(Rule::EmptyTextBlock, loc, message);
-                    }
-                } else if is_blank(&block.text) {
-                    let message = rule::WHITESPACE_TEXT_SYSTEM.to_owned();
-                    ctx.report(Rule::WhitespaceTextBlock, loc, message);
-                }
+                check_text_block(
+                    ctx,
+                    &block.text,
+                    block.cache_control.is_some(),
+                    loc,
+                    IN_SYSTEM,
+                );
             }
         }
     }
-}
-
-/// Whether `text` holds only whitespace (stops at the first other character).
-pub(super) fn is_blank(text: &str) -> bool {
-    text.chars().all(char::is_whitespace)
 }
