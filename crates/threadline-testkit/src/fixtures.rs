@@ -360,48 +360,43 @@ pub fn fixture(name: &str) -> &'static Fixture {
         })
 }
 
-/// Every SSE response body: `("<fixture>#<exchange>", sse text)`.
-pub fn sse_streams() -> Vec<(String, String)> {
-    all_fixtures()
-        .iter()
-        .flat_map(|f| {
-            f.exchanges.iter().enumerate().filter_map(move |(i, e)| {
-                e.response
-                    .body
-                    .as_sse()
-                    .map(|sse| (f.exchange_name(i), sse.to_owned()))
-            })
-        })
-        .collect()
-}
-
-/// Every recorded request: `("<fixture>#<exchange>", request)`.
-pub fn recorded_requests() -> Vec<(String, RecordedRequest)> {
+/// `pick` applied to every exchange of every fixture, named `"<fixture>#<exchange>"`; the
+/// exchanges it returns `None` for are left out.
+fn each_exchange<T>(pick: impl Fn(&Exchange) -> Option<T>) -> Vec<(String, T)> {
     all_fixtures()
         .iter()
         .flat_map(|f| {
             f.exchanges
                 .iter()
                 .enumerate()
-                .filter_map(move |(i, e)| e.request.clone().map(|r| (f.exchange_name(i), r)))
+                .filter_map(|(i, e)| pick(e).map(|t| (f.exchange_name(i), t)))
+                .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// Every SSE response body: `("<fixture>#<exchange>", sse text)`.
+pub fn sse_streams() -> Vec<(String, String)> {
+    each_exchange(|e| e.response.body.as_sse().map(str::to_owned))
+}
+
+/// Every recorded request: `("<fixture>#<exchange>", request)`.
+pub fn recorded_requests() -> Vec<(String, RecordedRequest)> {
+    each_exchange(|e| e.request.clone())
 }
 
 /// Every JSON response body: `("<fixture>#<exchange>", status, body)`; errors
 /// (status >= 400) included.
 pub fn json_responses() -> Vec<(String, Option<u16>, Value)> {
-    all_fixtures()
-        .iter()
-        .flat_map(|f| {
-            f.exchanges.iter().enumerate().filter_map(move |(i, e)| {
-                e.response
-                    .body
-                    .as_json()
-                    .map(|body| (f.exchange_name(i), e.response.status, body.clone()))
-            })
-        })
-        .collect()
+    each_exchange(|e| {
+        e.response
+            .body
+            .as_json()
+            .map(|body| (e.response.status, body.clone()))
+    })
+    .into_iter()
+    .map(|(name, (status, body))| (name, status, body))
+    .collect()
 }
 
 /// Absolute paths of the raw Claude Code transcripts (`*.jsonl`), sorted.
