@@ -1,0 +1,115 @@
+//! Attachments: context that changes every turn, as typed data.
+//!
+//! The sources that produce them live in `threadline-attach`; how each kind is shown to the
+//! model is decided by the normalizer. Here they are only data, so that the transcript, the
+//! UI and the normalizer agree on what was attached.
+
+use serde::{Deserialize, Serialize};
+
+/// One item of a todo or task reminder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// What is to be done.
+    pub content: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// One entry of a delta announcement: a name and what the model is told about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaItem {
+    /// The entry's name (a tool, an agent, an MCP server).
+    pub name: String,
+    /// What the model is told about it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+}
+
+/// A delta announcement: what changed in a set the model was told about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaAnnouncement {
+    /// Which set (`deferred_tools`, `agent_listing`, `mcp_instructions`, or a user's own).
+    pub set: String,
+    /// Entries added since the last announcement.
+    #[serde(default)]
+    pub added: Vec<DeltaItem>,
+    /// Names removed since the last announcement.
+    #[serde(default)]
+    pub removed: Vec<String>,
+    /// Whether this is the first announcement of the set (since the last compaction).
+    #[serde(default)]
+    pub initial: bool,
+}
+
+/// The payload of an attachment message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Attachment {
+    /// An `@`-mentioned file, read within the workspace.
+    File {
+        /// The path as mentioned (relative to the workspace root).
+        path: String,
+        /// The text read (possibly cut).
+        content: String,
+        /// Whether the content was cut at the size or line limit.
+        #[serde(default)]
+        truncated: bool,
+    },
+    /// An `@`-mentioned directory.
+    Directory {
+        /// The path as mentioned.
+        path: String,
+        /// Its entries (possibly cut).
+        entries: Vec<String>,
+        /// Whether the listing was cut.
+        #[serde(default)]
+        truncated: bool,
+    },
+    /// An instructions file found near a path the user mentioned.
+    NestedInstructions {
+        /// The file's path.
+        path: String,
+        /// Its content.
+        content: String,
+    },
+    /// The date changed since the session began.
+    DateChange {
+        /// The new date.
+        date: String,
+    },
+    /// A command the user queued while the model was working.
+    QueuedCommand {
+        /// What the user typed.
+        prompt: String,
+    },
+    /// A reminder of the todo list.
+    TodoReminder {
+        /// The items.
+        items: Vec<TodoItem>,
+    },
+    /// How much of the context window is used.
+    TokenUsage {
+        /// Tokens used.
+        used: u64,
+        /// The window.
+        total: u64,
+    },
+    /// A delta announcement.
+    Delta(DeltaAnnouncement),
+    /// A sub-agent the user mentioned.
+    AgentMention {
+        /// The agent's name.
+        agent: String,
+    },
+    /// Free text for the model, shown as a system reminder.
+    Reminder {
+        /// The text.
+        text: String,
+    },
+    /// Something for the UI only: never shown to the model.
+    UiOnly {
+        /// A label for the UI.
+        label: String,
+    },
+}

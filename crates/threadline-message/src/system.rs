@@ -1,0 +1,95 @@
+//! System messages: events of the session that the UI and the transcript record. Only
+//! `local_command` ever reaches the model (as user text).
+
+use serde::{Deserialize, Serialize};
+
+use crate::header::MessageId;
+
+/// How serious an informational message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// For information.
+    Info,
+    /// Something the user should notice.
+    Warning,
+    /// Something failed.
+    Error,
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The context passed the threshold.
+    Auto,
+    /// The user asked.
+    Manual,
+    /// The API answered `prompt is too long`.
+    Reactive,
+}
+
+/// The kinds of system message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SystemKind {
+    /// A note for the user.
+    Informational {
+        /// How serious.
+        level: Level,
+        /// The text.
+        content: String,
+    },
+    /// The output of a local command; the model sees it as user text.
+    LocalCommand {
+        /// The output.
+        content: String,
+    },
+    /// Everything before this was compacted.
+    CompactBoundary {
+        /// What started it.
+        trigger: CompactTrigger,
+        /// Estimated tokens before compaction.
+        pre_tokens: u64,
+        /// The last message before the compaction.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_message_id: Option<MessageId>,
+    },
+    /// Old tool results were cleared.
+    MicrocompactBoundary {
+        /// The tool uses whose results were cleared.
+        cleared_tool_use_ids: Vec<String>,
+        /// Estimated tokens saved.
+        tokens_saved: u64,
+    },
+    /// The API failed and the request will be retried.
+    ApiError {
+        /// What failed.
+        message: String,
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// Attempts allowed.
+        max_attempts: u32,
+        /// The wait before the next attempt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+    },
+    /// A tool is retried after the user granted permission.
+    PermissionRetry {
+        /// What is retried.
+        content: String,
+    },
+    /// What the stop hooks said.
+    StopHookSummary {
+        /// Their output.
+        content: String,
+        /// Whether a hook kept the turn going.
+        prevented_continuation: bool,
+    },
+    /// How long the turn took.
+    TurnDuration {
+        /// Milliseconds.
+        duration_ms: u64,
+    },
+}
