@@ -56,9 +56,9 @@ pub struct AssistantMessage {
     /// Why the model stopped, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
-    /// Usage, when known.
+    /// Usage, when known (boxed: it is large, and most messages have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
     /// A local error shown as an assistant message (never sent to the model).
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_api_error: bool,
@@ -255,7 +255,7 @@ impl Message {
             model: response.model.clone(),
             content: response.content.clone(),
             stop_reason: response.stop_reason.clone(),
-            usage: response.usage.clone(),
+            usage: response.usage.clone().map(Box::new),
             is_api_error: false,
         })
     }
