@@ -22,14 +22,24 @@
 #![forbid(unsafe_code)]
 
 pub mod attachment;
+pub mod claude_code;
 pub mod header;
 pub mod message;
 pub mod system;
+pub mod transcript;
 
 pub use attachment::{Attachment, DeltaAnnouncement, DeltaItem, TodoItem};
+pub use claude_code::{
+    ImportOptions, ImportResult, import_claude_code, import_claude_code_file,
+    is_claude_code_transcript,
+};
 pub use header::{Header, MessageId, Timestamp};
 pub use message::{
     AssistantMessage, AttachmentMessage, MISSING_TOOL_RESULT, Message, ProgressMessage,
     SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
 pub use system::{CompactTrigger, Level, SystemKind};
+pub use transcript::{
+    LineProblem, LineProblemKind, ReadOptions, TranscriptError, TranscriptRead, TranscriptWriter,
+    WriterOptions, parse_transcript, read_transcript,
+};

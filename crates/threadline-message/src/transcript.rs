@@ -1,0 +1,574 @@
+//! Transcripts: the internal message array persisted as JSONL, one [`Message`] per line.
+//!
+//! The file is append-only. [`TranscriptWriter::append`] serializes a message into a buffer and
+//! hands the whole line, newline included, to one `write_all`, then flushes: a crash can cut
+//! the last line short, but never leaves half a line in the middle of the file.
+//! [`read_transcript`] recovers from what a crash or a stray edit leaves behind:
+//!
+//! * a last line without its newline that does not parse was cut by a crash: it is dropped
+//!   and reported as [`LineProblemKind::CutLastLine`];
+//! * any other line that does not parse (or is longer than [`ReadOptions::max_line_bytes`])
+//!   is skipped and reported as [`LineProblemKind::Malformed`], and the lines around it are
+//!   read as usual;
+//! * blank lines, a `\r` before the newline and a UTF-8 byte-order mark are accepted silently.
+//!
+//! ```
+//! use threadline_message::transcript::{TranscriptWriter, read_transcript, LineProblemKind};
+//! use threadline_message::Message;
+//!
+//! let path = std::env::temp_dir().join(format!("threadline-doc-{}.jsonl", std::process::id()));
+//! # let _ = std::fs::remove_file(&path);
+//! let mut writer = TranscriptWriter::open(&path)?;
+//! writer.append(&Message::user_text("List the files"))?;
+//! writer.append(&Message::meta_user_text("<system-reminder>cwd: /src</system-reminder>"))?;
+//! drop(writer);
+//!
+//! // A crash in the middle of the next append leaves a cut line behind.
+//! let mut bytes = std::fs::read(&path)?;
+//! bytes.extend_from_slice(br#"{"type":"user","id":"7f3c","timest"#);
+//! std::fs::write(&path, &bytes)?;
+//!
+//! let read = read_transcript(&path)?;
+//! assert_eq!(read.messages.len(), 2);
+//! assert_eq!(read.problems.len(), 1);
+//! assert_eq!(read.problems[0].line, 3);
+//! assert_eq!(read.problems[0].kind, LineProblemKind::CutLastLine);
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::header::MessageId;
+use crate::message::Message;
+
+/// The default longest line a reader accepts (256 MiB). A longer line is reported as
+/// malformed instead of being held in memory.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
+
+/// An error that stops reading or writing a transcript. Problems with single lines are not
+/// errors: they are reported in [`TranscriptRead::problems`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    /// The file could not be opened or created.
+    #[error("cannot open transcript {}: {source}", path.display())]
+    Open {
+        /// The transcript's path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The file could not be read.
+    #[error("cannot read transcript {}: {source}", path.display())]
+    Read {
+        /// The transcript's path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A line could not be written (the file was rolled back to its last whole line when
+    /// possible).
+    #[error("cannot append to transcript {}: {source}", path.display())]
+    Write {
+        /// The transcript's path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A message could not be serialized (nothing was written).
+    #[error("cannot serialize message {id}: {source}")]
+    Serialize {
+        /// The message's id.
+        id: MessageId,
+        /// The cause.
+        source: serde_json::Error,
+    },
+}
+
+/// Knobs of [`TranscriptWriter`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriterOptions {
+    /// Call `sync_data` after every line, so that an appended line survives a power loss and
+    /// not only a crash of the process. Off by default: it costs a disk round trip per line.
+    pub sync_data: bool,
+}
+
+impl WriterOptions {
+    /// These options with `sync_data` set.
+    pub fn with_sync_data(mut self, sync_data: bool) -> Self {
+        self.sync_data = sync_data;
+        self
+    }
+}
+
+/// Appends messages to a JSONL transcript, one whole line per message.
+///
+/// One writer per file: the writer assumes nobody else appends while it is open (it rolls a
+/// failed write back to the length it last wrote).
+#[derive(Debug)]
+pub struct TranscriptWriter {
+    file: File,
+    path: PathBuf,
+    options: WriterOptions,
+    /// The file's length after the last whole line.
+    len: u64,
+    /// A failed write may have left a partial line that could not be rolled back: the next
+    /// line starts with a newline so that it is not glued to it.
+    needs_newline: bool,
+    terminated_cut_line: bool,
+    buffer: Vec<u8>,
+}
+
+impl TranscriptWriter {
+    /// Opens `path` for appending, creating it if needed, with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TranscriptError> {
+        Self::open_with(path, WriterOptions::default())
+    }
+
+    /// Opens `path` for appending, creating it if needed.
+    ///
+    /// If the file ends with a line cut by a crash (no final newline), a newline is written
+    /// first: the cut line then reads as one malformed line instead of swallowing the next
+    /// message. [`terminated_cut_line`](Self::terminated_cut_line) says whether that happened.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: WriterOptions,
+    ) -> Result<Self, TranscriptError> {
+        let path = path.as_ref().to_path_buf();
+        let open_error = |source| TranscriptError::Open {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(open_error)?;
+        let len = file.metadata().map_err(open_error)?.len();
+        let cut = if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))
+                .and_then(|_| file.read_exact(&mut last))
+                .map_err(open_error)?;
+            last[0] != b'\n'
+        } else {
+            false
+        };
+        let mut writer = TranscriptWriter {
+            file,
+            path,
+            options,
+            len,
+            needs_newline: false,
+            terminated_cut_line: false,
+            buffer: Vec::new(),
+        };
+        if cut {
+            writer.write_line(b"\n")?;
+            writer.terminated_cut_line = true;
+        }
+        Ok(writer)
+    }
+
+    /// Appends `message` as one line: serialized to a buffer first, then written with a single
+    /// `write_all`, flushed, and synced if [`WriterOptions::sync_data`] is set.
+    pub fn append(&mut self, message: &Message) -> Result<(), TranscriptError> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
+        if self.needs_newline {
+            buffer.push(b'\n');
+        }
+        let serialized = serde_json::to_writer(&mut buffer, message);
+        let result = match serialized {
+            Ok(()) => {
+                buffer.push(b'\n');
+                self.write_line(&buffer)
+            }
+            Err(source) => Err(TranscriptError::Serialize {
+                id: message.id().clone(),
+                source,
+            }),
+        };
+        self.buffer = buffer;
+        result
+    }
+
+    /// Appends every message of `messages`, in order, stopping at the first error.
+    pub fn append_all<'a>(
+        &mut self,
+        messages: impl IntoIterator<Item = &'a Message>,
+    ) -> Result<(), TranscriptError> {
+        messages
+            .into_iter()
+            .try_for_each(|message| self.append(message))
+    }
+
+    /// The transcript's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether opening found a cut last line and terminated it with a newline.
+    pub fn terminated_cut_line(&self) -> bool {
+        self.terminated_cut_line
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> Result<(), TranscriptError> {
+        let written = self.file.write_all(line).and_then(|()| self.file.flush());
+        let synced = written.and_then(|()| {
+            if self.options.sync_data {
+                self.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        match synced {
+            Ok(()) => {
+                self.len += line.len() as u64;
+                self.needs_newline = false;
+                Ok(())
+            }
+            Err(source) => {
+                // Roll back a partial line; if even that fails, make sure the next line does
+                // not continue it.
+                self.needs_newline = self.file.set_len(self.len).is_err();
+                Err(TranscriptError::Write {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// What [`read_transcript`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TranscriptRead {
+    /// The messages of every line that parsed, in file order.
+    pub messages: Vec<Message>,
+    /// The lines that did not, in file order.
+    pub problems: Vec<LineProblem>,
+}
+
+/// A line that was skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProblem {
+    /// The line's number in the file (1-based; blank lines count).
+    pub line: usize,
+    /// What was wrong with it.
+    pub kind: LineProblemKind,
+}
+
+/// What was wrong with a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineProblemKind {
+    /// The last line has no newline and does not parse: a crash cut it while it was written.
+    /// It was dropped.
+    CutLastLine,
+    /// The line is not valid JSON, not a record this reader understands, or longer than the
+    /// limit. It was skipped; the lines around it were read.
+    Malformed {
+        /// Why it did not parse.
+        error: String,
+    },
+    /// (Imports only.) A record of a known type whose shape was not understood; it was kept
+    /// verbatim among the opaque records instead.
+    Unmapped {
+        /// The record's `type`.
+        record_type: String,
+        /// What was missing or wrong.
+        error: String,
+    },
+    /// (Imports only.) The record names a parent that is not in the file (its line was lost);
+    /// the chain was continued from the latest earlier record that nothing follows.
+    BrokenChain {
+        /// The `parentUuid` that was not found.
+        missing_parent: String,
+    },
+    /// (Imports only.) A content block of a known type that did not parse; the message was
+    /// imported with the block kept verbatim as an unknown block.
+    BadBlock {
+        /// The block's position in the message's content (0-based).
+        index: usize,
+        /// Why it did not parse.
+        error: String,
+    },
+}
+
+impl fmt::Display for LineProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: ", self.line)?;
+        match &self.kind {
+            LineProblemKind::CutLastLine => {
+                f.write_str("cut off (last line without a newline, incomplete); dropped")
+            }
+            LineProblemKind::Malformed { error } => write!(f, "malformed, skipped: {error}"),
+            LineProblemKind::Unmapped { record_type, error } => {
+                write!(f, "`{record_type}` record kept opaque: {error}")
+            }
+            LineProblemKind::BrokenChain { missing_parent } => write!(
+                f,
+                "parent {missing_parent} is not in the file; the chain continues from the record before"
+            ),
+            LineProblemKind::BadBlock { index, error } => {
+                write!(f, "content block {index} kept as unknown: {error}")
+            }
+        }
+    }
+}
+
+/// Knobs of the transcript readers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// The longest line accepted, in bytes (newline excluded); longer lines are reported as
+    /// malformed without being held in memory. Default [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// These options with the given line limit.
+    pub fn with_max_line_bytes(mut self, max_line_bytes: usize) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+}
+
+/// Reads the transcript at `path` with default options.
+pub fn read_transcript(path: impl AsRef<Path>) -> Result<TranscriptRead, TranscriptError> {
+    read_transcript_with(path, &ReadOptions::default())
+}
+
+/// Reads the transcript at `path`, streaming it line by line.
+pub fn read_transcript_with(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+) -> Result<TranscriptRead, TranscriptError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|source| TranscriptError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut read = TranscriptRead::default();
+    for_each_line(BufReader::new(file), options.max_line_bytes, |line| {
+        read.push(line, options.max_line_bytes);
+    })
+    .map_err(|source| TranscriptError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(read)
+}
+
+/// Parses a transcript held in memory, with the same rules as [`read_transcript`].
+pub fn parse_transcript(text: &str) -> TranscriptRead {
+    let options = ReadOptions::default();
+    let mut read = TranscriptRead::default();
+    let result = for_each_line(text.as_bytes(), options.max_line_bytes, |line| {
+        read.push(line, options.max_line_bytes);
+    });
+    if let Err(error) = result {
+        // Reading from a slice does not fail; should it ever, say so rather than panic.
+        read.problems.push(LineProblem {
+            line: read.problems.len() + read.messages.len() + 1,
+            kind: LineProblemKind::Malformed {
+                error: error.to_string(),
+            },
+        });
+    }
+    read
+}
+
+impl TranscriptRead {
+    fn push(&mut self, line: RawLine<'_>, max_line_bytes: usize) {
+        let number = line.number;
+        let problem = |kind| LineProblem { line: number, kind };
+        let bytes = match line.content {
+            LineContent::TooLong(len) => {
+                self.problems.push(problem(too_long(len, max_line_bytes)));
+                return;
+            }
+            LineContent::Bytes(bytes) => bytes,
+        };
+        if is_blank(bytes) {
+            return;
+        }
+        match serde_json::from_slice::<Message>(bytes) {
+            Ok(message) => self.messages.push(message),
+            Err(_) if !line.terminated => self.problems.push(problem(LineProblemKind::CutLastLine)),
+            Err(error) => self.problems.push(problem(LineProblemKind::Malformed {
+                error: error.to_string(),
+            })),
+        }
+    }
+}
+
+// --- line splitting, shared with the Claude Code import ------------------------------------
+
+/// The content of one line.
+pub(crate) enum LineContent<'a> {
+    /// The line, without its newline, a `\r` before it or a leading byte-order mark.
+    Bytes(&'a [u8]),
+    /// The line was longer than the limit; this many bytes (newline excluded) were skipped.
+    TooLong(usize),
+}
+
+/// One line of a JSONL file.
+pub(crate) struct RawLine<'a> {
+    /// 1-based.
+    pub(crate) number: usize,
+    pub(crate) content: LineContent<'a>,
+    /// Whether a newline ended it (only the last line of a file may lack one).
+    pub(crate) terminated: bool,
+}
+
+pub(crate) fn too_long(len: usize, max_line_bytes: usize) -> LineProblemKind {
+    LineProblemKind::Malformed {
+        error: format!("line is {len} bytes long, over the limit of {max_line_bytes} bytes"),
+    }
+}
+
+pub(crate) fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Calls `on_line` for every line of `reader`, holding at most `max_line_bytes` of a line in
+/// memory (a whole line that sits in the reader's buffer is passed without a copy).
+pub(crate) fn for_each_line<R: BufRead>(
+    mut reader: R,
+    max_line_bytes: usize,
+    mut on_line: impl FnMut(RawLine<'_>),
+) -> io::Result<()> {
+    let mut pending: Vec<u8> = Vec::new();
+    // Some(total) once the current line has passed the limit: its bytes are counted, not kept.
+    let mut overflow: Option<usize> = None;
+    let mut number = 0usize;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if chunk.is_empty() {
+            if !pending.is_empty() || overflow.is_some() {
+                number += 1;
+                on_line(raw_line(number, &pending, overflow, false));
+            }
+            return Ok(());
+        }
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let (piece, used) = match newline {
+            Some(at) => (&chunk[..at], at + 1),
+            None => (chunk, chunk.len()),
+        };
+        if newline.is_some() && pending.is_empty() && overflow.is_none() {
+            // The common case: the whole line is in the buffer.
+            number += 1;
+            let line = if piece.len() > max_line_bytes {
+                raw_line(number, &[], Some(piece.len()), true)
+            } else {
+                raw_line(number, piece, None, true)
+            };
+            on_line(line);
+            reader.consume(used);
+            continue;
+        }
+        match overflow.as_mut() {
+            Some(total) => *total += piece.len(),
+            None if pending.len() + piece.len() > max_line_bytes => {
+                overflow = Some(pending.len() + piece.len());
+                pending = Vec::new();
+            }
+            None => pending.extend_from_slice(piece),
+        }
+        reader.consume(used);
+        if newline.is_some() {
+            number += 1;
+            on_line(raw_line(number, &pending, overflow, true));
+            pending.clear();
+            overflow = None;
+        }
+    }
+}
+
+fn raw_line(number: usize, bytes: &[u8], overflow: Option<usize>, terminated: bool) -> RawLine<'_> {
+    let content = match overflow {
+        Some(len) => LineContent::TooLong(len),
+        None => {
+            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            let bytes = if number == 1 {
+                bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+            } else {
+                bytes
+            };
+            LineContent::Bytes(bytes)
+        }
+    };
+    RawLine {
+        number,
+        content,
+        terminated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize, chunk: usize) -> Vec<(usize, Result<Vec<u8>, usize>, bool)> {
+        let reader = BufReader::with_capacity(chunk, input);
+        let mut out = Vec::new();
+        for_each_line(reader, max, |line| {
+            let content = match line.content {
+                LineContent::Bytes(b) => Ok(b.to_vec()),
+                LineContent::TooLong(n) => Err(n),
+            };
+            out.push((line.number, content, line.terminated));
+        })
+        .expect("reading a slice does not fail");
+        out
+    }
+
+    #[test]
+    fn splitting_does_not_depend_on_the_buffer_size() {
+        let input = b"\xEF\xBB\xBFab\r\n\ncdefgh\nxyz";
+        let expected = vec![
+            (1, Ok(b"ab".to_vec()), true),
+            (2, Ok(Vec::new()), true),
+            (3, Ok(b"cdefgh".to_vec()), true),
+            (4, Ok(b"xyz".to_vec()), false),
+        ];
+        for chunk in 1..=input.len() + 1 {
+            assert_eq!(lines(input, 100, chunk), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn long_lines_are_counted_not_kept() {
+        let input = b"abc\n0123456789\nxy\n0123456789";
+        let expected = vec![
+            (1, Ok(b"abc".to_vec()), true),
+            (2, Err(10), true),
+            (3, Ok(b"xy".to_vec()), true),
+            (4, Err(10), false),
+        ];
+        for chunk in 1..=input.len() + 1 {
+            assert_eq!(lines(input, 5, chunk), expected, "chunk {chunk}");
+        }
+    }
+}

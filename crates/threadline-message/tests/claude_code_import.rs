@@ -1,0 +1,845 @@
+//! Import of real Claude Code transcripts (`fixtures/recorded/*/*.jsonl`) and of hand-made
+//! variants: the main chain, sidechains, opaque records, system records, and damaged files.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use threadline_message::claude_code::{
+    ImportOptions, ImportResult, SessionSummary, import_claude_code, import_claude_code_file,
+    is_claude_code_transcript,
+};
+use threadline_message::transcript::{LineProblem, LineProblemKind, TranscriptWriter};
+use threadline_message::{CompactTrigger, Level, Message, MessageId, SystemKind};
+use threadline_testkit::fixtures;
+use threadline_wire::{Content, ContentBlock, StopReason};
+
+fn fixture(name: &str) -> PathBuf {
+    fixtures::repo_root().join("fixtures/recorded").join(name)
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).expect("the fixture exists")
+}
+
+fn import(text: &str) -> ImportResult {
+    import_claude_code(text, &ImportOptions::default())
+}
+
+fn with_sidechains() -> ImportOptions {
+    ImportOptions::default().with_sidechains(true)
+}
+
+fn ids(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.id().as_str()).collect()
+}
+
+/// How many messages of each kind, and how many users carry each flag.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    user: usize,
+    assistant: usize,
+    system: usize,
+    meta: usize,
+    tool_use_results: usize,
+    api_message_ids: usize,
+}
+
+fn counts(messages: &[Message]) -> Counts {
+    let mut counts = Counts::default();
+    let mut api_ids = BTreeSet::new();
+    for message in messages {
+        match message {
+            Message::User(user) => {
+                counts.user += 1;
+                counts.meta += usize::from(user.is_meta);
+                counts.tool_use_results += usize::from(user.tool_use_result.is_some());
+            }
+            Message::Assistant(assistant) => {
+                counts.assistant += 1;
+                api_ids.extend(assistant.api_message_id.clone());
+            }
+            Message::System(_) => counts.system += 1,
+            other => panic!("an import makes no {other:?}"),
+        }
+    }
+    counts.api_message_ids = api_ids.len();
+    counts
+}
+
+/// What the fixtures hold, counted once with jq over the raw files (the main chain of each is
+/// exactly its `isSidechain == false` records: none of them branches):
+///
+/// ```sh
+/// jq -s '[.[] | select(.isSidechain == false)] | {
+///   user: map(select(.type=="user")) | length,
+///   assistant: map(select(.type=="assistant")) | length,
+///   meta: map(select(.isMeta==true)) | length,
+///   tur: map(select(has("toolUseResult"))) | length,
+///   msgids: (map(select(.type=="assistant") | .message.id) | unique | length)}' FILE
+/// jq -s '[.[] | select(has("uuid") | not) | .type] | group_by(.) | map({(.[0]): length}) | add' FILE
+/// jq -c '[.type, .isSidechain]' FILE | sort | uniq -c
+/// ```
+struct Expected {
+    file: &'static str,
+    main: Counts,
+    /// Records without a `uuid` (summary, file-history-snapshot).
+    opaque: usize,
+    /// `isSidechain: true` records.
+    sidechain_users: usize,
+    sidechain_assistants: usize,
+    /// First and last `uuid` of the main chain.
+    first: &'static str,
+    last: &'static str,
+}
+
+const EXPECTED: &[Expected] = &[
+    Expected {
+        file: "d-kimuson__claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        main: Counts {
+            user: 14,
+            assistant: 15,
+            system: 0,
+            meta: 1,
+            tool_use_results: 12,
+            api_message_ids: 7,
+        },
+        opaque: 0,
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "e2ab9812-8be7-4e9e-8194-d9b7b9d6da14",
+        last: "549b3502-6e30-4fa5-869f-c998df26c3f0",
+    },
+    Expected {
+        file: "d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+        main: Counts {
+            user: 15,
+            assistant: 16,
+            system: 0,
+            meta: 1,
+            tool_use_results: 13,
+            api_message_ids: 10,
+        },
+        opaque: 0,
+        sidechain_users: 10,
+        sidechain_assistants: 12,
+        first: "5877060c-0a35-4f68-90a6-fdaa3727859a",
+        last: "e9bd5ce8-d37d-49a1-868c-8281d0d0a32b",
+    },
+    Expected {
+        file: "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        main: Counts {
+            user: 14,
+            assistant: 18,
+            system: 0,
+            meta: 1,
+            tool_use_results: 11,
+            api_message_ids: 9,
+        },
+        opaque: 1,
+        sidechain_users: 161,
+        sidechain_assistants: 244,
+        first: "62e0bdc0-a1e4-4d5c-8509-3b9d0d57cc67",
+        last: "5ac34508-f923-4ac5-8efa-749838e99760",
+    },
+    Expected {
+        file: "lanegrid__agtrace/claude_agent.jsonl",
+        main: Counts {
+            user: 0,
+            assistant: 0,
+            system: 0,
+            meta: 0,
+            tool_use_results: 0,
+            api_message_ids: 0,
+        },
+        opaque: 0,
+        sidechain_users: 1,
+        sidechain_assistants: 1,
+        first: "",
+        last: "",
+    },
+    Expected {
+        file: "lanegrid__agtrace/claude_session.jsonl",
+        main: Counts {
+            user: 9,
+            assistant: 13,
+            system: 0,
+            meta: 1,
+            tool_use_results: 4,
+            api_message_ids: 6,
+        },
+        opaque: 4,
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "f370ce0f-84e8-42ab-a6c9-c5d925abd271",
+        last: "61f4ec02-d975-4eb6-89be-fbb302f1167b",
+    },
+];
+
+#[test]
+fn the_expectations_cover_every_recorded_transcript() {
+    let recorded: BTreeSet<PathBuf> = fixtures::transcripts().into_iter().collect();
+    let expected: BTreeSet<PathBuf> = EXPECTED.iter().map(|e| fixture(e.file)).collect();
+    assert_eq!(recorded, expected);
+}
+
+#[test]
+fn every_fixture_imports_without_problems_and_with_the_counted_records() {
+    for expected in EXPECTED {
+        let text = read(expected.file);
+        let name = expected.file;
+        assert!(is_claude_code_transcript(&text), "{name}");
+
+        let main = import(&text);
+        assert_eq!(main.problems, [], "{name}");
+        assert_eq!(counts(&main.messages), expected.main, "{name}");
+        assert_eq!(main.opaque.len(), expected.opaque, "{name}");
+        assert_eq!(
+            main.skipped_sidechain,
+            expected.sidechain_users + expected.sidechain_assistants,
+            "{name}"
+        );
+        assert_eq!(main.skipped_off_chain, 0, "{name}");
+        let main_ids = ids(&main.messages);
+        assert_eq!(
+            main_ids.first().copied().unwrap_or(""),
+            expected.first,
+            "{name}"
+        );
+        assert_eq!(
+            main_ids.last().copied().unwrap_or(""),
+            expected.last,
+            "{name}"
+        );
+
+        let all = import_claude_code(&text, &with_sidechains());
+        assert_eq!(all.problems, [], "{name}");
+        let all_counts = counts(&all.messages);
+        assert_eq!(
+            (all_counts.user, all_counts.assistant),
+            (
+                expected.main.user + expected.sidechain_users,
+                expected.main.assistant + expected.sidechain_assistants
+            ),
+            "{name}"
+        );
+        assert_eq!(all.skipped_sidechain, 0, "{name}");
+
+        let from_file = import_claude_code_file(fixture(name), &ImportOptions::default())
+            .expect("the fixture is readable");
+        assert_eq!(from_file, main, "{name}: file and text imports agree");
+    }
+}
+
+#[test]
+fn records_map_field_by_field() {
+    let text = read("lanegrid__agtrace/claude_session.jsonl");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let imported = import(&text);
+    let conversation = records
+        .iter()
+        .filter(|r| r["type"] != "file-history-snapshot");
+    for (record, message) in conversation.zip(&imported.messages) {
+        assert_eq!(message.id().as_str(), record["uuid"]);
+        assert_eq!(message.header().timestamp.as_str(), record["timestamp"]);
+        match message {
+            Message::User(user) => {
+                assert_eq!(record["type"], "user");
+                assert_eq!(user.is_meta, record["isMeta"] == true);
+                assert_eq!(user.tool_use_result.as_ref(), record.get("toolUseResult"));
+                let content = &record["message"]["content"];
+                let expected: Vec<ContentBlock> = match content.as_str() {
+                    Some(text) => vec![ContentBlock::text(text)],
+                    None => serde_json::from_value(content.clone()).expect("blocks"),
+                };
+                assert_eq!(user.content, expected);
+            }
+            Message::Assistant(assistant) => {
+                assert_eq!(record["type"], "assistant");
+                let api = &record["message"];
+                assert_eq!(assistant.api_message_id.as_deref(), api["id"].as_str());
+                assert_eq!(
+                    assistant.request_id.as_deref(),
+                    record["requestId"].as_str()
+                );
+                assert_eq!(assistant.model, api["model"]);
+                assert_eq!(
+                    assistant.stop_reason.as_ref().map(StopReason::as_str),
+                    api["stop_reason"].as_str()
+                );
+                let usage = serde_json::to_value(assistant.usage.as_deref()).expect("usage");
+                assert_eq!(usage, api["usage"]);
+                assert_eq!(assistant.content.len(), 1, "one block per record");
+                assert!(!assistant.is_api_error);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    // Thinking blocks keep their signatures.
+    let thinking = imported
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => a.content.first(),
+            _ => None,
+        })
+        .filter(|b| matches!(b, ContentBlock::Thinking(t) if t.signature.as_deref().is_some_and(|s| !s.is_empty())))
+        .count();
+    assert_eq!(thinking, 6);
+}
+
+fn uuids_in_file_order(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let record: Value = serde_json::from_str(l).expect("JSON");
+            record["uuid"].as_str().map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn sidechains_are_left_out_unless_asked_for() {
+    let agent = read("lanegrid__agtrace/claude_agent.jsonl");
+    let default = import(&agent);
+    assert_eq!(default.messages, []);
+    assert_eq!(default.skipped_sidechain, 2);
+
+    let included = import_claude_code(&agent, &with_sidechains());
+    assert_eq!(included.problems, []);
+    assert_eq!(included.skipped_sidechain, 0);
+    assert_eq!(ids(&included.messages), uuids_in_file_order(&agent));
+    let Message::User(warmup) = &included.messages[0] else {
+        panic!("a user message")
+    };
+    assert_eq!(warmup.content, [ContentBlock::text("Warmup")]);
+
+    // Interleaved sidechains are imported at their place in the file.
+    let text = read("d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl");
+    let all = import_claude_code(&text, &with_sidechains());
+    assert_eq!(ids(&all.messages), uuids_in_file_order(&text));
+}
+
+#[test]
+fn the_summary_record_is_kept_and_does_not_pick_the_chain() {
+    let text = read("d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
+    let imported = import(&text);
+    let summaries: Vec<SessionSummary<'_>> = imported.summaries().collect();
+    // Its leafUuid names the last record of another session (1af7fc5e…), not of this file.
+    assert_eq!(
+        summaries,
+        [SessionSummary {
+            summary: "Empty Repo Setup: CLAUDE.md Foundation Created",
+            leaf_uuid: Some("549b3502-6e30-4fa5-869f-c998df26c3f0"),
+        }]
+    );
+    assert_eq!(
+        imported.opaque[0],
+        serde_json::from_str::<Value>(text.lines().next().expect("a line")).expect("JSON"),
+        "kept verbatim"
+    );
+    assert_eq!(
+        imported.messages.last().map(|m| m.id().as_str()),
+        Some("5ac34508-f923-4ac5-8efa-749838e99760")
+    );
+}
+
+// --- hand-made transcripts ------------------------------------------------------------------
+
+/// A conversation record: `user`/`assistant` with text content, chained by `parent`.
+fn record(kind: &str, uuid: &str, parent: Option<&str>, text: &str) -> Value {
+    let message = if kind == "assistant" {
+        json!({"id": format!("msg_{uuid}"), "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
+               "stop_reason": "end_turn", "stop_sequence": null,
+               "usage": {"input_tokens": 1, "output_tokens": 2}})
+    } else {
+        json!({"role": "user", "content": text})
+    };
+    json!({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": false,
+           "sessionId": "s1", "timestamp": format!("2026-01-01T00:00:00.{uuid}Z"),
+           "message": message})
+}
+
+fn jsonl(records: &[Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+#[test]
+fn unknown_record_types_are_kept_opaque_and_the_chain_runs_through_them() {
+    let future = json!({"type": "future-record", "uuid": "f", "parentUuid": "a", "x": [1, 2]});
+    let queue = json!({"type": "queue-operation", "operation": "enqueue", "content": "hi"});
+    let untyped = json!({"no_type": true});
+    let text = jsonl(&[
+        record("user", "u", None, "hello"),
+        record("assistant", "a", Some("u"), "hi"),
+        queue.clone(),
+        future.clone(),
+        record("user", "v", Some("f"), "next"),
+        untyped.clone(),
+    ]);
+    let imported = import(&text);
+    assert_eq!(imported.problems, []);
+    assert_eq!(ids(&imported.messages), ["u", "a", "v"]);
+    assert_eq!(imported.opaque, [queue, future, untyped]);
+}
+
+#[test]
+fn branches_keep_the_newest_leaf_and_duplicates_count_once() {
+    let text = jsonl(&[
+        record("user", "u", None, "hello"),
+        record("assistant", "a1", Some("u"), "first answer"),
+        record("user", "x", Some("a1"), "abandoned after a rewind"),
+        record("assistant", "a2", Some("u"), "second answer"),
+        record("user", "y", Some("a2"), "kept"),
+        // A resumed session repeats records it already holds.
+        record("assistant", "a2", Some("u"), "second answer"),
+        record("user", "y", Some("a2"), "kept"),
+    ]);
+    let imported = import(&text);
+    assert_eq!(imported.problems, []);
+    assert_eq!(ids(&imported.messages), ["u", "a2", "y"]);
+    assert_eq!(
+        imported.skipped_off_chain, 4,
+        "a1, x and the first a2 and y"
+    );
+}
+
+#[test]
+fn a_cut_last_line_imports_every_earlier_record_and_reports_the_cut() {
+    let text = read("lanegrid__agtrace/claude_session.jsonl");
+    let whole = import(&text);
+    let last_line_start = text[..text.len() - 1].rfind('\n').expect("several lines") + 1;
+    let cut = &text[..last_line_start + (text.len() - last_line_start) / 2];
+
+    let imported = import(cut);
+    assert_eq!(
+        imported.messages,
+        whole.messages[..whole.messages.len() - 1]
+    );
+    assert_eq!(imported.opaque, whole.opaque);
+    assert_eq!(
+        imported.problems,
+        [LineProblem {
+            line: 26,
+            kind: LineProblemKind::CutLastLine
+        }]
+    );
+}
+
+#[test]
+fn a_lost_line_in_the_middle_loses_only_itself() {
+    let text = read("lanegrid__agtrace/claude_session.jsonl");
+    let whole = import(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    // Line 6 is the tool result answering line 5's tool use; line 7 names it as parent.
+    let lost_uuid = serde_json::from_str::<Value>(lines[5]).expect("JSON")["uuid"].clone();
+
+    for (variant, replacement) in [("garbage", Some("{\"type\":\"user\",")), ("removed", None)] {
+        let damaged: String = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| if i == 5 { replacement } else { Some(*l) })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let imported = import(&damaged);
+        let mut expected = whole.messages.clone();
+        expected.retain(|m| m.id().as_str() != lost_uuid);
+        assert_eq!(imported.messages, expected, "{variant}");
+        let broken_at = if replacement.is_some() { 7 } else { 6 };
+        let broken = LineProblem {
+            line: broken_at,
+            kind: LineProblemKind::BrokenChain {
+                missing_parent: lost_uuid.as_str().expect("a string").to_owned(),
+            },
+        };
+        let problems = match replacement {
+            Some(_) => {
+                assert!(
+                    matches!(
+                        &imported.problems[0],
+                        LineProblem {
+                            line: 6,
+                            kind: LineProblemKind::Malformed { .. }
+                        }
+                    ),
+                    "{:?}",
+                    imported.problems
+                );
+                vec![imported.problems[0].clone(), broken]
+            }
+            None => vec![broken],
+        };
+        assert_eq!(imported.problems, problems, "{variant}");
+    }
+}
+
+#[test]
+fn system_records_map_to_their_kinds() {
+    let system = |uuid: &str, parent: &str, fields: Value| {
+        let mut record = json!({"type": "system", "uuid": uuid, "parentUuid": parent,
+                                "isSidechain": false, "timestamp": "2026-01-01T00:00:09Z"});
+        for (k, v) in fields.as_object().expect("an object") {
+            record[k] = v.clone();
+        }
+        record
+    };
+    let mut summary = record("user", "cs", Some("cb"), "This session is being continued…");
+    summary["isCompactSummary"] = json!(true);
+    summary["isVisibleInTranscriptOnly"] = json!(true);
+    let mut api_error = record("assistant", "e", Some("td"), "API Error: 529 overloaded");
+    api_error["isApiErrorMessage"] = json!(true);
+    api_error["message"]["model"] = json!("<synthetic>");
+    let mut compact = system(
+        "cb",
+        "",
+        json!({"subtype": "compact_boundary", "content": "Conversation compacted", "level": "info",
+               "logicalParentUuid": "a", "compactMetadata": {"trigger": "manual", "preTokens": 155025}}),
+    );
+    compact["parentUuid"] = Value::Null;
+    let text = jsonl(&[
+        record("user", "u", None, "hello"),
+        record("assistant", "a", Some("u"), "hi"),
+        compact,
+        summary,
+        system(
+            "lc",
+            "cs",
+            json!({"subtype": "local_command", "content": "<command-name>/cost</command-name>"}),
+        ),
+        system(
+            "mc",
+            "lc",
+            json!({"subtype": "microcompact_boundary", "content": "Microcompact",
+                   "microcompactMetadata": {"trigger": "auto", "preTokens": 100, "tokensSaved": 60,
+                                            "compactedToolIds": ["toolu_1", "toolu_2"]}}),
+        ),
+        system(
+            "ae",
+            "mc",
+            json!({"subtype": "api_error", "level": "error", "retryInMs": 558.94,
+                   "retryAttempt": 1, "maxRetries": 10,
+                   "error": {"status": 529, "error": {"type": "overloaded_error", "message": "Overloaded"}}}),
+        ),
+        system(
+            "sh",
+            "ae",
+            json!({"subtype": "stop_hook_summary", "hookCount": 1, "hookErrors": ["lint failed"],
+                   "preventedContinuation": true}),
+        ),
+        system(
+            "td",
+            "sh",
+            json!({"subtype": "turn_duration", "durationMs": 88947}),
+        ),
+        api_error,
+        system(
+            "w",
+            "e",
+            json!({"subtype": "informational", "level": "warning", "content": "low disk"}),
+        ),
+        system(
+            "n",
+            "w",
+            json!({"subtype": "future_subtype_without_text", "data": 1}),
+        ),
+        system(
+            "z",
+            "n",
+            json!({"subtype": "away_summary", "content": "You were fixing the build"}),
+        ),
+    ]);
+
+    let imported = import(&text);
+    assert_eq!(imported.problems, []);
+    assert_eq!(
+        ids(&imported.messages),
+        [
+            "u", "a", "cb", "cs", "lc", "mc", "ae", "sh", "td", "e", "w", "z"
+        ],
+        "the chain runs through the compaction and the opaque record"
+    );
+    assert_eq!(imported.opaque.len(), 1);
+    assert_eq!(imported.opaque[0]["subtype"], "future_subtype_without_text");
+
+    let kinds: Vec<&SystemKind> = imported
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::System(s) => Some(&s.kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            &SystemKind::CompactBoundary {
+                trigger: CompactTrigger::Manual,
+                pre_tokens: 155_025,
+                last_message_id: Some(MessageId::from("a")),
+            },
+            &SystemKind::LocalCommand {
+                content: "<command-name>/cost</command-name>".into()
+            },
+            &SystemKind::MicrocompactBoundary {
+                cleared_tool_use_ids: vec!["toolu_1".into(), "toolu_2".into()],
+                tokens_saved: 60,
+            },
+            &SystemKind::ApiError {
+                message: "Overloaded".into(),
+                attempt: 1,
+                max_attempts: 10,
+                retry_in_ms: Some(559),
+            },
+            &SystemKind::StopHookSummary {
+                content: "lint failed".into(),
+                prevented_continuation: true,
+            },
+            &SystemKind::TurnDuration {
+                duration_ms: 88_947
+            },
+            &SystemKind::Informational {
+                level: Level::Warning,
+                content: "low disk".into()
+            },
+            &SystemKind::Informational {
+                level: Level::Info,
+                content: "You were fixing the build".into()
+            },
+        ]
+    );
+    let Message::User(summary) = &imported.messages[3] else {
+        panic!("the compact summary")
+    };
+    assert!(summary.is_compact_summary && !summary.is_meta && !summary.is_virtual);
+    let Message::Assistant(error) = &imported.messages[9] else {
+        panic!("the API error")
+    };
+    assert!(error.is_api_error);
+    assert_eq!(error.model, "<synthetic>");
+}
+
+#[test]
+fn damaged_records_are_reported_never_fatal() {
+    let mut no_message = record("user", "b", Some("a"), "");
+    no_message
+        .as_object_mut()
+        .expect("an object")
+        .remove("message");
+    let mut bad_block = record("user", "c", Some("b"), "");
+    bad_block["message"]["content"] = json!([
+        {"type": "text", "text": "fine"},
+        {"type": "text"},
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    ]);
+    let mut no_uuid = record("user", "", None, "where do I go?");
+    no_uuid.as_object_mut().expect("an object").remove("uuid");
+    let text = jsonl(&[
+        record("user", "a", None, "hello"),
+        no_message.clone(),
+        bad_block,
+        json!([1, 2, 3]),
+        no_uuid.clone(),
+    ]);
+    let imported = import(&text);
+    assert_eq!(ids(&imported.messages), ["a", "c"]);
+    let Message::User(user) = &imported.messages[1] else {
+        panic!("a user")
+    };
+    assert_eq!(user.content[0], ContentBlock::text("fine"));
+    assert_eq!(
+        user.content[1],
+        ContentBlock::Unknown(json!({"type": "text"}))
+    );
+    assert!(matches!(user.content[2], ContentBlock::ToolResult(_)));
+    assert_eq!(imported.opaque, [no_message, no_uuid]);
+
+    let kinds: Vec<(usize, &LineProblemKind)> = imported
+        .problems
+        .iter()
+        .map(|p| (p.line, &p.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (
+                2,
+                &LineProblemKind::Unmapped {
+                    record_type: "user".into(),
+                    error: "no `message` object".into()
+                }
+            ),
+            (
+                3,
+                &LineProblemKind::BadBlock {
+                    index: 1,
+                    error: "missing field `text`".into()
+                }
+            ),
+            (
+                4,
+                &LineProblemKind::Malformed {
+                    error: "not a JSON object".into()
+                }
+            ),
+            (
+                5,
+                &LineProblemKind::Unmapped {
+                    record_type: "user".into(),
+                    error: "no `uuid`".into()
+                }
+            ),
+        ]
+    );
+    for problem in &imported.problems {
+        assert!(
+            problem
+                .to_string()
+                .starts_with(&format!("line {}: ", problem.line))
+        );
+    }
+}
+
+#[test]
+fn claude_code_transcripts_are_told_from_ours() {
+    for expected in EXPECTED {
+        assert!(
+            is_claude_code_transcript(&read(expected.file)),
+            "{}",
+            expected.file
+        );
+    }
+    let ours = std::env::temp_dir().join(format!("threadline-ours-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&ours);
+    let mut writer = TranscriptWriter::open(&ours).expect("opens");
+    writer
+        .append(&Message::user_text("hello"))
+        .and_then(|()| {
+            writer.append(&Message::tool_result(
+                "toolu_1",
+                Content::Text("x".into()),
+                false,
+            ))
+        })
+        .expect("appends");
+    let text = std::fs::read_to_string(&ours).expect("reads");
+    let _ = std::fs::remove_file(&ours);
+    assert!(!is_claude_code_transcript(&text));
+    assert!(!is_claude_code_transcript(&format!("garbage\n\n{text}")));
+    assert!(!is_claude_code_transcript(""));
+    assert!(!is_claude_code_transcript("not json\n[1]\n"));
+    assert!(is_claude_code_transcript(
+        "garbage\n{\"type\":\"summary\",\"summary\":\"t\",\"leafUuid\":\"x\"}\n"
+    ));
+}
+
+// --- snapshots -------------------------------------------------------------------------------
+
+/// One line per message: position, kind, id, flags, block types and the first 60 characters
+/// of its first text.
+fn digest(result: &ImportResult) -> String {
+    let mut out = String::new();
+    for (index, message) in result.messages.iter().enumerate() {
+        let (kind, flags, blocks): (&str, Vec<String>, &[ContentBlock]) = match message {
+            Message::User(user) => {
+                let mut flags = Vec::new();
+                if user.is_meta {
+                    flags.push("meta".to_owned());
+                }
+                if user.is_compact_summary {
+                    flags.push("compact_summary".to_owned());
+                }
+                if user.tool_use_result.is_some() {
+                    flags.push("tool_use_result".to_owned());
+                }
+                ("user", flags, &user.content)
+            }
+            Message::Assistant(assistant) => {
+                let mut flags = Vec::new();
+                if let Some(id) = &assistant.api_message_id {
+                    flags.push(id.clone());
+                }
+                if let Some(stop) = &assistant.stop_reason {
+                    flags.push(stop.to_string());
+                }
+                if assistant.is_api_error {
+                    flags.push("api_error".to_owned());
+                }
+                ("assistant", flags, &assistant.content)
+            }
+            Message::System(system) => {
+                let subtype =
+                    serde_json::to_value(&system.kind).expect("serializes")["subtype"].to_string();
+                ("system", vec![subtype], &[])
+            }
+            other => panic!("an import makes no {other:?}"),
+        };
+        let types: Vec<&str> = blocks.iter().map(ContentBlock::tag).collect();
+        let text: String = blocks
+            .iter()
+            .find_map(|block| match block {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+                ContentBlock::ToolUse(t) => Some(t.name.as_str()),
+                ContentBlock::ToolResult(r) => match &r.content {
+                    Some(Content::Text(text)) => Some(text.as_str()),
+                    Some(Content::Blocks(blocks)) => blocks.iter().find_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    }),
+                    None => None,
+                },
+                _ => None,
+            })
+            .unwrap_or_default()
+            .chars()
+            .take(60)
+            .collect();
+        out.push_str(&format!(
+            "{index:>3} {kind:<9} {} {} [{}] {text:?}\n",
+            message.id(),
+            if flags.is_empty() {
+                "-".to_owned()
+            } else {
+                flags.join(",")
+            },
+            types.join(",")
+        ));
+    }
+    out.push_str(&format!(
+        "opaque: {:?}\nskipped: {} sidechain, {} off chain\n",
+        result
+            .opaque
+            .iter()
+            .map(|o| o["type"].as_str().unwrap_or("?"))
+            .collect::<Vec<_>>(),
+        result.skipped_sidechain,
+        result.skipped_off_chain
+    ));
+    out
+}
+
+fn snapshot_name(file: &str) -> String {
+    Path::new(file)
+        .with_extension("")
+        .to_string_lossy()
+        .replace('/', "__")
+}
+
+#[test]
+fn digests_of_every_fixture() {
+    for expected in EXPECTED {
+        let imported = import(&read(expected.file));
+        insta::assert_snapshot!(snapshot_name(expected.file), digest(&imported));
+    }
+    let agent = import_claude_code(
+        &read("lanegrid__agtrace/claude_agent.jsonl"),
+        &with_sidechains(),
+    );
+    insta::assert_snapshot!(
+        "lanegrid__agtrace__claude_agent__with_sidechains",
+        digest(&agent)
+    );
+}
