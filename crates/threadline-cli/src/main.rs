@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 mod commands;
 mod input;
+mod output;
+mod session;
 
 /// The message array of an LLM agent, from the command line.
 #[derive(Debug, Parser)]
@@ -33,8 +35,9 @@ enum Command {
     },
     /// Check a request against the API's acceptance rules, offline; print each violation.
     ///
-    /// FILE is a `/v1/messages` request body (`-` reads stdin), or a canonical fixture whose
-    /// every recorded request is checked. Each violation is printed as `PATH: MESSAGE` in the
+    /// FILE is a `/v1/messages` request body (`-` reads stdin), a canonical fixture whose
+    /// every recorded request is checked, or a session transcript (threadline or Claude Code
+    /// JSONL), whose normalized request is checked and whose repairs are reported on stderr. Each violation is printed as `PATH: MESSAGE` in the
     /// API's own words. Exit code 0: no violation; 1: violations; 2: unreadable input. An
     /// unknown model is checked against conservative defaults, with a warning on stderr.
     Check {
@@ -49,6 +52,20 @@ enum Command {
         /// FILE is a `/v1/messages/count_tokens` request body.
         #[arg(long)]
         count_tokens: bool,
+    },
+    /// Normalize a session transcript into the request body the model would see.
+    ///
+    /// TRANSCRIPT is a threadline transcript or a Claude Code transcript (detected). The
+    /// request body JSON goes to stdout, a one-line summary of the repairs to stderr.
+    Normalize {
+        /// The transcript (`-` reads stdin).
+        transcript: String,
+        /// The model to build the request for (default: the transcript's last model).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// `max_tokens` of the request (default: 8192, capped at the model's maximum).
+        #[arg(long, value_name = "N")]
+        max_tokens: Option<u64>,
     },
 }
 
@@ -75,5 +92,10 @@ fn main() -> ExitCode {
             beta: beta.as_deref(),
             count_tokens,
         }),
+        Command::Normalize {
+            transcript,
+            model,
+            max_tokens,
+        } => commands::normalize::run(&transcript, model.as_deref(), max_tokens),
     }
 }

@@ -7,6 +7,8 @@
 //!   they hide (ids, signatures) instead of blindly replacing it.
 //! * [`strategies`] generates wire values as JSON (hostile text, unknown types and fields)
 //!   for proptest.
+//! * [`messages`] generates internal message arrays (valid, hostile, long) for the
+//!   normalizer's properties and benchmarks.
 //!
 //! ```
 //! use threadline_testkit::fixtures;
@@ -18,4 +20,5 @@
 
 pub mod fixtures;
 pub mod insta_helpers;
+pub mod messages;
 pub mod strategies;

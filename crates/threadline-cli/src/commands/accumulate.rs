@@ -64,7 +64,7 @@ pub(crate) fn run(path: &str) -> ExitCode {
 
 fn print_json(message: &threadline_wire::Message) {
     match serde_json::to_string_pretty(message) {
-        Ok(json) => println!("{json}"),
+        Ok(json) => crate::output::print_line(&json),
         Err(e) => eprintln!("threadline: cannot print the message: {e}"),
     }
 }

@@ -17,6 +17,7 @@ use threadline_wire::{
 };
 
 use crate::input::read_input;
+use crate::session::{build_request, looks_like_transcript, read_session};
 
 /// The `format` of a canonical fixture file.
 const FIXTURE_FORMAT: &str = "threadline-fixture/1";
@@ -134,8 +135,13 @@ fn check_one(
 /// cannot be checked.
 fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
     let path = args.path;
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("threadline: {path}: not JSON: {e}"))?;
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(e) => match std::str::from_utf8(bytes) {
+            Ok(text) if looks_like_transcript(text) => return check_transcript(text, args),
+            _ => return Err(format!("threadline: {path}: not JSON: {e}")),
+        },
+    };
     let mut warned = BTreeSet::new();
     let mut lines = Vec::new();
     for job in jobs(path, value, args)? {
@@ -148,6 +154,34 @@ fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String
         }
     }
     Ok(lines)
+}
+
+/// A transcript: the request it normalizes to is checked; what the normalizer had to repair
+/// (and lines it could not read) are reported on stderr.
+fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
+    let path = args.path;
+    let session = read_session(text);
+    if session.messages.is_empty() {
+        return Err(format!(
+            "threadline: {path}: no messages found in the transcript"
+        ));
+    }
+    for problem in &session.problems {
+        eprintln!("threadline: {path}: {problem}");
+    }
+    let (request, normalized) = build_request(&session, args.model, None);
+    eprintln!(
+        "threadline: {path}: {} transcript normalized; {}",
+        session.format,
+        normalized.report.summary()
+    );
+    let mut warned = BTreeSet::new();
+    let model = resolve(ModelTable::builtin(), &request.model, &mut warned);
+    let options = ValidateOptions::default().with_beta_header(args.beta.unwrap_or_default());
+    Ok(validate_with(&request, model, &options)
+        .iter()
+        .map(ToString::to_string)
+        .collect())
 }
 
 pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
@@ -163,7 +197,7 @@ pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
         }
         Ok(lines) => {
             for line in lines {
-                println!("{line}");
+                crate::output::print_line(&line);
             }
             ExitCode::from(1)
         }

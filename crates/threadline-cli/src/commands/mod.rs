@@ -2,3 +2,4 @@
 
 pub(crate) mod accumulate;
 pub(crate) mod check;
+pub(crate) mod normalize;

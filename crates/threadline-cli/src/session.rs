@@ -1,0 +1,81 @@
+//! Reading a session transcript (ours or Claude Code's) and turning it into a request.
+
+use threadline_message::Message;
+use threadline_message::claude_code::{
+    ImportOptions, import_claude_code, is_claude_code_transcript,
+};
+use threadline_message::transcript::parse_transcript;
+use threadline_normalize::{Normalized, Options, normalize};
+use threadline_wire::MessagesRequest;
+use threadline_wire::model::ModelTable;
+
+/// The model a request is built for when neither the flag nor the transcript names one.
+const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
+/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
+const DEFAULT_MAX_TOKENS: u64 = 8192;
+
+/// A transcript, read.
+pub(crate) struct Session {
+    /// The internal messages.
+    pub(crate) messages: Vec<Message>,
+    /// `claude-code` or `threadline`.
+    pub(crate) format: &'static str,
+    /// Lines skipped or imported imperfectly, one printable line each.
+    pub(crate) problems: Vec<String>,
+}
+
+/// Whether `text` looks like a JSONL transcript rather than one JSON document.
+pub(crate) fn looks_like_transcript(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first_is_object = lines.next().is_some_and(|l| {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).is_ok()
+    });
+    first_is_object && lines.next().is_some()
+}
+
+/// Reads a transcript of either format.
+pub(crate) fn read_session(text: &str) -> Session {
+    if is_claude_code_transcript(text) {
+        let imported = import_claude_code(text, &ImportOptions::default());
+        Session {
+            messages: imported.messages,
+            format: "claude-code",
+            problems: imported.problems.iter().map(|p| p.to_string()).collect(),
+        }
+    } else {
+        let read = parse_transcript(text);
+        Session {
+            messages: read.messages,
+            format: "threadline",
+            problems: read.problems.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+}
+
+/// The model the session last talked to, if it says.
+fn model_of(messages: &[Message]) -> Option<&str> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) if !a.model.is_empty() && !a.is_api_error => Some(a.model.as_str()),
+        _ => None,
+    })
+}
+
+/// The request the session normalizes to, and the normalizer's report.
+pub(crate) fn build_request(
+    session: &Session,
+    model: Option<&str>,
+    max_tokens: Option<u64>,
+) -> (MessagesRequest, Normalized) {
+    let model = model
+        .or_else(|| model_of(&session.messages))
+        .unwrap_or(DEFAULT_MODEL)
+        .to_owned();
+    let limit = ModelTable::builtin()
+        .resolve(&model)
+        .model()
+        .max_output_tokens;
+    let max_tokens = max_tokens.unwrap_or(DEFAULT_MAX_TOKENS.min(limit));
+    let normalized = normalize(&session.messages, &Options::default());
+    let request = MessagesRequest::new(model, max_tokens, normalized.messages.clone());
+    (request, normalized)
+}

@@ -1,0 +1,326 @@
+//! Pass 3: attachments become text the model reads.
+
+use serde_json::json;
+use threadline_message::{Attachment, DeltaAnnouncement, DeltaItem, TodoItem};
+use threadline_wire::ContentBlock;
+
+use crate::draft::{Draft, Item};
+
+/// Drafts only: every attachment replaced by a user message holding its
+/// [rendering](render_attachment), or removed when it renders to nothing.
+///
+/// The rendered messages are what Claude Code marks `is_meta` (the model sees them, the
+/// transcript view hides them); the request has no such flag, so they are plain user
+/// messages here, merged with their neighbours by
+/// [`merge_consecutive_users`](super::merge_consecutive_users).
+///
+/// Assumes attachments are where [`reorder_attachments`](super::reorder_attachments) put
+/// them. Guarantees: no attachment left; every text block produced is non-blank. A
+/// conversion, never a repair.
+pub(crate) fn render_attachments(items: Vec<Item<'_>>) -> Vec<Draft<'_>> {
+    let mut drafts = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Item::Draft(draft) => drafts.push(draft),
+            Item::Attachment { attachment, origin } => {
+                let texts = render_attachment(attachment);
+                if !texts.is_empty() {
+                    let blocks = texts.into_iter().map(ContentBlock::text).collect();
+                    drafts.push(Draft::user(blocks, Some(origin)));
+                }
+            }
+        }
+    }
+    drafts
+}
+
+/// `text` wrapped in `<system-reminder>` tags, each on its own line.
+fn system_reminder(text: &str) -> String {
+    format!("<system-reminder>\n{text}\n</system-reminder>")
+}
+
+/// How the model is shown `attachment`: the text blocks of one user message, none when the
+/// attachment is for the UI only (or says nothing).
+///
+/// Every text is wrapped in `<system-reminder>` tags. `@`-mentioned files and directories
+/// render as the pair of texts a tool call would have produced ("Called the Read tool with
+/// the following input: {…}" then "Result of calling the Read tool: …"), without a
+/// `tool_use` id, so nothing has to be paired. The output depends on the attachment only: the
+/// same attachment renders byte-identically every time.
+///
+/// ```
+/// use threadline_message::Attachment;
+/// use threadline_normalize::render_attachment;
+///
+/// let texts = render_attachment(&Attachment::DateChange { date: "2026-11-29".into() });
+/// assert_eq!(texts.len(), 1);
+/// assert!(texts[0].starts_with("<system-reminder>\nThe date has changed."));
+/// assert!(render_attachment(&Attachment::UiOnly { label: "spinner".into() }).is_empty());
+/// ```
+pub fn render_attachment(attachment: &Attachment) -> Vec<String> {
+    match attachment {
+        Attachment::File {
+            path,
+            content,
+            truncated,
+        } => {
+            let mut result = String::from("Result of calling the Read tool:\n");
+            if content.is_empty() {
+                result.push_str("(empty file)");
+            } else {
+                result.push_str(content);
+            }
+            if *truncated {
+                result.push_str("\n[truncated: the file is longer than shown]");
+            }
+            vec![
+                system_reminder(&format!(
+                    "Called the Read tool with the following input: {}",
+                    json!({ "file_path": path })
+                )),
+                system_reminder(&result),
+            ]
+        }
+        Attachment::Directory {
+            path,
+            entries,
+            truncated,
+        } => {
+            let mut result = String::from("Result of calling the LS tool:");
+            if entries.is_empty() {
+                result.push_str("\n(empty directory)");
+            }
+            for entry in entries {
+                result.push_str("\n- ");
+                result.push_str(entry);
+            }
+            if *truncated {
+                result.push_str("\n[truncated: the directory has more entries than shown]");
+            }
+            vec![
+                system_reminder(&format!(
+                    "Called the LS tool with the following input: {}",
+                    json!({ "path": path })
+                )),
+                system_reminder(&result),
+            ]
+        }
+        Attachment::NestedInstructions { path, content } => {
+            vec![system_reminder(&format!(
+                "Contents of {path} (instructions for work in this directory):\n\n{content}"
+            ))]
+        }
+        Attachment::DateChange { date } => vec![system_reminder(&format!(
+            "The date has changed. Today's date is now {date}. DO NOT mention this to the user \
+             explicitly because they are already aware."
+        ))],
+        Attachment::QueuedCommand { prompt } => vec![system_reminder(&format!(
+            "The user sent the following message while you were working:\n{prompt}\n\n\
+             Please address this message and continue with your tasks."
+        ))],
+        Attachment::TodoReminder { items } => vec![system_reminder(&todo_text(items))],
+        Attachment::TokenUsage { used, total } => vec![system_reminder(&format!(
+            "Token usage: {used}/{total}; {} remaining",
+            total.saturating_sub(*used)
+        ))],
+        Attachment::Delta(delta) => delta_text(delta)
+            .map(|text| vec![system_reminder(&text)])
+            .unwrap_or_default(),
+        Attachment::AgentMention { agent } => vec![system_reminder(&format!(
+            "The user has expressed a desire to invoke the agent \"{agent}\". Please invoke \
+             the agent appropriately, passing in the required context to it."
+        ))],
+        Attachment::Reminder { text } if !text.trim().is_empty() => vec![system_reminder(text)],
+        // `UiOnly`, blank reminders, and kinds this version does not know: nothing for the
+        // model.
+        _ => Vec::new(),
+    }
+}
+
+fn todo_text(items: &[TodoItem]) -> String {
+    if items.is_empty() {
+        return "Your todo list is currently empty. DO NOT mention this to the user explicitly \
+                because they are already aware."
+            .to_owned();
+    }
+    let mut text = String::from(
+        "Your todo list has changed or has not been looked at recently. Its current contents:\n",
+    );
+    for (n, item) in items.iter().enumerate() {
+        text.push_str(&format!("\n{}. [{}] {}", n + 1, item.status, item.content));
+    }
+    text.push_str(
+        "\n\nKeep working through it if it applies to the current task. DO NOT mention this \
+         reminder to the user explicitly.",
+    );
+    text
+}
+
+/// A delta announcement's text; `None` when it announces nothing.
+fn delta_text(delta: &DeltaAnnouncement) -> Option<String> {
+    if delta.added.is_empty() && delta.removed.is_empty() {
+        return None;
+    }
+    let set = &delta.set;
+    let mut text = String::new();
+    if !delta.added.is_empty() {
+        if delta.initial {
+            text.push_str(&format!("The following {set} are available:"));
+        } else {
+            text.push_str(&format!("The following {set} are now also available:"));
+        }
+        for item in &delta.added {
+            push_delta_item(&mut text, item);
+        }
+    }
+    if !delta.removed.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!("The following {set} are no longer available:"));
+        for name in &delta.removed {
+            text.push_str("\n- ");
+            text.push_str(name);
+        }
+    }
+    Some(text)
+}
+
+fn push_delta_item(text: &mut String, item: &DeltaItem) {
+    text.push_str("\n- ");
+    text.push_str(&item.name);
+    if !item.description.is_empty() {
+        text.push_str(": ");
+        text.push_str(&item.description);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    fn delta(added: &[(&str, &str)], removed: &[&str], initial: bool) -> Attachment {
+        Attachment::Delta(DeltaAnnouncement {
+            set: "deferred tools".into(),
+            added: added
+                .iter()
+                .map(|(name, description)| DeltaItem {
+                    name: (*name).into(),
+                    description: (*description).into(),
+                })
+                .collect(),
+            removed: removed.iter().map(|n| (*n).to_string()).collect(),
+            initial,
+        })
+    }
+
+    #[test]
+    fn a_file_mention_renders_as_a_read_call_and_its_result() {
+        let texts = render_attachment(&Attachment::File {
+            path: "src/\"odd\".rs".into(),
+            content: "fn main() {}".into(),
+            truncated: true,
+        });
+        assert_eq!(
+            texts,
+            [
+                "<system-reminder>\nCalled the Read tool with the following input: \
+                 {\"file_path\":\"src/\\\"odd\\\".rs\"}\n</system-reminder>",
+                "<system-reminder>\nResult of calling the Read tool:\nfn main() {}\n\
+                 [truncated: the file is longer than shown]\n</system-reminder>",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_directory_renders_as_a_listing() {
+        let texts = render_attachment(&Attachment::Directory {
+            path: "src".into(),
+            entries: vec!["lib.rs".into(), "passes/".into()],
+            truncated: false,
+        });
+        assert_eq!(texts.len(), 2);
+        assert!(texts[0].contains(r#"{"path":"src"}"#), "{}", texts[0]);
+        assert!(
+            texts[1].ends_with("tool:\n- lib.rs\n- passes/\n</system-reminder>"),
+            "{}",
+            texts[1]
+        );
+    }
+
+    #[test]
+    fn deltas_list_what_was_added_and_removed() {
+        let texts = render_attachment(&delta(
+            &[("Grep", "search files"), ("Glob", "")],
+            &["Ls"],
+            false,
+        ));
+        assert_eq!(
+            texts,
+            [
+                "<system-reminder>\nThe following deferred tools are now also available:\n\
+              - Grep: search files\n- Glob\n\nThe following deferred tools are no longer \
+              available:\n- Ls\n</system-reminder>"
+            ]
+        );
+        let initial = render_attachment(&delta(&[("Grep", "")], &[], true));
+        assert!(initial[0].contains("The following deferred tools are available:\n- Grep"));
+        assert!(render_attachment(&delta(&[], &[], true)).is_empty());
+    }
+
+    #[test]
+    fn every_kind_renders_non_blank_reminders_or_nothing() {
+        let kinds = [
+            Attachment::NestedInstructions {
+                path: "a/AGENTS.md".into(),
+                content: "be brief".into(),
+            },
+            Attachment::QueuedCommand {
+                prompt: "also fix b".into(),
+            },
+            Attachment::TodoReminder { items: vec![] },
+            Attachment::TodoReminder {
+                items: vec![TodoItem {
+                    content: "x".into(),
+                    status: "pending".into(),
+                }],
+            },
+            Attachment::TokenUsage { used: 10, total: 5 },
+            Attachment::AgentMention {
+                agent: "reviewer".into(),
+            },
+            Attachment::Reminder { text: "hi".into() },
+        ];
+        for kind in &kinds {
+            let texts = render_attachment(kind);
+            assert_eq!(texts.len(), 1, "{kind:?}");
+            assert!(texts[0].starts_with("<system-reminder>\n"), "{}", texts[0]);
+            assert!(texts[0].ends_with("\n</system-reminder>"), "{}", texts[0]);
+        }
+        assert!(render_attachment(&Attachment::Reminder { text: " \n".into() }).is_empty());
+        assert!(render_attachment(&Attachment::UiOnly { label: "x".into() }).is_empty());
+    }
+
+    #[test]
+    fn rendering_replaces_each_attachment_in_place() {
+        let messages = [user("q")];
+        let ui = Attachment::UiOnly { label: "x".into() };
+        let date = Attachment::DateChange { date: "d".into() };
+        let items = vec![
+            Item::Draft(drafts(&messages).remove(0)),
+            Item::Attachment {
+                attachment: &ui,
+                origin: 1,
+            },
+            Item::Attachment {
+                attachment: &date,
+                origin: 2,
+            },
+        ];
+        let drafts = render_attachments(items);
+        assert_eq!(drafts.len(), 2);
+        assert_eq!(drafts[1].origin, Some(2));
+        assert!(drafts[1].is_user());
+    }
+}
