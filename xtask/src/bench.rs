@@ -101,6 +101,33 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Lower,
         what: "time to validate a 100k-message request vs serde_json serialization of the same request (ours_time / baseline_time; target <= 0.5)",
     },
+    RatioSpec {
+        name: "normalize_100k_vs_clone",
+        group: "normalize_batch_100k",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "time to normalize a realistic 100k-message internal array vs Vec::clone of the same array (ours_time / baseline_time; target <= 3)",
+    },
+    RatioSpec {
+        name: "incremental_turn_100k_vs_1k",
+        group: "normalize_incremental_turn",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "per-turn cost of incremental normalization (append a turn, Normalizer::update) at a 100k-message history vs at a 1k-message one (ours_time / baseline_time; target <= 2)",
+    },
+    RatioSpec {
+        name: "normalize_batch_100k_vs_10k",
+        group: "normalize_batch_scaling",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "batch normalization time at 100k messages vs at 10k (ours_time / baseline_time; target <= 12, i.e. linear)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).

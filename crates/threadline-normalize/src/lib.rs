@@ -91,6 +91,7 @@
 
 mod draft;
 mod ids;
+pub mod incremental;
 mod passes;
 mod pipeline;
 mod report;
@@ -103,6 +104,7 @@ use threadline_message::Message;
 use threadline_wire::MessageParam;
 
 pub use draft::{INTERNAL_TIMESTAMP, to_internal};
+pub use incremental::{FullReason, IncrementalUpdate, Normalizer};
 pub use passes::render_attachments::render_attachment;
 pub use report::{Pass, Repair, RepairKind, Report};
 

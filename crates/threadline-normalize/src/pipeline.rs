@@ -34,21 +34,35 @@ use crate::{Normalized, Options};
 /// Runs the pipeline over `messages`.
 pub(crate) fn run(messages: &[Message], options: &Options) -> Normalized {
     let mut report = Report::default();
-    let order = reorder_attachments(messages);
-    let items = drop_non_api(messages, &order, options, &mut report);
-    let drafts = render_attachments(items);
-    let drafts = merge_assistant_fragments(drafts);
-    let drafts = merge_consecutive_users(drafts);
-    let drafts = thinking_hygiene(drafts, &mut report);
-    let mut drafts = empty_content(drafts, &mut report);
-    error_results_text_only(&mut drafts, &mut report);
-    media_cap(&mut drafts, options.media_limit, &mut report);
-    let mut drafts = ensure_tool_result_pairing(drafts, &mut report);
-    settle(&mut drafts, &mut report);
+    let drafts = run_drafts(messages, options, &mut report, |_| {});
     Normalized {
         messages: drafts.into_iter().map(Draft::into_param).collect(),
         report,
     }
+}
+
+/// The passes in their order, then the settling of the end, leaving drafts. `before_media_cap`
+/// sees the drafts just before the media cap (the incremental normalizer tags media there to
+/// follow each block through the last passes).
+pub(crate) fn run_drafts<'a>(
+    messages: &'a [Message],
+    options: &Options,
+    report: &mut Report,
+    before_media_cap: impl FnOnce(&mut [Draft<'a>]),
+) -> Vec<Draft<'a>> {
+    let order = reorder_attachments(messages);
+    let items = drop_non_api(messages, &order, options, report);
+    let drafts = render_attachments(items);
+    let drafts = merge_assistant_fragments(drafts);
+    let drafts = merge_consecutive_users(drafts);
+    let drafts = thinking_hygiene(drafts, report);
+    let mut drafts = empty_content(drafts, report);
+    error_results_text_only(&mut drafts, report);
+    before_media_cap(&mut drafts);
+    media_cap(&mut drafts, options.media_limit, report);
+    let mut drafts = ensure_tool_result_pairing(drafts, report);
+    settle(&mut drafts, report);
+    drafts
 }
 
 /// Settles the end of the request (see the module documentation); repeats until nothing

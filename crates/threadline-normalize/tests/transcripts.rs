@@ -1,0 +1,356 @@
+//! Every recorded Claude Code transcript (`threadline_testkit::fixtures::transcripts()`)
+//! imports and normalizes to a request that `validate` accepts, with its repairs; each
+//! normalized request is snapshotted. Hand-made damaged variants of each — a result line
+//! removed, a tool-use line removed, the file cut right after a tool use, lines repeated,
+//! the last line cut mid-way — validate too and lose no typed user text.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use common::{MODEL, check_pairing, check_texts_kept, check_valid};
+use insta::internals::{Content, ContentPath, Redaction};
+use serde_json::Value;
+use threadline_message::Message;
+use threadline_message::claude_code::{ImportOptions, ImportResult, import_claude_code};
+use threadline_normalize::{Normalized, Options, normalize};
+use threadline_testkit::fixtures;
+use threadline_testkit::insta_helpers::{redact_checked, redact_signature};
+use threadline_wire::model::ModelTable;
+use threadline_wire::{MessageParam, MessagesRequest};
+
+/// Texts longer than this are snapshotted as their length and hash.
+const LONG: usize = 240;
+
+/// At most this many variants of one kind per transcript (spread evenly over the file).
+const VARIANTS_PER_KIND: usize = 24;
+
+/// The transcript imported: its main chain, or — for a sub-agent's file, whose every record is
+/// a sidechain — its sidechain records.
+fn import(text: &str) -> ImportResult {
+    let imported = import_claude_code(text, &ImportOptions::default());
+    if imported.messages.is_empty() && imported.skipped_sidechain > 0 {
+        import_claude_code(text, &ImportOptions::default().with_sidechains(true))
+    } else {
+        imported
+    }
+}
+
+/// The model the session used, when the model table knows it; [`MODEL`] otherwise.
+fn session_model(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant(a) if ModelTable::builtin().get(&a.model).is_some() => {
+                Some(a.model.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| MODEL.to_owned())
+}
+
+/// Normalizes `messages` and checks (a) valid for `model`, (c) typed text kept, (d) pairing.
+fn normalize_checked(what: &str, messages: &[Message], model: &str) -> Normalized {
+    let normalized = normalize(messages, &Options::default());
+    let out = &normalized.messages;
+    for check in [
+        check_valid(out, model),
+        check_texts_kept(messages, out),
+        check_pairing(out),
+    ] {
+        if let Err(problem) = check {
+            panic!("{what}: {problem}");
+        }
+    }
+    normalized
+}
+
+fn name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("transcript");
+    let dir = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|s| s.to_str())
+        .unwrap_or("recorded");
+    format!("{dir}__{stem}")
+}
+
+/// 32-bit FNV-1a, to identify a redacted text in a snapshot.
+fn fnv1a(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5_u32, |hash, b| {
+        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// A string longer than [`LONG`] becomes `"[N chars, fnv1a XXXXXXXX] <first 60 chars>…"`;
+/// shorter ones stay. Checked: the value must be a non-blank string (the API rejects blank
+/// text, so the normalizer must never send one).
+fn redact_long(value: Content, path: ContentPath<'_>) -> Content {
+    let Some(text) = value.as_str() else {
+        panic!("redaction at {path}: expected a string, found {value:?}");
+    };
+    assert!(
+        !text.trim().is_empty(),
+        "redaction at {path}: a blank text reaches the API"
+    );
+    let chars = text.chars().count();
+    if chars <= LONG {
+        return value;
+    }
+    let head: String = text.chars().take(60).collect();
+    format!("[{chars} chars, fnv1a {:08x}] {head}…", fnv1a(text)).into()
+}
+
+/// Text: see [`redact_long`].
+fn long_text() -> Redaction {
+    insta::dynamic_redaction(redact_long)
+}
+
+/// A tool result's content: a string (see [`redact_long`]) or a list of blocks (whose texts
+/// the `.text` selector redacts). Checked: one or the other.
+fn result_content() -> Redaction {
+    insta::dynamic_redaction(|value: Content, path: ContentPath<'_>| {
+        if value.as_str().is_some() {
+            redact_long(value, path)
+        } else {
+            assert!(
+                value.as_slice().is_some(),
+                "redaction at {path}: expected a string or a list of blocks, found {value:?}"
+            );
+            value
+        }
+    })
+}
+
+/// A tool use's input: kept when its JSON is short, else its length and hash. Checked: an
+/// object.
+fn tool_input() -> Redaction {
+    insta::dynamic_redaction(|value: Content, path: ContentPath<'_>| {
+        let json = serde_json::to_string(&value).unwrap_or_default();
+        assert!(
+            json.starts_with('{'),
+            "redaction at {path}: a tool input must be an object, found {json}"
+        );
+        if json.chars().count() <= LONG {
+            value
+        } else {
+            format!("[{} chars of JSON, fnv1a {:08x}]", json.len(), fnv1a(&json)).into()
+        }
+    })
+}
+
+fn snapshot(name: &str, model: &str, normalized: &Normalized) {
+    let request = MessagesRequest::new(model, 4096, normalized.messages.clone());
+    let summary = normalized.report.summary();
+    insta::with_settings!({
+        description => format!("normalized request; repairs: {summary}"),
+        omit_expression => true,
+        snapshot_suffix => name,
+    }, {
+        insta::assert_json_snapshot!("transcript", request, {
+            ".**.text" => long_text(),
+            ".**.thinking" => long_text(),
+            ".**.content" => result_content(),
+            ".**.input" => tool_input(),
+            ".**.signature" => redact_signature(),
+            ".**.data" => redact_checked("[data]", "non-empty data", |s| !s.is_empty()),
+        });
+    });
+}
+
+#[test]
+fn every_transcript_normalizes_to_a_valid_request() {
+    let paths = fixtures::transcripts();
+    assert!(paths.len() >= 5, "{paths:?}");
+    for path in paths {
+        let text = std::fs::read_to_string(&path).expect("a fixture transcript is readable");
+        let imported = import(&text);
+        let model = session_model(&imported.messages);
+        let name = name(&path);
+        let normalized = normalize_checked(&name, &imported.messages, &model);
+        snapshot(&name, &model, &normalized);
+        // With the sub-agents' sidechains mixed in at their place in the file (most of the
+        // largest transcript): not a conversation the API ever saw, and still a valid request.
+        let everything = import_claude_code(&text, &ImportOptions::default().with_sidechains(true));
+        normalize_checked(
+            &format!("{name} with sidechains"),
+            &everything.messages,
+            &model,
+        );
+    }
+}
+
+/// One record line of a transcript, parsed.
+struct Line<'a> {
+    text: &'a str,
+    record: Value,
+}
+
+fn lines(text: &str) -> Vec<Line<'_>> {
+    text.lines()
+        .map(|line| Line {
+            text: line,
+            record: serde_json::from_str(line).unwrap_or(Value::Null),
+        })
+        .collect()
+}
+
+/// Whether the record's message content holds a block of `kind`.
+fn has_block(record: &Value, kind: &str) -> bool {
+    record["message"]["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == kind))
+}
+
+/// At most [`VARIANTS_PER_KIND`] of `items`, spread evenly, first and last included.
+fn spread<T: Copy>(items: &[T]) -> Vec<T> {
+    if items.len() <= VARIANTS_PER_KIND {
+        return items.to_vec();
+    }
+    (0..VARIANTS_PER_KIND)
+        .map(|k| items[k * (items.len() - 1) / (VARIANTS_PER_KIND - 1)])
+        .collect()
+}
+
+fn join(lines: &[&str]) -> String {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+/// Checks one variant: it imports; its normalized request is valid for `model`, pairs up,
+/// keeps every typed text of its own import in order; and every typed user text the original
+/// import had in a message whose record is still in the variant is in the output, in order.
+fn check_variant(what: &str, variant: &str, original: &[Message], model: &str) {
+    let imported = import(variant);
+    let normalized = normalize_checked(what, &imported.messages, model);
+    let kept_ids: HashSet<&str> = imported.messages.iter().map(|m| m.id().as_str()).collect();
+    let survivors: Vec<Message> = original
+        .iter()
+        .filter(|m| kept_ids.contains(m.id().as_str()))
+        .cloned()
+        .collect();
+    if let Err(problem) = check_texts_kept(&survivors, &normalized.messages) {
+        panic!("{what}: a typed text of the original transcript was lost: {problem}");
+    }
+}
+
+#[test]
+fn damaged_transcripts_normalize_to_valid_requests_and_keep_typed_text() {
+    for path in fixtures::transcripts() {
+        let text = std::fs::read_to_string(&path).expect("a fixture transcript is readable");
+        let original = import(&text);
+        let model = session_model(&original.messages);
+        let name = name(&path);
+        let lines = lines(&text);
+        let all: Vec<&str> = lines.iter().map(|l| l.text).collect();
+        let indices = |f: &dyn Fn(&Value) -> bool| -> Vec<usize> {
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| f(&l.record))
+                .map(|(n, _)| n)
+                .collect()
+        };
+        let results = indices(&|r| r["type"] == "user" && has_block(r, "tool_result"));
+        let uses = indices(&|r| r["type"] == "assistant" && has_block(r, "tool_use"));
+        let mut checked = 0;
+
+        // A result line removed.
+        for &n in &spread(&results) {
+            let mut kept = all.clone();
+            kept.remove(n);
+            check_variant(
+                &format!("{name}: result line {} removed", n + 1),
+                &join(&kept),
+                &original.messages,
+                &model,
+            );
+            checked += 1;
+        }
+        // A tool-use line removed.
+        for &n in &spread(&uses) {
+            let mut kept = all.clone();
+            kept.remove(n);
+            check_variant(
+                &format!("{name}: tool-use line {} removed", n + 1),
+                &join(&kept),
+                &original.messages,
+                &model,
+            );
+            checked += 1;
+        }
+        // The file cut right after a tool use (the stream, or the process, died there).
+        for &n in &spread(&uses) {
+            check_variant(
+                &format!("{name}: cut after tool-use line {}", n + 1),
+                &join(&all[..=n]),
+                &original.messages,
+                &model,
+            );
+            checked += 1;
+        }
+        // Lines repeated: a stretch of up to 5 lines written twice, and the whole file twice
+        // (a resumed session copying its history).
+        let starts: Vec<usize> = (0..all.len()).collect();
+        for &n in &spread(&starts) {
+            let end = (n + 5).min(all.len());
+            let mut repeated = all[..end].to_vec();
+            repeated.extend_from_slice(&all[n..]);
+            check_variant(
+                &format!("{name}: lines {}..{end} repeated", n + 1),
+                &join(&repeated),
+                &original.messages,
+                &model,
+            );
+            checked += 1;
+        }
+        let mut twice = all.clone();
+        twice.extend_from_slice(&all);
+        check_variant(
+            &format!("{name}: the whole file twice"),
+            &join(&twice),
+            &original.messages,
+            &model,
+        );
+        // The last line cut mid-way, for a spread of cut lines and a few cut points in each.
+        for &n in &spread(&starts) {
+            let line = all[n];
+            for fraction in [1, 2, 3] {
+                let mut cut = line.len() * fraction / 4;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let mut variant = join(&all[..n]);
+                variant.push_str(&line[..cut]);
+                check_variant(
+                    &format!("{name}: line {} cut at byte {cut}", n + 1),
+                    &variant,
+                    &original.messages,
+                    &model,
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 0, "{name}: no variant");
+    }
+}
+
+/// The normalized requests are what the snapshots say even after a round trip through the
+/// request's JSON (what is sent is what was checked).
+#[test]
+fn normalized_transcripts_round_trip_through_json() {
+    for path in fixtures::transcripts() {
+        let text = std::fs::read_to_string(&path).expect("a fixture transcript is readable");
+        let imported = import(&text);
+        let messages = normalize(&imported.messages, &Options::default()).messages;
+        let json = serde_json::to_string(&messages).expect("serializes");
+        let back: Vec<MessageParam> = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, messages, "{}", path.display());
+    }
+}
