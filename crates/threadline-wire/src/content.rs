@@ -303,6 +303,20 @@ impl ContentBlock {
         }
     }
 
+    /// The result of a server tool, whichever tool it is, for changing it.
+    pub fn server_tool_result_mut(&mut self) -> Option<&mut ServerToolResultBlock> {
+        match self {
+            ContentBlock::WebSearchToolResult(b)
+            | ContentBlock::WebFetchToolResult(b)
+            | ContentBlock::CodeExecutionToolResult(b)
+            | ContentBlock::BashCodeExecutionToolResult(b)
+            | ContentBlock::TextEditorCodeExecutionToolResult(b)
+            | ContentBlock::ToolSearchToolResult(b)
+            | ContentBlock::McpToolResult(b) => Some(b),
+            _ => None,
+        }
+    }
+
     /// Whether this is a thinking or redacted-thinking block.
     pub fn is_thinking(&self) -> bool {
         matches!(

@@ -1,7 +1,6 @@
 //! Tool use ids the API would reject, rewritten deterministically.
 
 use threadline_wire::ContentBlock;
-use threadline_wire::content::ServerToolResultBlock;
 use threadline_wire::validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 
 use crate::draft::{Draft, server_result_id};
@@ -58,23 +57,10 @@ pub(super) fn rewrite_invalid_ids(drafts: &mut [Draft<'_>], report: &mut Report)
                 if let Some(object) = value.as_object_mut() {
                     object.insert("tool_use_id".into(), serde_json::Value::String(to));
                 }
-            } else if let Some(result) = server_result_mut(block) {
+            } else if let Some(result) = block.server_tool_result_mut() {
                 result.tool_use_id = to;
             }
         }
-    }
-}
-
-fn server_result_mut(block: &mut ContentBlock) -> Option<&mut ServerToolResultBlock> {
-    match block {
-        ContentBlock::WebSearchToolResult(b)
-        | ContentBlock::WebFetchToolResult(b)
-        | ContentBlock::CodeExecutionToolResult(b)
-        | ContentBlock::BashCodeExecutionToolResult(b)
-        | ContentBlock::TextEditorCodeExecutionToolResult(b)
-        | ContentBlock::ToolSearchToolResult(b)
-        | ContentBlock::McpToolResult(b) => Some(b),
-        _ => None,
     }
 }
 
