@@ -11,7 +11,7 @@ use super::ids::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use super::text::{IN_MESSAGES, check_text_block};
-use super::turns::{Piece, Turn, TurnBlock, TurnBlocks, turns};
+use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
 use crate::content::{Content, ContentBlock, Role};
 use crate::tools::Tool;
 
@@ -65,31 +65,35 @@ struct Walk<'a> {
     reserve_hint: usize,
 }
 
-/// Checks the messages; returns the merged turns for the end-of-conversation rules.
+/// Checks the messages; returns what the end-of-conversation rules need of the merged turns.
 pub(super) fn check<'a>(
     ctx: &mut Ctx<'_>,
     view: &View<'a>,
     breakpoints: &mut Breakpoints,
-) -> Vec<Turn<'a>> {
+) -> Tail<'a> {
     let messages = view.messages;
+    let mut tail = Tail::default();
     if messages.is_empty() {
         let message = rule::EMPTY_MESSAGES.to_owned();
         ctx.report(Rule::EmptyMessages, Loc::Messages, message);
-        return Vec::new();
+        return tail;
     }
-    let turns = turns(messages);
     let mut walk = Walk {
         reserve_hint: messages.len() / 2 + 1,
         ..Walk::default()
     };
-    for (t, turn) in turns.iter().enumerate() {
-        walk.turn(ctx, view, breakpoints, turn, t, t + 1 == turns.len());
+    let mut turns = Turns::new(messages).enumerate().peekable();
+    while let Some((t, turn)) = turns.next() {
+        let is_last = turns.peek().is_none();
+        let first_is_tool_result = walk.turn(ctx, view, breakpoints, &turn, t, is_last);
+        tail.observe(t, turn, first_is_tool_result);
     }
     walk.check_resumed_server_tools(ctx, view.tools);
-    turns
+    tail
 }
 
 impl<'a> Walk<'a> {
+    /// Checks turn `t`; returns whether its first piece is a `tool_result`.
     fn turn(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -98,7 +102,7 @@ impl<'a> Walk<'a> {
         turn: &Turn<'a>,
         t: usize,
         is_last: bool,
-    ) {
+    ) -> bool {
         let messages = view.messages;
         let is_user = *turn.role == Role::User;
         let is_assistant = *turn.role == Role::Assistant;
@@ -295,6 +299,7 @@ impl<'a> Walk<'a> {
         self.uses.clear();
         self.server_uses.clear();
         self.callers.clear();
+        first.is_some_and(|first| first.piece.is_tool_result())
     }
 
     /// Reports a repeated `tool_use` / `server_tool_use` id.

@@ -271,9 +271,9 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Vec<Violati
     params::check(&mut ctx, view);
     tools::check(&mut ctx, view, &mut breakpoints);
     system::check(&mut ctx, view, &mut breakpoints);
-    let turns = messages::check(&mut ctx, view, &mut breakpoints);
-    prefill::check(&mut ctx, view, &turns);
-    thinking::check_final_assistant(&mut ctx, view, &turns);
+    let tail = messages::check(&mut ctx, view, &mut breakpoints);
+    prefill::check(&mut ctx, view, &tail);
+    thinking::check_final_assistant(&mut ctx, view, &tail);
     breakpoints.finish(&mut ctx, view.cache_control);
     ctx.finish()
 }

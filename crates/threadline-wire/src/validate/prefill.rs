@@ -8,11 +8,11 @@
 use super::View;
 use super::report::Ctx;
 use super::rule::{self, Rule};
-use super::turns::{Piece, Turn, TurnBlocks};
+use super::turns::{Piece, Tail, TurnBlocks};
 use crate::content::{ContentBlock, Role};
 
-pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, turns: &[Turn<'_>]) {
-    let Some((t, last)) = turns.iter().enumerate().next_back() else {
+pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
+    let Some((t, last)) = tail.last() else {
         return;
     };
     if *last.role != Role::Assistant {
@@ -20,7 +20,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, turns: &[Turn<'_>]) {
     }
     let mut continuation = false;
     let mut last_piece = None;
-    for tb in TurnBlocks::new(view.messages, last, t) {
+    for tb in TurnBlocks::new(view.messages, &last, t) {
         if let Piece::Block(block) = tb.piece
             && (matches!(
                 block,

@@ -12,33 +12,16 @@
 use super::View;
 use super::report::Ctx;
 use super::rule::{self, Rule};
-use super::turns::{Turn, TurnBlocks};
-use crate::content::Role;
+use super::turns::{Tail, TurnBlocks};
 
-pub(super) fn check_final_assistant(ctx: &mut Ctx<'_>, view: &View<'_>, turns: &[Turn<'_>]) {
+pub(super) fn check_final_assistant(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
     if !view.manual_thinking(ctx.model) {
         return;
     }
-    let Some(last) = turns.len().checked_sub(1) else {
+    let Some((start, turn)) = tail.final_chain_start() else {
         return;
     };
-    let continues_chain = |user: usize| {
-        user >= 1
-            && *turns[user].role == Role::User
-            && *turns[user - 1].role == Role::Assistant
-            && TurnBlocks::new(view.messages, &turns[user], user)
-                .next()
-                .is_some_and(|first| first.piece.is_tool_result())
-    };
-    let mut start = match turns[last].role {
-        Role::Assistant => last,
-        Role::User if continues_chain(last) => last - 1,
-        _ => return,
-    };
-    while start >= 2 && continues_chain(start - 1) {
-        start -= 2;
-    }
-    let Some(first) = TurnBlocks::new(view.messages, &turns[start], start).next() else {
+    let Some(first) = TurnBlocks::new(view.messages, &turn, start).next() else {
         return;
     };
     if first.piece.is_thinking() {

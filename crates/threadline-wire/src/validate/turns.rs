@@ -17,20 +17,97 @@ pub(super) struct Turn<'a> {
     pub(super) end: usize,
 }
 
-/// The turns of `messages`, in order.
-pub(super) fn turns(messages: &[MessageParam]) -> Vec<Turn<'_>> {
-    let mut turns: Vec<Turn<'_>> = Vec::with_capacity(messages.len());
-    for (n, message) in messages.iter().enumerate() {
-        match turns.last_mut() {
-            Some(turn) if *turn.role == message.role => turn.end = n + 1,
-            _ => turns.push(Turn {
-                role: &message.role,
-                start: n,
-                end: n + 1,
-            }),
-        }
+/// The turns of `messages`, in order, found as the walk goes (nothing is collected: a
+/// 100k-message request would otherwise allocate and fill a table as large as a cache level
+/// on every validation).
+#[derive(Debug, Clone)]
+pub(super) struct Turns<'a> {
+    messages: &'a [MessageParam],
+    next: usize,
+}
+
+impl<'a> Turns<'a> {
+    /// The turns of `messages`.
+    pub(super) fn new(messages: &'a [MessageParam]) -> Self {
+        Turns { messages, next: 0 }
     }
-    turns
+}
+
+impl<'a> Iterator for Turns<'a> {
+    type Item = Turn<'a>;
+
+    fn next(&mut self) -> Option<Turn<'a>> {
+        let start = self.next;
+        let role = &self.messages.get(start)?.role;
+        let run = self.messages[start + 1..]
+            .iter()
+            .take_while(|m| m.role == *role)
+            .count();
+        self.next = start + 1 + run;
+        Some(Turn {
+            role,
+            start,
+            end: self.next,
+        })
+    }
+}
+
+/// What the end-of-conversation rules need to know about the turns, gathered in the one
+/// forward pass: the last turn, and the first assistant turn of the tool-use chain
+/// (`assistant → user(tool_result …) → assistant …`) the conversation ends in.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Tail<'a> {
+    /// The last turn seen, with its index.
+    last: Option<(usize, Turn<'a>)>,
+    /// The last assistant turn seen (its index) and the first assistant turn of its chain.
+    assistant_chain: Option<(usize, (usize, Turn<'a>))>,
+    /// The last turn seen is a user turn continuing a chain: the turn before it is an
+    /// assistant turn and its first piece is a `tool_result`.
+    last_continues: bool,
+}
+
+impl<'a> Tail<'a> {
+    /// Takes note of turn `t`, whose first piece is a `tool_result` when
+    /// `first_is_tool_result`.
+    pub(super) fn observe(&mut self, t: usize, turn: Turn<'a>, first_is_tool_result: bool) {
+        let previous_is_assistant = self
+            .last
+            .is_some_and(|(_, previous)| *previous.role == Role::Assistant);
+        match turn.role {
+            Role::Assistant => {
+                let start = match self.assistant_chain {
+                    Some((a, start)) if self.last_continues && a + 2 == t => start,
+                    _ => (t, turn),
+                };
+                self.assistant_chain = Some((t, start));
+                self.last_continues = false;
+            }
+            Role::User => {
+                self.last_continues = previous_is_assistant && first_is_tool_result;
+            }
+            _ => self.last_continues = false,
+        }
+        self.last = Some((t, turn));
+    }
+
+    /// The last turn, with its index.
+    pub(super) fn last(&self) -> Option<(usize, Turn<'a>)> {
+        self.last
+    }
+
+    /// The first assistant turn of the chain the conversation ends in, when it ends inside
+    /// one: with an assistant turn, or with a user turn continuing the chain. `None` when it
+    /// ends with a fresh user turn (or no turn at all).
+    pub(super) fn final_chain_start(&self) -> Option<(usize, Turn<'a>)> {
+        let (l, last) = self.last?;
+        let (a, start) = self.assistant_chain?;
+        let ends_in_chain = match last.role {
+            Role::Assistant => a == l,
+            Role::User => self.last_continues && a + 1 == l,
+            _ => false,
+        };
+        ends_in_chain.then_some(start)
+    }
 }
 
 impl Turn<'_> {
@@ -156,5 +233,77 @@ impl<'a> Iterator for TurnBlocks<'a> {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The chain start as the rule states it, over the whole table of turns: from the last
+    /// assistant turn of the chain, step back over every `assistant → user(tool_result …)`.
+    fn chain_start_by_table(roles: &[Role], first_is_result: &[bool]) -> Option<usize> {
+        let last = roles.len().checked_sub(1)?;
+        let continues_chain = |user: usize| {
+            user >= 1
+                && roles[user] == Role::User
+                && roles[user - 1] == Role::Assistant
+                && first_is_result[user]
+        };
+        let mut start = match roles[last] {
+            Role::Assistant => last,
+            Role::User if continues_chain(last) => last - 1,
+            _ => return None,
+        };
+        while start >= 2 && continues_chain(start - 1) {
+            start -= 2;
+        }
+        Some(start)
+    }
+
+    proptest! {
+        /// The forward tracker finds the chain start the backward walk over all turns finds,
+        /// for any sequence of roles (system and repeated roles included).
+        #[test]
+        fn tail_tracks_the_final_chain_start(
+            turns in prop::collection::vec(
+                (prop::sample::select(vec![Role::User, Role::Assistant, Role::System]), any::<bool>()),
+                0..40,
+            )
+        ) {
+            let roles: Vec<Role> = turns.iter().map(|(role, _)| role.clone()).collect();
+            let firsts: Vec<bool> = turns.iter().map(|(_, first)| *first).collect();
+            let mut tail = Tail::default();
+            for (t, role) in roles.iter().enumerate() {
+                let turn = Turn { role, start: t, end: t + 1 };
+                tail.observe(t, turn, firsts[t]);
+            }
+            let found = tail.final_chain_start().map(|(t, turn)| {
+                assert_eq!(turn.start, t);
+                t
+            });
+            prop_assert_eq!(found, chain_start_by_table(&roles, &firsts));
+            prop_assert_eq!(tail.last().map(|(t, _)| t), roles.len().checked_sub(1));
+        }
+    }
+
+    #[test]
+    fn turns_merge_runs_of_one_role() {
+        let message = |role: Role| MessageParam {
+            role,
+            content: Content::Text("x".into()),
+            extra: crate::Extra::new(),
+        };
+        let messages = [
+            message(Role::User),
+            message(Role::User),
+            message(Role::Assistant),
+            message(Role::User),
+        ];
+        let spans: Vec<(usize, usize)> = Turns::new(&messages).map(|t| (t.start, t.end)).collect();
+        assert_eq!(spans, [(0, 2), (2, 3), (3, 4)]);
+        assert_eq!(Turns::new(&[]).count(), 0);
     }
 }
