@@ -128,6 +128,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Lower,
         what: "batch normalization time at 100k messages vs at 10k (ours_time / baseline_time; target <= 12, i.e. linear)",
     },
+    RatioSpec {
+        name: "clone_floor_100k_vs_10k",
+        group: "clone_floor_scaling",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "context for normalize_batch_100k_vs_10k: Vec::clone of the internal array at 100k messages vs at 10k, the floor of any normalizer returning an owned request (ours_time / baseline_time; no target)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).

@@ -13,6 +13,10 @@
 //!   cold and scattered for the turns after it, a cost a live session never pays.
 //! * `normalize_batch_scaling` — `normalize` at 100,000 messages (`ours`) vs 10,000
 //!   (`baseline`): linear is a ratio of about 10.
+//! * `clone_floor_scaling` — the same ratio for `Vec::clone` of the internal array, the floor
+//!   of any normalizer that returns an owned request: how much of the batch scaling is the
+//!   memory system's (a 10k-message session fits the caches, a 100k one does not), measured
+//!   in the same run.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -59,6 +63,16 @@ fn batch_scaling(c: &mut Criterion) {
     g.finish();
 }
 
+fn clone_floor_scaling(c: &mut Criterion) {
+    let mut g = c.benchmark_group("clone_floor_scaling");
+    g.sample_size(10);
+    for (name, n) in [("ours", 100_000), ("baseline", 10_000)] {
+        let session = session(n);
+        g.bench_function(name, |b| b.iter(|| black_box(&session).clone().len()));
+    }
+    g.finish();
+}
+
 fn incremental_turn(c: &mut Criterion) {
     let turns: Vec<TurnPlan> = (0..64).filter_map(|k| seeded_turn(7_000 + k)).collect();
     let mut g = c.benchmark_group("normalize_incremental_turn");
@@ -100,5 +114,11 @@ fn incremental_turn(c: &mut Criterion) {
 }
 
 // The incremental group first: the batch groups leave a large, scattered heap behind.
-criterion_group!(benches, incremental_turn, batch_100k, batch_scaling);
+criterion_group!(
+    benches,
+    incremental_turn,
+    batch_100k,
+    batch_scaling,
+    clone_floor_scaling
+);
 criterion_main!(benches);

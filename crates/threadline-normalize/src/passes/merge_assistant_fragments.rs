@@ -18,26 +18,30 @@ use crate::draft::{Draft, is_tool_result};
 /// API id, or with a different one, are left for
 /// [`merge_consecutive_users`](super::merge_consecutive_users). A conversion, never a repair.
 /// Cost: O(N) — the walk-back is a remembered position, not a scan.
-pub(crate) fn merge_assistant_fragments(drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
-    let mut out: Vec<Draft<'_>> = Vec::with_capacity(drafts.len());
-    // The last assistant draft of `out`, while only tool-result-only user drafts follow it.
+pub(crate) fn merge_assistant_fragments(mut drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
+    // In place: drafts `..kept` are the output so far; a merged fragment's blocks move into
+    // its target and the emptied draft is dropped at the end, so no second array is built.
+    let mut kept = 0;
+    // The last assistant draft kept, while only tool-result-only user drafts follow it.
     let mut open: Option<usize> = None;
-    for draft in drafts {
-        if draft.is_assistant() {
-            if let (Some(at), Some(id)) = (open, draft.api_message_id)
-                && let Some(target) = out.get_mut(at)
-                && target.api_message_id == Some(id)
+    for n in 0..drafts.len() {
+        if drafts[n].is_assistant() {
+            if let (Some(at), Some(id)) = (open, drafts[n].api_message_id)
+                && drafts[at].api_message_id == Some(id)
             {
-                target.blocks.extend(draft.blocks);
+                let (before, from) = drafts.split_at_mut(n);
+                before[at].blocks.append(&mut from[0].blocks);
                 continue;
             }
-            open = Some(out.len());
-        } else if !is_tool_result_only(&draft) {
+            open = Some(kept);
+        } else if !is_tool_result_only(&drafts[n]) {
             open = None;
         }
-        out.push(draft);
+        drafts.swap(kept, n);
+        kept += 1;
     }
-    out
+    drafts.truncate(kept);
+    drafts
 }
 
 fn is_tool_result_only(draft: &Draft<'_>) -> bool {

@@ -23,27 +23,30 @@ use crate::draft::{Draft, is_tool_result};
 /// [`ensure_tool_result_pairing`](super::ensure_tool_result_pairing), which reports it. A
 /// conversion, never a repair; later passes that drop messages run it again. Cost: O(N +
 /// blocks), each block moved once (hoisting a merged run moves its blocks once more).
-pub(crate) fn merge_consecutive_users(drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
-    let mut out: Vec<Draft<'_>> = Vec::with_capacity(drafts.len());
+pub(crate) fn merge_consecutive_users(mut drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
+    // In place: drafts `..kept` are the output so far; a merged draft's blocks move into the
+    // last kept draft and the emptied draft is dropped at the end.
+    let mut kept = 0;
     let mut run_merged = false;
-    for draft in drafts {
-        if let Some(last) = out.last_mut()
-            && last.side == draft.side
-        {
-            last.blocks.extend(draft.blocks);
+    for n in 0..drafts.len() {
+        if kept > 0 && drafts[kept - 1].side == drafts[n].side {
+            let (before, from) = drafts.split_at_mut(n);
+            before[kept - 1].blocks.append(&mut from[0].blocks);
             run_merged = true;
             continue;
         }
         if run_merged {
-            finish_run(&mut out);
+            finish_run(&mut drafts[..kept]);
             run_merged = false;
         }
-        out.push(draft);
+        drafts.swap(kept, n);
+        kept += 1;
     }
+    drafts.truncate(kept);
     if run_merged {
-        finish_run(&mut out);
+        finish_run(&mut drafts);
     }
-    out
+    drafts
 }
 
 /// Hoists the results of the merged user draft at the end of `out`.
