@@ -10,6 +10,7 @@
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
+mod cache_bench;
 mod ci;
 mod fixtures;
 mod record;

@@ -67,6 +67,66 @@ enum Command {
         #[arg(long, value_name = "N")]
         max_tokens: Option<u64>,
     },
+    /// Report tokens, prompt-cache hits and cost of each request a transcript implies.
+    ///
+    /// TRANSCRIPT is a threadline or Claude Code transcript. For each request (one per
+    /// assistant response): the recorded usage when the transcript has it, the prompt-cache
+    /// simulator's prediction, the cache-read share of both, the cost, and any cache break
+    /// with its cause; then totals and `share_mae` (mean absolute error of the predicted
+    /// cache-read share). The tools and system prompt a transcript does not contain are
+    /// inferred from the first recorded usage.
+    Inspect {
+        /// The transcript (`-` reads stdin).
+        transcript: String,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Simulate this model instead of the one the transcript names.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+    },
+    /// Print the first request the agent would send for PROMPT; sends nothing.
+    ///
+    /// With `--dry-run` (the only mode built so far) the request body goes to stdout: the
+    /// system prompt with the session context appended (working directory, git status), the
+    /// synthetic context message (the workspace's AGENTS.md / CLAUDE.md and the date) and the
+    /// attachments of the `@path` and `@agent-NAME` mentions in PROMPT (files and directories
+    /// inside the workspace only, with instruction files found beside them). A refused or
+    /// cut mention is reported on stderr. Exit code 0: printed; 1: the request would be
+    /// invalid; 2: bad arguments, or `run` without `--dry-run`.
+    Run {
+        /// What the user asks.
+        prompt: String,
+        /// Print the request instead of sending it.
+        #[arg(long)]
+        dry_run: bool,
+        /// The workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// The model (default: the newest Sonnet).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// `max_tokens` of the request (default: 8192, capped at the model's maximum).
+        #[arg(long, value_name = "N")]
+        max_tokens: Option<u64>,
+        /// Today's date, YYYY-MM-DD (default: $THREADLINE_DATE, else the UTC date).
+        #[arg(long, value_name = "YYYY-MM-DD", hide = true)]
+        date: Option<String>,
+    },
+    /// Run the mock Messages API on loopback until Ctrl-C.
+    ///
+    /// It validates every request as the API does (401, 404, the API's 400 texts) and answers
+    /// from SCENARIO, a JSON or YAML list of scripted messages, recorded responses and faults
+    /// (see the `threadline-mock` crate); without one, every request gets a short text. The
+    /// first line on stdout is `listening on http://ADDR`.
+    Mock {
+        /// Where to listen (port 0 picks a free port).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// The scenario file (JSON or YAML).
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -97,5 +157,26 @@ fn main() -> ExitCode {
             model,
             max_tokens,
         } => commands::normalize::run(&transcript, model.as_deref(), max_tokens),
+        Command::Inspect {
+            transcript,
+            json,
+            model,
+        } => commands::inspect::run(&transcript, json, model.as_deref()),
+        Command::Run {
+            prompt,
+            dry_run,
+            cwd,
+            model,
+            max_tokens,
+            date,
+        } => commands::run::run(&commands::run::RunArgs {
+            prompt: &prompt,
+            dry_run,
+            cwd: cwd.as_deref(),
+            model: model.as_deref(),
+            max_tokens,
+            date: date.as_deref(),
+        }),
+        Command::Mock { addr, scenario } => commands::mock::run(addr, scenario.as_deref()),
     }
 }

@@ -109,6 +109,18 @@ impl ServiceError {
         }
     }
 
+    /// A mid-stream `error` event (after a 200): the API's error type and message, no status.
+    pub fn from_error_event(
+        error: crate::api_error::ApiErrorBody,
+        request_id: Option<String>,
+    ) -> Self {
+        ServiceError {
+            api_type: Some(error.kind),
+            request_id,
+            ..ServiceError::new(ServiceErrorKind::Api, error.message)
+        }
+    }
+
     /// Attaches the underlying cause.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));

@@ -161,7 +161,7 @@ fn delta_text(delta: &DeltaAnnouncement) -> Option<String> {
     if delta.added.is_empty() && delta.removed.is_empty() {
         return None;
     }
-    let set = &delta.set;
+    let set = set_title(&delta.set);
     let mut text = String::new();
     if !delta.added.is_empty() {
         if delta.initial {
@@ -170,7 +170,11 @@ fn delta_text(delta: &DeltaAnnouncement) -> Option<String> {
             text.push_str(&format!("The following {set} are now also available:"));
         }
         for item in &delta.added {
-            push_delta_item(&mut text, item);
+            if delta.set == MCP_INSTRUCTIONS {
+                push_instructions(&mut text, item);
+            } else {
+                push_delta_item(&mut text, item);
+            }
         }
     }
     if !delta.removed.is_empty() {
@@ -184,6 +188,31 @@ fn delta_text(delta: &DeltaAnnouncement) -> Option<String> {
         }
     }
     Some(text)
+}
+
+/// The set of server instructions, whose entries are paragraphs rather than one-liners.
+const MCP_INSTRUCTIONS: &str = "mcp_instructions";
+
+/// How a set is named to the model: the three sets an agent announces have names; any other
+/// set id is shown with its underscores as spaces.
+fn set_title(set: &str) -> String {
+    match set {
+        "deferred_tools" => {
+            "deferred tools (their full definitions are loaded when first used)".to_owned()
+        }
+        "agent_listing" => "agents (sub-agents you can start for a task)".to_owned(),
+        MCP_INSTRUCTIONS => "MCP servers' instructions".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+fn push_instructions(text: &mut String, item: &DeltaItem) {
+    text.push_str("\n\n## ");
+    text.push_str(&item.name);
+    if !item.description.is_empty() {
+        text.push('\n');
+        text.push_str(&item.description);
+    }
 }
 
 fn push_delta_item(text: &mut String, item: &DeltaItem) {
@@ -300,6 +329,181 @@ mod tests {
         }
         assert!(render_attachment(&Attachment::Reminder { text: " \n".into() }).is_empty());
         assert!(render_attachment(&Attachment::UiOnly { label: "x".into() }).is_empty());
+    }
+
+    /// The exact model-visible text of every attachment kind, one snapshot each (blocks
+    /// separated by a line of dashes; `(nothing)` for kinds the model never sees).
+    #[test]
+    fn every_kind_renders_exactly_this() {
+        let item = |name: &str, description: &str| DeltaItem {
+            name: name.into(),
+            description: description.into(),
+        };
+        let announce = |set: &str, added: Vec<DeltaItem>, removed: &[&str], initial| {
+            Attachment::Delta(DeltaAnnouncement {
+                set: set.into(),
+                added,
+                removed: removed.iter().map(|r| (*r).to_owned()).collect(),
+                initial,
+            })
+        };
+        let cases = [
+            (
+                "file",
+                Attachment::File {
+                    path: "src/lib.rs".into(),
+                    content: "pub fn answer() -> u32 {\n    42\n}\n".into(),
+                    truncated: false,
+                },
+            ),
+            (
+                "file_truncated",
+                Attachment::File {
+                    path: "logs/huge.log".into(),
+                    content: "line 1\nline 2".into(),
+                    truncated: true,
+                },
+            ),
+            (
+                "file_empty",
+                Attachment::File {
+                    path: "empty.txt".into(),
+                    content: String::new(),
+                    truncated: false,
+                },
+            ),
+            (
+                "directory",
+                Attachment::Directory {
+                    path: "src".into(),
+                    entries: vec!["lib.rs".into(), "passes/".into()],
+                    truncated: false,
+                },
+            ),
+            (
+                "directory_truncated",
+                Attachment::Directory {
+                    path: ".".into(),
+                    entries: vec!["a.rs".into()],
+                    truncated: true,
+                },
+            ),
+            (
+                "directory_empty",
+                Attachment::Directory {
+                    path: "empty".into(),
+                    entries: vec![],
+                    truncated: false,
+                },
+            ),
+            (
+                "nested_instructions",
+                Attachment::NestedInstructions {
+                    path: "crates/web/AGENTS.md".into(),
+                    content: "Run `npm test` before committing.".into(),
+                },
+            ),
+            (
+                "date_change",
+                Attachment::DateChange {
+                    date: "2026-12-01".into(),
+                },
+            ),
+            (
+                "queued_command",
+                Attachment::QueuedCommand {
+                    prompt: "also update the README".into(),
+                },
+            ),
+            (
+                "todo_reminder_empty",
+                Attachment::TodoReminder { items: vec![] },
+            ),
+            (
+                "todo_reminder",
+                Attachment::TodoReminder {
+                    items: vec![
+                        TodoItem {
+                            content: "write the parser".into(),
+                            status: "completed".into(),
+                        },
+                        TodoItem {
+                            content: "test it".into(),
+                            status: "in_progress".into(),
+                        },
+                    ],
+                },
+            ),
+            (
+                "token_usage",
+                Attachment::TokenUsage {
+                    used: 51_234,
+                    total: 200_000,
+                },
+            ),
+            (
+                "deferred_tools_delta_initial",
+                announce(
+                    "deferred_tools",
+                    vec![
+                        item("NotebookEdit", "edit Jupyter cells"),
+                        item("WebFetch", ""),
+                    ],
+                    &[],
+                    true,
+                ),
+            ),
+            (
+                "agent_listing_delta",
+                announce(
+                    "agent_listing",
+                    vec![item("reviewer", "reviews a diff for bugs")],
+                    &["planner"],
+                    false,
+                ),
+            ),
+            (
+                "mcp_instructions_delta",
+                announce(
+                    "mcp_instructions",
+                    vec![item("github", "Use `search_issues` before filing one.")],
+                    &["jira"],
+                    false,
+                ),
+            ),
+            (
+                "custom_delta_removed_only",
+                announce("active_plugins", vec![], &["lint", "fmt"], false),
+            ),
+            ("delta_empty", announce("agent_listing", vec![], &[], true)),
+            (
+                "agent_mention",
+                Attachment::AgentMention {
+                    agent: "reviewer".into(),
+                },
+            ),
+            (
+                "reminder",
+                Attachment::Reminder {
+                    text: "Plan mode is on: do not edit files.".into(),
+                },
+            ),
+            (
+                "ui_only",
+                Attachment::UiOnly {
+                    label: "spinner".into(),
+                },
+            ),
+        ];
+        for (name, attachment) in &cases {
+            let texts = render_attachment(attachment);
+            let shown = if texts.is_empty() {
+                "(nothing)".to_owned()
+            } else {
+                texts.join("\n-----\n")
+            };
+            insta::assert_snapshot!(*name, shown);
+        }
     }
 
     #[test]

@@ -1,0 +1,217 @@
+//! Channel 2: the synthetic context message at the front of `messages` — project
+//! instructions and the date — built at request time, never persisted, stable for the session.
+
+use threadline_message::Message;
+use threadline_wire::{Content, ContentBlock, MessageParam, Role};
+
+use crate::workspace::{Limits, PathKind, Workspace};
+
+/// The caveat that keeps the model from answering the context itself.
+pub const CONTEXT_CAVEAT: &str = "IMPORTANT: this context may or may not be relevant to your \
+tasks. You should not respond to this context unless it is highly relevant to your task.";
+
+/// The instruction files read from the workspace root, in this order.
+pub const ROOT_INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// Session-stable context for the synthetic message, as `# key` / value sections in the
+/// order pushed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserContext {
+    entries: Vec<(String, String)>,
+}
+
+impl UserContext {
+    /// No context.
+    pub fn new() -> Self {
+        UserContext::default()
+    }
+
+    /// The context for a session in `workspace` on `date` (`YYYY-MM-DD`): the root's
+    /// instruction files (read within `limits`; unreadable ones left out) and the date.
+    pub fn for_workspace(workspace: &Workspace, date: &str, limits: &Limits) -> Self {
+        let mut sections = Vec::new();
+        for name in ROOT_INSTRUCTION_FILES {
+            let Ok(file) = workspace.resolve(name) else {
+                continue;
+            };
+            if file.kind != PathKind::File {
+                continue;
+            }
+            let Ok(read) = workspace.read_text_blocking(&file, limits) else {
+                continue;
+            };
+            if read.content.trim().is_empty() {
+                continue;
+            }
+            let mut section = format!(
+                "Contents of {name} (project instructions, checked into the codebase):\n\n{}",
+                read.content.trim_end()
+            );
+            if read.truncated.is_some() {
+                section.push_str("\n[truncated: the file is longer than shown]");
+            }
+            sections.push(section);
+        }
+        let mut context = UserContext::new();
+        if !sections.is_empty() {
+            context.push(
+                "projectInstructions",
+                format!(
+                    "Instructions for this codebase are shown below. Be sure to follow them.\n\n{}",
+                    sections.join("\n\n")
+                ),
+            );
+        }
+        context.push("currentDate", format!("Today's date is {date}."));
+        context
+    }
+
+    /// Adds a section; a blank value is left out.
+    pub fn push(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        let value = value.into();
+        if !value.trim().is_empty() {
+            self.entries.push((key.into(), value));
+        }
+        self
+    }
+
+    /// This context with a section added.
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.push(key, value);
+        self
+    }
+
+    /// The sections.
+    pub fn entries(&self) -> &[(String, String)] {
+        &self.entries
+    }
+
+    /// The message text: the sections inside `<system-reminder>` tags, with the
+    /// [caveat](CONTEXT_CAVEAT); `None` when there is no section.
+    ///
+    /// ```
+    /// use threadline_attach::UserContext;
+    ///
+    /// let text = UserContext::new().with("currentDate", "Today's date is 2026-11-30.").text();
+    /// assert_eq!(
+    ///     text.as_deref(),
+    ///     Some("<system-reminder>\nAs you answer the user's questions, you can use the following \
+    ///           context:\n# currentDate\nToday's date is 2026-11-30.\n\nIMPORTANT: this context \
+    ///           may or may not be relevant to your tasks. You should not respond to this context \
+    ///           unless it is highly relevant to your task.\n</system-reminder>")
+    /// );
+    /// ```
+    pub fn text(&self) -> Option<String> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let mut text = String::from(
+            "<system-reminder>\nAs you answer the user's questions, you can use the following \
+             context:",
+        );
+        for (key, value) in &self.entries {
+            text.push_str("\n# ");
+            text.push_str(key);
+            text.push('\n');
+            text.push_str(value);
+        }
+        text.push_str("\n\n");
+        text.push_str(CONTEXT_CAVEAT);
+        text.push_str("\n</system-reminder>");
+        Some(text)
+    }
+
+    /// The context as an internal `is_meta` user message (for callers that keep a request-time
+    /// array); never append it to the session's history.
+    pub fn message(&self) -> Option<Message> {
+        self.text().map(Message::meta_user_text)
+    }
+
+    /// `messages` (a normalized request's) with the context in front: as the first block of
+    /// the first message when that is a user message (which is what the API would make of two
+    /// user messages in a row), else as a user message of its own.
+    pub fn prepend_to(&self, mut messages: Vec<MessageParam>) -> Vec<MessageParam> {
+        let Some(text) = self.text() else {
+            return messages;
+        };
+        let block = ContentBlock::text(text);
+        match messages.first_mut() {
+            Some(first) if first.role == Role::User => {
+                let mut blocks =
+                    match std::mem::replace(&mut first.content, Content::Blocks(Vec::new())) {
+                        Content::Text(t) => vec![ContentBlock::text(t)],
+                        Content::Blocks(blocks) => blocks,
+                    };
+                blocks.insert(0, block);
+                first.content = Content::Blocks(blocks);
+            }
+            _ => messages.insert(0, MessageParam::user(vec![block])),
+        }
+        messages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(message: &MessageParam) -> Vec<String> {
+        match &message.content {
+            Content::Text(t) => vec![t.clone()],
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text(t) => t.text.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_root_instruction_files_and_the_date_are_read_confined() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).expect("ws");
+        std::fs::write(root.join("AGENTS.md"), "Use tabs.\n").expect("agents");
+        std::fs::write(dir.path().join("outside.md"), "TOP SECRET").expect("outside");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), root.join("CLAUDE.md"))
+            .expect("link");
+        let workspace = Workspace::new(&root).expect("workspace");
+        let context = UserContext::for_workspace(&workspace, "2026-11-30", &Limits::default());
+        let text = context.text().expect("context");
+        assert!(text.contains("Contents of AGENTS.md"), "{text}");
+        assert!(text.contains("Use tabs."), "{text}");
+        assert!(!text.contains("TOP SECRET"), "{text}");
+        assert!(
+            text.contains("# currentDate\nToday's date is 2026-11-30."),
+            "{text}"
+        );
+        assert!(text.starts_with("<system-reminder>\n") && text.ends_with("\n</system-reminder>"));
+        assert!(text.contains(CONTEXT_CAVEAT));
+        let Some(Message::User(user)) = context.message() else {
+            panic!("a user message")
+        };
+        assert!(user.is_meta);
+    }
+
+    #[test]
+    fn the_context_goes_first_into_the_first_user_message_or_before_an_assistant() {
+        let context = UserContext::new().with("currentDate", "today");
+        let messages = context.prepend_to(vec![MessageParam::user(vec![ContentBlock::text("q")])]);
+        assert_eq!(messages.len(), 1);
+        let texts = text_of(&messages[0]);
+        assert!(texts[0].starts_with("<system-reminder>"));
+        assert_eq!(texts[1], "q");
+
+        let messages =
+            context.prepend_to(vec![MessageParam::assistant(vec![ContentBlock::text("a")])]);
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].role, Role::User);
+
+        assert!(context.prepend_to(Vec::new()).len() == 1);
+        assert_eq!(UserContext::new().prepend_to(Vec::new()), Vec::new());
+        assert_eq!(UserContext::new().with("blank", " ").text(), None);
+    }
+}

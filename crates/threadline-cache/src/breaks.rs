@@ -1,0 +1,203 @@
+//! Cache-break detection: where a request stopped matching what the previous one cached, and
+//! why.
+//!
+//! [`diff`] compares two consecutive requests structurally: the first piece (in `tools` →
+//! `system` → `messages` order, up to the previous request's last marker) whose prefix differs,
+//! and the cause — a changed model, tool set, `tool_choice`, system block, thinking setting, or
+//! a message rewritten or removed above the last marker. The [`crate::Simulator`] adds the
+//! causes only time and the API's limits explain: the entry expired, it was out of the 20-block
+//! lookback, or it was below the model's minimum cacheable length.
+
+use std::fmt;
+
+use threadline_wire::MessagesRequest;
+
+use crate::prefix::{Location, Prefix, UnseenPrefix};
+use crate::tokens::Estimate;
+
+/// Why a request did not read what the previous one cached.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "cause", rename_all = "snake_case")]
+pub enum BreakCause {
+    /// The model changed (caches are per model).
+    ModelChanged,
+    /// A tool definition was added, removed or changed.
+    ToolsChanged {
+        /// The first tool that differs (its name in the new request, if it has one there).
+        name: Option<String>,
+    },
+    /// `tool_choice` changed (invalidates system and messages).
+    ToolChoiceChanged,
+    /// A system block changed.
+    SystemChanged,
+    /// The thinking or effort setting changed (invalidates messages).
+    ThinkingChanged,
+    /// A message block above the previous request's last marker was rewritten.
+    MessageRewritten,
+    /// A new user turn began and the model drops earlier turns' thinking from the prompt
+    /// (models that do not keep prior thinking): everything from the first such block on
+    /// changed.
+    PriorThinkingStripped,
+    /// The new request is shorter than the previous one's cached prefix (messages removed).
+    MessagesRemoved,
+    /// The cached entry expired: the request came after the entry's lifetime.
+    TtlExpired {
+        /// Milliseconds since the previous request.
+        idle_ms: u64,
+    },
+    /// The previous write was more than 20 blocks before every marker of this request.
+    LookbackExceeded {
+        /// Blocks between the previous write and the nearest marker after it.
+        blocks: usize,
+    },
+    /// The prefix was shorter than the model's minimum cacheable length, so nothing was
+    /// written.
+    BelowMinimum {
+        /// The prefix's tokens.
+        tokens: u64,
+        /// The model's minimum.
+        minimum: u64,
+    },
+    /// The request has no marker at all.
+    NoMarker,
+}
+
+impl fmt::Display for BreakCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BreakCause::ModelChanged => f.write_str("the model changed"),
+            BreakCause::ToolsChanged { name: Some(name) } => write!(f, "tools changed (`{name}`)"),
+            BreakCause::ToolsChanged { name: None } => f.write_str("tools changed"),
+            BreakCause::ToolChoiceChanged => f.write_str("tool_choice changed"),
+            BreakCause::SystemChanged => f.write_str("system prompt changed"),
+            BreakCause::ThinkingChanged => f.write_str("thinking or effort setting changed"),
+            BreakCause::MessageRewritten => {
+                f.write_str("a message above the last marker was rewritten")
+            }
+            BreakCause::PriorThinkingStripped => f.write_str(
+                "a new user turn: the model drops earlier thinking blocks from the prompt",
+            ),
+            BreakCause::MessagesRemoved => {
+                f.write_str("messages above the last marker were removed")
+            }
+            BreakCause::TtlExpired { idle_ms } => {
+                write!(
+                    f,
+                    "cache entry expired ({}s since the previous request)",
+                    idle_ms / 1000
+                )
+            }
+            BreakCause::LookbackExceeded { blocks } => write!(
+                f,
+                "previous write is {blocks} blocks before the nearest marker (lookback is 20)"
+            ),
+            BreakCause::BelowMinimum { tokens, minimum } => write!(
+                f,
+                "prefix of {tokens} tokens is below the model's minimum of {minimum}"
+            ),
+            BreakCause::NoMarker => f.write_str("the request has no cache marker"),
+        }
+    }
+}
+
+/// A cache break.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CacheBreak {
+    /// The first piece that differs, when the break is a change (none for expiry and limits).
+    pub location: Option<Location>,
+    /// Why.
+    #[serde(flatten)]
+    pub cause: BreakCause,
+}
+
+impl fmt::Display for CacheBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(location) => write!(f, "{location}: {}", self.cause),
+            None => write!(f, "{}", self.cause),
+        }
+    }
+}
+
+/// The first piece, up to and including `upto` of `previous`, whose prefix differs in `next`,
+/// and why; `None` when `next` starts with all of it.
+pub fn first_difference(
+    previous: &Prefix,
+    next: &Prefix,
+    upto: usize,
+    next_request: Option<&MessagesRequest>,
+) -> Option<CacheBreak> {
+    for i in 0..=upto.min(previous.pieces.len().saturating_sub(1)) {
+        let old = &previous.pieces[i];
+        let Some(new) = next.pieces.get(i) else {
+            return Some(CacheBreak {
+                location: Some(old.location),
+                cause: BreakCause::MessagesRemoved,
+            });
+        };
+        if old.prefix_hash == new.prefix_hash {
+            continue;
+        }
+        let same_piece = old.own_hash == new.own_hash && old.location == new.location;
+        let first_of_section = |p: &Prefix, pred: fn(&Location) -> bool| {
+            p.pieces.iter().position(|q| pred(&q.location)) == Some(i)
+        };
+        let cause = if old.thinking && !new.thinking && old.own_hash != new.own_hash {
+            BreakCause::PriorThinkingStripped
+        } else if same_piece && i == 0 {
+            BreakCause::ModelChanged
+        } else if same_piece && first_of_section(next, |l| matches!(l, Location::System { .. })) {
+            BreakCause::ToolChoiceChanged
+        } else if same_piece && first_of_section(next, |l| matches!(l, Location::Message { .. })) {
+            BreakCause::ThinkingChanged
+        } else {
+            match (old.location, new.location) {
+                (Location::Tool { .. }, _) | (_, Location::Tool { .. }) => {
+                    let name = match new.location {
+                        Location::Tool { index } => next_request
+                            .and_then(|r| r.tools.as_ref())
+                            .and_then(|t| t.get(index))
+                            .map(|t| t.name().to_owned()),
+                        _ => None,
+                    };
+                    BreakCause::ToolsChanged { name }
+                }
+                (Location::System { .. }, _) | (_, Location::System { .. }) => {
+                    BreakCause::SystemChanged
+                }
+                (Location::Unseen { .. }, _) => BreakCause::SystemChanged,
+                _ => BreakCause::MessageRewritten,
+            }
+        };
+        return Some(CacheBreak {
+            location: Some(new.location),
+            cause,
+        });
+    }
+    None
+}
+
+/// Compares two consecutive requests: the first block of `previous`, up to its last marker,
+/// that `next` does not repeat, and why. `None` when `next` extends everything `previous`
+/// cached (or `previous` has no marker).
+///
+/// ```
+/// use threadline_cache::breaks::{diff, BreakCause};
+/// use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+///
+/// let mut first = MessagesRequest::new("claude-sonnet-4-6", 1024, vec![
+///     MessageParam::user(vec![ContentBlock::text("Summarize the report.")]),
+/// ]);
+/// first.cache_control = Some(threadline_wire::CacheControl::ephemeral());
+/// let mut second = first.clone();
+/// second.messages[0] = MessageParam::user(vec![ContentBlock::text("Summarize the reports.")]);
+/// let found = diff(&first, &second).expect("a break");
+/// assert_eq!(found.cause, BreakCause::MessageRewritten);
+/// assert_eq!(found.to_string(), "messages.0.content.0: a message above the last marker was rewritten");
+/// ```
+pub fn diff(previous: &MessagesRequest, next: &MessagesRequest) -> Option<CacheBreak> {
+    let old = Prefix::of(previous, &Estimate, UnseenPrefix::default());
+    let new = Prefix::of(next, &Estimate, UnseenPrefix::default());
+    let last = old.breakpoints().last()?.0;
+    first_difference(&old, &new, last, Some(next))
+}

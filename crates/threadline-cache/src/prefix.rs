@@ -1,0 +1,529 @@
+//! A request seen as the API's cache sees it: one flat sequence of pieces (each tool, each
+//! system block, each message block) in `tools` → `system` → `messages` order, each with the
+//! hash of the whole prefix up to and including it, its token count, and its marker.
+//!
+//! The hash ignores `cache_control` (moving a marker does not change what is cached) and mixes
+//! in what the API's invalidation table says invalidates a section: the model for everything,
+//! `tool_choice` for system and messages, the thinking and effort settings for messages.
+//! Tools sent with `defer_loading` are not in the prefix. For a model that does not keep
+//! earlier turns' thinking (the model table's `keeps_prior_thinking`), thinking blocks of
+//! assistant messages before the current turn's user prompt are not in the prompt either
+//! ([`strips_prior_thinking`]), so a new user turn changes everything from the first of them
+//! on — what the API documents as "non-tool-result user content invalidates the messages
+//! cache" on those models.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use threadline_wire::content::Content;
+use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, Tool};
+
+use crate::tokens::{Piece, TokenCounter};
+
+/// Where a piece sits in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(tag = "section", rename_all = "snake_case")]
+pub enum Location {
+    /// The part of the prompt the caller does not show (a transcript's tools and system
+    /// prompt): `index` 0 is its pre-warmed part, 1 the rest.
+    Unseen {
+        /// Which part.
+        index: usize,
+    },
+    /// `tools[index]`.
+    Tool {
+        /// The tool's index.
+        index: usize,
+    },
+    /// `system[index]` (a string system prompt is one block).
+    System {
+        /// The block's index.
+        index: usize,
+    },
+    /// `messages[message].content[block]` (string content is one block).
+    Message {
+        /// The message's index.
+        message: usize,
+        /// The block's index.
+        block: usize,
+    },
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Unseen { index } => write!(f, "(unseen prefix part {index})"),
+            Location::Tool { index } => write!(f, "tools.{index}"),
+            Location::System { index } => write!(f, "system.{index}"),
+            Location::Message { message, block } => write!(f, "messages.{message}.content.{block}"),
+        }
+    }
+}
+
+/// A marker's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Ttl {
+    /// Five minutes (`5m` or absent).
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl Ttl {
+    /// The lifetime in milliseconds.
+    pub fn millis(self) -> u64 {
+        match self {
+            Ttl::FiveMinutes => 5 * 60 * 1000,
+            Ttl::OneHour => 60 * 60 * 1000,
+        }
+    }
+
+    /// The wire marker for this lifetime (`5m` is written as the API's default, no `ttl`).
+    pub fn marker(self) -> CacheControl {
+        match self {
+            Ttl::FiveMinutes => CacheControl::ephemeral(),
+            Ttl::OneHour => CacheControl::with_ttl(CacheTtl::OneHour),
+        }
+    }
+
+    fn of(marker: &CacheControl) -> Ttl {
+        match marker.ttl {
+            Some(CacheTtl::OneHour) => Ttl::OneHour,
+            _ => Ttl::FiveMinutes,
+        }
+    }
+}
+
+/// One piece of the prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixPiece {
+    /// Where it is.
+    pub location: Location,
+    /// The hash of this piece alone (its JSON without `cache_control`, with its role and
+    /// whether it starts a message).
+    pub own_hash: u64,
+    /// The hash of the prefix up to and including this piece.
+    pub prefix_hash: u64,
+    /// Its tokens.
+    pub tokens: u64,
+    /// The prefix's tokens up to and including this piece.
+    pub cumulative_tokens: u64,
+    /// The marker on it, if any.
+    pub marker: Option<Ttl>,
+    /// Whether a marker may go on it (not thinking, not empty text, not unknown).
+    pub eligible: bool,
+    /// Whether it is a thinking or redacted-thinking block.
+    pub thinking: bool,
+}
+
+/// A flattened request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefix {
+    /// The pieces, in prefix order.
+    pub pieces: Vec<PrefixPiece>,
+    /// The top-level automatic-caching marker, if the request has one (it lands on the last
+    /// eligible piece).
+    pub automatic: Option<Ttl>,
+}
+
+/// The hash of one piece as [`TokenCounter`]s and [`crate::tokens::ExactCounts`] see it.
+pub fn piece_hash(piece: Piece<'_>) -> u64 {
+    let mut h = DefaultHasher::new();
+    match piece {
+        Piece::Tool(tool) => {
+            0u8.hash(&mut h);
+            let mut tool = tool.clone();
+            *tool.cache_control_mut() = None;
+            hash_json(&tool, &mut h);
+        }
+        Piece::System(block) => {
+            1u8.hash(&mut h);
+            let mut block = block.clone();
+            block.cache_control = None;
+            hash_json(&block, &mut h);
+        }
+        Piece::Block(block) => {
+            2u8.hash(&mut h);
+            let mut block = block.clone();
+            clear_marker(&mut block);
+            hash_json(&block, &mut h);
+        }
+    }
+    h.finish()
+}
+
+fn hash_json<T: serde::Serialize>(value: &T, h: &mut DefaultHasher) {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => bytes.hash(h),
+        Err(_) => 0u8.hash(h),
+    }
+}
+
+/// The marker slot of a content block, when its type has one (thinking blocks have none;
+/// unknown blocks are handled as JSON by [`clear_marker`]).
+pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<CacheControl>> {
+    Some(match block {
+        ContentBlock::Text(b) => &mut b.cache_control,
+        ContentBlock::Image(b) => &mut b.cache_control,
+        ContentBlock::Document(b) => &mut b.cache_control,
+        ContentBlock::SearchResult(b) => &mut b.cache_control,
+        ContentBlock::ToolUse(b) => &mut b.cache_control,
+        ContentBlock::ToolResult(b) => &mut b.cache_control,
+        ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => &mut b.cache_control,
+        ContentBlock::ContainerUpload(b) => &mut b.cache_control,
+        ContentBlock::Compaction(b) => &mut b.cache_control,
+        other => return other.server_tool_result_mut().map(|r| &mut r.cache_control),
+    })
+}
+
+/// Removes any marker from `block` (nested tool-result content included).
+pub fn clear_marker(block: &mut ContentBlock) {
+    if let ContentBlock::ToolResult(result) = block
+        && let Some(Content::Blocks(inner)) = &mut result.content
+    {
+        inner.iter_mut().for_each(clear_marker);
+    }
+    if let ContentBlock::Unknown(serde_json::Value::Object(map)) = block {
+        map.remove("cache_control");
+    }
+    if let Some(slot) = marker_slot(block) {
+        *slot = None;
+    }
+}
+
+/// Whether a marker may be put on `block`: never on thinking or redacted thinking, never on
+/// an empty text block, never on a block this version does not know.
+pub fn is_eligible(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Text(t) => !t.text.is_empty(),
+        ContentBlock::Thinking(_)
+        | ContentBlock::RedactedThinking(_)
+        | ContentBlock::Unknown(_) => false,
+        _ => true,
+    }
+}
+
+fn block_marker(block: &ContentBlock) -> Option<Ttl> {
+    match block {
+        ContentBlock::Unknown(value) => {
+            value
+                .get("cache_control")
+                .filter(|v| !v.is_null())
+                .map(|v| {
+                    if v.get("ttl").and_then(|t| t.as_str()) == Some("1h") {
+                        Ttl::OneHour
+                    } else {
+                        Ttl::FiveMinutes
+                    }
+                })
+        }
+        other => other.cache_control().map(Ttl::of),
+    }
+}
+
+/// For a model that strips thinking from earlier turns (the model table's
+/// `keeps_prior_thinking` is false), the index of the message that starts the current turn: the
+/// last user message with something other than tool results. Thinking blocks of assistant
+/// messages before it are not part of the prompt (and adding such a user message invalidates
+/// the cache from the first of them on, as the API documents).
+pub fn strips_prior_thinking(request: &MessagesRequest) -> Option<usize> {
+    let model = threadline_wire::model::ModelTable::builtin().resolve(&request.model);
+    if model.model().keeps_prior_thinking {
+        return None;
+    }
+    request.messages.iter().rposition(|m| {
+        m.role == threadline_wire::Role::User
+            && match &m.content {
+                Content::Text(_) => true,
+                Content::Blocks(blocks) => blocks
+                    .iter()
+                    .any(|b| !matches!(b, ContentBlock::ToolResult(_))),
+            }
+    })
+}
+
+/// Whether a tool is sent with `defer_loading: true` (not part of the cached prefix).
+pub fn is_deferred(tool: &Tool) -> bool {
+    match tool {
+        Tool::Custom(t) => t.defer_loading == Some(true),
+        Tool::Versioned(t) => t.defer_loading == Some(true),
+    }
+}
+
+fn mix(state: u64, value: u64) -> u64 {
+    let mut h = DefaultHasher::new();
+    state.hash(&mut h);
+    value.hash(&mut h);
+    h.finish()
+}
+
+fn hash_of<T: serde::Serialize>(value: &T) -> u64 {
+    let mut h = DefaultHasher::new();
+    hash_json(value, &mut h);
+    h.finish()
+}
+
+/// An unseen part of the prompt that comes before everything the request shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnseenPrefix {
+    /// Its tokens in all.
+    pub tokens: u64,
+    /// The leading part of it that was already cached before the first request (0: none).
+    pub warm_tokens: u64,
+    /// Whether it ends with breakpoints of its own (the agent cached its tools and system
+    /// prompt); without, it is plain uncached input.
+    pub marked: bool,
+}
+
+impl Prefix {
+    /// Flattens `request`, counting tokens with `counter`. The unseen prefix, when not empty,
+    /// comes first as one or two pieces (the warm part, then the rest), each with a marker,
+    /// as a transcript's agent caches its tools and system prompt.
+    pub fn of(
+        request: &MessagesRequest,
+        counter: &dyn TokenCounter,
+        unseen: UnseenPrefix,
+    ) -> Prefix {
+        let mut pieces = Vec::new();
+        let mut state = mix(0x7468_7265_6164, hash_of(&request.model));
+        let mut cumulative = 0u64;
+        let mut push = |pieces: &mut Vec<PrefixPiece>,
+                        state: &mut u64,
+                        location: Location,
+                        own_hash: u64,
+                        tokens: u64,
+                        marker: Option<Ttl>,
+                        eligible: bool,
+                        thinking: bool| {
+            *state = mix(*state, own_hash);
+            cumulative += tokens;
+            pieces.push(PrefixPiece {
+                location,
+                own_hash,
+                prefix_hash: *state,
+                tokens,
+                cumulative_tokens: cumulative,
+                marker,
+                eligible,
+                thinking,
+            });
+        };
+        let warm = unseen.warm_tokens.min(unseen.tokens);
+        let parts = [warm, unseen.tokens - warm];
+        for (index, tokens) in parts.into_iter().enumerate() {
+            if tokens > 0 {
+                let own = mix(0x756e_7365_656e + index as u64, tokens);
+                let marker = unseen.marked.then_some(Ttl::FiveMinutes);
+                push(
+                    &mut pieces,
+                    &mut state,
+                    Location::Unseen { index },
+                    own,
+                    tokens,
+                    marker,
+                    false,
+                    true,
+                );
+            }
+        }
+        for (index, tool) in request.tools.iter().flatten().enumerate() {
+            if is_deferred(tool) {
+                // Loaded only when tool search finds it: not in the prefix.
+                continue;
+            }
+            let mut bare = tool.clone();
+            *bare.cache_control_mut() = None;
+            let own = piece_hash(Piece::Tool(&bare));
+            let tokens = counter.count(Piece::Tool(&bare), own);
+            push(
+                &mut pieces,
+                &mut state,
+                Location::Tool { index },
+                own,
+                tokens,
+                tool.cache_control().map(Ttl::of),
+                true,
+                true,
+            );
+        }
+        state = mix(state, hash_of(&request.tool_choice));
+        let system = request
+            .system
+            .as_ref()
+            .map(|s| s.blocks())
+            .unwrap_or_default();
+        for (index, block) in system.iter().enumerate() {
+            let own = piece_hash(Piece::System(block));
+            let tokens = counter.count(Piece::System(block), own);
+            let marker = block.cache_control.as_ref().map(Ttl::of);
+            push(
+                &mut pieces,
+                &mut state,
+                Location::System { index },
+                own,
+                tokens,
+                marker,
+                !block.text.is_empty(),
+                true,
+            );
+        }
+        state = mix(
+            state,
+            mix(
+                hash_of(&request.thinking),
+                hash_of(&request.output_config.as_ref().map(|o| &o.effort)),
+            ),
+        );
+        let strip_before = strips_prior_thinking(request);
+        for (message, param) in request.messages.iter().enumerate() {
+            let blocks = match &param.content {
+                Content::Text(text) => vec![ContentBlock::text(text.clone())],
+                Content::Blocks(blocks) => blocks.clone(),
+            };
+            let role = hash_of(&param.role);
+            let stripped = strip_before.is_some_and(|end| message < end)
+                && param.role == threadline_wire::Role::Assistant;
+            for (index, block) in blocks.iter().enumerate() {
+                if stripped && block.is_thinking() {
+                    // The API drops it: not part of the prompt.
+                    continue;
+                }
+                let mut own = mix(piece_hash(Piece::Block(block)), role);
+                if index == 0 {
+                    own = mix(own, 0x6d73_6773_7461_7274);
+                }
+                let tokens = counter.count(Piece::Block(block), own);
+                push(
+                    &mut pieces,
+                    &mut state,
+                    Location::Message {
+                        message,
+                        block: index,
+                    },
+                    own,
+                    tokens,
+                    block_marker(block),
+                    is_eligible(block),
+                    block.is_thinking(),
+                );
+            }
+        }
+        Prefix {
+            pieces,
+            automatic: request.cache_control.as_ref().map(Ttl::of),
+        }
+    }
+
+    /// All the prompt's tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.pieces.last().map_or(0, |p| p.cumulative_tokens)
+    }
+
+    /// The positions of the breakpoints, in prefix order, with their lifetimes (the top-level
+    /// automatic marker on the last eligible piece).
+    pub fn breakpoints(&self) -> Vec<(usize, Ttl)> {
+        let mut out: Vec<(usize, Ttl)> = self
+            .pieces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.marker.map(|t| (i, t)))
+            .collect();
+        if let Some(ttl) = self.automatic
+            && let Some(last) = self.pieces.iter().rposition(|p| p.eligible)
+            && !out.iter().any(|(i, _)| *i == last)
+        {
+            out.push((last, ttl));
+            out.sort_unstable();
+        }
+        out
+    }
+
+    /// The index of the first piece of the messages, if there is one.
+    pub fn first_message_piece(&self) -> Option<usize> {
+        self.pieces
+            .iter()
+            .position(|p| matches!(p.location, Location::Message { .. }))
+    }
+}
+
+/// Clears every marker of `request`: tools, system blocks, message blocks (nested ones too).
+/// The top-level automatic marker is left as it is.
+pub fn clear_markers(request: &mut MessagesRequest) {
+    for tool in request.tools.iter_mut().flatten() {
+        *tool.cache_control_mut() = None;
+    }
+    if let Some(threadline_wire::SystemPrompt::Blocks(blocks)) = &mut request.system {
+        for block in blocks {
+            block.cache_control = None;
+        }
+    }
+    for message in &mut request.messages {
+        if let Content::Blocks(blocks) = &mut message.content {
+            blocks.iter_mut().for_each(clear_marker);
+        }
+    }
+}
+
+/// Puts a marker on the piece at `location` of `request`; false when the piece cannot carry
+/// one (thinking, empty text, unknown, or no such piece).
+pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -> bool {
+    match location {
+        Location::Unseen { .. } => false,
+        Location::Tool { index } => match request.tools.as_mut().and_then(|t| t.get_mut(index)) {
+            Some(tool) => {
+                *Tool::cache_control_mut(tool) = Some(ttl.marker());
+                true
+            }
+            None => false,
+        },
+        Location::System { index } => {
+            let Some(system) = &mut request.system else {
+                return false;
+            };
+            if let threadline_wire::SystemPrompt::Text(text) = system {
+                if text.is_empty() {
+                    return false;
+                }
+                *system =
+                    threadline_wire::SystemPrompt::Blocks(vec![threadline_wire::TextBlock::new(
+                        text.clone(),
+                    )]);
+            }
+            let threadline_wire::SystemPrompt::Blocks(blocks) = system else {
+                return false;
+            };
+            match blocks.get_mut(index) {
+                Some(block) if !block.text.is_empty() => {
+                    block.cache_control = Some(ttl.marker());
+                    true
+                }
+                _ => false,
+            }
+        }
+        Location::Message { message, block } => {
+            let Some(param) = request.messages.get_mut(message) else {
+                return false;
+            };
+            if let Content::Text(text) = &param.content {
+                if text.is_empty() || block != 0 {
+                    return false;
+                }
+                param.content = Content::Blocks(vec![ContentBlock::text(text.clone())]);
+            }
+            let Content::Blocks(blocks) = &mut param.content else {
+                return false;
+            };
+            match blocks.get_mut(block) {
+                Some(b) if is_eligible(b) => match marker_slot(b) {
+                    Some(slot) => {
+                        *slot = Some(ttl.marker());
+                        true
+                    }
+                    None => false,
+                },
+                _ => false,
+            }
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! The prompt-cache simulator: predicts the usage of each request of a session by the API's
+//! documented caching rules.
+//!
+//! Rules modelled (see the crate documentation for the sources):
+//! * the prefix is `tools` → `system` → `messages`; an entry is the hash of the whole prefix up
+//!   to a piece, markers ignored;
+//! * entries are written only at breakpoints (explicit markers, the automatic marker on the
+//!   last eligible piece);
+//! * each breakpoint looks back at most 20 pieces (itself included) for a live entry; the read
+//!   is the longest prefix found (`A`); `1h` writes cover `A`..`B` (the last `1h` breakpoint),
+//!   `5m` writes `B`..`C` (the last breakpoint); `input_tokens` is what follows `C`;
+//! * an entry lives 5 minutes or 1 hour from the request that wrote or last read it;
+//! * a breakpoint whose prefix is shorter than the model's minimum cacheable length neither
+//!   reads nor writes;
+//! * what invalidates what: see [`crate::prefix`] (model, `tool_choice`, thinking settings,
+//!   deferred tools, earlier thinking dropped by some models);
+//! * requests are sequential: an entry is usable by the next request (the API makes it usable
+//!   once the first response begins, so concurrent requests are not modelled);
+//! * tokens come from a pluggable [`TokenCounter`]; an unseen prefix (a transcript's tools and
+//!   system prompt) can be given, and a constant tail of uncached tokens the API adds.
+
+use std::collections::HashMap;
+
+use threadline_wire::MessagesRequest;
+use threadline_wire::model::Model;
+use threadline_wire::response::{CacheCreation, Usage};
+
+use crate::breaks::{BreakCause, CacheBreak, first_difference};
+use crate::planner::LOOKBACK;
+use crate::prefix::{Prefix, Ttl, UnseenPrefix};
+use crate::tokens::{Estimate, TokenCounter};
+
+/// Settings of a simulation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimConfig {
+    /// The part of the prompt the requests do not show.
+    pub unseen: UnseenPrefix,
+    /// Uncached tokens the API reports after the last breakpoint even when the last block is
+    /// marked (the turn's framing; recorded values are 1–15).
+    pub tail_tokens: u64,
+}
+
+/// The predicted usage of one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Predicted {
+    /// Tokens after the last breakpoint.
+    pub input_tokens: u64,
+    /// Tokens written (both lifetimes).
+    pub cache_creation_input_tokens: u64,
+    /// Of which with a five-minute lifetime.
+    pub ephemeral_5m_input_tokens: u64,
+    /// Of which with a one-hour lifetime.
+    pub ephemeral_1h_input_tokens: u64,
+    /// Tokens read.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Predicted {
+    /// All input tokens.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+
+    /// Cache read ÷ all input tokens (0 without input).
+    pub fn read_share(&self) -> f64 {
+        let total = self.total();
+        if total == 0 {
+            0.0
+        } else {
+            self.cache_read_input_tokens as f64 / total as f64
+        }
+    }
+
+    /// As the API's usage object (no output tokens).
+    pub fn to_usage(&self) -> Usage {
+        Usage {
+            input_tokens: Some(self.input_tokens),
+            cache_creation_input_tokens: Some(self.cache_creation_input_tokens),
+            cache_read_input_tokens: Some(self.cache_read_input_tokens),
+            cache_creation: Some(CacheCreation {
+                ephemeral_5m_input_tokens: Some(self.ephemeral_5m_input_tokens),
+                ephemeral_1h_input_tokens: Some(self.ephemeral_1h_input_tokens),
+                extra: threadline_wire::Extra::new(),
+            }),
+            ..Usage::default()
+        }
+    }
+
+    /// The dollar cost of this input (plus `output_tokens` of output) by `model`'s prices.
+    pub fn cost(&self, model: &Model, output_tokens: u64) -> f64 {
+        let mut usage = self.to_usage();
+        usage.output_tokens = Some(output_tokens);
+        model.cost(&usage)
+    }
+}
+
+/// The simulator's answer for one request.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Step {
+    /// The predicted usage.
+    pub usage: Predicted,
+    /// The dollar cost of the input.
+    pub cost: f64,
+    /// Why this request read less than the previous one left in the cache, if it did.
+    pub cache_break: Option<CacheBreak>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    expires: u64,
+    ttl: Ttl,
+}
+
+#[derive(Debug)]
+struct Last {
+    prefix: Prefix,
+    /// The furthest position the previous request left cached (its last effective
+    /// breakpoint), if any.
+    cached_to: Option<usize>,
+    at: u64,
+}
+
+/// Simulates the prompt cache of one model for a sequence of requests.
+///
+/// ```
+/// use threadline_cache::{Planner, Simulator};
+/// use threadline_wire::model::ModelTable;
+/// use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+///
+/// let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
+/// let mut sim = Simulator::new(model);
+/// let mut planner = Planner::default();
+/// let long = "All work and no play. ".repeat(400);
+/// let mut request = MessagesRequest::new("claude-sonnet-4-6", 1024, vec![
+///     MessageParam::user(vec![ContentBlock::text(long)]),
+/// ]);
+/// planner.plan(&mut request);
+/// let first = sim.step(0, &request);
+/// assert_eq!(first.usage.cache_read_input_tokens, 0);
+/// assert!(first.usage.cache_creation_input_tokens > 1024);
+///
+/// request.messages.push(MessageParam::assistant(vec![ContentBlock::text("Noted.")]));
+/// request.messages.push(MessageParam::user(vec![ContentBlock::text("And now?")]));
+/// planner.plan(&mut request);
+/// let second = sim.step(60_000, &request);
+/// assert_eq!(second.usage.cache_read_input_tokens, first.usage.cache_creation_input_tokens);
+/// ```
+pub struct Simulator<'m> {
+    model: &'m Model,
+    counter: Box<dyn TokenCounter + Send + Sync + 'm>,
+    config: SimConfig,
+    entries: HashMap<u64, Entry>,
+    last: Option<Last>,
+}
+
+impl std::fmt::Debug for Simulator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("model", &self.model.id)
+            .field("config", &self.config)
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m> Simulator<'m> {
+    /// A simulator for `model` with the estimate as token counter and nothing unseen.
+    pub fn new(model: &'m Model) -> Self {
+        Simulator::with(model, Estimate, SimConfig::default())
+    }
+
+    /// A simulator with a counter and settings.
+    pub fn with(
+        model: &'m Model,
+        counter: impl TokenCounter + Send + Sync + 'm,
+        config: SimConfig,
+    ) -> Self {
+        Simulator {
+            model,
+            counter: Box::new(counter),
+            config,
+            entries: HashMap::new(),
+            last: None,
+        }
+    }
+
+    /// Replaces the token counter (for instance with more exact counts learnt from a
+    /// response); cached entries are kept (they are keyed by content, not by size).
+    pub fn set_counter(&mut self, counter: impl TokenCounter + Send + Sync + 'm) {
+        self.counter = Box::new(counter);
+    }
+
+    /// The model simulated.
+    pub fn model(&self) -> &'m Model {
+        self.model
+    }
+
+    /// The request flattened as this simulator counts it.
+    pub fn prefix(&self, request: &MessagesRequest) -> Prefix {
+        Prefix::of(request, &*self.counter, self.config.unseen)
+    }
+
+    /// Predicts the usage of `request` sent at `at_ms` (milliseconds on any clock, never
+    /// decreasing), and updates the cache.
+    pub fn step(&mut self, at_ms: u64, request: &MessagesRequest) -> Step {
+        let prefix = self.prefix(request);
+        self.step_prefix(at_ms, &prefix, Some(request))
+    }
+
+    /// [`Simulator::step`] for a request already flattened.
+    pub fn step_prefix(
+        &mut self,
+        at_ms: u64,
+        prefix: &Prefix,
+        request: Option<&MessagesRequest>,
+    ) -> Step {
+        let minimum = self.model.min_cacheable_tokens;
+        let breakpoints: Vec<(usize, Ttl)> = prefix
+            .breakpoints()
+            .into_iter()
+            .filter(|&(p, _)| prefix.pieces[p].cumulative_tokens >= minimum)
+            .collect();
+        if self.last.is_none() && self.config.unseen.warm_tokens > 0 {
+            // Cached before the first request: the breakpoint closest to the warm size (at most
+            // a tenth over it, for the estimate's error).
+            let warm = self.config.unseen.warm_tokens;
+            let limit = warm + warm / 10;
+            let closest = breakpoints
+                .iter()
+                .filter(|&&(p, _)| prefix.pieces[p].cumulative_tokens <= limit)
+                .min_by_key(|&&(p, _)| prefix.pieces[p].cumulative_tokens.abs_diff(warm));
+            if let Some(&(p, _)) = closest {
+                self.entries.insert(
+                    prefix.pieces[p].prefix_hash,
+                    Entry {
+                        expires: at_ms + Ttl::FiveMinutes.millis(),
+                        ttl: Ttl::FiveMinutes,
+                    },
+                );
+            }
+        }
+        let alive = |entries: &HashMap<u64, Entry>, hash: u64| {
+            entries.get(&hash).is_some_and(|e| e.expires > at_ms)
+        };
+        // Reads: the longest live prefix within the lookback of some breakpoint.
+        let mut hit: Option<usize> = None;
+        let mut hits = Vec::new();
+        for &(p, _) in &breakpoints {
+            let from = p.saturating_sub(LOOKBACK - 1);
+            if let Some(q) = (from..=p)
+                .rev()
+                .find(|&q| alive(&self.entries, prefix.pieces[q].prefix_hash))
+            {
+                hits.push(q);
+                hit = Some(hit.map_or(q, |h: usize| h.max(q)));
+            }
+        }
+        let cache_break = self.explain(at_ms, prefix, request, hit, &breakpoints);
+        for q in hits {
+            if let Some(entry) = self.entries.get_mut(&prefix.pieces[q].prefix_hash) {
+                entry.expires = entry.expires.max(at_ms + entry.ttl.millis());
+            }
+        }
+        let cum = |p: Option<usize>| p.map_or(0, |p| prefix.pieces[p].cumulative_tokens);
+        let read = cum(hit);
+        let after: Vec<(usize, Ttl)> = breakpoints
+            .iter()
+            .copied()
+            .filter(|&(p, _)| hit.is_none_or(|h| p > h))
+            .collect();
+        let last_bp = after.last().map(|&(p, _)| p);
+        let last_1h = after
+            .iter()
+            .rev()
+            .find(|&&(_, t)| t == Ttl::OneHour)
+            .map(|&(p, _)| p);
+        let write_1h = last_1h.map_or(0, |b| cum(Some(b)) - read);
+        let write_5m = last_bp.map_or(0, |c| cum(Some(c)) - read.max(cum(last_1h)));
+        for &(p, ttl) in &after {
+            let entry = self
+                .entries
+                .entry(prefix.pieces[p].prefix_hash)
+                .or_insert(Entry { expires: 0, ttl });
+            entry.expires = entry.expires.max(at_ms + ttl.millis());
+            if ttl == Ttl::OneHour {
+                entry.ttl = Ttl::OneHour;
+            }
+        }
+        let covered = read.max(cum(last_bp));
+        let usage = Predicted {
+            input_tokens: prefix.total_tokens() - covered + self.config.tail_tokens,
+            cache_creation_input_tokens: write_1h + write_5m,
+            ephemeral_5m_input_tokens: write_5m,
+            ephemeral_1h_input_tokens: write_1h,
+            cache_read_input_tokens: read,
+        };
+        let cached_to = last_bp.or(hit);
+        self.last = Some(Last {
+            prefix: prefix.clone(),
+            cached_to,
+            at: at_ms,
+        });
+        self.entries.retain(|_, e| e.expires > at_ms);
+        Step {
+            cost: usage.cost(self.model, 0),
+            usage,
+            cache_break,
+        }
+    }
+
+    /// Why `prefix` read less than the previous request left cached.
+    fn explain(
+        &self,
+        at_ms: u64,
+        prefix: &Prefix,
+        request: Option<&MessagesRequest>,
+        hit: Option<usize>,
+        breakpoints: &[(usize, Ttl)],
+    ) -> Option<CacheBreak> {
+        let last = self.last.as_ref()?;
+        let minimum = self.model.min_cacheable_tokens;
+        let Some(cached_to) = last.cached_to else {
+            // Nothing was cached last time: below the minimum, or no marker.
+            let all = last.prefix.breakpoints();
+            return all.last().map(|&(p, _)| CacheBreak {
+                location: None,
+                cause: BreakCause::BelowMinimum {
+                    tokens: last.prefix.pieces[p].cumulative_tokens,
+                    minimum,
+                },
+            });
+        };
+        if let Some(found) = first_difference(&last.prefix, prefix, cached_to, request) {
+            return Some(found);
+        }
+        if hit.is_some_and(|h| h >= cached_to) {
+            return None;
+        }
+        let hash = last.prefix.pieces[cached_to].prefix_hash;
+        let idle_ms = at_ms.saturating_sub(last.at);
+        let expired = self.entries.get(&hash).is_none_or(|e| e.expires <= at_ms);
+        if expired {
+            return Some(CacheBreak {
+                location: None,
+                cause: BreakCause::TtlExpired { idle_ms },
+            });
+        }
+        if breakpoints.is_empty() {
+            return Some(CacheBreak {
+                location: None,
+                cause: BreakCause::NoMarker,
+            });
+        }
+        let nearest = breakpoints
+            .iter()
+            .map(|&(p, _)| p)
+            .filter(|&p| p >= cached_to)
+            .min()
+            .unwrap_or(cached_to);
+        Some(CacheBreak {
+            location: None,
+            cause: BreakCause::LookbackExceeded {
+                blocks: nearest - cached_to,
+            },
+        })
+    }
+}
+
+/// What a recorded usage tells about the parts of a prompt a recording does not show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// The unseen prefix, the warm part and the uncached tail.
+    pub config: SimConfig,
+    /// The factor to apply to the estimate (1 unless the estimate of the visible part alone
+    /// exceeds the recorded total).
+    pub scale: f64,
+}
+
+impl Calibration {
+    /// Calibrates on the first request of a recording and its recorded usage:
+    /// * the uncached tail is its `input_tokens` (at most 64) when it used the cache at all;
+    /// * the unseen prefix is the recorded total minus the estimate of the visible request
+    ///   minus the tail; when the estimate alone is larger, the estimate is scaled down to the
+    ///   recorded total instead and nothing is unseen;
+    /// * the warm part is what it read: cached before the recording started.
+    pub fn from_first(request: &MessagesRequest, recorded: &Usage) -> Calibration {
+        let visible = Prefix::of(request, &Estimate, UnseenPrefix::default()).total_tokens();
+        let read = recorded.cache_read_input_tokens.unwrap_or(0);
+        let cached = recorded.cache_creation_input_tokens.unwrap_or(0) + read;
+        let tail = if cached > 0 {
+            recorded.input_tokens.unwrap_or(0).min(64)
+        } else {
+            0
+        };
+        let seen = recorded.total_input_tokens().saturating_sub(tail);
+        let (tokens, scale) = if visible > seen && visible > 0 {
+            (0, seen as f64 / visible as f64)
+        } else {
+            (seen - visible, 1.0)
+        };
+        Calibration {
+            config: SimConfig {
+                unseen: UnseenPrefix {
+                    tokens,
+                    warm_tokens: read,
+                    marked: cached > 0,
+                },
+                tail_tokens: tail,
+            },
+            scale,
+        }
+    }
+
+    /// A simulator for `model` with this calibration and the (scaled) estimate.
+    pub fn simulator<'m>(&self, model: &'m Model) -> Simulator<'m> {
+        Simulator::with(
+            model,
+            crate::tokens::Scaled::new(Estimate, self.scale),
+            self.config,
+        )
+    }
+}
+
+/// The read share of a sequence of usages: cache reads ÷ all input tokens.
+pub fn hit_ratio<'a>(usages: impl IntoIterator<Item = &'a Predicted>) -> f64 {
+    let (read, total) = usages.into_iter().fold((0u64, 0u64), |(r, t), u| {
+        (r + u.cache_read_input_tokens, t + u.total())
+    });
+    if total == 0 {
+        0.0
+    } else {
+        read as f64 / total as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn simulators_and_planners_can_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::Simulator<'static>>();
+        send_sync::<crate::Planner>();
+    }
+}

@@ -1,0 +1,221 @@
+//! `threadline run --dry-run [--cwd DIR] PROMPT`: the first request the agent would send for
+//! PROMPT in DIR — system prompt with its session context, the synthetic context message, the
+//! attachments of the `@` mentions — printed, not sent.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use threadline_attach::{
+    AgentMentions, Collected, Collector, DateChange, FileMentions, Limits, NestedInstructions,
+    QueuedCommands, SystemContext, TokenUsage, Turn, UserContext, Workspace, git_status_snapshot,
+};
+use threadline_message::Message;
+use threadline_normalize::{Options, normalize};
+use threadline_wire::model::ModelTable;
+use threadline_wire::request::SystemPrompt;
+use threadline_wire::{MessagesRequest, validate};
+
+/// The model `run` uses unless told otherwise: the newest Sonnet in the model table.
+pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
+/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
+const DEFAULT_MAX_TOKENS: u64 = 8192;
+/// The environment variable that fixes today's date (for reproducible output).
+pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
+
+/// The base system prompt; session context is appended after it.
+const SYSTEM_PROMPT: &str = "You are threadline, an agent that helps the user with software \
+engineering tasks in their workspace. Text inside <system-reminder> tags is information from \
+the system, not from the user; use it when it is relevant.";
+
+/// What `threadline run` was asked.
+pub(crate) struct RunArgs<'a> {
+    pub(crate) prompt: &'a str,
+    pub(crate) dry_run: bool,
+    pub(crate) cwd: Option<&'a Path>,
+    pub(crate) model: Option<&'a str>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) date: Option<&'a str>,
+}
+
+pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
+    if !args.dry_run {
+        eprintln!(
+            "threadline: run: calling the model is not built yet; use --dry-run to print the \
+             request that would be sent"
+        );
+        return ExitCode::from(2);
+    }
+    let cwd = match args.cwd {
+        Some(dir) => dir.to_path_buf(),
+        None => match std::env::current_dir() {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("threadline: run: cannot read the current directory: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let workspace = match Workspace::new(&cwd) {
+        Ok(workspace) => workspace,
+        Err(e) => {
+            eprintln!(
+                "threadline: run: {}: not a usable workspace: {e}",
+                cwd.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let date = match date(args.date) {
+        Ok(date) => date,
+        Err(line) => {
+            eprintln!("{line}");
+            return ExitCode::from(2);
+        }
+    };
+    let model_id = args.model.unwrap_or(DEFAULT_MODEL);
+    let table = ModelTable::builtin();
+    let resolved = table.resolve(model_id);
+    if let Some(warning) = resolved.warning() {
+        eprintln!("threadline: run: {warning}");
+    }
+    let model = resolved.model();
+    let first = match first_request(&FirstRequest {
+        workspace: &workspace,
+        prompt: args.prompt,
+        model: model_id,
+        max_tokens: args
+            .max_tokens
+            .unwrap_or(DEFAULT_MAX_TOKENS.min(model.max_output_tokens)),
+        context_window: model.context_window,
+        date: &date,
+    }) {
+        Ok(first) => first,
+        Err(e) => {
+            eprintln!("threadline: run: cannot start the attachment collector: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for entry in &first.collected.report {
+        eprintln!("threadline: run: {entry}");
+    }
+    let violations = validate(&first.request, model);
+    match serde_json::to_string_pretty(&first.request) {
+        Ok(json) => crate::output::print_line(&json),
+        Err(e) => {
+            eprintln!("threadline: run: cannot print the request: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if !violations.is_empty() {
+        for violation in &violations {
+            eprintln!("threadline: run: the request is invalid: {violation}");
+        }
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Everything the first request depends on.
+struct FirstRequest<'a> {
+    workspace: &'a Workspace,
+    prompt: &'a str,
+    model: &'a str,
+    max_tokens: u64,
+    context_window: u64,
+    date: &'a str,
+}
+
+/// The first request, and how its attachments were collected.
+struct First {
+    request: MessagesRequest,
+    collected: Collected,
+}
+
+/// Builds the request the three channels produce for the first turn.
+fn first_request(input: &FirstRequest<'_>) -> std::io::Result<First> {
+    let workspace = input.workspace;
+    // Channel 1: session-stable context at the end of the system prompt.
+    let mut system_context = SystemContext::new();
+    system_context.push("workingDirectory", workspace.root().display().to_string());
+    if let Some(git) = git_status_snapshot(workspace.root()) {
+        system_context.push("gitStatus", git);
+    }
+    let system = system_context.append_to(Some(SystemPrompt::Text(SYSTEM_PROMPT.to_owned())));
+
+    // Channel 3: this turn's attachments, recorded after the prompt like any turn's.
+    let mut history = vec![Message::user_text(input.prompt)];
+    let collector = Collector::new()
+        .with(FileMentions::new())
+        .with(AgentMentions::new())
+        .with(NestedInstructions::new())
+        .with(DateChange::new(input.date))
+        .with(QueuedCommands)
+        .with(TokenUsage::new(input.context_window));
+    let turn = Turn::new(&history)
+        .with_input(input.prompt)
+        .with_workspace(workspace)
+        .with_today(input.date);
+    let collected = collector.collect_blocking(&turn)?;
+    history.extend(collected.messages());
+
+    // Channel 2: the context message, in front, built now and never stored.
+    let normalized = normalize(&history, &Options::default());
+    let messages = UserContext::for_workspace(workspace, input.date, &Limits::default())
+        .prepend_to(normalized.messages);
+
+    let mut request = MessagesRequest::new(input.model, input.max_tokens, messages);
+    request.system = system;
+    request.stream = Some(true);
+    Ok(First { request, collected })
+}
+
+/// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock.
+fn date(flag: Option<&str>) -> Result<String, String> {
+    let date = match flag {
+        Some(date) => date.to_owned(),
+        None => match std::env::var(DATE_VARIABLE) {
+            Ok(date) if !date.is_empty() => date,
+            _ => {
+                let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+                now.to_string().chars().take(10).collect()
+            }
+        },
+    };
+    let bytes = date.as_bytes();
+    let well_formed = bytes.len() == 10
+        && bytes.iter().enumerate().all(|(n, b)| match n {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if well_formed {
+        Ok(date)
+    } else {
+        Err(format!(
+            "threadline: run: {date:?} is not a date of the form YYYY-MM-DD"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_checked() {
+        assert_eq!(date(Some("2026-11-30")).as_deref(), Ok("2026-11-30"));
+        assert!(date(Some("30/11/2026")).is_err());
+        assert!(date(Some("2026-11-3")).is_err());
+        // The clock's date is well formed.
+        assert!(date(None).is_ok());
+    }
+
+    #[test]
+    fn the_default_model_is_in_the_table() {
+        assert!(
+            ModelTable::builtin()
+                .resolve(DEFAULT_MODEL)
+                .warning()
+                .is_none()
+        );
+    }
+}

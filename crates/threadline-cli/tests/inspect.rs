@@ -1,0 +1,159 @@
+//! `threadline inspect`: the report's shape, and the simulator's accuracy against the usage
+//! every fixture Claude Code transcript recorded (target: `share_mae` ≤ 0.05 per transcript).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn threadline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the binary runs")
+}
+
+/// The raw Claude Code transcripts listed in `fixtures/canonical/index.json`.
+fn transcripts() -> Vec<String> {
+    let index: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("fixtures/canonical/index.json")).expect("index"),
+    )
+    .expect("JSON");
+    index["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter(|f| f["kind"] == "claude_code_transcript")
+        .map(|f| f["path"].as_str().expect("path").to_owned())
+        .collect()
+}
+
+fn report(path: &str) -> Value {
+    let out = threadline(&["inspect", path, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn every_fixture_transcript_is_predicted_within_the_target() {
+    let paths = transcripts();
+    assert!(paths.len() >= 5, "{paths:?}");
+    let mut measured = Vec::new();
+    for path in &paths {
+        let report = report(path);
+        let requests = report["requests"].as_array().expect("requests");
+        assert!(!requests.is_empty(), "{path}");
+        for request in requests {
+            assert!(
+                request["request_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("req_")),
+                "{request}"
+            );
+            for side in ["recorded", "predicted"] {
+                for field in [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ] {
+                    assert!(
+                        request[side][field].is_u64(),
+                        "{path}: {side}.{field} in {request}"
+                    );
+                }
+            }
+        }
+        let mae = report["share_mae"].as_f64().expect("share_mae");
+        measured.push(format!(
+            "{path}: share_mae {mae:.4} over {} requests",
+            requests.len()
+        ));
+        assert!(mae <= 0.05, "{path}: share_mae {mae:.4} > 0.05");
+    }
+    println!("{}", measured.join("\n"));
+}
+
+#[test]
+fn fragments_of_one_response_are_one_request() {
+    // Claude Code writes one record per content block; they share the request id.
+    let path = "fixtures/recorded/d-kimuson__claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl";
+    let report = report(path);
+    let ids: Vec<&str> = report["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|r| r["request_id"].as_str().expect("id"))
+        .collect();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids, unique);
+    let text = std::fs::read_to_string(repo().join(path)).expect("transcript");
+    let mut in_file: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "assistant" && r["isSidechain"] != true)
+        .filter_map(|r| r["requestId"].as_str().map(str::to_owned))
+        .collect();
+    in_file.dedup();
+    assert_eq!(ids, in_file);
+    // The unseen prefix (tools and system prompt) is inferred from the first usage.
+    assert!(report["unseen_prefix_tokens"].as_u64().expect("inferred") > 10_000);
+    // Totals and costs are there.
+    assert!(report["totals"]["cost"]["recorded"].as_f64().expect("cost") > 0.0);
+    assert!(
+        report["totals"]["predicted"]["cache_read_input_tokens"]
+            .as_u64()
+            .expect("reads")
+            > 0
+    );
+}
+
+#[test]
+fn the_table_has_a_row_per_request_and_totals() {
+    let out = threadline(&[
+        "inspect",
+        "fixtures/recorded/lanegrid__agtrace/claude_session.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("req_011CVwh2DE1xa9DhWJk67F7N"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("total 6 requests")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("share_mae 0.0")),
+        "{text}"
+    );
+}
+
+#[test]
+fn unreadable_input_is_one_line_and_exit_2() {
+    let out = threadline(&["inspect", "fixtures/does-not-exist.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn a_recorded_cache_break_is_named_with_its_cause() {
+    // Sonnet 4.5 drops earlier thinking when a new user turn starts: the recording reads only
+    // up to the first prompt (16,028 tokens) at request 3, and so does the prediction.
+    let report = report("fixtures/recorded/lanegrid__agtrace/claude_session.jsonl");
+    let request = &report["requests"][3];
+    assert_eq!(request["recorded"]["cache_read_input_tokens"], 16_028);
+    assert_eq!(request["predicted"]["cache_read_input_tokens"], 16_028);
+    assert_eq!(request["cache_break"]["cause"], "prior_thinking_stripped");
+    assert_eq!(request["cache_break"]["location"], "messages.1.content.1");
+}

@@ -1,0 +1,157 @@
+//! The Anthropic Messages API over HTTP, as threadline's [service contract]: a
+//! `tower::Service` from a [`MessagesRequest`] to a stream of [`StreamEvent`]s.
+//!
+//! hyper 1 + hyper-util with rustls (the `ring` provider, webpki roots compiled in: no system
+//! certificates needed), HTTP/1.1 and HTTP/2. The stack, outermost first:
+//!
+//! - [`concurrency`]: at most N requests in flight, streams included until they end;
+//! - [`retry`]: resends 429, 5xx, 529, connection failures and timeouts — only before the
+//!   first event, with exponential backoff and jitter, honouring `retry-after` and
+//!   `x-should-retry`;
+//! - [`timeout`]: the first event within a deadline, no gap between events longer than another
+//!   (the connect timeout is the connector's);
+//! - [`HttpTransport`]: one HTTP exchange, the body decoded incrementally and yielded as it
+//!   arrives.
+//!
+//! The API key never appears in logs, `Debug`, `Display` or errors ([`ApiKey`]). Every request
+//! runs in a `tracing` span `anthropic.messages` with the model, status, request id, stop
+//! reason and usage.
+//!
+//! ```no_run
+//! use futures::StreamExt;
+//! use threadline_client::{ApiKey, Auth, Client, ClientConfig};
+//! use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let key = ApiKey::new(&std::env::var("ANTHROPIC_API_KEY")?)?;
+//! let client = Client::new(ClientConfig::new("https://api.anthropic.com", Auth::ApiKey(key)))?;
+//! let request = MessagesRequest::new(
+//!     "claude-sonnet-4-6",
+//!     1024,
+//!     vec![MessageParam::user(vec![ContentBlock::text("Hello")])],
+//! );
+//! let mut events = client.stream(request).await?;
+//! while let Some(event) = events.next().await {
+//!     println!("{}", event?.tag());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [service contract]: threadline_wire::service
+#![forbid(unsafe_code)]
+
+pub mod concurrency;
+pub mod config;
+mod events;
+pub mod retry;
+mod secret;
+pub mod timeout;
+mod transport;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use threadline_wire::accumulate::{MessageAccumulator, StreamIncomplete};
+use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::{CountTokensRequest, Message, MessagesRequest};
+use tower_layer::Layer;
+
+pub use config::{ClientConfig, Limits, RetryConfig, Timeouts};
+pub use secret::{ApiKey, Auth, InvalidApiKey};
+pub use threadline_wire::StreamEvent;
+pub use transport::{BuildError, HttpTransport};
+
+type Stack = concurrency::ConcurrencyLimit<
+    tower::retry::Retry<retry::RetryPolicy, timeout::Timeout<HttpTransport>>,
+>;
+
+/// The client: the whole stack, cheap to clone (clones share the connection pool and the
+/// concurrency slots).
+#[derive(Clone)]
+pub struct Client {
+    stack: Stack,
+    transport: HttpTransport,
+    config: ClientConfig,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for `config`. Calls need a Tokio runtime (with the time driver).
+    pub fn new(config: ClientConfig) -> Result<Self, BuildError> {
+        let transport = HttpTransport::new(&config)?;
+        let timed = timeout::TimeoutLayer::new(config.timeouts.first_byte, config.timeouts.idle)
+            .layer(transport.clone());
+        let retried = retry::RetryPolicy::new(config.retry).layer().layer(timed);
+        let stack =
+            concurrency::ConcurrencyLimitLayer::new(config.max_concurrent_requests).layer(retried);
+        Ok(Client {
+            stack,
+            transport,
+            config,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Sends `request` (streamed) and returns its events once the first has arrived.
+    pub async fn stream(&self, request: MessagesRequest) -> Result<EventStream, ServiceError> {
+        let mut stack = self.stack.clone();
+        tower_service::Service::call(&mut stack, request).await
+    }
+
+    /// Sends `request` and accumulates the whole message.
+    pub async fn message(&self, request: MessagesRequest) -> Result<Message, ServiceError> {
+        let stream = self.stream(request).await?;
+        collect_message(stream).await
+    }
+
+    /// `POST /v1/messages/count_tokens` (not retried, not limited).
+    pub async fn count_tokens(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
+        self.transport.count_tokens(request).await
+    }
+}
+
+/// Folds an event stream into its message. A stream that breaks the protocol (events out of
+/// order, an unparsable tool input) is a [`Decode`](ServiceErrorKind::Decode) error; one that
+/// ends incomplete is [`Truncated`](ServiceErrorKind::Truncated).
+pub async fn collect_message(mut stream: EventStream) -> Result<Message, ServiceError> {
+    let mut accumulator = MessageAccumulator::new();
+    while let Some(event) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+        accumulator.push(&event?).map_err(|e| {
+            ServiceError::new(ServiceErrorKind::Decode, e.to_string())
+                .with_source(e)
+                .after_events()
+        })?;
+    }
+    accumulator.finish().map_err(|e: StreamIncomplete| {
+        ServiceError::new(ServiceErrorKind::Truncated, e.to_string())
+            .with_source(e)
+            .after_events()
+    })
+}
+
+impl tower_service::Service<MessagesRequest> for Client {
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        tower_service::Service::poll_ready(&mut self.stack, cx)
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        tower_service::Service::call(&mut self.stack, request)
+    }
+}

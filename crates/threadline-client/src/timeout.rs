@@ -1,0 +1,180 @@
+//! The timeout layer: a deadline for the first event of a response, and for the gap between
+//! two events of a stream. (The connect timeout is the connector's: see
+//! [`Timeouts::connect`](crate::config::Timeouts::connect).)
+//!
+//! A timeout is a [`ServiceError`] of kind [`Timeout`](ServiceErrorKind::Timeout) whose source
+//! is a [`TimeoutError`] naming the phase. Before the first event it may be retried; an idle
+//! timeout in the middle of a stream is marked as after events, and is not.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use threadline_wire::MessagesRequest;
+use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use tokio::time::{Instant, Sleep};
+
+/// Which wait ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimeoutPhase {
+    /// Establishing the connection.
+    Connect,
+    /// Waiting for the response and its first event.
+    FirstByte,
+    /// Waiting for the next event of a stream.
+    Idle,
+}
+
+/// A wait that ran out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} timed out after {limit:?}", match .phase {
+    TimeoutPhase::Connect => "connecting",
+    TimeoutPhase::FirstByte => "waiting for the first event",
+    TimeoutPhase::Idle => "waiting for the next event",
+})]
+pub struct TimeoutError {
+    /// Which wait.
+    pub phase: TimeoutPhase,
+    /// How long it was allowed to take.
+    pub limit: Duration,
+}
+
+impl TimeoutError {
+    /// A timeout of `phase` after `limit`.
+    pub fn new(phase: TimeoutPhase, limit: Duration) -> Self {
+        TimeoutError { phase, limit }
+    }
+
+    fn into_service_error(self) -> ServiceError {
+        ServiceError::new(ServiceErrorKind::Timeout, self.to_string()).with_source(self)
+    }
+}
+
+/// Applies [`Timeout`] to a service.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeoutLayer {
+    first_byte: Duration,
+    idle: Duration,
+}
+
+impl TimeoutLayer {
+    /// First-event and idle deadlines.
+    pub fn new(first_byte: Duration, idle: Duration) -> Self {
+        TimeoutLayer { first_byte, idle }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for TimeoutLayer {
+    type Service = Timeout<S>;
+
+    fn layer(&self, inner: S) -> Timeout<S> {
+        Timeout {
+            inner,
+            first_byte: self.first_byte,
+            idle: self.idle,
+        }
+    }
+}
+
+/// A service whose calls must produce their first event within a deadline, and whose streams
+/// may not stall longer than the idle deadline.
+#[derive(Debug, Clone)]
+pub struct Timeout<S> {
+    inner: S,
+    first_byte: Duration,
+    idle: Duration,
+}
+
+impl<S> tower_service::Service<MessagesRequest> for Timeout<S>
+where
+    S: tower_service::Service<MessagesRequest, Response = EventStream, Error = ServiceError>,
+    S::Future: Send + 'static,
+{
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        let call = self.inner.call(request);
+        let (first_byte, idle) = (self.first_byte, self.idle);
+        Box::pin(async move {
+            match tokio::time::timeout(first_byte, call).await {
+                Ok(Ok(stream)) => Ok(Box::pin(IdleTimeout::new(stream, idle)) as EventStream),
+                Ok(Err(error)) => Err(error),
+                Err(_) => {
+                    Err(TimeoutError::new(TimeoutPhase::FirstByte, first_byte).into_service_error())
+                }
+            }
+        })
+    }
+}
+
+/// A stream that fails when the server makes it wait longer than `idle` for an item.
+///
+/// The clock starts when the inner stream first answers `Pending` after an item (the moment
+/// the client starts waiting on the network), not at each item: a burst of events decoded from
+/// one read costs no clock reads, and time the caller spends between polls never counts.
+struct IdleTimeout {
+    inner: EventStream,
+    idle: Duration,
+    sleep: Pin<Box<Sleep>>,
+    waiting: bool,
+    done: bool,
+}
+
+impl IdleTimeout {
+    fn new(inner: EventStream, idle: Duration) -> Self {
+        IdleTimeout {
+            inner,
+            idle,
+            sleep: Box::pin(tokio::time::sleep(idle)),
+            waiting: false,
+            done: false,
+        }
+    }
+}
+
+impl Stream for IdleTimeout {
+    type Item = Result<threadline_wire::StreamEvent, ServiceError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match this.inner.as_mut().poll_next(cx) {
+            Poll::Ready(item) => {
+                this.waiting = false;
+                if item.is_none() {
+                    this.done = true;
+                }
+                Poll::Ready(item)
+            }
+            Poll::Pending => {
+                if !this.waiting {
+                    this.waiting = true;
+                    let deadline = Instant::now() + this.idle;
+                    this.sleep.as_mut().reset(deadline);
+                }
+                match this.sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        this.done = true;
+                        // The stream had delivered its first event before it was returned.
+                        let error = TimeoutError::new(TimeoutPhase::Idle, this.idle)
+                            .into_service_error()
+                            .after_events();
+                        Poll::Ready(Some(Err(error)))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}

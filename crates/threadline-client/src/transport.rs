@@ -1,0 +1,554 @@
+//! One attempt at one request: [`HttpTransport`], the innermost service of the stack.
+//!
+//! It sends `POST {base}/v1/messages` with `stream: true`, turns an error status into a
+//! [`ServiceError`] that carries the API's envelope, `retry-after`, `x-should-retry` and the
+//! request id, and otherwise waits for the first event before it answers: so every failure
+//! before any event (a reset, an empty body, an `error` event first) is a failure of the call,
+//! which the retry layer may resend, and every failure after it is one of the stream, which
+//! nothing resends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::{
+    ApiErrorResponse, ApiErrorType, CountTokensRequest, Message, MessagesRequest,
+};
+use tracing::Instrument;
+
+use crate::config::{ClientConfig, Limits};
+use crate::events::SseEventStream;
+use crate::timeout::{TimeoutError, TimeoutPhase};
+
+type Connector = HttpsConnector<HttpConnector>;
+
+/// The service that performs one HTTP exchange per call. Cheap to clone (shared pool).
+#[derive(Clone)]
+pub struct HttpTransport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: HyperClient<Connector, Full<Bytes>>,
+    messages_url: http::Uri,
+    count_tokens_url: http::Uri,
+    headers: HeaderMap,
+    limits: Limits,
+    connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("messages_url", &self.inner.messages_url)
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The configuration cannot make a client (an unparsable base URL, a header value that cannot
+/// be sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The base URL is not an absolute `http` or `https` URL.
+    #[error("invalid base URL `{url}`: {reason}")]
+    BaseUrl {
+        /// The URL as configured.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A header value (`anthropic-version`, `anthropic-beta`) contains a forbidden character.
+    #[error("invalid `{header}` header value")]
+    Header {
+        /// The header's name.
+        header: &'static str,
+    },
+}
+
+fn endpoint(base: &str, path: &str) -> Result<http::Uri, BuildError> {
+    let url = format!("{}{path}", base.trim_end_matches('/'));
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| BuildError::BaseUrl {
+            url: base.to_owned(),
+            reason: e.to_string(),
+        })?;
+    match uri.scheme_str() {
+        Some("http" | "https") if uri.authority().is_some() => Ok(uri),
+        _ => Err(BuildError::BaseUrl {
+            url: base.to_owned(),
+            reason: "expected http://host[:port] or https://host[:port]".to_owned(),
+        }),
+    }
+}
+
+impl HttpTransport {
+    /// A transport for `config`. Needs a Tokio runtime when it is called, not when built.
+    pub fn new(config: &ClientConfig) -> Result<Self, BuildError> {
+        let messages_url = endpoint(&config.base_url, "/v1/messages")?;
+        let count_tokens_url = endpoint(&config.base_url, "/v1/messages/count_tokens")?;
+
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("threadline/", env!("CARGO_PKG_VERSION"))),
+        );
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_str(&config.api_version).map_err(|_| BuildError::Header {
+                header: "anthropic-version",
+            })?,
+        );
+        if !config.betas.is_empty() {
+            headers.insert(
+                HeaderName::from_static("anthropic-beta"),
+                HeaderValue::from_str(&config.betas.join(",")).map_err(|_| BuildError::Header {
+                    header: "anthropic-beta",
+                })?,
+            );
+        }
+        if let Some((name, value)) = config.auth.header() {
+            headers.insert(name, value);
+        }
+
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(config.timeouts.connect));
+        http.set_nodelay(true);
+        let tls = tls_config();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .http2_only(config.http2_prior_knowledge)
+            .build(connector);
+        Ok(HttpTransport {
+            inner: Arc::new(Inner {
+                http: client,
+                messages_url,
+                count_tokens_url,
+                headers,
+                limits: config.limits,
+                connect_timeout: config.timeouts.connect,
+            }),
+        })
+    }
+
+    fn request(&self, uri: &http::Uri, body: Vec<u8>) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = uri.clone();
+        *request.headers_mut() = self.inner.headers.clone();
+        request
+    }
+
+    /// `POST /v1/messages/count_tokens`: the input tokens the request would count.
+    pub async fn count_tokens(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
+            ServiceError::new(
+                ServiceErrorKind::Decode,
+                format!("cannot serialize the request: {e}"),
+            )
+        })?;
+        let http_request = self.request(&self.inner.count_tokens_url, body);
+        let response = self.send(http_request).await?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        if !status.is_success() {
+            return Err(self.error_response(response).await);
+        }
+        let bytes = read_limited(response.into_body(), self.inner.limits.max_error_body_bytes)
+            .await
+            .map_err(|e| with_request_id(e, &headers))?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ServiceError::new(
+                ServiceErrorKind::Decode,
+                format!("invalid count_tokens answer: {e}"),
+            )
+        })?;
+        value
+            .get("input_tokens")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| {
+                ServiceError::new(
+                    ServiceErrorKind::Decode,
+                    "count_tokens answer without input_tokens",
+                )
+            })
+    }
+
+    async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, ServiceError> {
+        self.inner
+            .http
+            .request(request)
+            .await
+            .map_err(|e| self.connection_error(e))
+    }
+
+    fn connection_error(&self, error: hyper_util::client::legacy::Error) -> ServiceError {
+        if error.is_connect() && caused_by_timeout(&error) {
+            let timeout = TimeoutError::new(TimeoutPhase::Connect, self.inner.connect_timeout);
+            return ServiceError::new(ServiceErrorKind::Timeout, timeout.to_string())
+                .with_source(timeout);
+        }
+        let what = if error.is_connect() {
+            "cannot connect"
+        } else {
+            "the connection failed before the response"
+        };
+        let detail = error_chain(&error);
+        ServiceError::new(ServiceErrorKind::Connection, format!("{what}: {detail}"))
+            .with_source(error)
+    }
+
+    async fn error_response(&self, response: Response<Incoming>) -> ServiceError {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let retry_after = retry_after(&headers);
+        let body = read_limited(response.into_body(), self.inner.limits.max_error_body_bytes).await;
+        let envelope = body
+            .ok()
+            .and_then(|bytes| {
+                serde_json::from_slice::<ApiErrorResponse>(&bytes)
+                    .ok()
+                    .or_else(|| {
+                        let text = String::from_utf8_lossy(&bytes);
+                        let text: String = text.chars().take(200).collect();
+                        Some(ApiErrorResponse::new(
+                            error_type_for(status),
+                            format!("HTTP {status}: {text}"),
+                        ))
+                    })
+            })
+            .unwrap_or_else(|| {
+                ApiErrorResponse::new(error_type_for(status), format!("HTTP {status}"))
+            });
+        let mut error = ServiceError::from_api_response(status.as_u16(), envelope, retry_after);
+        if let Some(should) = headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
+            match should.trim() {
+                "true" => error = error.with_should_retry(true),
+                "false" => error = error.with_should_retry(false),
+                _ => {}
+            }
+        }
+        with_request_id(error, &headers)
+    }
+
+    async fn call_messages(
+        self,
+        mut request: MessagesRequest,
+    ) -> Result<EventStream, ServiceError> {
+        request.stream = Some(true);
+        let body = serde_json::to_vec(&request).map_err(|e| {
+            ServiceError::new(
+                ServiceErrorKind::Decode,
+                format!("cannot serialize the request: {e}"),
+            )
+        })?;
+        let span = tracing::Span::current();
+        let response = self
+            .send(self.request(&self.inner.messages_url, body))
+            .await?;
+        let status = response.status();
+        span.record("status", status.as_u16());
+        let request_id = header_str(response.headers(), "request-id").map(str::to_owned);
+        if let Some(id) = &request_id {
+            span.record("request_id", id.as_str());
+        }
+        if !status.is_success() {
+            let error = self.error_response(response).await;
+            tracing::debug!(error = %error, "request failed");
+            return Err(error);
+        }
+        let is_json = header_str(response.headers(), "content-type")
+            .is_some_and(|t| t.starts_with("application/json"));
+        let limits = self.inner.limits;
+        let mut stream = if is_json {
+            let bytes = read_limited(response.into_body(), clamp(limits.max_response_bytes))
+                .await
+                .map_err(|e| attach(e, request_id.as_deref()))?;
+            let message: Message = serde_json::from_slice(&bytes).map_err(|e| {
+                attach(
+                    ServiceError::new(
+                        ServiceErrorKind::Decode,
+                        format!("invalid message JSON: {e}"),
+                    ),
+                    request_id.as_deref(),
+                )
+            })?;
+            SseEventStream::from_message(
+                http_body_util::Empty::<Bytes>::new()
+                    .map_err(never)
+                    .boxed_unsync(),
+                message,
+                limits,
+                span.clone(),
+            )
+        } else {
+            SseEventStream::new(
+                response.into_body().map_err(BodyError).boxed_unsync(),
+                limits,
+                span.clone(),
+            )
+        };
+        // Wait for the first event: a failure before it is the call's, and may be retried.
+        let first = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await;
+        match first {
+            Some(Ok(event)) => Ok(Box::pin(FirstThen {
+                first: Some(event),
+                rest: stream,
+                request_id,
+            })),
+            Some(Err(error)) => Err(attach(error, request_id.as_deref())),
+            None => Err(attach(
+                ServiceError::new(
+                    ServiceErrorKind::Connection,
+                    "the response ended before the first event",
+                ),
+                request_id.as_deref(),
+            )),
+        }
+    }
+}
+
+/// A body read error, named so that the public surface never shows hyper's type.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+struct BodyError(hyper::Error);
+
+fn never(e: std::convert::Infallible) -> BodyError {
+    match e {}
+}
+
+type BoxedBody = http_body_util::combinators::UnsyncBoxBody<Bytes, BodyError>;
+
+/// The first event, then the rest of the stream; errors carry the request id.
+struct FirstThen {
+    first: Option<threadline_wire::StreamEvent>,
+    rest: SseEventStream<BoxedBody>,
+    request_id: Option<String>,
+}
+
+impl Stream for FirstThen {
+    type Item = Result<threadline_wire::StreamEvent, ServiceError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(event) = this.first.take() {
+            return Poll::Ready(Some(Ok(event)));
+        }
+        match Pin::new(&mut this.rest).poll_next(cx) {
+            Poll::Ready(Some(Err(e))) => {
+                Poll::Ready(Some(Err(attach(e, this.request_id.as_deref()))))
+            }
+            other => other,
+        }
+    }
+}
+
+fn attach(error: ServiceError, request_id: Option<&str>) -> ServiceError {
+    match request_id {
+        Some(id) if error.request_id().is_none() => error.with_request_id(id),
+        _ => error,
+    }
+}
+
+fn with_request_id(error: ServiceError, headers: &HeaderMap) -> ServiceError {
+    attach(error, header_str(headers, "request-id"))
+}
+
+fn clamp(bytes: u64) -> usize {
+    usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
+async fn read_limited<B>(body: B, limit: usize) -> Result<Bytes, ServiceError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => {
+            let kind = if e.is::<http_body_util::LengthLimitError>() {
+                ServiceErrorKind::Decode
+            } else {
+                ServiceErrorKind::Connection
+            };
+            Err(ServiceError::new(
+                kind,
+                format!("cannot read the response body: {e}"),
+            ))
+        }
+    }
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly fractional).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) =
+        header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let secs = header_str(headers, "retry-after")?
+        .trim()
+        .parse::<f64>()
+        .ok()?;
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| Duration::from_secs_f64(secs))
+}
+
+fn error_type_for(status: StatusCode) -> ApiErrorType {
+    match status.as_u16() {
+        401 => ApiErrorType::Authentication,
+        402 => ApiErrorType::Billing,
+        403 => ApiErrorType::Permission,
+        404 => ApiErrorType::NotFound,
+        413 => ApiErrorType::RequestTooLarge,
+        429 => ApiErrorType::RateLimit,
+        504 => ApiErrorType::Timeout,
+        529 => ApiErrorType::Overloaded,
+        s if s >= 500 => ApiErrorType::Api,
+        _ => ApiErrorType::InvalidRequest,
+    }
+}
+
+fn caused_by_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+fn tls_config() -> rustls::ClientConfig {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("the ring provider supports the default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+impl tower_service::Service<MessagesRequest> for HttpTransport {
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        // The connection pool queues: the transport is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        let span = tracing::info_span!(
+            "anthropic.messages",
+            model = %request.model,
+            status = tracing::field::Empty,
+            request_id = tracing::field::Empty,
+            message_id = tracing::field::Empty,
+            stop_reason = tracing::field::Empty,
+            input_tokens = tracing::field::Empty,
+            output_tokens = tracing::field::Empty,
+            cache_read_input_tokens = tracing::field::Empty,
+            cache_creation_input_tokens = tracing::field::Empty,
+        );
+        let this = self.clone();
+        Box::pin(this.call_messages(request).instrument(span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Auth;
+
+    #[test]
+    fn base_urls_are_checked() {
+        for good in [
+            "https://api.anthropic.com",
+            "http://127.0.0.1:8080/",
+            "https://proxy.example/anthropic",
+        ] {
+            let config = ClientConfig::new(good, Auth::None);
+            assert!(HttpTransport::new(&config).is_ok(), "{good}");
+        }
+        let config = ClientConfig::new("https://proxy.example/anthropic/", Auth::None);
+        let transport = HttpTransport::new(&config).expect("valid");
+        assert_eq!(
+            transport.inner.messages_url.to_string(),
+            "https://proxy.example/anthropic/v1/messages"
+        );
+        for bad in ["api.anthropic.com", "ftp://host", "not a url", ""] {
+            let config = ClientConfig::new(bad, Auth::None);
+            assert!(
+                matches!(HttpTransport::new(&config), Err(BuildError::BaseUrl { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("2.5"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(2500)));
+        headers.insert("retry-after-ms", HeaderValue::from_static("120"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(120)));
+        headers.clear();
+        headers.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", HeaderValue::from_static("-1"));
+        assert_eq!(retry_after(&headers), None);
+    }
+}

@@ -1,0 +1,478 @@
+//! Scenarios: what the mock answers, request after request.
+//!
+//! A scenario is a list of [`Step`]s served in order, one per `POST /v1/messages`; when the
+//! list runs out the last step is repeated if [`Scenario::repeat_last`] is set, and otherwise a
+//! short text answer is given. A scenario is written in Rust with the constructors, or in a
+//! JSON or YAML file:
+//!
+//! ```yaml
+//! steps:
+//!   - kind: message
+//!     content:
+//!       - {type: thinking, thinking: "Let me look.", signature: "c2ln"}
+//!       - {type: text, text: "Looking at the directory."}
+//!       - {type: tool_use, name: ls, input: {path: "."}}
+//!     stop_reason: tool_use
+//!   - kind: error
+//!     status: 429
+//!     message: "rate limited"
+//!     retry_after: 1
+//!   - kind: message
+//!     content: [{type: text, text: "Done."}]
+//!     fault: {type: error_event, after_events: 3}
+//!   - kind: fixture
+//!     path: fixtures/canonical/anthropics__anthropic-sdk-python/tool_use_response.json
+//!   - kind: reset
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The scripted answers of a mock server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// The answers, in order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Repeat the last step once the list is exhausted (for benchmarks and demos).
+    #[serde(default)]
+    pub repeat_last: bool,
+}
+
+/// A scenario file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario.
+    #[error("invalid scenario {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// A fixture step names a file or exchange that cannot be used.
+    #[error("scenario {path}: {message}")]
+    Fixture {
+        /// The scenario file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Scenario {
+    /// A scenario of these steps.
+    pub fn new(steps: impl IntoIterator<Item = Step>) -> Self {
+        Scenario {
+            steps: steps.into_iter().collect(),
+            repeat_last: false,
+        }
+    }
+
+    /// This scenario, repeating its last step forever.
+    pub fn repeating_last(mut self) -> Self {
+        self.repeat_last = true;
+        self
+    }
+
+    /// Reads a scenario from a JSON (`.json`) or YAML (anything else) file. Fixture paths are
+    /// resolved against the file's folder, then the working directory, and loaded at once.
+    pub fn from_file(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut scenario: Scenario = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            serde_yaml::from_str(&text).map_err(|e| e.to_string())
+        }
+        .map_err(|message| ScenarioError::Parse {
+            path: path.to_owned(),
+            message,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for step in &mut scenario.steps {
+            if let Step::Fixture(fixture) = step {
+                fixture
+                    .load(base)
+                    .map_err(|message| ScenarioError::Fixture {
+                        path: path.to_owned(),
+                        message,
+                    })?;
+            }
+        }
+        Ok(scenario)
+    }
+}
+
+/// One answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Step {
+    /// A message, streamed or not as the request asks.
+    Message(MessageStep),
+    /// An error response: status, envelope, `retry-after`, `x-should-retry`.
+    Error(ErrorStep),
+    /// A recorded response replayed byte for byte.
+    Fixture(FixtureStep),
+    /// The connection is closed before any byte of the response.
+    Reset,
+}
+
+/// A scripted message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageStep {
+    /// The content blocks.
+    pub content: Vec<Block>,
+    /// The stop reason (default: `tool_use` if there is a tool use, else `end_turn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Usage to report instead of the usage model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    /// The model to report (default: the request's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How many characters each text, thinking or JSON delta carries (default 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_chars: Option<usize>,
+    /// Milliseconds between two events (a slow stream; default 0). Streamed answers only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Something to go wrong in the stream (streamed answers only: a request with
+    /// `stream: false` gets the whole message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<StreamFault>,
+}
+
+/// A content block of a scripted message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call; its input is streamed as `input_json_delta`s.
+    ToolUse {
+        /// The id (default: generated).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool's name.
+        name: String,
+        /// The input object.
+        input: Value,
+    },
+    /// Thinking, streamed as `thinking_delta`s then one `signature_delta`.
+    Thinking {
+        /// The thinking text.
+        thinking: String,
+        /// The signature.
+        signature: String,
+    },
+    /// Redacted thinking, sent whole.
+    RedactedThinking {
+        /// The encrypted data.
+        data: String,
+    },
+}
+
+/// A fault injected into a streamed message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamFault {
+    /// The connection is cut halfway through the first tool use's input JSON.
+    CutInToolInput,
+    /// The connection is cut after this many events.
+    CutAfterEvents {
+        /// Events sent before the cut.
+        after_events: usize,
+    },
+    /// An `error` event replaces the rest of the stream after this many events.
+    ErrorEvent {
+        /// Events sent before the error.
+        after_events: usize,
+        /// `error.type` (default `overloaded_error`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_type: Option<String>,
+        /// `error.message` (default `Overloaded`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// The stream stops sending (the connection stays open) after this many events.
+    Stall {
+        /// Events sent before the stall.
+        after_events: usize,
+    },
+}
+
+/// A scripted error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorStep {
+    /// The HTTP status.
+    pub status: u16,
+    /// `error.type` (default: the API's type for the status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// `error.message`.
+    pub message: String,
+    /// `retry-after`, in seconds (fractions allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<f64>,
+    /// `x-should-retry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub should_retry: Option<bool>,
+}
+
+/// A recorded response (a canonical fixture exchange, `threadline-fixture/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureStep {
+    /// The fixture file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Which exchange of the file (default 0).
+    #[serde(default)]
+    pub exchange: usize,
+    /// The response, once loaded (or given inline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<RecordedResponse>,
+}
+
+/// A recorded response: status, headers, and the body as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedResponse {
+    /// The status (default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The response headers worth replaying.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// `sse` or `json`.
+    pub kind: String,
+    /// The SSE body, byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<String>,
+    /// The JSON body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
+}
+
+impl FixtureStep {
+    /// A step replaying an SSE body as recorded.
+    pub fn sse(body: impl Into<String>) -> Self {
+        FixtureStep {
+            path: None,
+            exchange: 0,
+            response: Some(RecordedResponse {
+                status: None,
+                headers: Default::default(),
+                kind: "sse".to_owned(),
+                sse: Some(body.into()),
+                json: None,
+            }),
+        }
+    }
+
+    /// A step replaying a JSON body with its status.
+    pub fn json(status: Option<u16>, body: Value) -> Self {
+        FixtureStep {
+            path: None,
+            exchange: 0,
+            response: Some(RecordedResponse {
+                status,
+                headers: Default::default(),
+                kind: "json".to_owned(),
+                sse: None,
+                json: Some(body),
+            }),
+        }
+    }
+
+    /// Loads the response from `path` (relative to `base`, or to the working directory).
+    pub fn load(&mut self, base: &Path) -> Result<(), String> {
+        if self.response.is_some() {
+            return Ok(());
+        }
+        let Some(path) = &self.path else {
+            return Err("a fixture step needs `path` or `response`".to_owned());
+        };
+        let candidates = [base.join(path), path.clone()];
+        let file = candidates
+            .iter()
+            .find(|p| p.is_file())
+            .ok_or_else(|| format!("fixture {} not found", path.display()))?;
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read fixture {}: {e}", file.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("fixture {} is not JSON: {e}", file.display()))?;
+        let response = value
+            .get("exchanges")
+            .and_then(|e| e.get(self.exchange))
+            .and_then(|e| e.get("response"))
+            .ok_or_else(|| {
+                format!(
+                    "fixture {} has no exchange {}",
+                    file.display(),
+                    self.exchange
+                )
+            })?;
+        let response: RecordedResponse = serde_json::from_value(response.clone())
+            .map_err(|e| format!("fixture {} exchange {}: {e}", file.display(), self.exchange))?;
+        self.response = Some(response);
+        Ok(())
+    }
+}
+
+impl Step {
+    /// A text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Step::message(vec![Block::Text { text: text.into() }])
+    }
+
+    /// A message of these blocks with the default stop reason.
+    pub fn message(content: Vec<Block>) -> Self {
+        Step::Message(MessageStep {
+            content,
+            stop_reason: None,
+            usage: None,
+            model: None,
+            chunk_chars: None,
+            delay_ms: None,
+            fault: None,
+        })
+    }
+
+    /// A tool call, stopping with `tool_use` (the id is generated).
+    pub fn tool_use(name: impl Into<String>, input: Value) -> Self {
+        Step::message(vec![Block::ToolUse {
+            id: None,
+            name: name.into(),
+            input,
+        }])
+    }
+
+    /// An error response.
+    pub fn error(status: u16, message: impl Into<String>) -> Self {
+        Step::Error(ErrorStep {
+            status,
+            error_type: None,
+            message: message.into(),
+            retry_after: None,
+            should_retry: None,
+        })
+    }
+
+    /// 429 with `retry-after` (seconds).
+    pub fn rate_limited(retry_after: f64) -> Self {
+        Step::Error(ErrorStep {
+            status: 429,
+            error_type: None,
+            message: "This request would exceed the rate limit for your organization of 40,000 input tokens per minute.".to_owned(),
+            retry_after: Some(retry_after),
+            should_retry: None,
+        })
+    }
+
+    /// 529 `Overloaded`.
+    pub fn overloaded() -> Self {
+        Step::error(529, "Overloaded")
+    }
+
+    /// 500 `Internal server error`.
+    pub fn internal_error() -> Self {
+        Step::error(500, "Internal server error")
+    }
+
+    /// 400 `prompt is too long: N tokens > M maximum`.
+    pub fn prompt_too_long(tokens: u64, maximum: u64) -> Self {
+        Step::error(
+            400,
+            format!("prompt is too long: {tokens} tokens > {maximum} maximum"),
+        )
+    }
+
+    /// A recorded SSE body, replayed byte for byte.
+    pub fn replay_sse(body: impl Into<String>) -> Self {
+        Step::Fixture(FixtureStep::sse(body))
+    }
+
+    /// This message step with a stop reason.
+    pub fn with_stop_reason(self, reason: &str) -> Self {
+        self.map_message(|m| m.stop_reason = Some(reason.to_owned()))
+    }
+
+    /// This message step with a fault.
+    pub fn with_fault(self, fault: StreamFault) -> Self {
+        self.map_message(|m| m.fault = Some(fault))
+    }
+
+    /// This message step with a delay between events.
+    pub fn with_delay_ms(self, delay_ms: u64) -> Self {
+        self.map_message(|m| m.delay_ms = Some(delay_ms))
+    }
+
+    /// This message step with deltas of `chars` characters.
+    pub fn with_chunk_chars(self, chars: usize) -> Self {
+        self.map_message(|m| m.chunk_chars = Some(chars))
+    }
+
+    /// This error step with `x-should-retry`.
+    pub fn with_should_retry(mut self, should_retry: bool) -> Self {
+        if let Step::Error(e) = &mut self {
+            e.should_retry = Some(should_retry);
+        }
+        self
+    }
+
+    fn map_message(mut self, f: impl FnOnce(&mut MessageStep)) -> Self {
+        if let Step::Message(m) = &mut self {
+            f(m);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_and_json_read_the_same_scenario() {
+        let yaml = r#"
+steps:
+  - kind: message
+    content:
+      - {type: thinking, thinking: "hm", signature: "sig"}
+      - {type: tool_use, name: ls, input: {path: "."}}
+    fault: {type: cut_in_tool_input}
+  - {kind: error, status: 429, message: slow, retry_after: 1.5}
+  - kind: reset
+"#;
+        let from_yaml: Scenario = serde_yaml::from_str(yaml).expect("valid YAML");
+        let json = serde_json::to_string(&from_yaml).expect("serializes");
+        let from_json: Scenario = serde_json::from_str(&json).expect("valid JSON");
+        assert_eq!(from_yaml, from_json);
+        assert_eq!(from_yaml.steps.len(), 3);
+        assert!(matches!(from_yaml.steps[2], Step::Reset));
+    }
+}

@@ -1,0 +1,598 @@
+//! The HTTP server: routing, request checks, scripted answers, recording.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use threadline_wire::model::ModelTable;
+use threadline_wire::validate::{ValidateOptions, validate_count_tokens_with, validate_with};
+use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::respond::{self, Ending};
+use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
+use crate::usage::{EstimateUsage, UsageModel};
+
+/// The largest request body accepted, as the API's 32 MB.
+const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// A request the mock received. Credentials are recorded as `[redacted]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// `POST`, …
+    pub method: String,
+    /// `/v1/messages`, …
+    pub path: String,
+    /// `HTTP/1.1` or `HTTP/2.0`.
+    pub version: String,
+    /// Headers by lower-case name (`x-api-key` and `authorization` redacted).
+    pub headers: BTreeMap<String, String>,
+    /// The body as JSON, when it was JSON.
+    pub body: Option<Value>,
+    /// The body's size in bytes.
+    pub body_bytes: usize,
+    /// What the mock answered (the status, or `None` for a reset).
+    pub status: Option<u16>,
+}
+
+/// How to run a mock server.
+pub struct MockConfig {
+    /// Where to listen (`127.0.0.1:0` picks a free port).
+    pub addr: SocketAddr,
+    /// The answers.
+    pub scenario: Scenario,
+    /// Where usage comes from.
+    pub usage: Arc<dyn UsageModel>,
+}
+
+impl std::fmt::Debug for MockConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockConfig")
+            .field("addr", &self.addr)
+            .field("scenario", &self.scenario)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MockConfig {
+    /// On a free loopback port, with the estimate usage model.
+    pub fn new(scenario: Scenario) -> Self {
+        MockConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            scenario,
+            usage: Arc::new(EstimateUsage),
+        }
+    }
+
+    /// This configuration on another address.
+    pub fn with_addr(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// This configuration with another usage model (a cache simulator, say).
+    pub fn with_usage_model(mut self, usage: Arc<dyn UsageModel>) -> Self {
+        self.usage = usage;
+        self
+    }
+}
+
+struct State {
+    scenario: Scenario,
+    next_step: AtomicU64,
+    counter: AtomicU64,
+    requests: Mutex<Vec<RecordedRequest>>,
+    usage: Arc<dyn UsageModel>,
+}
+
+impl State {
+    fn next_id(&self, prefix: &str) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("{prefix}_mock{n:020}")
+    }
+
+    fn take_step(&self) -> Step {
+        let n =
+            usize::try_from(self.next_step.fetch_add(1, Ordering::Relaxed)).unwrap_or(usize::MAX);
+        let steps = &self.scenario.steps;
+        match steps.get(n) {
+            Some(step) => step.clone(),
+            None if self.scenario.repeat_last && !steps.is_empty() => {
+                steps[steps.len() - 1].clone()
+            }
+            None => Step::text("(the mock's scenario has no more answers)"),
+        }
+    }
+
+    fn requests(&self) -> MutexGuard<'_, Vec<RecordedRequest>> {
+        // A panic while holding the lock cannot leave the list half-written: pushes are atomic.
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A running mock Messages API. Dropping it stops the server and closes its connections.
+pub struct MockServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    /// Starts a server on a free loopback port answering from `scenario`.
+    pub async fn start(scenario: Scenario) -> std::io::Result<MockServer> {
+        MockServer::start_with(MockConfig::new(scenario)).await
+    }
+
+    /// Starts a server as configured. Must run inside a Tokio runtime.
+    pub async fn start_with(config: MockConfig) -> std::io::Result<MockServer> {
+        let listener = TcpListener::bind(config.addr).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            scenario: config.scenario,
+            next_step: AtomicU64::new(0),
+            counter: AtomicU64::new(0),
+            requests: Mutex::new(Vec::new()),
+            usage: config.usage,
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
+        Ok(MockServer { addr, state, task })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, the base URL for a client.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.requests().clone()
+    }
+
+    /// How many requests were received so far.
+    pub fn request_count(&self) -> usize {
+        self.state.requests().len()
+    }
+
+    /// Runs until the server task ends (it ends only when aborted).
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+    // Connection tasks live in this set: aborting the accept loop drops it, closing them all.
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let Ok((stream, _peer)) = accepted else {
+            // Out of file descriptors and the like: back off briefly, keep serving.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let state = Arc::clone(&state);
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let state = Arc::clone(&state);
+                async move { handle(state, request).await }
+            });
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            // Errors here are the faults the scenario injected, or a client that went away.
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// The answer body: whole, or streamed from a task.
+pub(crate) type MockBody = http_body_util::combinators::BoxBody<Bytes, Abort>;
+
+/// The scenario asked for the connection to be cut.
+#[derive(Debug, thiserror::Error)]
+#[error("connection cut by the mock scenario")]
+pub struct Abort;
+
+fn full(bytes: impl Into<Bytes>) -> MockBody {
+    Full::new(bytes.into())
+        .map_err(|e: Infallible| match e {})
+        .boxed()
+}
+
+struct ChannelBody {
+    rx: mpsc::Receiver<Result<Bytes, Abort>>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Abort;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Abort>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|item| item.map(|r| r.map(Frame::data)))
+    }
+}
+
+fn json_response(status: StatusCode, request_id: &str, body: Vec<u8>) -> Response<MockBody> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        headers.insert("request-id", id);
+    }
+    response
+}
+
+fn api_error(kind: ApiErrorType, message: &str, request_id: &str) -> Response<MockBody> {
+    let status = StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    json_response(
+        status,
+        request_id,
+        respond::error_body(kind, message, request_id),
+    )
+}
+
+fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let name = name.as_str().to_owned();
+            let value = if name == "x-api-key" || name == "authorization" {
+                "[redacted]".to_owned()
+            } else {
+                String::from_utf8_lossy(value.as_bytes()).into_owned()
+            };
+            (name, value)
+        })
+        .collect()
+}
+
+async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
+) -> Result<Response<MockBody>, Abort> {
+    let (parts, body) = request.into_parts();
+    let mut record = RecordedRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        version: format!("{:?}", parts.version),
+        headers: header_map(&parts.headers),
+        body: None,
+        body_bytes: 0,
+        status: None,
+    };
+    let request_id = state.next_id("req");
+    let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            record.status = Some(413);
+            state.requests().push(record);
+            return Ok(api_error(
+                ApiErrorType::RequestTooLarge,
+                "Request exceeds the maximum allowed number of bytes.",
+                &request_id,
+            ));
+        }
+    };
+    record.body_bytes = bytes.len();
+    record.body = serde_json::from_slice(&bytes).ok();
+    let answer = answer(&state, &parts, &bytes, &request_id).await;
+    record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
+    state.requests().push(record);
+    answer
+}
+
+async fn answer(
+    state: &State,
+    parts: &http::request::Parts,
+    bytes: &[u8],
+    request_id: &str,
+) -> Result<Response<MockBody>, Abort> {
+    let path = parts.uri.path();
+    let count_tokens = match (parts.method.as_str(), path) {
+        ("POST", "/v1/messages") => false,
+        ("POST", "/v1/messages/count_tokens") => true,
+        _ => return Ok(api_error(ApiErrorType::NotFound, "Not Found", request_id)),
+    };
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let has_key = header("x-api-key").is_some_and(|k| !k.is_empty())
+        || header("authorization").is_some_and(|a| a.starts_with("Bearer "));
+    if !has_key {
+        return Ok(api_error(
+            ApiErrorType::Authentication,
+            "x-api-key header is required",
+            request_id,
+        ));
+    }
+    if header("anthropic-version").is_none() {
+        return Ok(api_error(
+            ApiErrorType::InvalidRequest,
+            "anthropic-version: header is required",
+            request_id,
+        ));
+    }
+    let options =
+        ValidateOptions::default().with_beta_header(header("anthropic-beta").unwrap_or(""));
+    let table = ModelTable::builtin();
+    if count_tokens {
+        let request: CountTokensRequest = match parse_body(bytes) {
+            Ok(r) => r,
+            Err(message) => {
+                return Ok(api_error(
+                    ApiErrorType::InvalidRequest,
+                    &message,
+                    request_id,
+                ));
+            }
+        };
+        let resolved = table.resolve(&request.model);
+        if !resolved.is_known() {
+            return Ok(api_error(
+                ApiErrorType::NotFound,
+                &format!("model: {}", request.model),
+                request_id,
+            ));
+        }
+        if let Some(v) = validate_count_tokens_with(&request, resolved.model(), &options).first() {
+            return Ok(api_error(
+                ApiErrorType::InvalidRequest,
+                &v.message,
+                request_id,
+            ));
+        }
+        let tokens = state.usage.count_tokens(&request, bytes.len());
+        let body = serde_json::to_vec(&json!({"input_tokens": tokens})).expect("JSON serializes");
+        return Ok(json_response(StatusCode::OK, request_id, body));
+    }
+    let request: MessagesRequest = match parse_body(bytes) {
+        Ok(r) => r,
+        Err(message) => {
+            return Ok(api_error(
+                ApiErrorType::InvalidRequest,
+                &message,
+                request_id,
+            ));
+        }
+    };
+    let resolved = table.resolve(&request.model);
+    if !resolved.is_known() {
+        return Ok(api_error(
+            ApiErrorType::NotFound,
+            &format!("model: {}", request.model),
+            request_id,
+        ));
+    }
+    if let Some(v) = validate_with(&request, resolved.model(), &options).first() {
+        return Ok(api_error(
+            ApiErrorType::InvalidRequest,
+            &v.message,
+            request_id,
+        ));
+    }
+    match state.take_step() {
+        Step::Reset => Err(Abort),
+        Step::Error(step) => Ok(error_step(&step, request_id)),
+        Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
+        Step::Message(step) => Ok(message_step(
+            state,
+            &step,
+            &request,
+            bytes.len(),
+            request_id,
+        )),
+    }
+}
+
+fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|_| "There was an error parsing the body of your request".to_owned())?;
+    serde_json::from_value(value).map_err(|e| {
+        let text = e.to_string();
+        match text
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            Some(field) => format!("{field}: Field required"),
+            None => text,
+        }
+    })
+}
+
+fn error_step(step: &ErrorStep, request_id: &str) -> Response<MockBody> {
+    let kind = match &step.error_type {
+        Some(name) => ApiErrorType::from(name.as_str()),
+        None => match step.status {
+            401 => ApiErrorType::Authentication,
+            402 => ApiErrorType::Billing,
+            403 => ApiErrorType::Permission,
+            404 => ApiErrorType::NotFound,
+            413 => ApiErrorType::RequestTooLarge,
+            429 => ApiErrorType::RateLimit,
+            504 => ApiErrorType::Timeout,
+            529 => ApiErrorType::Overloaded,
+            s if s >= 500 => ApiErrorType::Api,
+            _ => ApiErrorType::InvalidRequest,
+        },
+    };
+    let status = StatusCode::from_u16(step.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = json_response(
+        status,
+        request_id,
+        respond::error_body(kind, &step.message, request_id),
+    );
+    let headers = response.headers_mut();
+    if let Some(after) = step.retry_after
+        && let Ok(value) = HeaderValue::from_str(&after.to_string())
+    {
+        headers.insert("retry-after", value);
+    }
+    if let Some(should) = step.should_retry {
+        headers.insert(
+            "x-should-retry",
+            HeaderValue::from_static(if should { "true" } else { "false" }),
+        );
+    }
+    response
+}
+
+fn fixture_step(step: &FixtureStep, request_id: &str) -> Response<MockBody> {
+    let Some(recorded) = &step.response else {
+        return api_error(
+            ApiErrorType::Api,
+            "the scenario's fixture step was never loaded",
+            request_id,
+        );
+    };
+    let status = StatusCode::from_u16(recorded.status.unwrap_or(200)).unwrap_or(StatusCode::OK);
+    let (body, content_type) = match (&recorded.sse, &recorded.json) {
+        (Some(sse), _) => (sse.clone().into_bytes(), "text/event-stream"),
+        (None, Some(json)) => (
+            serde_json::to_vec(json).expect("JSON serializes"),
+            "application/json",
+        ),
+        (None, None) => (Vec::new(), "application/json"),
+    };
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static(content_type));
+    for (name, value) in &recorded.headers {
+        let replayable = name == "request-id"
+            || name == "retry-after"
+            || name == "x-should-retry"
+            || name.starts_with("anthropic-");
+        if let (true, Ok(name), Ok(value)) = (
+            replayable,
+            http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    if !headers.contains_key("request-id")
+        && let Ok(id) = HeaderValue::from_str(request_id)
+    {
+        headers.insert("request-id", id);
+    }
+    response
+}
+
+fn message_step(
+    state: &State,
+    step: &MessageStep,
+    request: &MessagesRequest,
+    request_bytes: usize,
+    request_id: &str,
+) -> Response<MockBody> {
+    let message_id = state.next_id("msg");
+    let script = respond::script(
+        step,
+        &message_id,
+        &request.model,
+        || state.next_id("toolu"),
+        |output_tokens| state.usage.usage(request, request_bytes, output_tokens),
+    );
+    if request.stream != Some(true) {
+        let body = serde_json::to_vec(&script.message).expect("JSON serializes");
+        return json_response(StatusCode::OK, request_id, body);
+    }
+    let delay = Duration::from_millis(step.delay_ms.unwrap_or(0));
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Abort>>(16);
+    tokio::spawn(async move {
+        let send_events = |n: usize| {
+            let events = &script.events[..n.min(script.events.len())];
+            let tx = &tx;
+            async move {
+                if delay.is_zero() {
+                    let all: Vec<u8> = events.concat();
+                    return tx.send(Ok(Bytes::from(all))).await.is_ok();
+                }
+                for (i, event) in events.iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(delay).await;
+                    }
+                    if tx.send(Ok(Bytes::from(event.clone()))).await.is_err() {
+                        return false;
+                    }
+                }
+                true
+            }
+        };
+        match &script.ending {
+            Ending::Complete => {
+                send_events(script.events.len()).await;
+            }
+            Ending::Cut(n) => {
+                if send_events(*n).await {
+                    // Give the client the events before the connection drops.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let _ = tx.send(Err(Abort)).await;
+                }
+            }
+            Ending::Error(n, event) => {
+                if send_events(*n).await {
+                    let _ = tx.send(Ok(Bytes::from(event.clone()))).await;
+                }
+            }
+            Ending::Stall(n) => {
+                if send_events(*n).await {
+                    tx.closed().await;
+                }
+            }
+        }
+    });
+    let mut response = Response::new(ChannelBody { rx }.boxed());
+    let headers = response.headers_mut();
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        headers.insert("request-id", id);
+    }
+    response
+}

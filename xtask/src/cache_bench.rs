@@ -1,0 +1,116 @@
+//! The deterministic (non-timing) ratios of `cargo xtask bench`: the prompt-cache strategies'
+//! hit ratios versus the best the simulator allows, computed by
+//! `crates/threadline-cache/examples/strategy_bench.rs`, which prints one JSON object whose
+//! `ratios` array holds `{name, value, what, better}` entries. They are printed as the
+//! criterion ratios are (`ratio <name> <value>` and an explanation line) and written to
+//! `target/bench-ratios.json` under `simulated`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::util::{Context, Failure, XResult};
+
+/// One deterministic ratio.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SimulatedRatio {
+    pub(crate) name: String,
+    pub(crate) value: f64,
+    pub(crate) what: String,
+    /// `higher` or `lower`.
+    pub(crate) better: String,
+}
+
+/// The ratios in the example's JSON output.
+pub(crate) fn parse(stdout: &str) -> XResult<Vec<SimulatedRatio>> {
+    let value: Value = serde_json::from_str(stdout)
+        .context(|| "strategy_bench did not print one JSON object".to_owned())?;
+    let ratios = value["ratios"]
+        .as_array()
+        .ok_or_else(|| Failure::new("strategy_bench output has no `ratios` array"))?;
+    ratios
+        .iter()
+        .map(|r| {
+            let field = |k: &str| {
+                r[k].as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| Failure::new(format!("strategy_bench ratio without `{k}`: {r}")))
+            };
+            let value = r["value"]
+                .as_f64()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    Failure::new(format!(
+                        "strategy_bench ratio without a numeric `value`: {r}"
+                    ))
+                })?;
+            Ok(SimulatedRatio {
+                name: field("name")?,
+                value,
+                what: field("what")?,
+                better: field("better")?,
+            })
+        })
+        .collect()
+}
+
+/// The two printed lines of one ratio, in the format of the criterion ratios.
+pub(crate) fn render(ratio: &SimulatedRatio) -> String {
+    format!(
+        "ratio {} {:.3}\n  {} ({} is better; simulated, deterministic)",
+        ratio.name, ratio.value, ratio.what, ratio.better
+    )
+}
+
+/// Runs the example (release build) and returns its ratios.
+pub(crate) fn run(root: &Path, quick: bool) -> XResult<Vec<SimulatedRatio>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "threadline-cache",
+        "--example",
+        "strategy_bench",
+    ];
+    if quick {
+        args.extend(["--", "--quick"]);
+    }
+    println!("bench: cargo {}", args.join(" "));
+    let output = Command::new(cargo)
+        .args(&args)
+        .current_dir(root)
+        .output()
+        .context(|| "cannot run the strategy_bench example".to_owned())?;
+    if !output.status.success() {
+        return Err(Failure::new(format!(
+            "strategy_bench failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    parse(&String::from_utf8_lossy(&output.stdout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_renders_the_example_output() {
+        let out = r#"{"format":"threadline-cache-bench/1","ratios":[{"name":"cache_default_vs_best","value":0.99,"what":"default vs best","better":"higher"}]}"#;
+        let ratios = parse(out).expect("parses");
+        assert_eq!(ratios.len(), 1);
+        assert_eq!(
+            render(&ratios[0]),
+            "ratio cache_default_vs_best 0.990\n  default vs best (higher is better; simulated, deterministic)"
+        );
+        assert!(parse("{}").is_err());
+        assert!(
+            parse(r#"{"ratios":[{"name":"x","value":"1","what":"w","better":"higher"}]}"#).is_err()
+        );
+    }
+}
