@@ -159,6 +159,24 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Lower,
         what: "threadline-client time per MB of SSE (incremental decode, typed events, protocol checks) vs hyper collecting the same ~1 MiB body unparsed from the same mock (ours_time / baseline_time)",
     },
+    RatioSpec {
+        name: "compact_estimate_vs_serialize",
+        group: "compact_estimate_throughput",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::Speedup,
+        better: Better::Higher,
+        what: "token estimation of a 20k-message request vs serde_json serialization of the same request (baseline_time / ours_time; criterion prints both in MB/s of serialized request)",
+    },
+    RatioSpec {
+        name: "compact_plan_100k_vs_normalize",
+        group: "compact_autocompact_plan_100k",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "autocompact planning (anchored estimate, verbatim-tail plan, re-attachment scan) over 100k visible messages vs normalize of the same session (ours_time / baseline_time)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).

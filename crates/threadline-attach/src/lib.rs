@@ -60,6 +60,7 @@
 #![forbid(unsafe_code)]
 
 pub mod collector;
+mod context_entries;
 pub mod delta;
 pub mod history;
 pub mod mention;

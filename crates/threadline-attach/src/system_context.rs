@@ -7,13 +7,15 @@ use std::process::Command;
 use threadline_wire::content::TextBlock;
 use threadline_wire::request::SystemPrompt;
 
+use crate::context_entries::ContextEntries;
+
 /// The most characters one value may have; longer values are cut with a note.
 pub const SYSTEM_VALUE_LIMIT: usize = 2000;
 
 /// Session-stable context for the end of the system prompt, in the order it was pushed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SystemContext {
-    entries: Vec<(String, String)>,
+    entries: ContextEntries,
 }
 
 impl SystemContext {
@@ -25,10 +27,7 @@ impl SystemContext {
     /// Adds `key: value`, the value cut at [`SYSTEM_VALUE_LIMIT`] characters. A blank value
     /// is left out.
     pub fn push(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
-        let value = value.into();
-        if !value.trim().is_empty() {
-            self.entries.push((key.into(), truncate_value(value)));
-        }
+        self.entries.push(key.into(), value.into(), truncate_value);
         self
     }
 
@@ -40,7 +39,7 @@ impl SystemContext {
 
     /// The entries.
     pub fn entries(&self) -> &[(String, String)] {
-        &self.entries
+        self.entries.as_slice()
     }
 
     /// The text appended: one `key: value` per entry; `None` when there is none.
@@ -50,6 +49,7 @@ impl SystemContext {
         }
         Some(
             self.entries
+                .as_slice()
                 .iter()
                 .map(|(key, value)| format!("{key}: {value}"))
                 .collect::<Vec<_>>()

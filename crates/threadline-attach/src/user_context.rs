@@ -4,6 +4,7 @@
 use threadline_message::Message;
 use threadline_wire::{Content, ContentBlock, MessageParam, Role};
 
+use crate::context_entries::ContextEntries;
 use crate::workspace::{Limits, PathKind, Workspace};
 
 /// The caveat that keeps the model from answering the context itself.
@@ -17,7 +18,7 @@ pub const ROOT_INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 /// order pushed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UserContext {
-    entries: Vec<(String, String)>,
+    entries: ContextEntries,
 }
 
 impl UserContext {
@@ -68,10 +69,8 @@ impl UserContext {
 
     /// Adds a section; a blank value is left out.
     pub fn push(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
-        let value = value.into();
-        if !value.trim().is_empty() {
-            self.entries.push((key.into(), value));
-        }
+        self.entries
+            .push(key.into(), value.into(), std::convert::identity);
         self
     }
 
@@ -83,7 +82,7 @@ impl UserContext {
 
     /// The sections.
     pub fn entries(&self) -> &[(String, String)] {
-        &self.entries
+        self.entries.as_slice()
     }
 
     /// The message text: the sections inside `<system-reminder>` tags, with the
@@ -109,7 +108,7 @@ impl UserContext {
             "<system-reminder>\nAs you answer the user's questions, you can use the following \
              context:",
         );
-        for (key, value) in &self.entries {
+        for (key, value) in self.entries.as_slice() {
             text.push_str("\n# ");
             text.push_str(key);
             text.push('\n');

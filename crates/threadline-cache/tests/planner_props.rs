@@ -263,7 +263,7 @@ fn plain_planned_requests_have_no_violation() {
     let model = ModelTable::builtin().resolve(sessions::MODEL).model();
     let messages = sessions::generated_messages(300, 9, 4);
     let mut planner = Planner::default();
-    for r in sessions::requests_of(&messages) {
+    for r in threadline_normalize::implied_requests(&messages) {
         let mut request = MessagesRequest::new(sessions::MODEL, 1024, r.messages);
         request.tools = Some(sessions::agent_tools());
         planner.plan(&mut request);

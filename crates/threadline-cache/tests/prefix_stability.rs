@@ -91,7 +91,7 @@ fn transcript_requests(text: &str) -> Vec<(MessagesRequest, bool)> {
     } else {
         imported.messages
     };
-    sessions::requests_of(&messages)
+    threadline_normalize::implied_requests(&messages)
         .into_iter()
         .map(|r| {
             (
@@ -136,7 +136,7 @@ fn testkit_long_sessions_keep_their_prefix_with_every_strategy() {
         Planner::new(LookbackAware),
         Planner::new(Stable1h),
     ] {
-        let requests = sessions::requests_of(&messages)
+        let requests = threadline_normalize::implied_requests(&messages)
             .into_iter()
             .map(|r| {
                 (

@@ -283,7 +283,7 @@ fn sidechain_conversations(text: &str) -> Vec<(String, String)> {
 /// share_mae of one conversation (its requests, planned by the default planner, simulated at
 /// their recorded times, calibrated on the first recorded usage), and its request count.
 fn conversation_mae(messages: &[threadline_message::Message]) -> Option<(f64, usize)> {
-    let requests = sessions::requests_of(messages);
+    let requests = threadline_normalize::implied_requests(messages);
     let model_id = messages.iter().find_map(|m| match m {
         threadline_message::Message::Assistant(a) if !a.model.is_empty() => Some(a.model.clone()),
         _ => None,

@@ -85,6 +85,41 @@ enum Command {
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
     },
+    /// Apply one compaction layer to a transcript; write the result as a threadline transcript.
+    ///
+    /// `micro` clears old tool results once the prompt cache has expired (`--now`, default
+    /// the current time; `--keep` most recent kept); `snip` removes the oldest messages
+    /// (whole tool pairs and responses, never the latest prompt) down to `--limit` tokens;
+    /// `auto` summarizes everything before a verbatim tail when the context reaches `--limit`
+    /// (default: the model's autocompact threshold), with the summary read from `--summary
+    /// FILE` or, without it, an extractive summary made without a model. The transcript goes
+    /// to `--out` or stdout, a one-line report to stderr. Exit code 0: written; 1: the
+    /// compaction failed; 2: unreadable input or bad arguments.
+    Compact {
+        /// The transcript (`-` reads stdin).
+        transcript: String,
+        /// The model the session talks to (its window sets the thresholds).
+        #[arg(long, value_name = "MODEL")]
+        model: String,
+        /// The layer to apply.
+        #[arg(long, value_enum, default_value = "auto")]
+        strategy: commands::compact::Strategy,
+        /// Write the result here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+        /// The token limit (default: the model's autocompact threshold).
+        #[arg(long, value_name = "TOKENS")]
+        limit: Option<u64>,
+        /// The summary text to use (`auto`); default: an extractive summary.
+        #[arg(long, value_name = "FILE")]
+        summary: Option<String>,
+        /// Tool results kept whole by `micro`.
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        keep: usize,
+        /// The current time, RFC 3339 (`micro`: has the cache expired?).
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+    },
     /// Print the first request the agent would send for PROMPT; sends nothing.
     ///
     /// With `--dry-run` (the only mode built so far) the request body goes to stdout: the
@@ -162,6 +197,25 @@ fn main() -> ExitCode {
             json,
             model,
         } => commands::inspect::run(&transcript, json, model.as_deref()),
+        Command::Compact {
+            transcript,
+            model,
+            strategy,
+            out,
+            limit,
+            summary,
+            keep,
+            now,
+        } => commands::compact::run(&commands::compact::CompactArgs {
+            transcript: &transcript,
+            model: &model,
+            strategy,
+            out: out.as_deref(),
+            limit,
+            summary: summary.as_deref(),
+            keep,
+            now: now.as_deref(),
+        }),
         Command::Run {
             prompt,
             dry_run,

@@ -9,6 +9,8 @@ use threadline_normalize::{Normalized, Options, normalize};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
+use crate::input::read_input;
+
 /// The model a request is built for when neither the flag nor the transcript names one.
 const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
 /// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
@@ -50,6 +52,41 @@ pub(crate) fn read_session(text: &str) -> Session {
             problems: read.problems.iter().map(|p| p.to_string()).collect(),
         }
     }
+}
+
+/// What to read of a Claude Code transcript whose main chain is empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sidechains {
+    /// Nothing: such a transcript has no messages.
+    Never,
+    /// Its sidechains (a sub-agent's file, where every record is on one).
+    WhenNoMainChain,
+}
+
+/// Reads the transcript at `path` (`-` for stdin) for a command, and prints the problems found
+/// in it to stderr, one line each. The error is the one printable line saying why there is no
+/// session (unreadable, not UTF-8, no messages); the command exits with code 2.
+pub(crate) fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+    let bytes = read_input(path)?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
+    let mut session = read_session(&text);
+    if session.messages.is_empty()
+        && sidechains == Sidechains::WhenNoMainChain
+        && is_claude_code_transcript(&text)
+    {
+        let imported = import_claude_code(&text, &ImportOptions::default().with_sidechains(true));
+        session.messages = imported.messages;
+    }
+    if session.messages.is_empty() {
+        return Err(format!(
+            "threadline: {path}: no messages found (is this a transcript?)"
+        ));
+    }
+    for problem in &session.problems {
+        eprintln!("threadline: {path}: {problem}");
+    }
+    Ok(session)
 }
 
 /// The model the session last talked to, if it says.

@@ -132,11 +132,51 @@ fn the_table_has_a_row_per_request_and_totals() {
         "{text}"
     );
     assert!(
-        text.lines()
-            .last()
-            .is_some_and(|l| l.starts_with("share_mae 0.0")),
+        text.lines().any(|l| l.starts_with("share_mae 0.0")),
         "{text}"
     );
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("compaction at the end: ~")
+                && l.contains("autocompact at 167000")),
+        "{text}"
+    );
+}
+
+#[test]
+fn it_says_when_each_compaction_layer_would_trigger() {
+    let out = threadline(&[
+        "inspect",
+        "--json",
+        "fixtures/recorded/d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let compaction = &report["compaction"];
+    let tokens = compaction["tokens"].as_u64().expect("tokens");
+    let autocompact = compaction["thresholds"]["autocompact"]
+        .as_u64()
+        .expect("threshold");
+    // claude-sonnet-4: 200k window, 64k output: 200k - 20k - 13k.
+    assert_eq!(autocompact, 167_000);
+    assert_eq!(compaction["level"], "ok");
+    assert_eq!(
+        compaction["tokens_until_autocompact"].as_u64(),
+        Some(autocompact - tokens)
+    );
+    // The last recorded usage anchors the estimate: about the last request's input.
+    assert!((20_000..40_000).contains(&tokens), "{tokens}");
+    // Judged at the transcript's last message: the cache (5 min) has not expired then.
+    assert_eq!(compaction["microcompact_due_at_end"], false);
+    assert!(
+        compaction["cache_expires_at"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2025-"))
+    );
+    for row in report["requests"].as_array().expect("requests") {
+        assert_eq!(row["context_level"], "ok", "{row}");
+    }
 }
 
 #[test]

@@ -7,14 +7,13 @@
 //! waiting to be retried keeps its slot, so an overloaded API sees fewer new requests, not
 //! more. The limit cannot fail: it has no error of its own.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use threadline_wire::MessagesRequest;
-use threadline_wire::service::{EventStream, ServiceError};
+use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Applies [`ConcurrencyLimit`] to a service; every service it makes shares one set of slots.
@@ -60,7 +59,7 @@ where
 {
     type Response = EventStream;
     type Error = ServiceError;
-    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+    type Future = EventStreamFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
         Poll::Ready(Ok(()))

@@ -49,12 +49,10 @@ mod secret;
 pub mod timeout;
 mod transport;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use threadline_wire::accumulate::{MessageAccumulator, StreamIncomplete};
-use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
 use threadline_wire::{CountTokensRequest, Message, MessagesRequest};
 use tower_layer::Layer;
 
@@ -145,7 +143,7 @@ pub async fn collect_message(mut stream: EventStream) -> Result<Message, Service
 impl tower_service::Service<MessagesRequest> for Client {
     type Response = EventStream;
     type Error = ServiceError;
-    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+    type Future = EventStreamFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
         tower_service::Service::poll_ready(&mut self.stack, cx)

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use threadline_wire::MessagesRequest;
-use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
 use tokio::time::{Instant, Sleep};
 
 /// Which wait ran out.
@@ -95,7 +95,7 @@ where
 {
     type Response = EventStream;
     type Error = ServiceError;
-    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+    type Future = EventStreamFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
         self.inner.poll_ready(cx)

@@ -7,7 +7,6 @@
 //! which the retry layer may resend, and every failure after it is one of the stream, which
 //! nothing resends.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,14 +15,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_core::Stream;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
 use threadline_wire::{
     ApiErrorResponse, ApiErrorType, CountTokensRequest, Message, MessagesRequest,
 };
@@ -238,13 +237,16 @@ impl HttpTransport {
                         let text = String::from_utf8_lossy(&bytes);
                         let text: String = text.chars().take(200).collect();
                         Some(ApiErrorResponse::new(
-                            error_type_for(status),
+                            ApiErrorType::for_status(status.as_u16()),
                             format!("HTTP {status}: {text}"),
                         ))
                     })
             })
             .unwrap_or_else(|| {
-                ApiErrorResponse::new(error_type_for(status), format!("HTTP {status}"))
+                ApiErrorResponse::new(
+                    ApiErrorType::for_status(status.as_u16()),
+                    format!("HTTP {status}"),
+                )
             });
         let mut error = ServiceError::from_api_response(status.as_u16(), envelope, retry_after);
         if let Some(should) = headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
@@ -427,21 +429,6 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(secs))
 }
 
-fn error_type_for(status: StatusCode) -> ApiErrorType {
-    match status.as_u16() {
-        401 => ApiErrorType::Authentication,
-        402 => ApiErrorType::Billing,
-        403 => ApiErrorType::Permission,
-        404 => ApiErrorType::NotFound,
-        413 => ApiErrorType::RequestTooLarge,
-        429 => ApiErrorType::RateLimit,
-        504 => ApiErrorType::Timeout,
-        529 => ApiErrorType::Overloaded,
-        s if s >= 500 => ApiErrorType::Api,
-        _ => ApiErrorType::InvalidRequest,
-    }
-}
-
 fn caused_by_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(e) = source {
@@ -480,7 +467,7 @@ fn tls_config() -> rustls::ClientConfig {
 impl tower_service::Service<MessagesRequest> for HttpTransport {
     type Response = EventStream;
     type Error = ServiceError;
-    type Future = Pin<Box<dyn Future<Output = Result<EventStream, ServiceError>> + Send>>;
+    type Future = EventStreamFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
         // The connection pool queues: the transport is always ready.

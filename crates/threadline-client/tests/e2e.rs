@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{client, drain, request};
+use common::{client, mock, request, stream_request};
 use serde_json::json;
 use threadline_client::collect_message;
 use threadline_mock::{Block, MockServer, Scenario, Step};
@@ -11,15 +11,10 @@ use threadline_wire::{ContentBlock, ContentDelta, CountTokensRequest, StopReason
 
 #[tokio::test]
 async fn streams_text_as_it_arrives() {
-    let server = MockServer::start(Scenario::new([Step::text(
-        "Hello from the mock, in several pieces.",
-    )
-    .with_chunk_chars(5)]))
-    .await
-    .expect("the mock starts");
+    let server =
+        mock([Step::text("Hello from the mock, in several pieces.").with_chunk_chars(5)]).await;
     let client = client(&server.base_url());
-    let stream = client.stream(request()).await.expect("a stream");
-    let (events, error) = drain(stream).await;
+    let (events, error) = stream_request(&client).await;
     assert!(error.is_none(), "{error:?}");
     let deltas = events
         .iter()
@@ -50,7 +45,7 @@ async fn streams_text_as_it_arrives() {
 #[tokio::test]
 async fn tool_use_input_arrives_as_json_deltas() {
     let input = json!({"path": "src/main.rs", "options": {"recursive": true, "depth": 3}});
-    let server = MockServer::start(Scenario::new([Step::message(vec![
+    let server = mock([Step::message(vec![
         Block::Text {
             text: "Let me look.".into(),
         },
@@ -60,14 +55,9 @@ async fn tool_use_input_arrives_as_json_deltas() {
             input: input.clone(),
         },
     ])
-    .with_chunk_chars(7)]))
-    .await
-    .expect("the mock starts");
-    let stream = client(&server.base_url())
-        .stream(request())
-        .await
-        .expect("a stream");
-    let (events, error) = drain(stream).await;
+    .with_chunk_chars(7)])
+    .await;
+    let (events, error) = stream_request(&client(&server.base_url())).await;
     assert!(error.is_none(), "{error:?}");
     let json_deltas = events
         .iter()
@@ -91,15 +81,14 @@ async fn tool_use_input_arrives_as_json_deltas() {
 
 #[tokio::test]
 async fn thinking_keeps_its_signature() {
-    let server = MockServer::start(Scenario::new([Step::message(vec![
+    let server = mock([Step::message(vec![
         Block::Thinking {
             thinking: "The user greets me; answer briefly.".into(),
             signature: "EqQBCkgIARABGAIiQL".into(),
         },
         Block::Text { text: "Hi!".into() },
-    ])]))
-    .await
-    .expect("the mock starts");
+    ])])
+    .await;
     let message = client(&server.base_url())
         .message(request())
         .await
@@ -127,11 +116,11 @@ async fn a_non_streamed_answer_becomes_the_same_events() {
     let message = json!({"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-6",
         "content":[{"type":"text","text":"whole"},{"type":"tool_use","id":"toolu_9","name":"ls","input":{"a":1}}],
         "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":7}});
-    let server = MockServer::start(Scenario::new([Step::Fixture(
-        threadline_mock::FixtureStep::json(Some(200), message.clone()),
-    )]))
-    .await
-    .expect("the mock starts");
+    let server = mock([Step::Fixture(threadline_mock::FixtureStep::json(
+        Some(200),
+        message.clone(),
+    ))])
+    .await;
     let stream = client(&server.base_url())
         .stream(request())
         .await
@@ -160,9 +149,7 @@ async fn count_tokens_answers() {
 
 #[tokio::test]
 async fn the_mock_checks_requests_as_the_api_does() {
-    let server = MockServer::start(Scenario::new([Step::text("never sent")]))
-        .await
-        .expect("the mock starts");
+    let server = mock([Step::text("never sent")]).await;
     let client = client(&server.base_url());
 
     let mut unknown = request();
@@ -214,12 +201,11 @@ async fn the_mock_checks_requests_as_the_api_does() {
 
 #[tokio::test]
 async fn http2_works_end_to_end() {
-    let server = MockServer::start(Scenario::new([
+    let server = mock([
         tool_like_step(),
         Step::text("second, on the same connection"),
-    ]))
-    .await
-    .expect("the mock starts");
+    ])
+    .await;
     let config = common::config(&server.base_url()).with_http2_prior_knowledge(true);
     let client = threadline_client::Client::new(config).expect("a client");
     let first = client
@@ -300,4 +286,47 @@ async fn usage_comes_from_the_pluggable_model_and_bearer_auth_is_accepted() {
     let recorded = server.requests();
     assert_eq!(recorded[0].headers["authorization"], "[redacted]");
     assert!(!recorded[0].headers.contains_key("x-api-key"));
+}
+
+#[tokio::test]
+async fn the_mock_reports_the_cache_reads_a_marked_prefix_earns() {
+    let server = mock([Step::text("Read it."), Step::text("Still here.")]).await;
+    let client = client(&server.base_url());
+    let long = "The repository, read once and marked for the cache. ".repeat(1_000);
+    let first: threadline_wire::MessagesRequest = serde_json::from_value(json!({
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": long, "cache_control": {"type": "ephemeral"}}
+        ]}],
+    }))
+    .expect("a request");
+    let written = client
+        .message(first.clone())
+        .await
+        .expect("a message")
+        .usage
+        .expect("usage");
+    let creation = written.cache_creation_input_tokens.expect("reported");
+    assert!(creation > 5_000, "{written:?}");
+    assert_eq!(written.cache_read_input_tokens, Some(0));
+
+    let mut second = first;
+    second
+        .messages
+        .push(threadline_wire::MessageParam::assistant(vec![
+            ContentBlock::text("Read it."),
+        ]));
+    second
+        .messages
+        .push(threadline_wire::MessageParam::user(vec![
+            ContentBlock::text("Go on."),
+        ]));
+    let read = client
+        .message(second)
+        .await
+        .expect("a message")
+        .usage
+        .expect("usage");
+    assert_eq!(read.cache_read_input_tokens, Some(creation), "{read:?}");
 }

@@ -5,18 +5,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{client, config, drain, request};
+use common::{client, config, mock, request, stall_config, stream_request};
 use serde_json::json;
 use threadline_client::{Client, RetryConfig};
 use threadline_mock::{Block, MockServer, Scenario, Step, StreamFault};
 use threadline_wire::service::ServiceErrorKind;
 use threadline_wire::{StopReason, StreamEvent};
-
-async fn mock(steps: impl IntoIterator<Item = Step>) -> MockServer {
-    MockServer::start(Scenario::new(steps))
-        .await
-        .expect("the mock starts")
-}
 
 fn no_retry(server: &MockServer) -> Client {
     Client::new(config(&server.base_url()).with_retry(RetryConfig::none())).expect("a client")
@@ -75,12 +69,16 @@ async fn rate_limit_error_when_retries_run_out() {
 #[tokio::test]
 async fn a_retry_after_longer_than_allowed_is_not_waited_for() {
     let server = mock([Step::rate_limited(3600.0), Step::text("x")]).await;
+    // A cap far above the bound below: a client that waited the cap out would fail it.
+    let config = config(&server.base_url())
+        .with_retry(RetryConfig::default().with_max_retry_after(Duration::from_secs(60)));
     let started = Instant::now();
-    let error = client(&server.base_url())
+    let error = Client::new(config)
+        .expect("a client")
         .message(request())
         .await
         .expect_err("gives up");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(error.is_rate_limit());
     assert_eq!(error.retry_after(), Some(Duration::from_secs(3600)));
     assert_eq!(server.request_count(), 1);
@@ -161,7 +159,7 @@ async fn a_max_tokens_stop_is_a_message_and_a_cut_tool_use_is_an_error() {
     let message = client.message(request()).await.expect("a complete message");
     assert_eq!(message.stop_reason, Some(StopReason::MaxTokens));
 
-    let (events, error) = drain(client.stream(request()).await.expect("a stream")).await;
+    let (events, error) = stream_request(&client).await;
     let error = error.expect("max_tokens inside a tool use");
     assert!(error.is_max_tokens(), "{error}");
     assert_eq!(error.kind(), ServiceErrorKind::MaxTokens);
@@ -181,13 +179,7 @@ async fn a_stream_cut_inside_a_tool_input_is_truncated_and_never_resent() {
         Step::text("never"),
     ])
     .await;
-    let (events, error) = drain(
-        client(&server.base_url())
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url())).await;
     let error = error.expect("a cut stream");
     assert_eq!(error.kind(), ServiceErrorKind::Truncated, "{error}");
     assert!(
@@ -218,13 +210,7 @@ async fn a_body_that_ends_inside_a_block_is_truncated() {
 event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"ls\",\"input\":{}}}\n\n\
 event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"pa\"}}\n\n";
     let server = mock([Step::replay_sse(sse), Step::text("never")]).await;
-    let (events, error) = drain(
-        client(&server.base_url())
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url())).await;
     let error = error.expect("truncated");
     assert_eq!(error.kind(), ServiceErrorKind::Truncated);
     assert!(error.message().contains("block 0 (`tool_use`)"), "{error}");
@@ -241,13 +227,7 @@ async fn a_mid_stream_error_event_is_an_api_error_and_never_resent() {
         message: None,
     };
     let server = mock([tool_step().with_fault(fault), Step::text("never")]).await;
-    let (events, error) = drain(
-        client(&server.base_url())
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url())).await;
     let error = error.expect("an error event");
     assert_eq!(error.kind(), ServiceErrorKind::Api);
     assert!(error.is_overloaded(), "{error}");
@@ -276,19 +256,28 @@ async fn an_error_event_before_any_output_is_retried() {
 
 #[tokio::test]
 async fn a_slow_stream_within_the_idle_limit_completes() {
+    // 11 events 300 ms apart: 3 s in all, longer than the 2 s idle limit, which holds
+    // between two events and not for the whole stream.
+    let idle = Duration::from_secs(2);
     let server = mock([Step::text("slowly but surely")
         .with_chunk_chars(4)
-        .with_delay_ms(40)])
+        .with_delay_ms(300)])
     .await;
+    let config = config(&server.base_url()).with_timeouts(
+        Duration::from_secs(2),
+        Duration::from_secs(5),
+        idle,
+    );
     let started = Instant::now();
-    let message = client(&server.base_url())
+    let message = Client::new(config)
+        .expect("a client")
         .message(request())
         .await
         .expect("a message");
     assert_eq!(message.text(), "slowly but surely");
     assert!(
-        started.elapsed() >= Duration::from_millis(200),
-        "the events were spread out"
+        started.elapsed() > idle,
+        "the events were spread out over more than the idle limit"
     );
 }
 
@@ -299,14 +288,9 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
         Step::text("never"),
     ])
     .await;
+    let client = Client::new(stall_config(&server.base_url())).expect("a client");
     let started = Instant::now();
-    let (events, error) = drain(
-        client(&server.base_url())
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client).await;
     let error = error.expect("an idle timeout");
     assert_eq!(error.kind(), ServiceErrorKind::Timeout);
     assert!(error.message().contains("next event"), "{error}");
@@ -314,7 +298,7 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
     assert_eq!(events.len(), 5);
     let elapsed = started.elapsed();
     assert!(
-        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(3),
+        elapsed >= common::STALL_IDLE && elapsed < 10 * common::STALL_IDLE,
         "{elapsed:?}"
     );
     assert_eq!(server.request_count(), 1);
@@ -328,10 +312,11 @@ async fn no_first_event_in_time_is_a_retryable_timeout() {
         Step::text("in time"),
     ])
     .await;
+    // The third answer must beat the first-event timeout: 2 s, far beyond a loopback answer.
     let config = config(&server.base_url()).with_timeouts(
-        Duration::from_secs(1),
-        Duration::from_millis(400),
-        Duration::from_millis(400),
+        Duration::from_secs(2),
+        Duration::from_secs(2),
+        Duration::from_secs(5),
     );
     let client = Client::new(config).expect("a client");
     let message = client.message(request()).await.expect("third attempt");
@@ -339,11 +324,12 @@ async fn no_first_event_in_time_is_a_retryable_timeout() {
     assert_eq!(server.request_count(), 3);
 
     let server = mock([Step::text("x").with_fault(StreamFault::Stall { after_events: 0 })]).await;
+    // Nothing answers here: the short first-event timeout only ever detects the stall.
     let config = common::config(&server.base_url())
         .with_timeouts(
-            Duration::from_secs(1),
+            Duration::from_secs(2),
             Duration::from_millis(400),
-            Duration::from_millis(400),
+            Duration::from_secs(5),
         )
         .with_retry(RetryConfig::none());
     let error = Client::new(config)
@@ -401,7 +387,7 @@ async fn the_concurrency_limit_holds_a_slot_until_the_stream_ends() {
     );
     assert_eq!(server.request_count(), 1);
     drop(first);
-    let second = tokio::time::timeout(Duration::from_secs(2), client.stream(request()))
+    let second = tokio::time::timeout(Duration::from_secs(10), client.stream(request()))
         .await
         .expect("a free slot");
     assert!(second.is_ok());

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{config, drain, request};
-use threadline_client::{Client, RetryConfig};
+use common::{config, request, stall_config, stream_request};
+use threadline_client::{Client, ClientConfig, RetryConfig};
 use threadline_wire::service::ServiceErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -105,8 +105,13 @@ async fn write_lazily(
 }
 
 fn client(base_url: &str) -> Client {
+    limited(config(base_url))
+}
+
+/// A client for `config`, never retrying, with small limits (1 MB events, 8 MB bodies).
+fn limited(config: ClientConfig) -> Client {
     Client::new(
-        config(base_url)
+        config
             .with_retry(RetryConfig::none())
             .with_limits(1024 * 1024, 8 * 1024 * 1024),
     )
@@ -140,13 +145,7 @@ async fn a_one_gigabyte_body_is_cut_at_the_response_limit() {
         write_lazily(stream, written, head, ping, 1 << 30)
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url)).await;
     let error = error.expect("over the limit");
     assert_eq!(error.kind(), ServiceErrorKind::Decode, "{error}");
     assert!(
@@ -187,13 +186,7 @@ async fn invalid_json_in_a_delta_is_a_decode_error() {
         stream.write_all(body.as_bytes()).await
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url)).await;
     let error = error.expect("invalid JSON");
     assert_eq!(error.kind(), ServiceErrorKind::Decode, "{error}");
     assert!(error.message().contains("content_block_delta"), "{error}");
@@ -211,13 +204,7 @@ async fn a_stream_without_message_stop_is_truncated_or_times_out() {
         stream.write_all(body.as_bytes()).await
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url)).await;
     let error = error.expect("truncated");
     assert_eq!(error.kind(), ServiceErrorKind::Truncated, "{error}");
     assert!(error.message().contains("before `message_stop`"), "{error}");
@@ -232,13 +219,7 @@ async fn a_stream_without_message_stop_is_truncated_or_times_out() {
         Ok(())
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&limited(stall_config(&server.base_url))).await;
     let error = error.expect("idle");
     assert_eq!(error.kind(), ServiceErrorKind::Timeout, "{error}");
     assert!(error.events_delivered() && !error.is_retryable());
@@ -285,13 +266,7 @@ async fn a_last_event_without_its_blank_line_still_counts() {
         stream.write_all(body.as_bytes()).await
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(events.len(), 4);
 
@@ -302,13 +277,7 @@ async fn a_last_event_without_its_blank_line_still_counts() {
         stream.write_all(body.as_bytes()).await
     })
     .await;
-    let (events, error) = drain(
-        client(&server.base_url)
-            .stream(request())
-            .await
-            .expect("a stream"),
-    )
-    .await;
+    let (events, error) = stream_request(&client(&server.base_url)).await;
     assert_eq!(events.len(), 3, "the unterminated stop was delivered");
     let error = error.expect("no message_stop");
     assert_eq!(error.kind(), ServiceErrorKind::Truncated, "{error}");

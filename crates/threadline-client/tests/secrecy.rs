@@ -7,7 +7,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{KEY, config, drain, request};
+use common::{KEY, drain, request, stall_config};
 use threadline_client::{ApiKey, Auth, Client, ClientConfig};
 use threadline_mock::{MockServer, Scenario, Step, StreamFault};
 
@@ -73,7 +73,7 @@ async fn the_api_key_never_appears_in_any_output() {
     .expect("the mock starts");
     let mut outputs = Vec::new();
 
-    let config = config(&server.base_url());
+    let config = stall_config(&server.base_url());
     let client = Client::new(config.clone()).expect("a client");
     outputs.push(format!(
         "{config:?}\n{client:?}\n{:?}\n{:?}",

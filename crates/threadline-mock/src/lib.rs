@@ -9,7 +9,8 @@
 //! tool use, thinking, stop reasons, usage), recorded responses replayed byte for byte, and
 //! faults (429 with `retry-after`, 529, 500, `prompt is too long`, a stream cut inside a tool
 //! use's JSON, a mid-stream `error` event, slow and stalled streams, a connection reset before
-//! the first byte). Usage comes from a pluggable [`UsageModel`].
+//! the first byte). Usage comes from a pluggable [`UsageModel`]: by default the prompt-cache
+//! simulator of `threadline-cache` ([`SimulatedUsage`]), so cache hits in tests are realistic.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -28,10 +29,12 @@
 mod respond;
 pub mod scenario;
 mod server;
+mod simulated_usage;
 pub mod usage;
 
 pub use scenario::{
     Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step, StreamFault,
 };
 pub use server::{Abort, MockConfig, MockServer, RecordedRequest};
+pub use simulated_usage::SimulatedUsage;
 pub use usage::{EstimateUsage, UsageModel};

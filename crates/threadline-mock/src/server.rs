@@ -16,8 +16,10 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
-use threadline_wire::model::ModelTable;
-use threadline_wire::validate::{ValidateOptions, validate_count_tokens_with, validate_with};
+use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::validate::{
+    ValidateOptions, Violation, validate_count_tokens_with, validate_with,
+};
 use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -25,7 +27,8 @@ use tokio::task::JoinSet;
 
 use crate::respond::{self, Ending};
 use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
-use crate::usage::{EstimateUsage, UsageModel};
+use crate::simulated_usage::SimulatedUsage;
+use crate::usage::UsageModel;
 
 /// The largest request body accepted, as the API's 32 MB.
 const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
@@ -69,12 +72,12 @@ impl std::fmt::Debug for MockConfig {
 }
 
 impl MockConfig {
-    /// On a free loopback port, with the estimate usage model.
+    /// On a free loopback port, with usage from the prompt-cache simulator.
     pub fn new(scenario: Scenario) -> Self {
         MockConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             scenario,
-            usage: Arc::new(EstimateUsage),
+            usage: Arc::new(SimulatedUsage::new()),
         }
     }
 
@@ -356,62 +359,27 @@ async fn answer(
     }
     let options =
         ValidateOptions::default().with_beta_header(header("anthropic-beta").unwrap_or(""));
-    let table = ModelTable::builtin();
     if count_tokens {
-        let request: CountTokensRequest = match parse_body(bytes) {
-            Ok(r) => r,
-            Err(message) => {
-                return Ok(api_error(
-                    ApiErrorType::InvalidRequest,
-                    &message,
-                    request_id,
-                ));
-            }
+        let request = match accepted::<CountTokensRequest>(
+            bytes,
+            |r| r.model.as_str(),
+            |r, model| validate_count_tokens_with(r, model, &options),
+        ) {
+            Ok(request) => request,
+            Err((kind, message)) => return Ok(api_error(kind, &message, request_id)),
         };
-        let resolved = table.resolve(&request.model);
-        if !resolved.is_known() {
-            return Ok(api_error(
-                ApiErrorType::NotFound,
-                &format!("model: {}", request.model),
-                request_id,
-            ));
-        }
-        if let Some(v) = validate_count_tokens_with(&request, resolved.model(), &options).first() {
-            return Ok(api_error(
-                ApiErrorType::InvalidRequest,
-                &v.message,
-                request_id,
-            ));
-        }
         let tokens = state.usage.count_tokens(&request, bytes.len());
         let body = serde_json::to_vec(&json!({"input_tokens": tokens})).expect("JSON serializes");
         return Ok(json_response(StatusCode::OK, request_id, body));
     }
-    let request: MessagesRequest = match parse_body(bytes) {
-        Ok(r) => r,
-        Err(message) => {
-            return Ok(api_error(
-                ApiErrorType::InvalidRequest,
-                &message,
-                request_id,
-            ));
-        }
+    let request = match accepted::<MessagesRequest>(
+        bytes,
+        |r| r.model.as_str(),
+        |r, model| validate_with(r, model, &options),
+    ) {
+        Ok(request) => request,
+        Err((kind, message)) => return Ok(api_error(kind, &message, request_id)),
     };
-    let resolved = table.resolve(&request.model);
-    if !resolved.is_known() {
-        return Ok(api_error(
-            ApiErrorType::NotFound,
-            &format!("model: {}", request.model),
-            request_id,
-        ));
-    }
-    if let Some(v) = validate_with(&request, resolved.model(), &options).first() {
-        return Ok(api_error(
-            ApiErrorType::InvalidRequest,
-            &v.message,
-            request_id,
-        ));
-    }
     match state.take_step() {
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
@@ -424,6 +392,27 @@ async fn answer(
             request_id,
         )),
     }
+}
+
+/// The request in `bytes`, or the API's error type and message for the first thing wrong
+/// with it, checked as the API does: the body parses, its model (`model_of`) is known, and
+/// `violations` finds nothing against that model.
+fn accepted<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    model_of: fn(&T) -> &str,
+    violations: impl FnOnce(&T, &Model) -> Vec<Violation>,
+) -> Result<T, (ApiErrorType, String)> {
+    let request: T =
+        parse_body(bytes).map_err(|message| (ApiErrorType::InvalidRequest, message))?;
+    let resolved = ModelTable::builtin().resolve(model_of(&request));
+    if !resolved.is_known() {
+        let message = format!("model: {}", model_of(&request));
+        return Err((ApiErrorType::NotFound, message));
+    }
+    if let Some(v) = violations(&request, resolved.model()).first() {
+        return Err((ApiErrorType::InvalidRequest, v.message.clone()));
+    }
+    Ok(request)
 }
 
 fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
@@ -444,18 +433,7 @@ fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String>
 fn error_step(step: &ErrorStep, request_id: &str) -> Response<MockBody> {
     let kind = match &step.error_type {
         Some(name) => ApiErrorType::from(name.as_str()),
-        None => match step.status {
-            401 => ApiErrorType::Authentication,
-            402 => ApiErrorType::Billing,
-            403 => ApiErrorType::Permission,
-            404 => ApiErrorType::NotFound,
-            413 => ApiErrorType::RequestTooLarge,
-            429 => ApiErrorType::RateLimit,
-            504 => ApiErrorType::Timeout,
-            529 => ApiErrorType::Overloaded,
-            s if s >= 500 => ApiErrorType::Api,
-            _ => ApiErrorType::InvalidRequest,
-        },
+        None => ApiErrorType::for_status(step.status),
     };
     let status = StatusCode::from_u16(step.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json_response(

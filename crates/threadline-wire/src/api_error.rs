@@ -42,6 +42,33 @@ impl ApiErrorType {
             ApiErrorType::Overloaded => 529,
         }
     }
+
+    /// The error type the API means by an HTTP error `status`, for an error response whose
+    /// body does not say (a proxy's HTML page, an empty body): the inverse of
+    /// [`http_status`](Self::http_status), with any other 5xx an [`Api`](Self::Api) error and
+    /// any other status an [`InvalidRequest`](Self::InvalidRequest).
+    ///
+    /// ```
+    /// use threadline_wire::ApiErrorType;
+    ///
+    /// assert_eq!(ApiErrorType::for_status(529), ApiErrorType::Overloaded);
+    /// assert_eq!(ApiErrorType::for_status(502), ApiErrorType::Api);
+    /// assert_eq!(ApiErrorType::for_status(418), ApiErrorType::InvalidRequest);
+    /// ```
+    pub fn for_status(status: u16) -> ApiErrorType {
+        match status {
+            401 => ApiErrorType::Authentication,
+            402 => ApiErrorType::Billing,
+            403 => ApiErrorType::Permission,
+            404 => ApiErrorType::NotFound,
+            413 => ApiErrorType::RequestTooLarge,
+            429 => ApiErrorType::RateLimit,
+            504 => ApiErrorType::Timeout,
+            529 => ApiErrorType::Overloaded,
+            s if s >= 500 => ApiErrorType::Api,
+            _ => ApiErrorType::InvalidRequest,
+        }
+    }
 }
 
 wire_struct! {
@@ -86,5 +113,32 @@ impl ApiErrorResponse {
             request_id: None,
             extra: crate::Extra::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_status_inverts_http_status() {
+        for kind in [
+            ApiErrorType::InvalidRequest,
+            ApiErrorType::Authentication,
+            ApiErrorType::Billing,
+            ApiErrorType::Permission,
+            ApiErrorType::NotFound,
+            ApiErrorType::RequestTooLarge,
+            ApiErrorType::RateLimit,
+            ApiErrorType::Api,
+            ApiErrorType::Timeout,
+            ApiErrorType::Overloaded,
+        ] {
+            assert_eq!(ApiErrorType::for_status(kind.http_status()), kind);
+        }
+        assert_eq!(ApiErrorType::for_status(502), ApiErrorType::Api);
+        assert_eq!(ApiErrorType::for_status(503), ApiErrorType::Api);
+        assert_eq!(ApiErrorType::for_status(400), ApiErrorType::InvalidRequest);
+        assert_eq!(ApiErrorType::for_status(422), ApiErrorType::InvalidRequest);
     }
 }

@@ -36,6 +36,11 @@ use crate::stream_event::StreamEvent;
 /// The response of a [`MessagesService`]: the events of one streamed message.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ServiceError>> + Send>>;
 
+/// The boxed future of a [`MessagesService`] call: what a service of the contract (or a
+/// middleware wrapping one) names as its `Future` when its own future type cannot be named.
+pub type EventStreamFuture =
+    Pin<Box<dyn std::future::Future<Output = Result<EventStream, ServiceError>> + Send>>;
+
 /// A model backend: a `tower::Service` from a request to a stream of events.
 pub trait MessagesService:
     tower_service::Service<MessagesRequest, Response = EventStream, Error = ServiceError>

@@ -1,8 +1,7 @@
 //! Sessions as sequences of timestamped requests, for the tests and the strategy benchmark.
 //!
-//! * [`requests_of`]: the requests an internal message array implies — one per assistant
-//!   response (fragments sharing an API message id are one response), each the normalized
-//!   messages before it — with whether a compaction happened since the previous one.
+//! * [`clock`]: timestamps for the requests an internal message array implies
+//!   (`threadline_normalize::implied_requests`, shared with `threadline inspect`).
 //! * [`generated_session`]: a long deterministic session (`threadline_testkit`'s realistic turn
 //!   mix) with a realistic tool set and system prompt, wide turns (a dozen parallel tool calls:
 //!   more than 20 blocks added between two requests), and a clock: seconds between the steps
@@ -12,81 +11,14 @@
 use serde_json::json;
 use threadline_cache::system::{DYNAMIC_BOUNDARY, SystemParts, split_system_prompt};
 use threadline_cache::tools::{ToolOverlay, ToolSnapshot};
-use threadline_message::{Message, SystemKind};
-use threadline_normalize::{Normalizer, Options};
+use threadline_message::Message;
+use threadline_normalize::{ImpliedRequest, implied_requests};
 use threadline_testkit::messages::{SessionBuilder, extend_session, tool_use};
 use threadline_wire::tools::CustomTool;
-use threadline_wire::{Extra, MessageParam, MessagesRequest, Tool};
+use threadline_wire::{Extra, MessagesRequest, Tool};
 
 /// The model the generated sessions talk to.
 pub const MODEL: &str = "claude-sonnet-4-6";
-
-/// One request of a session.
-#[derive(Debug, Clone)]
-pub struct SessionRequest {
-    /// The normalized messages.
-    pub messages: Vec<MessageParam>,
-    /// Whether a compaction boundary came since the previous request.
-    pub after_compaction: bool,
-    /// When it was sent (the last message before the response), ms since the Unix epoch.
-    pub at_ms: Option<u64>,
-    /// The usage recorded for its response.
-    pub recorded: Option<threadline_wire::Usage>,
-}
-
-fn millis(message: &Message) -> Option<u64> {
-    let time = message.header().timestamp.to_system_time()?;
-    time.duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_millis() as u64)
-}
-
-/// The requests `messages` implies, in order.
-pub fn requests_of(messages: &[Message]) -> Vec<SessionRequest> {
-    let mut normalizer = Normalizer::new(Options::default());
-    let mut out = Vec::new();
-    let mut previous: Option<String> = None;
-    let mut compacted = false;
-    for (i, message) in messages.iter().enumerate() {
-        if let Message::System(s) = message
-            && matches!(s.kind, SystemKind::CompactBoundary { .. })
-        {
-            compacted = true;
-        }
-        let Message::Assistant(a) = message else {
-            continue;
-        };
-        if a.is_api_error {
-            continue;
-        }
-        let key = a.request_id.clone().or_else(|| a.api_message_id.clone());
-        if key.is_some() && key == previous {
-            continue;
-        }
-        previous.clone_from(&key);
-        if i == 0 {
-            continue;
-        }
-        let recorded = messages[i..]
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant(a)
-                    if a.request_id.clone().or_else(|| a.api_message_id.clone()) == key =>
-                {
-                    a.usage.as_deref().cloned()
-                }
-                _ => None,
-            })
-            .next();
-        out.push(SessionRequest {
-            messages: normalizer.update(&messages[..i]).to_vec(),
-            after_compaction: std::mem::take(&mut compacted),
-            at_ms: millis(&messages[i - 1]).or_else(|| millis(message)),
-            recorded,
-        });
-    }
-    out
-}
 
 /// A small deterministic generator (SplitMix64).
 #[derive(Debug, Clone)]
@@ -238,7 +170,7 @@ pub fn generated_messages(n: usize, seed: u64, wide_every: usize) -> Vec<Message
 
 /// Timestamps (ms) for `requests`: a few seconds within a tool loop, up to a few minutes after
 /// a user prompt, and an idle gap of 6–50 minutes before about one user prompt in ten.
-pub fn clock(requests: &[SessionRequest], seed: u64) -> Vec<u64> {
+pub fn clock(requests: &[ImpliedRequest], seed: u64) -> Vec<u64> {
     let mut rng = Rng::new(seed ^ 0xc10c);
     let mut at = 0u64;
     requests
@@ -272,7 +204,7 @@ pub fn generated_session(
     wide_every: usize,
 ) -> (Vec<(u64, MessagesRequest)>, Option<usize>) {
     let messages = generated_messages(n, seed, wide_every);
-    let requests = requests_of(&messages);
+    let requests = implied_requests(&messages);
     let times = clock(&requests, seed);
     let snapshot = ToolSnapshot::new(&agent_tools());
     let prompt = agent_system_prompt();

@@ -15,22 +15,26 @@
 //! was cached before the transcript starts (by an earlier session), so the simulator starts
 //! with that much of the prefix warm. The first request is therefore matched by construction;
 //! `share_mae_after_first` leaves it out.
+//!
+//! Compaction: each request also says where its predicted context stands against the model's
+//! thresholds (`context_level`: ok, warning, autocompact, blocking), and `compaction` says
+//! when each layer would trigger for the session as it ends — judged at the time of its last
+//! message, so the report is the same on every run: the estimated context and its level,
+//! tokens left before autocompact, results the tool-result budget would store, results
+//! microcompact would clear, when the last request's cache expires and whether the
+//! time-based microcompact is due.
 
 use std::process::ExitCode;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use threadline_cache::{Calibration, Planner, SimConfig};
-use threadline_message::claude_code::{
-    ImportOptions, import_claude_code, is_claude_code_transcript,
-};
-use threadline_message::{Message, SystemKind};
-use threadline_normalize::{Options, normalize};
+use threadline_compact::{BudgetOptions, Level, MicrocompactOptions, Thresholds, triggers};
+use threadline_message::Message;
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{MessagesRequest, Usage};
 
-use crate::input::read_input;
-use crate::session::{Session, read_session};
+use crate::session::{Session, Sidechains, load_session};
 
 /// The model assumed when the transcript names none.
 const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
@@ -49,63 +53,18 @@ pub(crate) struct ImpliedRequest {
     pub(crate) after_compaction: bool,
 }
 
-fn millis(message: &Message) -> Option<u64> {
-    let time = message.header().timestamp.to_system_time()?;
-    time.duration_since(UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_millis() as u64)
-}
-
-/// The requests a transcript implies, in order.
+/// The requests a transcript implies, in order, each for `model`.
 pub(crate) fn implied_requests(messages: &[Message], model: &str) -> Vec<ImpliedRequest> {
-    let mut out = Vec::new();
-    let mut previous_key: Option<String> = None;
-    let mut compacted = false;
-    for (i, message) in messages.iter().enumerate() {
-        if let Message::System(system) = message
-            && matches!(system.kind, SystemKind::CompactBoundary { .. })
-        {
-            compacted = true;
-        }
-        let Message::Assistant(assistant) = message else {
-            continue;
-        };
-        if assistant.is_api_error {
-            continue;
-        }
-        let key = assistant
-            .request_id
-            .clone()
-            .or_else(|| assistant.api_message_id.clone());
-        if key.is_some() && key == previous_key {
-            continue;
-        }
-        previous_key.clone_from(&key);
-        if i == 0 {
-            continue;
-        }
-        let normalized = normalize(&messages[..i], &Options::default());
-        let request = MessagesRequest::new(model, 1024, normalized.messages);
-        let recorded = messages[i..]
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant(a)
-                    if a.request_id.clone().or_else(|| a.api_message_id.clone()) == key =>
-                {
-                    a.usage.as_deref().cloned()
-                }
-                _ => None,
-            })
-            .next();
-        out.push(ImpliedRequest {
-            request_id: key,
-            at_ms: millis(&messages[i - 1]).or_else(|| millis(message)),
-            request,
-            recorded,
-            after_compaction: std::mem::take(&mut compacted),
-        });
-    }
-    out
+    threadline_normalize::implied_requests(messages)
+        .into_iter()
+        .map(|implied| ImpliedRequest {
+            request_id: implied.key,
+            at_ms: implied.at_ms,
+            request: MessagesRequest::new(model, 1024, implied.messages),
+            recorded: implied.recorded,
+            after_compaction: implied.after_compaction,
+        })
+        .collect()
 }
 
 fn model_of(messages: &[Message]) -> Option<&str> {
@@ -162,6 +121,7 @@ pub(crate) fn report(session: &Session, model_flag: Option<&str>) -> Value {
     let (mut recorded_total, mut predicted_total) = (Usage::default(), Usage::default());
     let (mut cost_recorded, mut cost_predicted) = (0.0, 0.0);
     let mut last_at = 0u64;
+    let thresholds = Thresholds::for_model(model);
     for (index, implied) in requests.iter_mut().enumerate() {
         if implied.after_compaction {
             planner.reset();
@@ -202,6 +162,7 @@ pub(crate) fn report(session: &Session, model_flag: Option<&str>) -> Value {
             "predicted_share": predicted_share,
             "cost": {"recorded": recorded_cost, "predicted": predicted_cost},
             "cache_break": step.cache_break.as_ref().map(break_json),
+            "context_level": level_name(thresholds.level(step.usage.total())),
         }));
     }
     let mae = |e: &[f64]| (!e.is_empty()).then(|| e.iter().sum::<f64>() / e.len() as f64);
@@ -227,6 +188,55 @@ pub(crate) fn report(session: &Session, model_flag: Option<&str>) -> Value {
         },
         "share_mae": mae(&errors),
         "share_mae_after_first": mae(errors.get(1..).unwrap_or(&[])),
+        "compaction": compaction_json(&session.messages, model, config.unseen.tokens),
+    })
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Ok => "ok",
+        Level::Warning => "warning",
+        Level::Autocompact => "autocompact",
+        Level::Blocking => "blocking",
+    }
+}
+
+/// When each compaction layer would trigger for the session as it ends (see the module docs);
+/// `overhead` is the unseen prefix (tools and system prompt) in tokens.
+fn compaction_json(messages: &[Message], model: &Model, overhead: u64) -> Value {
+    let end = messages
+        .iter()
+        .rev()
+        .find_map(|m| m.header().timestamp.to_system_time())
+        .unwrap_or(UNIX_EPOCH);
+    let report = triggers(
+        messages,
+        model,
+        overhead,
+        end,
+        &BudgetOptions::default(),
+        &MicrocompactOptions::default(),
+    );
+    // humantime formats years 1970 to 9999 only; a time outside them is left out.
+    let at = |time: std::time::SystemTime| {
+        let since = time.duration_since(UNIX_EPOCH).ok()?;
+        (since < Duration::from_secs(253_402_300_800))
+            .then(|| humantime::format_rfc3339_millis(time).to_string())
+    };
+    json!({
+        "tokens": report.tokens,
+        "level": level_name(report.level),
+        "thresholds": {
+            "effective_window": report.thresholds.effective_window,
+            "warning": report.thresholds.warning,
+            "autocompact": report.thresholds.autocompact,
+            "blocking": report.thresholds.blocking,
+        },
+        "tokens_until_autocompact": report.tokens_until_autocompact,
+        "budget_would_store": report.budget_would_store,
+        "microcompact_clearable": report.microcompact_clearable.len(),
+        "cache_expires_at": report.cache_expires_at.and_then(at),
+        "microcompact_due_at_end": report.microcompact_due,
     })
 }
 
@@ -342,34 +352,30 @@ fn render_text(report: &Value) -> String {
         )),
         None => out.push_str("share_mae - (the transcript records no usage)"),
     }
+    let compaction = &report["compaction"];
+    out.push_str(&format!(
+        "\ncompaction at the end: ~{} tokens ({}), autocompact at {} ({} left); the budget would \
+         store {} results; microcompact would clear {}; the cache expires {} (microcompact due: {})",
+        compaction["tokens"],
+        compaction["level"].as_str().unwrap_or("?"),
+        compaction["thresholds"]["autocompact"],
+        compaction["tokens_until_autocompact"],
+        compaction["budget_would_store"].as_array().map_or(0, Vec::len),
+        compaction["microcompact_clearable"],
+        compaction["cache_expires_at"].as_str().unwrap_or("-"),
+        if compaction["microcompact_due_at_end"].as_bool() == Some(true) { "yes" } else { "no" },
+    ));
     out
 }
 
 pub(crate) fn run(path: &str, json_output: bool, model: Option<&str>) -> ExitCode {
-    let bytes = match read_input(path) {
-        Ok(bytes) => bytes,
+    let session = match load_session(path, Sidechains::WhenNoMainChain) {
+        Ok(session) => session,
         Err(line) => {
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
-    let Ok(text) = String::from_utf8(bytes) else {
-        eprintln!("threadline: {path}: not UTF-8 text");
-        return ExitCode::from(2);
-    };
-    let mut session = read_session(&text);
-    if session.messages.is_empty() && is_claude_code_transcript(&text) {
-        // A sub-agent's file: every record is on a sidechain.
-        let imported = import_claude_code(&text, &ImportOptions::default().with_sidechains(true));
-        session.messages = imported.messages;
-    }
-    if session.messages.is_empty() {
-        eprintln!("threadline: {path}: no messages found (is this a transcript?)");
-        return ExitCode::from(2);
-    }
-    for problem in &session.problems {
-        eprintln!("threadline: {path}: {problem}");
-    }
     let report = report(&session, model);
     if let Some(warning) = report["model_warning"].as_str() {
         eprintln!("threadline: {warning}");

@@ -2,29 +2,16 @@
 
 use std::process::ExitCode;
 
-use crate::input::read_input;
-use crate::session::{build_request, read_session};
+use crate::session::{Sidechains, build_request, load_session};
 
 pub(crate) fn run(path: &str, model: Option<&str>, max_tokens: Option<u64>) -> ExitCode {
-    let bytes = match read_input(path) {
-        Ok(bytes) => bytes,
+    let session = match load_session(path, Sidechains::Never) {
+        Ok(session) => session,
         Err(line) => {
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
-    let Ok(text) = String::from_utf8(bytes) else {
-        eprintln!("threadline: {path}: not UTF-8 text");
-        return ExitCode::from(2);
-    };
-    let session = read_session(&text);
-    if session.messages.is_empty() {
-        eprintln!("threadline: {path}: no messages found (is this a transcript?)");
-        return ExitCode::from(2);
-    }
-    for problem in &session.problems {
-        eprintln!("threadline: {path}: {problem}");
-    }
     let (request, normalized) = build_request(&session, model, max_tokens);
     match serde_json::to_string_pretty(&request) {
         Ok(json) => crate::output::print_line(&json),

@@ -1,16 +1,26 @@
-//! Shared helpers: a client for a mock, a small request, event collection.
+//! Shared helpers: a mock, a client for it, a small request, event collection.
+//!
+//! Timeouts: a normal response must never come near one, even on a loaded 2-core CI machine
+//! running tests in parallel, so [`config`]'s are seconds long. A test that proves a stall is
+//! detected uses [`stall_config`] (a short idle timeout) or sets the one short timeout that
+//! detects its stall itself.
 #![allow(dead_code, unreachable_pub)]
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
+use threadline_mock::{MockServer, Scenario, Step};
 use threadline_wire::service::{EventStream, ServiceError};
 use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, StreamEvent};
 
 pub const KEY: &str = "sk-ant-api03-TEST-KEY-0123456789-never-print-me";
 
-/// Short timeouts and backoffs, so that fault tests stay fast.
+/// The idle timeout of [`stall_config`]: short, so that a stalled stream fails fast.
+pub const STALL_IDLE: Duration = Duration::from_millis(500);
+
+/// Generous timeouts (connect 2 s, first event 5 s, 5 s between events) and short backoffs,
+/// so that fault tests stay fast and normal responses never time out.
 pub fn config(base_url: &str) -> ClientConfig {
     ClientConfig::new(
         base_url,
@@ -19,7 +29,7 @@ pub fn config(base_url: &str) -> ClientConfig {
     .with_timeouts(
         Duration::from_secs(2),
         Duration::from_secs(5),
-        Duration::from_millis(500),
+        Duration::from_secs(5),
     )
     .with_retry(
         RetryConfig::default()
@@ -27,6 +37,19 @@ pub fn config(base_url: &str) -> ClientConfig {
             .with_backoff(Duration::from_millis(5), Duration::from_millis(20))
             .with_max_retry_after(Duration::from_secs(2)),
     )
+}
+
+/// [`config`] with the idle timeout cut to [`STALL_IDLE`], for tests whose streams stall on
+/// purpose. Their other answers come in one write, so no gap between events comes near it.
+pub fn stall_config(base_url: &str) -> ClientConfig {
+    config(base_url).with_timeouts(Duration::from_secs(2), Duration::from_secs(5), STALL_IDLE)
+}
+
+/// A mock answering with `steps`, in order.
+pub async fn mock(steps: impl IntoIterator<Item = Step>) -> MockServer {
+    MockServer::start(Scenario::new(steps))
+        .await
+        .expect("the mock starts")
 }
 
 pub fn client(base_url: &str) -> Client {
@@ -51,6 +74,12 @@ pub async fn drain(mut stream: EventStream) -> (Vec<StreamEvent>, Option<Service
         }
     }
     (events, None)
+}
+
+/// Every item of the stream of one call of [`request`] that must answer, until the end or
+/// the first error.
+pub async fn stream_request(client: &Client) -> (Vec<StreamEvent>, Option<ServiceError>) {
+    drain(client.stream(request()).await.expect("a stream")).await
 }
 
 /// The error of a call expected to fail before any event.

@@ -1,0 +1,208 @@
+//! `threadline compact TRANSCRIPT --model M [--strategy micro|auto|snip] [--out FILE]`: applies
+//! one compaction layer to a session and writes the resulting array as a threadline
+//! transcript (JSONL), which `threadline normalize` and `check` read.
+
+use std::fs;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use futures::executor::block_on;
+
+use threadline_compact::units::since_last_boundary;
+use threadline_compact::{
+    AutocompactOptions, CircuitBreaker, CompactContext, ExtractiveSummarizer, HistoryOnly,
+    MicrocompactOptions, ScriptedSummarizer, Summarizer, Thresholds, autocompact, estimate_context,
+    estimate_messages, microcompact_time_based, overhead_of, snip_oldest,
+};
+use threadline_message::{CompactTrigger, Message};
+use threadline_normalize::{Options, normalize};
+use threadline_wire::MessagesRequest;
+use threadline_wire::model::ModelTable;
+
+use crate::session::{Sidechains, load_session};
+
+/// The layer to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Strategy {
+    /// Clear old tool results (time-based: only once the prompt cache has expired).
+    Micro,
+    /// Summarize everything before a verbatim tail.
+    Auto,
+    /// Remove the oldest messages (whole tool pairs and responses) down to the limit.
+    Snip,
+}
+
+/// The arguments of `threadline compact`.
+pub(crate) struct CompactArgs<'a> {
+    pub(crate) transcript: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) strategy: Strategy,
+    pub(crate) out: Option<&'a str>,
+    pub(crate) limit: Option<u64>,
+    pub(crate) summary: Option<&'a str>,
+    pub(crate) keep: usize,
+    pub(crate) now: Option<&'a str>,
+}
+
+fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), String> {
+    let mut text = String::new();
+    for message in messages {
+        let line = serde_json::to_string(message).map_err(|e| e.to_string())?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    match out {
+        Some(path) => fs::write(path, text).map_err(|e| format!("{path}: {e}")),
+        None => {
+            crate::output::print_line(text.trim_end_matches('\n'));
+            Ok(())
+        }
+    }
+}
+
+/// The tokens of the system prompt and tools the first recorded response saw: its reported
+/// input (cached and not) less the estimate of the messages before it.
+fn inferred_overhead(visible: &[Message]) -> u64 {
+    visible
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| match m {
+            Message::Assistant(a) => a.usage.as_ref().and_then(|u| {
+                let input = u
+                    .input_tokens?
+                    .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
+                    .saturating_add(u.cache_read_input_tokens.unwrap_or(0));
+                Some(input.saturating_sub(estimate_messages(&visible[..i])))
+            }),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
+    let path = args.transcript;
+    let session = match load_session(path, Sidechains::Never) {
+        Ok(session) => session,
+        Err(line) => {
+            eprintln!("{line}");
+            return ExitCode::from(2);
+        }
+    };
+    let now = match args.now {
+        Some(text) => match humantime::parse_rfc3339_weak(text) {
+            Ok(now) => now,
+            Err(e) => {
+                eprintln!("threadline: --now {text}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => SystemTime::now(),
+    };
+    let resolved = ModelTable::builtin().resolve(args.model);
+    if let Some(warning) = resolved.warning() {
+        eprintln!("threadline: {warning}");
+    }
+    let model = resolved.model();
+    let history = session.messages;
+    let visible = since_last_boundary(&history);
+    let base = MessagesRequest::new(
+        args.model,
+        model.max_output_tokens.min(8192),
+        normalize(visible, &Options::default()).messages,
+    );
+    // A transcript holds neither the system prompt nor the tools: their size is inferred
+    // from the first recorded usage, so estimates before and after a removal agree.
+    let overhead = overhead_of(&base).max(inferred_overhead(visible));
+    let before = estimate_context(&history, overhead);
+    let limit = args
+        .limit
+        .unwrap_or_else(|| Thresholds::for_model(model).autocompact);
+
+    let (messages, what) = match args.strategy {
+        Strategy::Micro => {
+            let options = MicrocompactOptions {
+                keep_recent: args.keep,
+                ..MicrocompactOptions::default()
+            };
+            match microcompact_time_based(&history, &options, now) {
+                Some(done) => (
+                    done.messages,
+                    format!("cleared {} old tool results", done.cleared.len()),
+                ),
+                None => (
+                    history.clone(),
+                    "nothing cleared (the prompt cache has not expired, or no old results)"
+                        .to_owned(),
+                ),
+            }
+        }
+        Strategy::Snip => {
+            let snipped = snip_oldest(&history, limit, overhead);
+            let what = format!("removed {} messages", snipped.removed.len());
+            (snipped.messages, what)
+        }
+        Strategy::Auto => {
+            if before < limit {
+                eprintln!(
+                    "threadline: {path}: {before} tokens, below the limit {limit}; unchanged"
+                );
+                (history.clone(), "nothing to compact".to_owned())
+            } else {
+                let scripted;
+                let summarizer: &dyn Summarizer = match args.summary {
+                    Some(file) => match fs::read_to_string(file) {
+                        Ok(text) => {
+                            scripted = ScriptedSummarizer::new([Ok(text)]);
+                            &scripted
+                        }
+                        Err(e) => {
+                            eprintln!("threadline: --summary {file}: {e}");
+                            return ExitCode::from(2);
+                        }
+                    },
+                    None => &ExtractiveSummarizer,
+                };
+                let context = CompactContext {
+                    model,
+                    base: &base,
+                    limit,
+                    now,
+                    trigger: CompactTrigger::Manual,
+                    files: &HistoryOnly,
+                };
+                let result = block_on(autocompact(
+                    &history,
+                    summarizer,
+                    &context,
+                    &AutocompactOptions::default(),
+                    &mut CircuitBreaker::new(),
+                ));
+                match result {
+                    Ok(done) => {
+                        let what = format!(
+                            "summarized {} messages, kept a tail, re-attached {} files",
+                            visible.len(),
+                            done.reattached.len()
+                        );
+                        (done.messages, what)
+                    }
+                    Err(e) => {
+                        eprintln!("threadline: {path}: cannot compact: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
+            }
+        }
+    };
+    let after = estimate_context(&messages, overhead);
+    if let Err(e) = write_transcript(&messages, args.out) {
+        eprintln!("threadline: cannot write the result: {e}");
+        return ExitCode::from(2);
+    }
+    eprintln!(
+        "threadline: {path}: {} messages, ~{before} tokens -> {} messages, ~{after} tokens; {what}",
+        history.len(),
+        messages.len(),
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,255 @@
+//! `threadline compact`: each strategy writes a transcript that `threadline check` accepts, the
+//! result is smaller and keeps the latest request, and failures have their exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::json;
+use threadline_message::{Header, Message, tool_result_block};
+use threadline_wire::ContentBlock;
+use threadline_wire::content::ToolUseBlock;
+
+fn threadline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().expect("exited, not killed")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const LATEST: &str = "Now port the last module to the new error type";
+
+/// A transcript of `rounds` rounds (a request, a `Read` of a ~4 kB file, an answer), the
+/// assistant messages one hour apart, then the latest request.
+fn transcript(dir: &Path, rounds: usize) -> PathBuf {
+    let mut messages = Vec::new();
+    let mut n = 0;
+    let mut header = |hour: usize| {
+        n += 1;
+        Header::with(
+            format!("m{n:05}"),
+            format!("2026-01-01T{:02}:00:{:02}.000Z", hour % 24, n % 60),
+        )
+    };
+    for i in 0..rounds {
+        messages.push(Message::user_text(format!("Port module {i}")).with_header(header(i)));
+        let id = format!("toolu_{i:04}");
+        messages.push(
+            Message::assistant_fragment(
+                format!("msg_{i:04}"),
+                "claude-sonnet-4-5",
+                vec![ContentBlock::ToolUse(ToolUseBlock {
+                    id: id.clone(),
+                    name: "Read".into(),
+                    input: json!({"file_path": format!("src/m{i}.rs")}),
+                    caller: None,
+                    cache_control: None,
+                    extra: Default::default(),
+                })],
+            )
+            .with_header(header(i)),
+        );
+        messages.push(
+            Message::user_blocks(vec![tool_result_block(
+                &id,
+                format!("mod m{i};\n{}", "fn f() {}\n".repeat(400))
+                    .as_str()
+                    .into(),
+                false,
+            )])
+            .with_header(header(i)),
+        );
+        messages.push(
+            Message::assistant_fragment(
+                format!("msg_{i:04}b"),
+                "claude-sonnet-4-5",
+                vec![ContentBlock::text(format!("Module {i} is ported."))],
+            )
+            .with_header(header(i)),
+        );
+    }
+    messages.push(Message::user_text(LATEST).with_header(header(rounds)));
+    let path = dir.join("session.jsonl");
+    let text: String = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).expect("serializes") + "\n")
+        .collect();
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+fn read_messages(path: &Path) -> Vec<Message> {
+    std::fs::read_to_string(path)
+        .expect("written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a message per line"))
+        .collect()
+}
+
+fn checks(path: &Path) {
+    let check = threadline(&["check", path.to_str().expect("utf-8")]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+}
+
+#[test]
+fn auto_summarizes_below_the_limit_and_keeps_the_latest_request() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = transcript(dir.path(), 30);
+    let out = dir.path().join("compacted.jsonl");
+    let summary = dir.path().join("summary.txt");
+    std::fs::write(&summary, "<summary>Modules 0 to 29 are ported.</summary>").expect("summary");
+    let args = [
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--limit",
+        "20000",
+        "--summary",
+        summary.to_str().expect("utf-8"),
+        "--now",
+        "2026-01-02T00:00:00Z",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    let run = threadline(&args);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(stderr(&run).contains("re-attached"), "{}", stderr(&run));
+    let messages = read_messages(&out);
+    assert!(
+        matches!(&messages[1], Message::User(u) if u.is_compact_summary
+        && matches!(&u.content[0], ContentBlock::Text(t) if t.text.contains("Modules 0 to 29 are ported.")))
+    );
+    assert!(messages.iter().any(|m| matches!(m, Message::User(u)
+        if matches!(&u.content[0], ContentBlock::Text(t) if t.text == LATEST))));
+    checks(&out);
+    // The same input (and time) gives the same bytes.
+    let again = dir.path().join("again.jsonl");
+    let mut args2 = args;
+    args2[11] = again.to_str().expect("utf-8");
+    assert_eq!(code(&threadline(&args2)), 0);
+    assert!(std::fs::read(&out).expect("out") == std::fs::read(&again).expect("again"));
+}
+
+#[test]
+fn auto_without_a_summary_file_uses_the_extractive_summary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = transcript(dir.path(), 30);
+    let run = threadline(&[
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--limit",
+        "20000",
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("request 1: Port module 0"), "{stdout}");
+}
+
+#[test]
+fn micro_clears_only_once_the_cache_has_expired() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = transcript(dir.path(), 10);
+    let out = dir.path().join("micro.jsonl");
+    let base = [
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--strategy",
+        "micro",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    // The last assistant message is at 09:00; one minute later the cache is warm.
+    let mut warm = base.to_vec();
+    warm.extend(["--now", "2026-01-01T09:01:00Z"]);
+    let run = threadline(&warm);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(stderr(&run).contains("nothing cleared"), "{}", stderr(&run));
+    assert_eq!(read_messages(&out), read_messages(&input));
+
+    let mut cold = base.to_vec();
+    cold.extend(["--now", "2026-01-01T12:00:00Z", "--keep", "3"]);
+    let run = threadline(&cold);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("cleared 7 old tool results"),
+        "{}",
+        stderr(&run)
+    );
+    checks(&out);
+}
+
+#[test]
+fn snip_removes_the_oldest_rounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = transcript(dir.path(), 20);
+    let out = dir.path().join("snip.jsonl");
+    let run = threadline(&[
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--strategy",
+        "snip",
+        "--limit",
+        "8000",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let messages = read_messages(&out);
+    assert!(messages.len() < 81, "{}", messages.len());
+    assert!(
+        messages.iter().any(|m| m.id().as_str() == "m00081"),
+        "the latest request"
+    );
+    checks(&out);
+}
+
+#[test]
+fn failures_have_their_exit_codes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = threadline(&["compact", "/no/such/file", "--model", "claude-sonnet-4-5"]);
+    assert_eq!(code(&missing), 2);
+    assert_eq!(stderr(&missing).lines().count(), 1, "{}", stderr(&missing));
+
+    let input = transcript(dir.path(), 2);
+    let bad_time = threadline(&[
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--strategy",
+        "micro",
+        "--now",
+        "yesterday",
+    ]);
+    assert_eq!(code(&bad_time), 2, "{}", stderr(&bad_time));
+
+    // Everything is the recent tail: nothing to summarize.
+    let small = threadline(&[
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+        "--limit",
+        "10",
+    ]);
+    assert_eq!(code(&small), 1, "{}", stderr(&small));
+    assert!(
+        stderr(&small).contains("nothing to compact"),
+        "{}",
+        stderr(&small)
+    );
+}

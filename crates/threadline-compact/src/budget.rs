@@ -1,0 +1,403 @@
+//! The tool-result budget: a result too large for the context is stored in a side file and
+//! replaced by a preview and the path.
+//!
+//! **Frozen decisions.** A result is judged once, before it is first sent: only the results
+//! after the last assistant message (the ones the model has not seen yet) are candidates.
+//! A result the model has already seen stays exactly as it was sent — kept whole or already
+//! replaced — so a later request's prefix is byte-identical and the prompt cache holds, even
+//! if the limits change mid-session. The decision is thus derived from the history alone:
+//! whether a result was replaced is visible in its content ([`is_persisted_preview`]).
+//!
+//! The preview text and the side file's name depend only on the tool use id and the content,
+//! so the same input gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+
+use threadline_message::Message;
+use threadline_wire::{Content, ContentBlock};
+
+use crate::units::tool_names;
+
+/// The first line of every preview that replaces a stored result.
+pub const PERSISTED_OUTPUT_TAG: &str = "<persisted-output>";
+
+/// Per-tool limits on tool-result size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetOptions {
+    /// The limit in characters for a tool not named in `per_tool` (default 50,000).
+    pub default_limit: usize,
+    /// Limits for named tools (`usize::MAX` exempts a tool, e.g. one whose output is already
+    /// bounded).
+    pub per_tool: BTreeMap<String, usize>,
+    /// The most characters of results one message may carry in total (default 200,000):
+    /// beyond it, the largest results of the message are stored until it fits.
+    pub per_message_limit: usize,
+    /// The bytes of the result shown in the preview (default 2,000, cut at a character
+    /// boundary).
+    pub preview_bytes: usize,
+}
+
+impl Default for BudgetOptions {
+    fn default() -> Self {
+        BudgetOptions {
+            default_limit: 50_000,
+            per_tool: BTreeMap::new(),
+            per_message_limit: 200_000,
+            preview_bytes: 2_000,
+        }
+    }
+}
+
+impl BudgetOptions {
+    /// The limit for `tool`.
+    pub fn limit_for(&self, tool: &str) -> usize {
+        self.per_tool
+            .get(tool)
+            .copied()
+            .unwrap_or(self.default_limit)
+    }
+}
+
+/// Where stored results go.
+pub trait SideStore {
+    /// Stores `content`, the full text of the result of `tool_use_id`, and returns the path
+    /// the preview names. The same id must give the same path.
+    fn store(&mut self, tool_use_id: &str, content: &str) -> io::Result<String>;
+}
+
+/// A [`SideStore`] writing `DIR/<tool_use_id>.txt` (the id with every character outside
+/// `[A-Za-z0-9_-]` replaced by `_`, so a hostile id cannot name another directory).
+#[derive(Debug, Clone)]
+pub struct DirStore {
+    dir: PathBuf,
+}
+
+impl DirStore {
+    /// A store writing into `dir` (created when first needed).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirStore { dir: dir.into() }
+    }
+}
+
+/// The file name a result of `tool_use_id` is stored under.
+pub fn side_file_name(tool_use_id: &str) -> String {
+    let safe: String = tool_use_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.txt")
+}
+
+impl SideStore for DirStore {
+    fn store(&mut self, tool_use_id: &str, content: &str) -> io::Result<String> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(side_file_name(tool_use_id));
+        std::fs::write(&path, content)?;
+        Ok(path.display().to_string())
+    }
+}
+
+/// A [`SideStore`] keeping results in memory, by file name (tests, dry runs).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    /// The stored results, by the path returned.
+    pub files: BTreeMap<String, String>,
+}
+
+impl SideStore for MemoryStore {
+    fn store(&mut self, tool_use_id: &str, content: &str) -> io::Result<String> {
+        let path = format!("tool-results/{}", side_file_name(tool_use_id));
+        self.files.insert(path.clone(), content.to_owned());
+        Ok(path)
+    }
+}
+
+/// One result that was stored and replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persisted {
+    /// The tool use whose result it was.
+    pub tool_use_id: String,
+    /// Where the full text is.
+    pub path: String,
+    /// The characters of the full text.
+    pub original_chars: usize,
+}
+
+/// What the budget did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct BudgetReport {
+    /// The results stored and replaced, in array order.
+    pub persisted: Vec<Persisted>,
+    /// The results over the limit that could not be stored (kept whole).
+    pub failed: Vec<BudgetError>,
+}
+
+/// A result over the limit that could not be stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+#[error("cannot store the result of {tool_use_id} ({chars} characters): {source}")]
+pub struct BudgetError {
+    /// The tool use whose result it was.
+    pub tool_use_id: String,
+    /// Its size in characters.
+    pub chars: usize,
+    /// Why storing failed.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Whether a tool result's content is a preview written by the budget.
+pub fn is_persisted_preview(content: &Content) -> bool {
+    match content {
+        Content::Text(text) => text.starts_with(PERSISTED_OUTPUT_TAG),
+        Content::Blocks(blocks) => matches!(
+            blocks.first(),
+            Some(ContentBlock::Text(t)) if t.text.starts_with(PERSISTED_OUTPUT_TAG)
+        ),
+    }
+}
+
+/// The text of a tool result's content (text blocks joined by newlines); `None` when it holds
+/// anything but text (images and documents are not stored: they are counted at a fixed cost).
+fn result_text(content: &Content) -> Option<String> {
+    match content {
+        Content::Text(text) => Some(text.clone()),
+        Content::Blocks(blocks) => {
+            let mut out = String::new();
+            for (i, block) in blocks.iter().enumerate() {
+                let ContentBlock::Text(t) = block else {
+                    return None;
+                };
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&t.text);
+            }
+            Some(out)
+        }
+    }
+}
+
+fn char_count(content: &Content) -> usize {
+    match content {
+        Content::Text(text) => text.chars().count(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text(t) => t.text.chars().count(),
+                _ => 0,
+            })
+            .sum(),
+    }
+}
+
+/// The preview that replaces a stored result: the path, the size, and the first
+/// `preview_bytes` bytes (cut at a character boundary).
+pub fn preview(text: &str, path: &str, preview_bytes: usize) -> String {
+    let mut cut = preview_bytes.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{PERSISTED_OUTPUT_TAG}\nOutput too large ({} characters). Full output saved to: {path}\n\nPreview (first {cut} bytes):\n{}\n...\n</persisted-output>",
+        text.chars().count(),
+        &text[..cut]
+    )
+}
+
+/// Applies the budget to the results the model has not seen yet (after the last assistant
+/// message), in place; see the module docs for why earlier results are never touched.
+pub fn apply_budget(
+    history: &mut [Message],
+    options: &BudgetOptions,
+    store: &mut dyn SideStore,
+) -> BudgetReport {
+    let mut report = BudgetReport::default();
+    let fresh_from = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant(_)))
+        .map_or(0, |i| i + 1);
+    let names: BTreeMap<String, String> = tool_names(history)
+        .into_iter()
+        .map(|(id, name)| (id.to_owned(), name.to_owned()))
+        .collect();
+    for message in &mut history[fresh_from..] {
+        let Message::User(user) = message else {
+            continue;
+        };
+        // (block index, chars, over its own tool's limit)
+        let mut candidates: Vec<(usize, usize, bool)> = Vec::new();
+        let mut total = 0usize;
+        for (i, block) in user.content.iter().enumerate() {
+            let ContentBlock::ToolResult(r) = block else {
+                continue;
+            };
+            let Some(content) = &r.content else {
+                continue;
+            };
+            if is_persisted_preview(content) || result_text(content).is_none() {
+                continue;
+            }
+            let chars = char_count(content);
+            total += chars;
+            let tool = names.get(&r.tool_use_id).map_or("", String::as_str);
+            candidates.push((i, chars, chars > options.limit_for(tool)));
+        }
+        // Over the per-message limit: the largest results go too, until the rest fits. Ties
+        // go by position, so the choice is deterministic.
+        let mut chosen: Vec<usize> = candidates.iter().filter(|c| c.2).map(|c| c.0).collect();
+        let mut remaining = total
+            - candidates
+                .iter()
+                .filter(|c| c.2)
+                .map(|c| c.1)
+                .sum::<usize>();
+        if remaining > options.per_message_limit {
+            let mut rest: Vec<&(usize, usize, bool)> = candidates.iter().filter(|c| !c.2).collect();
+            rest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            for c in rest {
+                if remaining <= options.per_message_limit {
+                    break;
+                }
+                chosen.push(c.0);
+                remaining -= c.1;
+            }
+        }
+        chosen.sort_unstable();
+        for index in chosen {
+            let Some(ContentBlock::ToolResult(r)) = user.content.get_mut(index) else {
+                continue;
+            };
+            let Some(text) = r.content.as_ref().and_then(result_text) else {
+                continue;
+            };
+            let chars = text.chars().count();
+            match store.store(&r.tool_use_id, &text) {
+                Ok(path) => {
+                    r.content = Some(Content::Text(preview(&text, &path, options.preview_bytes)));
+                    report.persisted.push(Persisted {
+                        tool_use_id: r.tool_use_id.clone(),
+                        path,
+                        original_chars: chars,
+                    });
+                }
+                Err(source) => report.failed.push(BudgetError {
+                    tool_use_id: r.tool_use_id.clone(),
+                    chars,
+                    source,
+                }),
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use threadline_message::tool_result_block;
+    use threadline_testkit::messages::{SessionBuilder, tool_use};
+
+    fn session(result_len: usize) -> Vec<Message> {
+        let mut b = SessionBuilder::new();
+        b.user("grep it");
+        let msg = b.response_id();
+        b.assistant(&msg, vec![tool_use("toolu_1", "Grep", json!({"q": "x"}))]);
+        b.tool_results(vec![tool_result_block(
+            "toolu_1",
+            "é".repeat(result_len).as_str().into(),
+            false,
+        )]);
+        b.into_messages()
+    }
+
+    #[test]
+    fn a_large_fresh_result_is_stored_and_previewed() {
+        let mut history = session(60_000);
+        let mut store = MemoryStore::default();
+        let report = apply_budget(&mut history, &BudgetOptions::default(), &mut store);
+        assert_eq!(report.persisted.len(), 1);
+        assert_eq!(report.persisted[0].original_chars, 60_000);
+        let Message::User(u) = &history[2] else {
+            panic!("a user message")
+        };
+        let ContentBlock::ToolResult(r) = &u.content[0] else {
+            panic!("a result")
+        };
+        let content = r.content.as_ref().expect("content");
+        assert!(is_persisted_preview(content));
+        let Content::Text(text) = content else {
+            panic!("text")
+        };
+        assert!(text.contains("tool-results/toolu_1.txt"), "{text}");
+        // 2,000 bytes of two-byte characters: exactly 1,000 of them.
+        assert!(text.contains(&"é".repeat(1_000)));
+        assert!(!text.contains(&"é".repeat(1_001)));
+        assert_eq!(
+            store.files["tool-results/toolu_1.txt"].chars().count(),
+            60_000
+        );
+    }
+
+    #[test]
+    fn a_result_already_sent_is_frozen_even_when_limits_change() {
+        let mut history = session(30_000);
+        let mut b = SessionBuilder::continuing(history);
+        let msg = b.response_id();
+        b.assistant(&msg, vec![threadline_testkit::messages::text("seen")]);
+        history = b.into_messages();
+        let before = serde_json::to_string(&history).expect("json");
+        let tight = BudgetOptions {
+            default_limit: 10,
+            ..BudgetOptions::default()
+        };
+        let report = apply_budget(&mut history, &tight, &mut MemoryStore::default());
+        assert!(report.persisted.is_empty());
+        assert_eq!(serde_json::to_string(&history).expect("json"), before);
+    }
+
+    #[test]
+    fn the_per_message_limit_stores_the_largest_first() {
+        let mut b = SessionBuilder::new();
+        b.user("go");
+        let msg = b.response_id();
+        b.assistant(
+            &msg,
+            vec![
+                tool_use("toolu_a", "Read", json!({})),
+                tool_use("toolu_b", "Read", json!({})),
+            ],
+        );
+        b.tool_results(vec![
+            tool_result_block("toolu_a", "a".repeat(40).as_str().into(), false),
+            tool_result_block("toolu_b", "b".repeat(60).as_str().into(), false),
+        ]);
+        let mut history = b.into_messages();
+        let options = BudgetOptions {
+            per_message_limit: 70,
+            ..BudgetOptions::default()
+        };
+        let report = apply_budget(&mut history, &options, &mut MemoryStore::default());
+        let ids: Vec<&str> = report
+            .persisted
+            .iter()
+            .map(|p| p.tool_use_id.as_str())
+            .collect();
+        assert_eq!(ids, ["toolu_b"]);
+    }
+
+    #[test]
+    fn hostile_ids_cannot_leave_the_directory() {
+        assert_eq!(side_file_name("../../etc/passwd"), "______etc_passwd.txt");
+    }
+}
