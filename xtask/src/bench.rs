@@ -177,6 +177,24 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Lower,
         what: "autocompact planning (anchored estimate, verbatim-tail plan, re-attachment scan) over 100k visible messages vs normalize of the same session (ours_time / baseline_time)",
     },
+    RatioSpec {
+        name: "query_turn_100k_vs_1k",
+        group: "query_turn_overhead",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "loop overhead of one turn (prompt, tool use, instant tool, answer: two model calls against a zero-latency service) at a 100k-message history vs at 1k (ours_time / baseline_time; each request owns a clone of the normalized messages, so it grows with the history)",
+    },
+    RatioSpec {
+        name: "query_turn_100k_vs_request_clones",
+        group: "query_turn_vs_request_clones",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "context for query_turn_100k_vs_1k: the same turn at 100k messages vs cloning and dropping its two requests' normalized messages, the floor the by-value service contract imposes (ours_time / baseline_time)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).

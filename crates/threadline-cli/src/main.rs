@@ -8,9 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agent_setup;
 mod commands;
 mod input;
+mod meter;
 mod output;
+mod progress;
 mod session;
 
 /// The message array of an LLM agent, from the command line.
@@ -120,18 +123,25 @@ enum Command {
         #[arg(long, value_name = "TIME")]
         now: Option<String>,
     },
-    /// Print the first request the agent would send for PROMPT; sends nothing.
+    /// Run the agent for PROMPT in a workspace, or print its first request (`--dry-run`).
     ///
-    /// With `--dry-run` (the only mode built so far) the request body goes to stdout: the
-    /// system prompt with the session context appended (working directory, git status), the
-    /// synthetic context message (the workspace's AGENTS.md / CLAUDE.md and the date) and the
-    /// attachments of the `@path` and `@agent-NAME` mentions in PROMPT (files and directories
-    /// inside the workspace only, with instruction files found beside them). A refused or
-    /// cut mention is reported on stderr. Exit code 0: printed; 1: the request would be
-    /// invalid; 2: bad arguments, or `run` without `--dry-run`.
+    /// Without `--dry-run`: the agent (built-in tools, compaction, cache markers, the
+    /// workspace's context) against the API with `ANTHROPIC_API_KEY`, or against `--base-url`
+    /// (e.g. a `threadline mock`). The model's text streams to stdout and each tool call is a
+    /// line; without PROMPT, requests are read from stdin one per line until `exit` or EOF.
+    /// Shell commands are refused unless `--allow-shell`. Exit code 0: the session completed;
+    /// 1: it ended otherwise (model error, turn limit, …), the reason on stderr; 2: it could
+    /// not start (no key, bad arguments).
+    ///
+    /// With `--dry-run` the request body goes to stdout: the system prompt with the session
+    /// context appended (working directory, git status), the synthetic context message (the
+    /// workspace's AGENTS.md / CLAUDE.md and the date) and the attachments of the `@path` and
+    /// `@agent-NAME` mentions in PROMPT (files and directories inside the workspace only, with
+    /// instruction files found beside them). A refused or cut mention is reported on stderr.
+    /// Exit code 0: printed; 1: the request would be invalid; 2: bad arguments.
     Run {
-        /// What the user asks.
-        prompt: String,
+        /// What the user asks (without it, a prompt loop on stdin; `exit` or Ctrl-D ends it).
+        prompt: Option<String>,
         /// Print the request instead of sending it.
         #[arg(long)]
         dry_run: bool,
@@ -147,6 +157,45 @@ enum Command {
         /// Today's date, YYYY-MM-DD (default: $THREADLINE_DATE, else the UTC date).
         #[arg(long, value_name = "YYYY-MM-DD", hide = true)]
         date: Option<String>,
+        /// Send requests here instead of https://api.anthropic.com (e.g. a `threadline mock`);
+        /// `ANTHROPIC_API_KEY` is then optional.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// Let the model run shell commands without asking (otherwise they are refused).
+        #[arg(long)]
+        allow_shell: bool,
+        /// Append every message of the session to this JSONL transcript.
+        #[arg(long, value_name = "FILE")]
+        transcript: Option<std::path::PathBuf>,
+        /// At most this many tool-using turns per request.
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+    },
+    /// Run an offline coding session against the embedded mock API, then summarize it.
+    ///
+    /// A scratch copy of a small bundled Python project with a bug, the real built-in tools,
+    /// and the mock server on loopback playing a scripted model: tools start while the model
+    /// streams, read-only tools run in parallel, a 529 is retried by the client, the context
+    /// is autocompacted (the summary request goes to the mock), and a `max_tokens` stop is
+    /// recovered. Ends with turns, tool calls, tokens, cache-read share, cost and the
+    /// transitions taken. Exit code 0: the session showed all of it; 1: it did not; 2: it
+    /// could not start.
+    Demo {
+        /// Keep the scratch copy of the project (its path is printed).
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Drive a recorded session through the query loop against the mock.
+    ///
+    /// FIXTURE is a canonical fixture (`fixtures/canonical/*/*.json`). The mock answers each
+    /// request with the next recorded response, byte for byte; each recorded conversation is
+    /// a run of an agent with the recording's model, system prompt and tools, whose tools
+    /// answer with the recorded results. Prints the loop's steps and a summary. Exit code 0:
+    /// every recorded exchange was used and answered as recorded; 1: the loop used more or
+    /// fewer, or a request was answered otherwise; 2: the fixture cannot be read.
+    Replay {
+        /// The canonical fixture.
+        fixture: std::path::PathBuf,
     },
     /// Run the mock Messages API on loopback until Ctrl-C.
     ///
@@ -223,14 +272,24 @@ fn main() -> ExitCode {
             model,
             max_tokens,
             date,
+            base_url,
+            allow_shell,
+            transcript,
+            max_turns,
         } => commands::run::run(&commands::run::RunArgs {
-            prompt: &prompt,
+            prompt: prompt.as_deref(),
             dry_run,
             cwd: cwd.as_deref(),
             model: model.as_deref(),
             max_tokens,
             date: date.as_deref(),
+            base_url: base_url.as_deref(),
+            allow_shell,
+            transcript: transcript.as_deref(),
+            max_turns,
         }),
+        Command::Replay { fixture } => commands::replay::run(&fixture),
+        Command::Demo { keep } => commands::demo::run(&commands::demo::DemoArgs { keep }),
         Command::Mock { addr, scenario } => commands::mock::run(addr, scenario.as_deref()),
     }
 }

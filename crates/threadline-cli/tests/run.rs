@@ -1,5 +1,6 @@
 //! `threadline run`: the dry run prints the exact first request, byte-stable, and sends
-//! nothing; without `--dry-run` it says the model call is not built yet.
+//! nothing; without `--dry-run` and without a key it sends nothing either (the live run is
+//! tested against the mock in `run_mock.rs`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -148,13 +149,19 @@ fn refused_mentions_are_reported_and_never_read() {
 }
 
 #[test]
-fn without_dry_run_nothing_is_sent_and_the_exit_code_says_so() {
+fn without_dry_run_and_without_a_key_nothing_is_sent_and_the_exit_code_says_so() {
     let dir = workspace();
-    let output = threadline(&["run", "hello"], &project(&dir));
+    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .args(["run", "hello"])
+        .current_dir(project(&dir))
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .expect("the binary runs");
     assert_eq!(code(&output), 2);
     assert_eq!(stdout(&output), "");
     assert!(
-        stderr(&output).contains("calling the model is not built yet; use --dry-run"),
+        stderr(&output).contains("ANTHROPIC_API_KEY is not set")
+            && stderr(&output).contains("--dry-run"),
         "{}",
         stderr(&output)
     );

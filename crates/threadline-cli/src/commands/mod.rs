@@ -3,7 +3,10 @@
 pub(crate) mod accumulate;
 pub(crate) mod check;
 pub(crate) mod compact;
+pub(crate) mod demo;
 pub(crate) mod inspect;
 pub(crate) mod mock;
 pub(crate) mod normalize;
+pub(crate) mod replay;
 pub(crate) mod run;
+pub(crate) mod run_live;

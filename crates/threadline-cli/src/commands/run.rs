@@ -1,3 +1,6 @@
+//! `threadline run [PROMPT]`: the agent in a workspace, against the API or `--base-url`
+//! (see `run_live`), one PROMPT or a prompt loop.
+//!
 //! `threadline run --dry-run [--cwd DIR] PROMPT`: the first request the agent would send for
 //! PROMPT in DIR — system prompt with its session context, the synthetic context message, the
 //! attachments of the `@` mentions — printed, not sent.
@@ -29,22 +32,20 @@ the system, not from the user; use it when it is relevant.";
 
 /// What `threadline run` was asked.
 pub(crate) struct RunArgs<'a> {
-    pub(crate) prompt: &'a str,
+    /// `None`: a prompt loop on stdin (not with `--dry-run`).
+    pub(crate) prompt: Option<&'a str>,
     pub(crate) dry_run: bool,
     pub(crate) cwd: Option<&'a Path>,
     pub(crate) model: Option<&'a str>,
     pub(crate) max_tokens: Option<u64>,
     pub(crate) date: Option<&'a str>,
+    pub(crate) base_url: Option<&'a str>,
+    pub(crate) allow_shell: bool,
+    pub(crate) transcript: Option<&'a Path>,
+    pub(crate) max_turns: Option<u32>,
 }
 
 pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
-    if !args.dry_run {
-        eprintln!(
-            "threadline: run: calling the model is not built yet; use --dry-run to print the \
-             request that would be sent"
-        );
-        return ExitCode::from(2);
-    }
     let cwd = match args.cwd {
         Some(dir) => dir.to_path_buf(),
         None => match std::env::current_dir() {
@@ -79,13 +80,31 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
         eprintln!("threadline: run: {warning}");
     }
     let model = resolved.model();
+    let max_tokens = args
+        .max_tokens
+        .unwrap_or(DEFAULT_MAX_TOKENS.min(model.max_output_tokens));
+    if !args.dry_run {
+        return super::run_live::run(&super::run_live::LiveArgs {
+            prompt: args.prompt,
+            workspace: workspace.root(),
+            model: model_id,
+            max_tokens,
+            date: &date,
+            base_url: args.base_url,
+            allow_shell: args.allow_shell,
+            transcript: args.transcript,
+            max_turns: args.max_turns,
+        });
+    }
+    let Some(prompt) = args.prompt else {
+        eprintln!("threadline: run: --dry-run needs a PROMPT");
+        return ExitCode::from(2);
+    };
     let first = match first_request(&FirstRequest {
         workspace: &workspace,
-        prompt: args.prompt,
+        prompt,
         model: model_id,
-        max_tokens: args
-            .max_tokens
-            .unwrap_or(DEFAULT_MAX_TOKENS.min(model.max_output_tokens)),
+        max_tokens,
         context_window: model.context_window,
         date: &date,
     }) {

@@ -1,0 +1,73 @@
+//! The agent the `run`, `demo` and `replay` commands drive: the HTTP client (against the API
+//! or a mock's base URL) wrapped in a [`Metered`] service, the built-in tools in a workspace,
+//! and the facade's [`Agent`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use threadline::client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
+use threadline::tools::ShellAccess;
+use threadline::{Agent, AgentBuilder, Compaction};
+
+use crate::meter::{Meter, Metered};
+
+/// The system prompt of every agent the command line runs.
+pub(crate) const SYSTEM_PROMPT: &str = "You are threadline, an agent that helps the user with \
+software engineering tasks in their workspace. Use the tools to look before you change \
+anything, keep changes small, and run the tests when there are any. Text inside \
+<system-reminder> tags is information from the system, not from the user; use it when it is \
+relevant.";
+
+/// The environment variable holding the API key.
+pub(crate) const API_KEY_VARIABLE: &str = "ANTHROPIC_API_KEY";
+
+/// Where the real API is.
+pub(crate) const API_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The client for `base_url` with `key`; one line on failure (the key is never in it).
+pub(crate) fn client(
+    base_url: &str,
+    key: &str,
+    retry: Option<RetryConfig>,
+) -> Result<Client, String> {
+    let key = ApiKey::new(key).map_err(|e| format!("the API key is not usable: {e}"))?;
+    let mut config = ClientConfig::new(base_url, Auth::ApiKey(key));
+    if let Some(retry) = retry {
+        config = config.with_retry(retry);
+    }
+    Client::new(config).map_err(|e| format!("cannot build the HTTP client for {base_url}: {e}"))
+}
+
+/// Quick retries, for a local mock (the real API gets the client's defaults).
+pub(crate) fn quick_retries() -> RetryConfig {
+    RetryConfig::default().with_backoff(Duration::from_millis(100), Duration::from_millis(400))
+}
+
+/// What every command's agent shares.
+pub(crate) struct AgentSettings<'a> {
+    pub(crate) workspace: &'a Path,
+    pub(crate) model: &'a str,
+    pub(crate) max_tokens: u64,
+    pub(crate) shell: ShellAccess,
+    pub(crate) compaction: Compaction,
+    pub(crate) today: Option<&'a str>,
+}
+
+/// The builder of the command line's agent over a metered `client`.
+pub(crate) fn agent_builder(
+    client: Client,
+    meter: &Meter,
+    settings: AgentSettings<'_>,
+) -> AgentBuilder<Metered<Client>> {
+    let mut builder = Agent::builder(Metered::new(client, meter.clone()))
+        .model(settings.model)
+        .max_tokens(settings.max_tokens)
+        .system_prompt(SYSTEM_PROMPT)
+        .workspace(settings.workspace)
+        .builtin_tools(settings.shell)
+        .compaction(settings.compaction);
+    if let Some(today) = settings.today {
+        builder = builder.today(today);
+    }
+    builder
+}

@@ -1,0 +1,383 @@
+//! `threadline demo`: an offline, multi-turn coding session with the real built-in tools in a
+//! scratch copy of a small bundled project, against the embedded mock server playing a
+//! scripted scenario (`demo/scenario.yaml`). It shows tools starting while the model streams,
+//! a parallel batch, a 529 the client retries, an autocompact whose summary request goes to
+//! the mock, and a `max_tokens` recovery, then a summary. Exit 0 when the session completed
+//! and showed all of these; 1 when it did not; 2 when it could not start.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt as _;
+use threadline::Compaction;
+use threadline::attach::{SystemContext, Workspace};
+use threadline::compact::{ReattachOptions, TailOptions, overhead_of};
+use threadline::mock::{MockServer, Scenario};
+use threadline::query::{Event, Terminal, Transition};
+use threadline::tools::ShellAccess;
+use threadline::wire::model::ModelTable;
+use threadline::wire::{MessagesRequest, StreamEvent, SystemPrompt};
+
+use crate::agent_setup::{AgentSettings, SYSTEM_PROMPT, agent_builder, client, quick_retries};
+use crate::meter::Meter;
+use crate::output::print_line;
+use crate::progress::{Progress, Style};
+
+/// The bundled project: a tiny Python package whose `mean` divides by `len(xs) - 1`.
+const PROJECT: [(&str, &str); 6] = [
+    ("AGENTS.md", include_str!("../../demo/project/AGENTS.md")),
+    ("README.md", include_str!("../../demo/project/README.md")),
+    ("stats.py", include_str!("../../demo/project/stats.py")),
+    (
+        "test_stats.py",
+        include_str!("../../demo/project/test_stats.py"),
+    ),
+    (
+        "data/measurements.csv",
+        include_str!("../../demo/project/data/measurements.csv"),
+    ),
+    (".gitignore", "__pycache__/\n"),
+];
+
+/// The model's side of the session.
+const SCENARIO: &str = include_str!("../../demo/scenario.yaml");
+
+/// What the user asks.
+const PROMPT: &str = "The tests of textstats fail. Find the bug, fix it and run the tests.";
+
+/// The demo's model (its prices make the cost line).
+const MODEL: &str = crate::commands::run::DEFAULT_MODEL;
+
+/// The demo's context is made small so that a short session reaches the autocompact
+/// threshold: the conversation (without the system prompt and tools) is about CONVERSATION
+/// tokens after the parallel reads and 800 more after the README, so the summary is written
+/// right after the README is read (a margin of ~400 tokens either way). The threshold is this
+/// plus what the system prompt and tool definitions weigh, so longer tool descriptions do not
+/// move it.
+const CONVERSATION_TOKENS: u64 = 4_300;
+
+/// A fixed date, so every run of the demo sends the same bytes.
+const TODAY: &str = "2026-03-08";
+
+/// The key the mock is sent (it checks that there is one, nothing more).
+const DEMO_KEY: &str = "sk-ant-demo-offline";
+
+/// What `threadline demo` was asked.
+pub(crate) struct DemoArgs {
+    /// Keep the scratch copy instead of deleting it.
+    pub(crate) keep: bool,
+}
+
+pub(crate) fn run(args: &DemoArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("threadline: demo: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(demo(args))
+}
+
+async fn demo(args: &DemoArgs) -> ExitCode {
+    let started = Instant::now();
+    let scratch = match tempfile::Builder::new()
+        .prefix("threadline-demo-")
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(error) => {
+            eprintln!("threadline: demo: cannot create a scratch directory: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let project = scratch.path().join("textstats");
+    if let Err(error) = copy_project(&project) {
+        eprintln!(
+            "threadline: demo: cannot write the project to {}: {error}",
+            project.display()
+        );
+        return ExitCode::from(2);
+    }
+    let scenario: Scenario = match serde_yaml::from_str(SCENARIO) {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            eprintln!("threadline: demo: the bundled scenario is invalid: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let steps = scenario.steps.len();
+    let mock = match MockServer::start(scenario).await {
+        Ok(mock) => mock,
+        Err(error) => {
+            eprintln!("threadline: demo: cannot start the mock server on loopback: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = match client(&mock.base_url(), DEMO_KEY, Some(quick_retries())) {
+        Ok(client) => client,
+        Err(line) => {
+            eprintln!("threadline: demo: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let meter = Meter::default();
+    let autocompact_at = match overhead(&project) {
+        Ok(overhead) => overhead + CONVERSATION_TOKENS,
+        Err(error) => {
+            eprintln!("threadline: demo: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut compaction = Compaction::default()
+        .autocompact_at(autocompact_at)
+        .with_tail(TailOptions {
+            min_tokens: 300,
+            min_text_messages: 1,
+            max_tokens: 4_000,
+        });
+    compaction.autocompact.reattach = ReattachOptions {
+        max_files: 2,
+        file_tokens: 500,
+        total_tokens: 1_000,
+    };
+    let agent = agent_builder(
+        client,
+        &meter,
+        AgentSettings {
+            workspace: &project,
+            model: MODEL,
+            max_tokens: 1_024,
+            shell: ShellAccess::Allow,
+            compaction,
+            today: Some(TODAY),
+        },
+    )
+    .escalated_max_tokens(4_096)
+    .build();
+    let mut agent = match agent {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("threadline: demo: {error}");
+            return ExitCode::from(2);
+        }
+    };
+
+    print_line("threadline demo: an offline coding session against the embedded mock API");
+    print_line(&format!(
+        "  project   {} (a scratch copy of the bundled textstats)",
+        project.display()
+    ));
+    print_line(&format!(
+        "  mock      {} playing {steps} scripted answers",
+        mock.base_url()
+    ));
+    print_line(&format!(
+        "  model     {MODEL}; autocompact at {autocompact_at} tokens (small on purpose)"
+    ));
+    print_line(&format!("  prompt    {PROMPT}"));
+    print_line("");
+
+    let mut progress = Progress::new(Style::Timeline);
+    let mut events = agent.run(PROMPT);
+    let mut overloaded_seen = 0;
+    while let Some(event) = events.next().await {
+        if let Event::Stream(stream) = &event
+            && matches!(**stream, StreamEvent::MessageStart(_))
+        {
+            // The client's retries are invisible to the loop; the mock saw them.
+            let overloaded = mock
+                .requests()
+                .iter()
+                .filter(|r| r.status == Some(529))
+                .count();
+            for _ in overloaded_seen..overloaded {
+                progress.note(
+                    "the mock answered 529 overloaded; the client waited and resent the request",
+                );
+            }
+            overloaded_seen = overloaded;
+        }
+        progress.on_event(&event);
+    }
+    progress.finish_output();
+
+    let recorded = mock.requests();
+    let retried = recorded.iter().filter(|r| r.status == Some(529)).count();
+    let rejected = recorded
+        .iter()
+        .filter(|r| r.status.is_some_and(|s| s != 200 && s != 529))
+        .count();
+    let totals = meter.totals();
+    let fixed = std::fs::read_to_string(project.join("stats.py"))
+        .is_ok_and(|text| text.contains("return sum(xs) / len(xs)"));
+    let model = ModelTable::builtin().resolve(MODEL).model().clone();
+    let batches: Vec<String> = progress
+        .parallel_batches
+        .iter()
+        .map(|batch| batch.join("+"))
+        .collect();
+    let terminal = progress
+        .terminal
+        .as_ref()
+        .map_or_else(|| "none".to_owned(), Terminal::to_string);
+
+    print_line("");
+    print_line("summary");
+    let line = |key: &str, value: String| print_line(&format!("  {key:<17} {value}"));
+    line("terminal:", terminal);
+    line("turns:", progress.turns.to_string());
+    line(
+        "requests:",
+        format!(
+            "{} to the mock: {} from the loop, {} summary, {retried} answered 529",
+            recorded.len(),
+            progress.requests,
+            progress.compactions.len()
+        ),
+    );
+    line(
+        "retries:",
+        format!("{retried} (529 overloaded, resent by the client)"),
+    );
+    line(
+        "tool calls:",
+        format!(
+            "{} ({} errors), {} started while the model was streaming",
+            progress.tool_calls, progress.tool_errors, progress.started_while_streaming
+        ),
+    );
+    line(
+        "parallel batches:",
+        format!("{} ({})", batches.len(), batches.join(", ")),
+    );
+    line(
+        "autocompact:",
+        format!(
+            "{} ({})",
+            progress.autocompacts(),
+            progress
+                .compactions
+                .iter()
+                .map(|c| format!("at ~{} tokens", c.pre_tokens))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    line("transitions:", progress.transition_names());
+    line(
+        "tokens:",
+        format!(
+            "input {}, cache write {}, cache read {}, output {}",
+            totals.input_tokens,
+            totals.cache_write_tokens,
+            totals.cache_read_tokens,
+            totals.output_tokens
+        ),
+    );
+    line(
+        "cache-read share:",
+        format!("{:.1}%", totals.cache_read_share() * 100.0),
+    );
+    line(
+        "cost:",
+        format!(
+            "${:.4} at {} prices (${}/M input, ${}/M cache read, ${}/M output)",
+            totals.cost, model.id, model.prices.input, model.prices.cache_read, model.prices.output
+        ),
+    );
+    line("fix in place:", if fixed { "yes" } else { "no" }.to_owned());
+    line(
+        "wall time:",
+        format!("{:.2} s", started.elapsed().as_secs_f64()),
+    );
+
+    if args.keep {
+        let kept = scratch.keep();
+        print_line(&format!("  kept at           {}", kept.display()));
+    }
+
+    let missing = missing_events(&progress, retried, rejected, fixed);
+    if missing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "threadline: demo: the session did not show {}",
+            missing.join(", ")
+        );
+        ExitCode::from(1)
+    }
+}
+
+/// What the demo must have shown and did not.
+fn missing_events(
+    progress: &Progress,
+    retried: usize,
+    rejected: usize,
+    fixed: bool,
+) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if progress.terminal != Some(Terminal::Completed) {
+        missing.push("a completed session");
+    }
+    if progress.started_while_streaming == 0 {
+        missing.push("a tool started while the model streamed");
+    }
+    if progress.parallel_batches.is_empty() {
+        missing.push("a parallel batch");
+    }
+    if retried == 0 {
+        missing.push("a retried 529");
+    }
+    if progress.autocompacts() == 0 {
+        missing.push("an autocompact");
+    }
+    for needed in [
+        Transition::NextTurn,
+        Transition::MaxOutputTokensEscalate,
+        Transition::MaxOutputTokensRecovery,
+    ] {
+        if !progress.transitions.contains(&needed) {
+            missing.push(needed.name());
+        }
+    }
+    if rejected > 0 {
+        missing.push("only requests the mock accepted");
+    }
+    if !fixed {
+        missing.push("the fix in stats.py");
+    }
+    missing
+}
+
+/// The estimated tokens of the system prompt (with the session context the agent appends)
+/// and the built-in tools' definitions.
+fn overhead(project: &Path) -> Result<u64, String> {
+    let workspace = Workspace::new(project)
+        .map_err(|e| format!("{}: not a usable workspace: {e}", project.display()))?;
+    let root = workspace.root().display().to_string();
+    let tools = threadline::tools::builtin(Arc::new(workspace), ShellAccess::Allow);
+    let mut context = SystemContext::new();
+    context.push("workingDirectory", root);
+    let mut bare = MessagesRequest::new(MODEL, 1, Vec::new());
+    bare.system = context.append_to(Some(SystemPrompt::Text(SYSTEM_PROMPT.to_owned())));
+    bare.tools = Some(tools.definitions());
+    Ok(overhead_of(&bare))
+}
+
+/// Writes the bundled project under `dir`.
+fn copy_project(dir: &Path) -> std::io::Result<()> {
+    for (path, text) in PROJECT {
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(target, text)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,409 @@
+//! `threadline replay FIXTURE`: a recorded session (a canonical fixture, `threadline-fixture/1`)
+//! driven through the query loop against the mock, which answers every request with the
+//! recorded response, byte for byte, in order. Each recorded conversation (an exchange whose
+//! request starts a new one) becomes a run of an agent with the recording's model, system
+//! prompt and tools; the tools answer with the results the recording sent back. The mock
+//! checks every request the loop sends as the API would.
+//!
+//! Exit 0 when every recorded exchange was used and every request was accepted; 1 when the
+//! loop asked for more or fewer answers than were recorded, or a request was refused; 2 when
+//! the fixture cannot be read.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use threadline::Compaction;
+use threadline::client::Client;
+use threadline::mock::{MockServer, Scenario, Step};
+use threadline::query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline::wire::Content;
+
+use crate::agent_setup::{client, quick_retries};
+use crate::meter::{Meter, Metered};
+use crate::output::print_line;
+use crate::progress::{Progress, Style};
+
+/// The key sent to the mock.
+const REPLAY_KEY: &str = "sk-ant-replay-offline";
+
+/// One recorded `/v1/messages` exchange.
+struct Exchange {
+    request: Value,
+    response: Value,
+}
+
+pub(crate) fn run(path: &Path) -> ExitCode {
+    let exchanges = match load(path) {
+        Ok(exchanges) => exchanges,
+        Err(line) => {
+            eprintln!("threadline: replay: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("threadline: replay: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(replay(path, &exchanges))
+}
+
+/// The `/v1/messages` exchanges of the fixture at `path`.
+fn load(path: &Path) -> Result<Vec<Exchange>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let Some(all) = value.get("exchanges").and_then(Value::as_array) else {
+        return Err(format!(
+            "{} is not a canonical fixture (no `exchanges`)",
+            path.display()
+        ));
+    };
+    let exchanges: Vec<Exchange> = all
+        .iter()
+        .filter(|e| {
+            e.pointer("/request/endpoint").and_then(Value::as_str) == Some("/v1/messages")
+                && e.pointer("/request/body/messages").is_some()
+        })
+        .map(|e| Exchange {
+            request: e.pointer("/request/body").cloned().unwrap_or(Value::Null),
+            response: e.get("response").cloned().unwrap_or(Value::Null),
+        })
+        .collect();
+    if exchanges.is_empty() {
+        return Err(format!(
+            "{} records no /v1/messages exchange",
+            path.display()
+        ));
+    }
+    Ok(exchanges)
+}
+
+async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
+    let mut steps = Vec::with_capacity(exchanges.len());
+    for (i, exchange) in exchanges.iter().enumerate() {
+        match serde_json::from_value::<Step>(
+            json!({"kind": "fixture", "response": recorded(&exchange.response)}),
+        ) {
+            Ok(step) => steps.push(step),
+            Err(error) => {
+                eprintln!(
+                    "threadline: replay: exchange {i}: the response cannot be replayed: {error}"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mock = match MockServer::start(Scenario::new(steps)).await {
+        Ok(mock) => mock,
+        Err(error) => {
+            eprintln!("threadline: replay: cannot start the mock server on loopback: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = match client(&mock.base_url(), REPLAY_KEY, Some(quick_retries())) {
+        Ok(client) => client,
+        Err(line) => {
+            eprintln!("threadline: replay: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let results = Arc::new(recorded_results(exchanges));
+    let meter = Meter::default();
+    print_line(&format!(
+        "threadline replay: {} ({} recorded exchanges) through the loop against the mock at {}",
+        path.display(),
+        exchanges.len(),
+        mock.base_url()
+    ));
+    let mut progress = Progress::new(Style::Timeline);
+    let mut runs = 0;
+    while let Some(start) = exchanges.get(mock.request_count()) {
+        let Some(prompt) = first_prompt(&start.request) else {
+            print_line(&format!(
+                "exchange {}: its request has no user text to start a run from; stopping",
+                mock.request_count()
+            ));
+            break;
+        };
+        // No more tool-using turns than answers are left: the loop stops where the
+        // recording did.
+        let left = exchanges.len() - mock.request_count();
+        let agent = agent_for(&start.request, client.clone(), &meter, &results, left);
+        let mut agent = match agent {
+            Ok(agent) => agent,
+            Err(error) => {
+                eprintln!("threadline: replay: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        runs += 1;
+        let model = start
+            .request
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        print_line(&format!(
+            "run {runs} from exchange {} ({model}): {}",
+            mock.request_count(),
+            crate::progress::first_line(&prompt, 80)
+        ));
+        let before = mock.request_count();
+        let mut events = agent.run(prompt);
+        while let Some(event) = events.next().await {
+            progress.on_event(&event);
+        }
+        progress.finish_output();
+        if mock.request_count() == before {
+            break;
+        }
+    }
+
+    let recorded = mock.requests();
+    let used = recorded.len();
+    let refused: Vec<String> = recorded
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| {
+            let expected = exchanges
+                .get(*i)
+                .and_then(|e| e.response.get("status"))
+                .and_then(Value::as_u64);
+            r.status.map(u64::from) != expected.or(Some(200))
+        })
+        .map(|(i, r)| format!("request {} answered {:?}", i + 1, r.status))
+        .collect();
+    let totals = meter.totals();
+    print_line("");
+    print_line("summary");
+    let line = |key: &str, value: String| print_line(&format!("  {key:<17} {value}"));
+    line("runs:", runs.to_string());
+    line(
+        "exchanges used:",
+        format!("{used} of {} recorded", exchanges.len()),
+    );
+    line(
+        "terminal:",
+        progress
+            .terminal
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), ToString::to_string),
+    );
+    line("transitions:", progress.transition_names());
+    line(
+        "tool calls:",
+        format!(
+            "{} (answered with the recorded results)",
+            progress.tool_calls
+        ),
+    );
+    line(
+        "tokens:",
+        format!(
+            "input {}, cache write {}, cache read {}, output {} (as recorded)",
+            totals.input_tokens,
+            totals.cache_write_tokens,
+            totals.cache_read_tokens,
+            totals.output_tokens
+        ),
+    );
+    line("cost:", format!("${:.4}", totals.cost));
+    if used != exchanges.len() {
+        eprintln!(
+            "threadline: replay: the loop used {used} of {} recorded exchanges",
+            exchanges.len()
+        );
+        return ExitCode::from(1);
+    }
+    if !refused.is_empty() {
+        eprintln!(
+            "threadline: replay: the mock did not answer as recorded: {}",
+            refused.join(", ")
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// A canonical fixture's response in the mock's `RecordedResponse` shape: the canonical
+/// format keeps a JSON body under `body`, the mock reads it from `json`.
+fn recorded(response: &Value) -> Value {
+    let mut response = response.clone();
+    if let Some(object) = response.as_object_mut()
+        && !object.contains_key("json")
+        && object.get("kind").and_then(Value::as_str) == Some("json")
+        && let Some(body) = object.remove("body")
+    {
+        object.insert("json".to_owned(), body);
+    }
+    response
+}
+
+/// The text of the first user message of a recorded request.
+fn first_prompt(request: &Value) -> Option<String> {
+    let first = request.get("messages")?.as_array()?.first()?;
+    if first.get("role")?.as_str()? != "user" {
+        return None;
+    }
+    match first.get("content")? {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The recorded system prompt as text.
+fn system_text(request: &Value) -> Option<String> {
+    match request.get("system")? {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n\n"))
+        }
+        _ => None,
+    }
+}
+
+/// An agent like the recording's: model, output limit, system prompt, custom tools.
+fn agent_for(
+    request: &Value,
+    client: Client,
+    meter: &Meter,
+    results: &Arc<BTreeMap<String, ToolOutput>>,
+    max_turns: usize,
+) -> Result<threadline::Agent<Metered<Client>>, threadline::AgentError> {
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(threadline::DEFAULT_MODEL);
+    let max_tokens = request
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(threadline::DEFAULT_MAX_TOKENS);
+    let mut builder = threadline::Agent::builder(Metered::new(client, meter.clone()))
+        .model(model)
+        .max_tokens(max_tokens)
+        .escalated_max_tokens(max_tokens)
+        .compaction(Compaction::off())
+        .max_turns(u32::try_from(max_turns).unwrap_or(u32::MAX))
+        .today("2026-01-01");
+    if let Some(system) = system_text(request) {
+        builder = builder.system_prompt(system);
+    }
+    for definition in request
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (Some(name), Some(schema)) = (
+            definition.get("name").and_then(Value::as_str),
+            definition.get("input_schema"),
+        ) else {
+            // Server tools (web search, code execution) run at the API, not here.
+            continue;
+        };
+        builder = builder.tool(RecordedTool {
+            name: name.to_owned(),
+            description: definition
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            schema: schema.clone(),
+            results: Arc::clone(results),
+        });
+    }
+    builder.build()
+}
+
+/// Every tool result the recording sent, by tool use id.
+fn recorded_results(exchanges: &[Exchange]) -> BTreeMap<String, ToolOutput> {
+    let mut results = BTreeMap::new();
+    for exchange in exchanges {
+        let messages = exchange
+            .request
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for block in messages
+            .filter_map(|m| m.get("content").and_then(Value::as_array))
+            .flatten()
+        {
+            if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
+                continue;
+            };
+            let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+            let mut output = if is_error {
+                ToolOutput::error("")
+            } else {
+                ToolOutput::text("")
+            };
+            output.content = block
+                .get("content")
+                .and_then(|c| serde_json::from_value::<Content>(c.clone()).ok())
+                .unwrap_or_else(|| Content::Text(String::new()));
+            results.insert(id.to_owned(), output);
+        }
+    }
+    results
+}
+
+/// A tool of the recording: answers with the result the recording sent for the same id.
+struct RecordedTool {
+    name: String,
+    description: String,
+    schema: Value,
+    results: Arc<BTreeMap<String, ToolOutput>>,
+}
+
+/// The result given to a tool use the recording never answered.
+const NOT_RECORDED: &str = "[replay: the recording has no result for this tool use]";
+
+impl Tool for RecordedTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        // Recorded answers have no side effects.
+        true
+    }
+    fn call(&self, _input: Value, ctx: ToolContext) -> ToolStream {
+        let output = self
+            .results
+            .get(&ctx.tool_use_id)
+            .cloned()
+            .unwrap_or_else(|| ToolOutput::error(NOT_RECORDED));
+        tool::result(async move { output })
+    }
+}

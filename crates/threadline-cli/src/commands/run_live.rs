@@ -1,0 +1,174 @@
+//! `threadline run [PROMPT]` without `--dry-run`: the agent against the real API
+//! (`ANTHROPIC_API_KEY`) or any base URL (`--base-url`, e.g. a `threadline mock`). With a
+//! PROMPT, one run; without, a prompt loop on stdin until EOF or `exit`. The model's text
+//! streams to stdout, each tool call is a line. Every failure is one line on stderr; the key
+//! is never printed.
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use futures::StreamExt as _;
+use threadline::Compaction;
+use threadline::client::Client;
+use threadline::query::Terminal;
+use threadline::tools::ShellAccess;
+
+use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
+use crate::meter::{Meter, Metered};
+use crate::progress::{Progress, Style};
+
+/// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set (a mock only
+/// checks that there is one).
+const PLACEHOLDER_KEY: &str = "threadline-no-key";
+
+/// What a live run needs.
+pub(crate) struct LiveArgs<'a> {
+    pub(crate) prompt: Option<&'a str>,
+    pub(crate) workspace: &'a Path,
+    pub(crate) model: &'a str,
+    pub(crate) max_tokens: u64,
+    pub(crate) date: &'a str,
+    pub(crate) base_url: Option<&'a str>,
+    pub(crate) allow_shell: bool,
+    pub(crate) transcript: Option<&'a Path>,
+    pub(crate) max_turns: Option<u32>,
+}
+
+pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
+    let key = match std::env::var(API_KEY_VARIABLE) {
+        Ok(key) if !key.trim().is_empty() => key,
+        _ if args.base_url.is_some() => PLACEHOLDER_KEY.to_owned(),
+        _ => {
+            eprintln!(
+                "threadline: run: {API_KEY_VARIABLE} is not set; set it to call the API, pass \
+                 --base-url URL for another server, or use --dry-run"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let base_url = args.base_url.unwrap_or(API_BASE_URL);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("threadline: run: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = match runtime.block_on(async { client(base_url, &key, None) }) {
+        Ok(client) => client,
+        Err(line) => {
+            eprintln!("threadline: run: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    drop(key);
+    let meter = Meter::default();
+    let mut builder = agent_builder(
+        client,
+        &meter,
+        AgentSettings {
+            workspace: args.workspace,
+            model: args.model,
+            max_tokens: args.max_tokens,
+            shell: if args.allow_shell {
+                ShellAccess::Allow
+            } else {
+                ShellAccess::Ask
+            },
+            compaction: Compaction::default(),
+            today: Some(args.date),
+        },
+    );
+    if let Some(path) = args.transcript {
+        builder = builder.transcript(PathBuf::from(path));
+    }
+    if let Some(turns) = args.max_turns {
+        builder = builder.max_turns(turns);
+    }
+    let mut agent = match builder.build() {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("threadline: run: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        match args.prompt {
+            Some(prompt) => one_run(&mut agent, prompt).await,
+            None => prompt_loop(&mut agent, &meter).await,
+        }
+    })
+}
+
+type LiveAgent = threadline::Agent<Metered<Client>>;
+
+/// One run; exit 0 when it completed, 1 when it ended otherwise (the reason on stderr).
+async fn one_run(agent: &mut LiveAgent, prompt: &str) -> ExitCode {
+    let terminal = drive(agent, prompt).await;
+    match terminal {
+        Some(Terminal::Completed) => ExitCode::SUCCESS,
+        Some(other) => {
+            eprintln!("threadline: run: the session ended: {other}");
+            ExitCode::from(1)
+        }
+        None => {
+            eprintln!("threadline: run: the session ended without a reason");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Streams one run to stdout; the terminal reason.
+async fn drive(agent: &mut LiveAgent, prompt: &str) -> Option<Terminal> {
+    let mut progress = Progress::new(Style::Conversation);
+    let mut events = agent.run(prompt);
+    while let Some(event) = events.next().await {
+        progress.on_event(&event);
+    }
+    progress.finish_output();
+    progress.terminal
+}
+
+/// Prompts until EOF or `exit`; exit 0 unless stdin fails.
+async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter) -> ExitCode {
+    eprintln!("threadline: type a request, or `exit` (Ctrl-D) to stop");
+    let stdin = std::io::stdin();
+    loop {
+        eprint!("> ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("threadline: run: cannot read stdin: {error}");
+                return ExitCode::from(2);
+            }
+        }
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line == "exit" || line == "quit" {
+            break;
+        }
+        match drive(agent, line).await {
+            Some(Terminal::Completed) | None => {}
+            Some(other) => eprintln!("threadline: run: the turn ended: {other}"),
+        }
+    }
+    let totals = meter.totals();
+    eprintln!(
+        "threadline: {} requests, {} tokens in ({:.0}% read from the cache), {} out, ${:.4}",
+        totals.answered,
+        totals.input_tokens + totals.cache_write_tokens + totals.cache_read_tokens,
+        totals.cache_read_share() * 100.0,
+        totals.output_tokens,
+        totals.cost
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,153 @@
+//! A service wrapper that counts what every answered request used: requests, usage, and the
+//! requests that failed before any event. It sees every model call, the loop's and the
+//! autocompact summary's alike, so the totals are the bill.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use futures::StreamExt as _;
+use threadline::wire::accumulate::MessageAccumulator;
+use threadline::wire::service::{EventStream, EventStreamFuture, MessagesService, ServiceError};
+use threadline::wire::{MessagesRequest, StreamEvent, Usage};
+
+/// Totals over a session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Totals {
+    /// Calls that delivered events.
+    pub(crate) answered: u32,
+    /// Calls that failed (after the client's own retries).
+    pub(crate) failed: u32,
+    /// Input tokens not read from the cache nor written to it.
+    pub(crate) input_tokens: u64,
+    /// Tokens written to the cache.
+    pub(crate) cache_write_tokens: u64,
+    /// Tokens read from the cache.
+    pub(crate) cache_read_tokens: u64,
+    /// Output tokens.
+    pub(crate) output_tokens: u64,
+    /// The cost by the model table.
+    pub(crate) cost: f64,
+}
+
+impl Totals {
+    /// The share of input tokens read from the cache.
+    pub(crate) fn cache_read_share(&self) -> f64 {
+        let all = self.input_tokens + self.cache_write_tokens + self.cache_read_tokens;
+        if all == 0 {
+            0.0
+        } else {
+            self.cache_read_tokens as f64 / all as f64
+        }
+    }
+
+    fn add(&mut self, usage: &Usage, model: &str) {
+        self.input_tokens += usage.input_tokens.unwrap_or(0);
+        self.cache_write_tokens += usage.cache_creation_input_tokens.unwrap_or(0);
+        self.cache_read_tokens += usage.cache_read_input_tokens.unwrap_or(0);
+        self.output_tokens += usage.output_tokens.unwrap_or(0);
+        let table = threadline::wire::model::ModelTable::builtin();
+        self.cost += table.resolve(model).model().cost(usage);
+    }
+}
+
+/// The shared totals.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Meter(Arc<Mutex<Totals>>);
+
+impl Meter {
+    /// The totals so far.
+    pub(crate) fn totals(&self) -> Totals {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Totals) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// `inner`, counted.
+#[derive(Debug, Clone)]
+pub(crate) struct Metered<S> {
+    inner: S,
+    meter: Meter,
+}
+
+impl<S> Metered<S> {
+    pub(crate) fn new(inner: S, meter: Meter) -> Metered<S> {
+        Metered { inner, meter }
+    }
+}
+
+impl<S> tower_service::Service<MessagesRequest> for Metered<S>
+where
+    S: MessagesService,
+    S::Future: Send + 'static,
+{
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = EventStreamFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> EventStreamFuture {
+        let call = self.inner.call(request.clone());
+        let meter = self.meter.clone();
+        let model = request.model;
+        Box::pin(async move {
+            let stream = match call.await {
+                Ok(stream) => stream,
+                Err(error) => {
+                    meter.with(|t| t.failed += 1);
+                    return Err(error);
+                }
+            };
+            meter.with(|t| t.answered += 1);
+            let mut accumulator = MessageAccumulator::new();
+            let stream = stream.map(move |event| {
+                if let Ok(event) = &event {
+                    // The accumulator's verdict on the stream is the loop's business.
+                    let _ = accumulator.push(event);
+                    if matches!(event, StreamEvent::MessageStop(_))
+                        && let Some(usage) = accumulator.message().and_then(|m| m.usage.clone())
+                    {
+                        meter.with(|t| t.add(&usage, &model));
+                    }
+                }
+                event
+            });
+            Ok(Box::pin(stream) as EventStream)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_add_usage_and_cost_by_the_model_table() {
+        let mut totals = Totals::default();
+        let usage = Usage {
+            input_tokens: Some(100),
+            output_tokens: Some(10),
+            cache_creation_input_tokens: Some(200),
+            cache_read_input_tokens: Some(700),
+            ..Usage::default()
+        };
+        totals.add(&usage, "claude-sonnet-4-5");
+        assert_eq!(totals.input_tokens + totals.cache_write_tokens, 300);
+        assert!((totals.cache_read_share() - 0.7).abs() < 1e-9);
+        let model = threadline::wire::model::ModelTable::builtin()
+            .resolve("claude-sonnet-4-5")
+            .model()
+            .clone();
+        assert!((totals.cost - model.cost(&usage)).abs() < 1e-12);
+        assert!(totals.cost > 0.0);
+        assert_eq!(Totals::default().cache_read_share(), 0.0);
+    }
+}

@@ -1,0 +1,99 @@
+//! `threadline demo` end to end: the binary, run from an unrelated directory, against its
+//! embedded mock over loopback. The summary must name each event the demo exists to show.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// The `key: value` lines of the summary.
+fn summary(stdout: &str) -> BTreeMap<String, String> {
+    stdout
+        .lines()
+        .skip_while(|line| *line != "summary")
+        .skip(1)
+        .filter_map(|line| {
+            let (key, value) = line.trim().split_once(':')?;
+            Some((key.trim().to_owned(), value.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// The leading number of a summary value.
+fn count(value: &str) -> u64 {
+    value
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_demo_shows_every_required_event_and_exits_0() {
+    let elsewhere = tempfile::tempdir().expect("a temp dir");
+    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .arg("demo")
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status.code()
+    );
+    let summary = summary(&stdout);
+
+    assert_eq!(
+        summary.get("terminal").map(String::as_str),
+        Some("completed")
+    );
+    let transitions: Vec<&str> = summary["transitions"].split(", ").collect();
+    for required in [
+        "next_turn",
+        "max_output_tokens_escalate",
+        "max_output_tokens_recovery",
+    ] {
+        assert!(
+            transitions.contains(&required),
+            "{required} in {transitions:?}"
+        );
+    }
+    // The escalation comes first, then the "resume directly" recovery.
+    let escalate = transitions
+        .iter()
+        .position(|t| *t == "max_output_tokens_escalate");
+    let recovery = transitions
+        .iter()
+        .position(|t| *t == "max_output_tokens_recovery");
+    assert!(escalate < recovery, "{transitions:?}");
+
+    assert_eq!(
+        count(&summary["retries"]),
+        1,
+        "one 529 retried by the client"
+    );
+    assert!(summary["retries"].contains("529"));
+    assert_eq!(count(&summary["autocompact"]), 1, "one autocompact");
+    assert!(count(&summary["parallel batches"]) >= 1);
+    assert!(summary["tool calls"].contains("started while the model was streaming"));
+    let started_while_streaming = summary["tool calls"].split(", ").nth(1).map_or(0, count);
+    assert!(started_while_streaming >= 1, "{}", summary["tool calls"]);
+    assert!(count(&summary["turns"]) >= 2);
+    assert_eq!(summary.get("fix in place").map(String::as_str), Some("yes"));
+
+    // The summary request went to the mock: 8 loop requests + 1 summary + 1 answered 529.
+    assert!(
+        summary["requests"].contains("1 summary"),
+        "{}",
+        summary["requests"]
+    );
+    let read_share: f64 = summary["cache-read share"]
+        .trim_end_matches('%')
+        .parse()
+        .expect("a percentage");
+    assert!(read_share > 0.0, "the simulator reported cache reads");
+    assert!(summary["cost"].starts_with('$'));
+    // Every step is on the timeline with the tools started while the model streamed.
+    assert!(stdout.contains("started while the model is still streaming"));
+    assert!(stderr.is_empty(), "nothing went wrong: {stderr}");
+}

@@ -1,0 +1,102 @@
+//! `threadline replay FIXTURE` end to end: recorded sessions driven through the loop against
+//! the mock over loopback; the summary says how many recorded exchanges were used and which
+//! transitions the loop took.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/canonical")
+        .join(relative)
+}
+
+fn replay(path: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .arg("replay")
+        .arg(path)
+        .output()
+        .expect("the binary runs")
+}
+
+fn summary(stdout: &str) -> BTreeMap<String, String> {
+    stdout
+        .lines()
+        .skip_while(|line| *line != "summary")
+        .skip(1)
+        .filter_map(|line| {
+            let (key, value) = line.trim().split_once(':')?;
+            Some((key.trim().to_owned(), value.trim().to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_multi_conversation_tool_session_replays_through_the_loop() {
+    let output = replay(&fixture(
+        "anthropics__anthropic-sdk-typescript/ToolRunner.json",
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let summary = summary(&stdout);
+    assert_eq!(summary["exchanges used"], "10 of 10 recorded");
+    assert_eq!(summary["terminal"], "completed");
+    // Each recorded tool use made the loop go round once with the recorded result.
+    let transitions: Vec<&str> = summary["transitions"].split(", ").collect();
+    assert!(!transitions.is_empty());
+    assert!(
+        transitions.iter().all(|t| *t == "next_turn"),
+        "{transitions:?}"
+    );
+    let tool_calls: usize = summary["tool calls"]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(tool_calls >= transitions.len(), "{}", summary["tool calls"]);
+    assert!(summary["runs"].parse::<u32>().expect("a count") > 1);
+}
+
+#[test]
+fn recorded_rate_limits_are_retried_by_the_client_and_the_stream_completes() {
+    // Two recorded 429s (x-should-retry: true), then the streamed answer.
+    let output = replay(&fixture(
+        "anthropics__anthropic-sdk-python/a8b7dbb8-2321-4624-abdb-7ba2136b5c38.json",
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary = summary(&stdout);
+    assert_eq!(summary["exchanges used"], "3 of 3 recorded");
+    assert_eq!(summary["terminal"], "completed");
+    assert_eq!(summary["runs"], "1");
+}
+
+#[test]
+fn the_loop_stops_where_the_recording_did() {
+    // The recording ends on a tool use: the loop may not ask for an answer that was never
+    // recorded.
+    let output = replay(&fixture(
+        "anthropics__anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836.json",
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary = summary(&stdout);
+    assert_eq!(summary["exchanges used"], "2 of 2 recorded");
+}
+
+#[test]
+fn a_file_without_messages_exchanges_is_exit_2_in_one_line() {
+    let output = replay(&fixture("vercel__ai/anthropic-text.json"));
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("records no /v1/messages exchange"));
+
+    let missing = replay(Path::new("/definitely/not/here.json"));
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).starts_with("threadline: replay: cannot read")
+    );
+}

@@ -1,0 +1,185 @@
+//! `threadline run PROMPT` without `--dry-run`, end to end over loopback: the binary's agent
+//! against a `threadline mock` child process (`--base-url`), with the real built-in tools, a
+//! 529 retried by the client, a transcript, and the API key nowhere in the output.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+const SECRET: &str = "sk-ant-api03-secret-never-printed";
+
+/// A mock server child; killed (by its own handle) when dropped.
+struct Mock {
+    child: Child,
+    base_url: String,
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mock(scenario: &Path) -> Mock {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
+        .arg(scenario)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the mock starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("the mock prints its address");
+    let base_url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("the first line names the address")
+        .to_owned();
+    Mock { child, base_url }
+}
+
+fn run(args: &[&str], cwd: &Path, key: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_threadline"));
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("THREADLINE_DATE", "2026-03-08")
+        .stdin(Stdio::null());
+    match key {
+        Some(key) => command.env("ANTHROPIC_API_KEY", key),
+        None => command.env_remove("ANTHROPIC_API_KEY"),
+    };
+    command.output().expect("the binary runs")
+}
+
+#[test]
+fn run_drives_the_agent_against_a_mock_with_real_tools_and_a_transcript() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: text, text: "Reading your notes."}
+      - {type: tool_use, id: toolu_notes, name: Read, input: {path: notes.txt}}
+  - kind: error
+    status: 529
+    message: Overloaded
+  - kind: message
+    content:
+      - {type: text, text: "You need to buy oat milk."}
+"#,
+    )
+    .expect("scenario");
+    let mock = mock(&scenario);
+    let transcript = dir.path().join("session.jsonl");
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            transcript.to_str().expect("utf-8 path"),
+            "What is in my notes?",
+        ],
+        &workspace,
+        Some(SECRET),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("> Read({\"path\":\"notes.txt\"})"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("result of Read: 1 line"), "{stdout}");
+    // The answer after the 529 (the client resent the request) streamed to stdout.
+    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+
+    // The transcript holds the session (prompt, tool use, the real tool result, the answer).
+    let recorded = std::fs::read_to_string(&transcript).expect("the transcript is written");
+    assert!(recorded.lines().count() >= 4, "{recorded}");
+    assert!(recorded.contains("buy oat milk"));
+    assert!(recorded.contains("toolu_notes"));
+    assert!(!recorded.contains(SECRET));
+}
+
+#[test]
+fn a_model_error_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "steps:\n  - {kind: error, status: 400, message: \"messages: bad request\"}\n",
+    )
+    .expect("scenario");
+    let mock = mock(&scenario);
+    let output = run(
+        &["run", "--base-url", &mock.base_url, "hi"],
+        dir.path(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("threadline: run: the session ended: model_error"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_a_key_or_a_base_url_nothing_is_sent_and_the_exit_code_is_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = run(&["run", "hi"], dir.path(), None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("ANTHROPIC_API_KEY is not set"), "{stderr}");
+}
+
+#[test]
+fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "steps:\n  - {kind: message, content: [{type: text, text: \"First answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Second answer.\"}]}\n",
+    )
+    .expect("scenario");
+    let mock = mock(&scenario);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_threadline"))
+        .args(["run", "--base-url", &mock.base_url])
+        .current_dir(dir.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(b"one\ntwo\nexit\n")
+            .expect("requests written");
+    }
+    let output = child.wait_with_output().expect("it ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    let first = stdout.find("First answer.").expect("the first answer");
+    let second = stdout.find("Second answer.").expect("the second answer");
+    assert!(first < second);
+    // Two requests in the session, the totals printed at the end.
+    assert!(String::from_utf8_lossy(&output.stderr).contains("2 requests"));
+}

@@ -1,0 +1,202 @@
+//! Loop overhead per turn, as a ratio read by `cargo xtask bench`:
+//!
+//! * `query_turn_overhead` — one run of the loop against a zero-latency in-process service
+//!   and an instant tool: the user's message is appended, the model answers with a tool use,
+//!   the tool's result is appended, the model answers with text. Everything the loop does is
+//!   timed (context steps, incremental normalization, building the request, accumulating the
+//!   stream, the executor, the events) except the model (canned events) and the tool (returns
+//!   at once). `ours` at a history of 100,000 messages, `baseline` at 1,000
+//!   (`threadline_testkit::messages::long_session` with its compaction boundaries removed, so
+//!   the model sees the whole history). The history is put back to its starting size
+//!   (untimed) when it has doubled.
+//!
+//! * `query_turn_vs_request_clones` — the same turn at 100,000 messages (`ours`) vs its floor
+//!   (`baseline`): cloning and dropping the normalized messages twice, which the two model
+//!   calls must do because the service contract takes `MessagesRequest` by value. The first
+//!   ratio grows with the history because of this floor; this one says how much of the turn
+//!   is anything else.
+
+use std::hint::black_box;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use threadline_message::Message;
+use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Event, Query, QueryConfig, State};
+use threadline_wire::service::{EventStream, ServiceError};
+use threadline_wire::{MessagesRequest, StreamEvent};
+
+const MODEL: &str = "claude-sonnet-4-5";
+
+fn events(values: &[Value]) -> Vec<StreamEvent> {
+    values
+        .iter()
+        .map(|v| serde_json::from_value(v.clone()).expect("a stream event"))
+        .collect()
+}
+
+fn tool_use_response(turn: u64) -> Vec<StreamEvent> {
+    events(&[
+        json!({"type": "message_start", "message": {"id": format!("msg_b{turn}a"), "type": "message", "role": "assistant", "content": [], "model": MODEL, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me check."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": format!("toolu_bench_{turn}"), "name": "noop", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"x\": 1}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+        json!({"type": "message_stop"}),
+    ])
+}
+
+fn text_response(turn: u64) -> Vec<StreamEvent> {
+    events(&[
+        json!({"type": "message_start", "message": {"id": format!("msg_b{turn}b"), "type": "message", "role": "assistant", "content": [], "model": MODEL, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "All good."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ])
+}
+
+/// Answers canned events at once: a tool use on odd calls, text on even ones.
+struct Canned {
+    calls: u64,
+}
+
+impl tower_service::Service<MessagesRequest> for Canned {
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = futures::future::Ready<Result<EventStream, ServiceError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        black_box(request.messages.len());
+        self.calls += 1;
+        let turn = self.calls / 2;
+        let events = if self.calls % 2 == 1 {
+            tool_use_response(turn)
+        } else {
+            text_response(turn)
+        };
+        futures::future::ready(Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed()))
+    }
+}
+
+struct Noop;
+
+impl Tool for Noop {
+    fn name(&self) -> &str {
+        "noop"
+    }
+    fn description(&self) -> &str {
+        "Does nothing."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"x": {"type": "integer"}}})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
+        tool::result(std::future::ready(ToolOutput::text("ok")))
+    }
+}
+
+/// A session of `n` generated messages, all visible (no compaction boundary).
+fn history(n: usize) -> Vec<Message> {
+    threadline_testkit::messages::long_session(n, 42)
+        .into_iter()
+        .filter(|m| !threadline_query::state::is_compact_boundary(m))
+        .collect()
+}
+
+/// One run: prompt, tool use, result, answer. Returns the state.
+fn turn(state: State, calls: &mut u64) -> State {
+    let service = Canned { calls: *calls };
+    let query = Query::new(service, QueryConfig::new(MODEL, 1024)).with_tool(Noop);
+    let run = query.run(state, vec![Message::user_text("Check it again.")]);
+    let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
+    *calls += 2;
+    match last {
+        Some(Event::Finished(finished)) => finished.state,
+        _ => panic!("the run ends with Finished"),
+    }
+}
+
+fn query_turn(c: &mut Criterion) {
+    let mut g = c.benchmark_group("query_turn_overhead");
+    g.sample_size(10);
+    for (name, n) in [("baseline", 1_000), ("ours", 100_000)] {
+        let base = history(n);
+        let mut calls = 0u64;
+        // Warm: the normalizer holds the history's normalized prefix.
+        let warm = turn(State::new(base), &mut calls);
+        let mut state = Some(warm.clone());
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut current = state.take().expect("state");
+                    if current.messages.len() >= 2 * n {
+                        current = warm.clone();
+                    }
+                    let start = Instant::now();
+                    let next = turn(current, &mut calls);
+                    timed += start.elapsed();
+                    state = Some(next);
+                }
+                timed
+            })
+        });
+    }
+    g.finish();
+}
+
+fn versus_clone_floor(c: &mut Criterion) {
+    let n = 100_000;
+    let mut g = c.benchmark_group("query_turn_vs_request_clones");
+    g.sample_size(10);
+    let mut calls = 1_000_000u64;
+    let warm = turn(State::new(history(n)), &mut calls);
+    let normalized =
+        threadline_normalize::normalize(&warm.messages, &threadline_normalize::Options::default())
+            .messages;
+    g.bench_function("baseline", |b| {
+        b.iter(|| {
+            for _ in 0..2 {
+                let copy = black_box(&normalized).clone();
+                black_box(copy.len());
+                drop(copy);
+            }
+        })
+    });
+    let mut state = Some(warm.clone());
+    g.bench_function("ours", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let mut current = state.take().expect("state");
+                if current.messages.len() >= 2 * n {
+                    current = warm.clone();
+                }
+                let start = Instant::now();
+                let next = turn(current, &mut calls);
+                timed += start.elapsed();
+                state = Some(next);
+            }
+            timed
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, query_turn, versus_clone_floor);
+criterion_main!(benches);

@@ -1,0 +1,94 @@
+//! The run's fixed settings.
+
+use threadline_normalize::Options;
+use threadline_wire::{SystemPrompt, ThinkingConfig};
+
+use crate::token_budget::TokenBudget;
+
+/// The output limit used after an escalation when the model table knows no higher one.
+pub const DEFAULT_ESCALATED_MAX_TOKENS: u64 = 64_000;
+
+/// How many times in a run stop hooks may block before the run stops.
+pub const DEFAULT_MAX_STOP_HOOK_BLOCKS: u32 = 8;
+
+/// What every request of a run shares.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct QueryConfig {
+    /// The model id.
+    pub model: String,
+    /// `max_tokens` of every request (until an escalation).
+    pub max_tokens: u64,
+    /// `max_tokens` after an escalation (clamped to the model's output limit). `None`: the
+    /// model table's output limit, or [`DEFAULT_ESCALATED_MAX_TOKENS`].
+    pub escalated_max_tokens: Option<u64>,
+    /// The system prompt.
+    pub system: Option<SystemPrompt>,
+    /// Extended thinking.
+    pub thinking: Option<ThinkingConfig>,
+    /// At most this many tool-using turns per run.
+    pub max_turns: Option<u32>,
+    /// Keep the model working until this many output tokens.
+    pub token_budget: Option<TokenBudget>,
+    /// How many times stop hooks may block in one run.
+    pub max_stop_hook_blocks: u32,
+    /// Normalization options.
+    pub normalize: Options,
+}
+
+impl QueryConfig {
+    /// Settings for `model` with `max_tokens`, and nothing else.
+    pub fn new(model: impl Into<String>, max_tokens: u64) -> QueryConfig {
+        QueryConfig {
+            model: model.into(),
+            max_tokens,
+            escalated_max_tokens: None,
+            system: None,
+            thinking: None,
+            max_turns: None,
+            token_budget: None,
+            max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
+            normalize: Options::default(),
+        }
+    }
+
+    /// With a system prompt.
+    pub fn with_system(mut self, system: impl Into<String>) -> QueryConfig {
+        self.system = Some(SystemPrompt::Text(system.into()));
+        self
+    }
+
+    /// With a turn limit.
+    pub fn with_max_turns(mut self, max_turns: u32) -> QueryConfig {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// With a token budget.
+    pub fn with_token_budget(mut self, budget: TokenBudget) -> QueryConfig {
+        self.token_budget = Some(budget);
+        self
+    }
+
+    /// With an explicit escalated output limit.
+    pub fn with_escalated_max_tokens(mut self, max_tokens: u64) -> QueryConfig {
+        self.escalated_max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// The output limit after an escalation.
+    pub fn escalated_limit(&self) -> u64 {
+        let table = threadline_wire::model::ModelTable::builtin().resolve(&self.model);
+        let model_max = table.model().max_output_tokens;
+        let wanted = self.escalated_max_tokens.unwrap_or(if model_max > 0 {
+            model_max
+        } else {
+            DEFAULT_ESCALATED_MAX_TOKENS
+        });
+        if model_max > 0 {
+            wanted.min(model_max)
+        } else {
+            wanted
+        }
+    }
+}

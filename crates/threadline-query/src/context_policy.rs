@@ -1,0 +1,140 @@
+//! The per-iteration context steps (tool-result budget → snip → microcompact → autocompact),
+//! the pre-flight blocking limit, and the prompt-too-long recovery steps (drain, reactive
+//! compact), behind one trait whose every method defaults to "nothing to do".
+
+use futures::future::BoxFuture;
+use threadline_message::Message;
+use threadline_wire::service::ServiceError;
+
+/// What a step did to the history.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct StepOutcome {
+    /// Messages to append (a compaction's boundary and summary, a microcompact boundary);
+    /// the loop appends them to the history and the transcript and emits them.
+    pub append: Vec<Message>,
+    /// Whether the step changed messages already in the history in place (keeping their
+    /// ids). The loop then re-normalizes from scratch.
+    pub rewritten: bool,
+}
+
+impl StepOutcome {
+    /// Nothing changed.
+    pub fn unchanged() -> StepOutcome {
+        StepOutcome::default()
+    }
+
+    /// Messages to append.
+    pub fn appended(messages: Vec<Message>) -> StepOutcome {
+        StepOutcome {
+            append: messages,
+            rewritten: false,
+        }
+    }
+
+    /// Messages were changed in place.
+    pub fn rewritten() -> StepOutcome {
+        StepOutcome {
+            append: Vec::new(),
+            rewritten: true,
+        }
+    }
+
+    /// Whether anything changed.
+    pub fn changed(&self) -> bool {
+        self.rewritten || !self.append.is_empty()
+    }
+}
+
+/// A failure of a context step. The loop reports it and goes on without the step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{step}: {message}")]
+#[non_exhaustive]
+pub struct PolicyError {
+    /// The step (`autocompact`, `reactive_compact`, …).
+    pub step: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PolicyError {
+    /// An error of `step`.
+    pub fn new(step: &'static str, message: impl Into<String>) -> PolicyError {
+        PolicyError {
+            step,
+            message: message.into(),
+        }
+    }
+}
+
+/// The history as a step sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct StepInput<'a> {
+    /// The whole history; steps may rewrite messages in place (and say so).
+    pub history: &'a mut Vec<Message>,
+    /// Where the visible window starts (after the last compaction boundary).
+    pub boundary: usize,
+    /// Completed turns in the session.
+    pub turn_count: u32,
+}
+
+/// The context policy. Every method defaults to doing nothing, so `NoPolicy` is the loop
+/// without compaction; `threadline-compact` provides the real one.
+///
+/// The synchronous steps run in the order of the methods; `autocompact` and
+/// `reactive_compact` are async because they call a model for the summary.
+pub trait ContextPolicy: Send {
+    /// Large tool results replaced by a preview (and saved elsewhere).
+    fn tool_result_budget(&mut self, input: StepInput<'_>) -> StepOutcome {
+        let _ = input;
+        StepOutcome::unchanged()
+    }
+    /// Old ranges removed.
+    fn snip(&mut self, input: StepInput<'_>) -> StepOutcome {
+        let _ = input;
+        StepOutcome::unchanged()
+    }
+    /// Old tool results cleared.
+    fn microcompact(&mut self, input: StepInput<'_>) -> StepOutcome {
+        let _ = input;
+        StepOutcome::unchanged()
+    }
+    /// A summary when the context passed the threshold: the outcome appends a
+    /// `compact_boundary` and what follows it.
+    fn autocompact<'a>(
+        &'a mut self,
+        input: StepInput<'a>,
+    ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
+        let _ = input;
+        Box::pin(std::future::ready(Ok(StepOutcome::unchanged())))
+    }
+    /// `Some((tokens, limit))` when the visible history is over the hard limit and must not
+    /// be sent.
+    fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
+        let _ = visible;
+        None
+    }
+    /// The cheapest prompt-too-long step: drop what was staged for removal. Unchanged means
+    /// there was nothing to drain.
+    fn drain(&mut self, input: StepInput<'_>) -> StepOutcome {
+        let _ = input;
+        StepOutcome::unchanged()
+    }
+    /// Compaction after the API said the prompt is too long. Unchanged means it could not
+    /// help.
+    fn reactive_compact<'a>(
+        &'a mut self,
+        input: StepInput<'a>,
+        error: &'a ServiceError,
+    ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
+        let _ = (input, error);
+        Box::pin(std::future::ready(Ok(StepOutcome::unchanged())))
+    }
+}
+
+/// The policy that never changes the history.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPolicy;
+
+impl ContextPolicy for NoPolicy {}

@@ -1,0 +1,61 @@
+//! What the loop's stream yields.
+
+use threadline_message::Message;
+use threadline_wire::StreamEvent;
+
+use crate::state::State;
+use crate::terminal::Terminal;
+use crate::transition::Transition;
+
+/// One event of a run, in the order things happened.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Event {
+    /// A message was appended to the history (and written to the transcript): the input,
+    /// assistant fragments (one per content block), tool results, attachments, compaction
+    /// boundaries, recovery messages, tombstones.
+    Message(Message),
+    /// A raw event of the model's stream, as it arrived (text deltas, for UIs).
+    Stream(Box<StreamEvent>),
+    /// A request is about to be sent.
+    Request(RequestInfo),
+    /// A tool call started: its input fits the schema; the permission check is the first
+    /// thing it does (a denial becomes its error result).
+    ToolStarted {
+        /// The tool use id.
+        tool_use_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// Tool progress (a `Progress` message: for UIs, not kept in the history).
+    Progress(Message),
+    /// The loop goes round again, and why.
+    Transition(Transition),
+    /// A context step or the transcript failed; the loop went on without it.
+    Warning(String),
+    /// The run ended: why, and the state to continue the session from. Always the last
+    /// event.
+    Finished(Box<Finished>),
+}
+
+/// The end of a run.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Finished {
+    /// Why it ended.
+    pub terminal: Terminal,
+    /// The state, to start the next run from.
+    pub state: State,
+}
+
+/// What is known about a request when it is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestInfo {
+    /// Turns completed in the session before this request.
+    pub turn: u32,
+    /// The messages in the request.
+    pub messages: usize,
+    /// Its `max_tokens`.
+    pub max_tokens: u64,
+}

@@ -1,0 +1,121 @@
+//! The recovery ladder's decisions and the fixed texts it writes. Each step is idempotent and
+//! leaves a valid history, so the next (dearer) one can always be tried.
+//!
+//! - `max_tokens` without a tool use: escalate the output limit once (no message; the cut
+//!   output is retracted), then up to [`MAX_OUTPUT_RECOVERY_ATTEMPTS`] [`RESUME_DIRECTLY`]
+//!   meta messages, then stop with what was produced.
+//! - prompt too long: drain, then reactive compaction, then `PromptTooLong`.
+//! - a stream that fails or is aborted after tool uses were emitted: every tool use without
+//!   a real result gets a synthetic error result ([`STREAM_FAILED`], [`INTERRUPTED`]).
+//!
+//! Every text is a constant, so the same history gives the same request bytes.
+
+use crate::state::RecoveryCounters;
+
+/// How many "resume directly" messages are injected before giving up.
+pub const MAX_OUTPUT_RECOVERY_ATTEMPTS: u32 = 3;
+
+/// The meta message injected after an output cut at `max_tokens`.
+pub const RESUME_DIRECTLY: &str = "Output token limit hit. Resume directly — no apology, no recap of what you were doing. Pick up mid-thought if that is where the cut happened. Break remaining work into smaller pieces.";
+
+/// The result of a tool use that the user's abort stopped (or never started).
+pub const INTERRUPTED: &str = "[Tool execution interrupted by user]";
+
+/// The result of a tool use whose response failed before it was complete.
+pub const STREAM_FAILED: &str =
+    "[Tool not run: the model's response failed before it was complete]";
+
+/// The result of a tool use that named no known tool.
+pub fn unknown_tool(name: &str) -> String {
+    format!("Error: no such tool available: {name}")
+}
+
+/// The result of a tool use whose input does not fit the schema.
+pub fn invalid_input(name: &str, problems: &str) -> String {
+    format!("InputValidationError: {name} was called with invalid input: {problems}")
+}
+
+/// The result of a tool whose call panicked or ended without a result.
+pub const TOOL_FAILED: &str = "Error: the tool failed without a result";
+
+/// The next step after an output cut at `max_tokens` with no tool use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensStep {
+    /// Retry once with this output limit, no message injected.
+    Escalate(u64),
+    /// Inject [`RESUME_DIRECTLY`] and go on.
+    Resume,
+    /// Stop with what was produced.
+    GiveUp,
+}
+
+/// Decides the `max_tokens` step: escalation first (when the escalated limit is higher than
+/// the current one), then resumes, then give up.
+pub fn max_tokens_step(counters: &RecoveryCounters, current: u64, escalated: u64) -> MaxTokensStep {
+    if !counters.escalated && escalated > current {
+        MaxTokensStep::Escalate(escalated)
+    } else if counters.max_output_tokens_recovery_count < MAX_OUTPUT_RECOVERY_ATTEMPTS {
+        MaxTokensStep::Resume
+    } else {
+        MaxTokensStep::GiveUp
+    }
+}
+
+/// The next step after `prompt is too long`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptTooLongStep {
+    /// Drain staged removals.
+    Drain,
+    /// Compact.
+    ReactiveCompact,
+    /// Stop: `PromptTooLong`.
+    GiveUp,
+}
+
+/// Decides the prompt-too-long step, cheapest first, each at most once per turn.
+pub fn prompt_too_long_step(counters: &RecoveryCounters) -> PromptTooLongStep {
+    if !counters.has_attempted_drain {
+        PromptTooLongStep::Drain
+    } else if !counters.has_attempted_reactive_compact {
+        PromptTooLongStep::ReactiveCompact
+    } else {
+        PromptTooLongStep::GiveUp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_tokens_escalates_once_then_resumes_three_times_then_gives_up() {
+        let mut c = RecoveryCounters::default();
+        assert_eq!(
+            max_tokens_step(&c, 8192, 64_000),
+            MaxTokensStep::Escalate(64_000)
+        );
+        c.escalated = true;
+        for n in 0..MAX_OUTPUT_RECOVERY_ATTEMPTS {
+            c.max_output_tokens_recovery_count = n;
+            assert_eq!(max_tokens_step(&c, 64_000, 64_000), MaxTokensStep::Resume);
+        }
+        c.max_output_tokens_recovery_count = MAX_OUTPUT_RECOVERY_ATTEMPTS;
+        assert_eq!(max_tokens_step(&c, 64_000, 64_000), MaxTokensStep::GiveUp);
+    }
+
+    #[test]
+    fn no_escalation_when_the_limit_is_already_the_highest() {
+        let c = RecoveryCounters::default();
+        assert_eq!(max_tokens_step(&c, 64_000, 64_000), MaxTokensStep::Resume);
+    }
+
+    #[test]
+    fn prompt_too_long_goes_cheapest_first() {
+        let mut c = RecoveryCounters::default();
+        assert_eq!(prompt_too_long_step(&c), PromptTooLongStep::Drain);
+        c.has_attempted_drain = true;
+        assert_eq!(prompt_too_long_step(&c), PromptTooLongStep::ReactiveCompact);
+        c.has_attempted_reactive_compact = true;
+        assert_eq!(prompt_too_long_step(&c), PromptTooLongStep::GiveUp);
+    }
+}

@@ -1,0 +1,53 @@
+//! Hooks on the request after normalization: shaping (the synthetic context message, the
+//! system-prompt append) and cache planning, in that order.
+
+use threadline_wire::MessagesRequest;
+
+/// Changes the normalized request before cache planning: puts the user-context message in
+/// front of the messages, appends session context to the system prompt, …
+///
+/// A closure `FnMut(&mut MessagesRequest)` is a shaper.
+pub trait RequestShaper: Send {
+    /// Shapes `request`.
+    fn shape(&mut self, request: &mut MessagesRequest);
+}
+
+impl<F> RequestShaper for F
+where
+    F: FnMut(&mut MessagesRequest) + Send,
+{
+    fn shape(&mut self, request: &mut MessagesRequest) {
+        self(request)
+    }
+}
+
+/// Places the prompt-cache markers on the finished request (`threadline-cache`'s planner).
+///
+/// A closure `FnMut(&mut MessagesRequest)` is a planner.
+pub trait CachePlanner: Send {
+    /// Places the markers.
+    fn plan(&mut self, request: &mut MessagesRequest);
+    /// Forgets what was planned before (after a compaction). Default: nothing.
+    fn reset(&mut self) {}
+}
+
+impl<F> CachePlanner for F
+where
+    F: FnMut(&mut MessagesRequest) + Send,
+{
+    fn plan(&mut self, request: &mut MessagesRequest) {
+        self(request)
+    }
+}
+
+/// Neither shapes nor plans.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unchanged;
+
+impl RequestShaper for Unchanged {
+    fn shape(&mut self, _request: &mut MessagesRequest) {}
+}
+
+impl CachePlanner for Unchanged {
+    fn plan(&mut self, _request: &mut MessagesRequest) {}
+}

@@ -1,0 +1,185 @@
+//! The loop's explicit state: everything one iteration hands to the next.
+
+use serde::{Deserialize, Serialize};
+use threadline_message::{Message, SystemKind};
+use threadline_normalize::{Normalizer, Options};
+
+use crate::transition::Transition;
+
+/// What compaction has done in this session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CompactionTracking {
+    /// Compactions so far (auto and reactive).
+    pub compactions: u32,
+    /// The turn of the last compaction.
+    pub last_compaction_turn: Option<u32>,
+    /// The index in the history of the first message after the last `compact_boundary`
+    /// (0 when there is none): the model sees `messages[boundary..]`.
+    pub boundary: usize,
+}
+
+/// Recovery counters; reset when a turn succeeds with tool use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RecoveryCounters {
+    /// "Resume directly" messages injected since the last successful turn.
+    pub max_output_tokens_recovery_count: u32,
+    /// Whether the output limit was already escalated.
+    pub escalated: bool,
+    /// Whether draining was already tried for a too-long prompt.
+    pub has_attempted_drain: bool,
+    /// Whether reactive compaction was already tried for a too-long prompt.
+    pub has_attempted_reactive_compact: bool,
+    /// Stop-hook blocks in this run.
+    pub stop_hook_blocks: u32,
+    /// Token-budget continuations in this run.
+    pub budget_continuations: u32,
+}
+
+/// The loop's state between iterations. Serializable (a durable engine can journal it); the
+/// normalizer's cache is not serialized and is rebuilt by the first iteration after loading.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct State {
+    /// The whole history, the session's source of truth.
+    pub messages: Vec<Message>,
+    /// Completed turns (one per model response that used tools), over the session.
+    pub turn_count: u32,
+    /// Turns completed in the current run (what `max_turns` counts).
+    pub run_turns: u32,
+    /// Compaction tracking.
+    pub compaction: CompactionTracking,
+    /// Recovery counters.
+    pub recovery: RecoveryCounters,
+    /// The output limit in force instead of the configured one (after an escalation).
+    pub max_output_tokens_override: Option<u64>,
+    /// Whether the last continuation came from a stop hook.
+    pub stop_hook_active: bool,
+    /// Output tokens the model produced in the current run (what the token budget counts).
+    pub output_tokens: u64,
+    /// Output tokens at the last token-budget continuation.
+    pub output_tokens_at_last_continuation: u64,
+    /// Why the last iteration continued.
+    pub transition: Option<Transition>,
+    /// Every transition taken in this run, in order.
+    pub path: Vec<Transition>,
+    #[serde(skip, default = "fresh_normalizer")]
+    pub(crate) normalizer: Normalizer,
+}
+
+fn fresh_normalizer() -> Normalizer {
+    Normalizer::new(Options::default())
+}
+
+impl State {
+    /// The state of a session whose history is `messages` (empty for a new session).
+    pub fn new(messages: Vec<Message>) -> State {
+        let boundary = boundary_after(&messages);
+        State {
+            messages,
+            turn_count: 0,
+            run_turns: 0,
+            compaction: CompactionTracking {
+                boundary,
+                ..CompactionTracking::default()
+            },
+            recovery: RecoveryCounters::default(),
+            max_output_tokens_override: None,
+            stop_hook_active: false,
+            output_tokens: 0,
+            output_tokens_at_last_continuation: 0,
+            transition: None,
+            path: Vec::new(),
+            normalizer: fresh_normalizer(),
+        }
+    }
+
+    /// What the model sees: the messages after the last compaction boundary.
+    pub fn visible(&self) -> &[Message] {
+        let start = self.compaction.boundary.min(self.messages.len());
+        &self.messages[start..]
+    }
+
+    /// Resets what is per-run (turn count for `max_turns`, the path, budgets, hook counts),
+    /// keeping the history: called at the start of every run.
+    pub(crate) fn begin_run(&mut self) {
+        self.run_turns = 0;
+        self.output_tokens = 0;
+        self.output_tokens_at_last_continuation = 0;
+        self.path.clear();
+        self.transition = None;
+        self.stop_hook_active = false;
+        self.recovery = RecoveryCounters::default();
+        self.max_output_tokens_override = None;
+        // A deserialized state, or one whose messages the caller replaced: re-derive.
+        self.compaction.boundary = boundary_after(&self.messages);
+    }
+
+    /// Records a continuation.
+    pub(crate) fn record(&mut self, transition: Transition) {
+        self.transition = Some(transition);
+        self.path.push(transition);
+    }
+
+    /// Notes a message appended at `index`: a compaction boundary moves the visible window.
+    pub(crate) fn note_appended(&mut self, index: usize) {
+        if self.messages.get(index).is_some_and(is_compact_boundary) {
+            self.compaction.boundary = index + 1;
+            self.compaction.compactions += 1;
+            self.compaction.last_compaction_turn = Some(self.turn_count);
+        }
+    }
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::new(Vec::new())
+    }
+}
+
+/// Whether `message` is a `compact_boundary` system message.
+pub fn is_compact_boundary(message: &Message) -> bool {
+    matches!(message, Message::System(s) if matches!(s.kind, SystemKind::CompactBoundary { .. }))
+}
+
+fn boundary_after(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(is_compact_boundary)
+        .map_or(0, |i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadline_message::CompactTrigger;
+
+    #[test]
+    fn the_visible_window_starts_after_the_last_boundary() {
+        let boundary = Message::system(SystemKind::CompactBoundary {
+            trigger: CompactTrigger::Auto,
+            pre_tokens: 10,
+            last_message_id: None,
+        });
+        let state = State::new(vec![
+            Message::user_text("old"),
+            boundary,
+            Message::compact_summary("summary"),
+        ]);
+        assert_eq!(state.compaction.boundary, 2);
+        assert_eq!(state.visible().len(), 1);
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let mut state = State::new(vec![Message::user_text("hi")]);
+        state.record(Transition::NextTurn);
+        state.turn_count = 3;
+        let json = serde_json::to_string(&state).expect("serializes");
+        let back: State = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back.messages, state.messages);
+        assert_eq!(back.path, vec![Transition::NextTurn]);
+        assert_eq!(back.turn_count, 3);
+    }
+}

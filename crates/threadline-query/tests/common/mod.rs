@@ -1,0 +1,224 @@
+//! Shared by the integration tests: a run driver on tokio's paused clock, test tools, and the
+//! checks every scenario makes (every request valid, prefixes stable, history valid).
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use threadline_message::Message;
+use threadline_normalize::{Options, normalize};
+use threadline_query::scripted::{SCRIPTED_MODEL, ScriptedService};
+use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolSet, ToolStream};
+use threadline_query::{Event, MessagesService, Query, State, Terminal, Transition};
+use threadline_wire::model::ModelTable;
+use threadline_wire::{MessagesRequest, validate};
+use tokio::time::Instant;
+
+/// What a run produced.
+pub struct Outcome {
+    pub events: Vec<Event>,
+    pub terminal: Terminal,
+    pub state: State,
+}
+
+impl Outcome {
+    pub fn path(&self) -> &[Transition] {
+        &self.state.path
+    }
+
+    /// The appended messages, in order.
+    pub fn messages(&self) -> Vec<&Message> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Position of the first event matching `f`.
+    pub fn position(&self, f: impl Fn(&Event) -> bool) -> Option<usize> {
+        self.events.iter().position(f)
+    }
+}
+
+/// Runs to the end and splits off the final event.
+pub async fn run<S>(query: Query<S>, state: State, input: Vec<Message>) -> Outcome
+where
+    S: MessagesService + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let mut events: Vec<Event> = query.run(state, input).collect().await;
+    let Some(Event::Finished(finished)) = events.pop() else {
+        panic!("the last event is Finished");
+    };
+    let finished = *finished;
+    Outcome {
+        events,
+        terminal: finished.terminal,
+        state: finished.state,
+    }
+}
+
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime")
+}
+
+/// The history normalizes to a request the API accepts (with `tools` defined).
+pub fn assert_history_valid(history: &[Message], tools: &ToolSet) {
+    let normalized = normalize(history, &Options::default());
+    let mut request = MessagesRequest::new(SCRIPTED_MODEL, 1024, normalized.messages);
+    if !tools.is_empty() {
+        request.tools = Some(tools.definitions());
+    }
+    let model = ModelTable::builtin().resolve(SCRIPTED_MODEL).model();
+    let violations = validate(&request, model);
+    assert!(violations.is_empty(), "invalid history: {violations:?}");
+}
+
+/// Every request passed `validate`; consecutive requests share their previous messages
+/// byte for byte (no compaction in between).
+pub fn assert_requests_valid_and_prefix_stable(service: &ScriptedService) {
+    assert!(
+        service.violations().is_empty(),
+        "{:?}",
+        service.violations()
+    );
+    let requests = service.requests();
+    for pair in requests.windows(2) {
+        let (before, after) = (&pair[0].messages, &pair[1].messages);
+        assert!(after.len() >= before.len(), "a request lost messages");
+        let a = serde_json::to_string(before).expect("json");
+        let b = serde_json::to_string(&after[..before.len()]).expect("json");
+        assert_eq!(a, b, "the prefix changed between two requests");
+    }
+}
+
+/// Records when each call started and finished (tokio clock).
+#[derive(Debug, Default, Clone)]
+pub struct Log(Arc<Mutex<Vec<Entry>>>);
+
+/// A tool use id, what happened (`start`, `finish`), and when.
+type Entry = (String, &'static str, Instant);
+
+impl Log {
+    pub fn push(&self, id: &str, what: &'static str) {
+        self.0
+            .lock()
+            .expect("log")
+            .push((id.to_owned(), what, Instant::now()));
+    }
+    pub fn at(&self, id: &str, what: &str) -> Instant {
+        self.0
+            .lock()
+            .expect("log")
+            .iter()
+            .find(|(i, w, _)| i == id && *w == what)
+            .map(|(_, _, t)| *t)
+            .unwrap_or_else(|| panic!("no {what} for {id}"))
+    }
+    pub fn order(&self, what: &str) -> Vec<String> {
+        self.0
+            .lock()
+            .expect("log")
+            .iter()
+            .filter(|(_, w, _)| *w == what)
+            .map(|(i, _, _)| i.clone())
+            .collect()
+    }
+}
+
+/// A tool that sleeps `{"ms": N}` on tokio's clock, reports progress, and logs.
+pub struct Sleeper {
+    pub name: &'static str,
+    pub safe: bool,
+    pub log: Log,
+    pub on_start: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl Sleeper {
+    pub fn new(name: &'static str, safe: bool, log: &Log) -> Sleeper {
+        Sleeper {
+            name,
+            safe,
+            log: log.clone(),
+            on_start: None,
+        }
+    }
+}
+
+impl Tool for Sleeper {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "Sleeps."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}, "required": ["ms"]})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        self.safe
+    }
+    fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
+        let ms = input["ms"].as_u64().unwrap_or(0);
+        let log = self.log.clone();
+        let on_start = self.on_start.clone();
+        tool::with_progress(move |progress| async move {
+            log.push(&ctx.tool_use_id, "start");
+            if let Some(gate) = on_start {
+                gate.notify_one();
+            }
+            progress.send(json!({"started": ctx.tool_use_id}));
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            log.push(&ctx.tool_use_id, "finish");
+            ToolOutput::text(format!("slept {ms} ms"))
+        })
+    }
+}
+
+pub fn sleep_input(ms: u64) -> Value {
+    json!({"ms": ms})
+}
+
+pub fn tool_result_ids(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(u) => Some(u.content.iter().filter_map(|b| match b {
+                threadline_wire::ContentBlock::ToolResult(r) => Some(r.tool_use_id.clone()),
+                _ => None,
+            })),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+pub fn tool_result_texts(messages: &[Message]) -> Vec<(String, String, bool)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(u) => Some(u.content.iter().filter_map(|b| match b {
+                threadline_wire::ContentBlock::ToolResult(r) => Some((
+                    r.tool_use_id.clone(),
+                    match &r.content {
+                        Some(threadline_wire::Content::Text(t)) => t.clone(),
+                        other => format!("{other:?}"),
+                    },
+                    r.is_error == Some(true),
+                )),
+                _ => None,
+            })),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}

@@ -1,0 +1,81 @@
+//! Built-in tools for the threadline query loop, for a coding agent working in one
+//! directory: `Read`, `LS`, `Glob`, `Grep`, `Write`, `Edit` and `Bash`.
+//!
+//! Every path goes through the workspace confinement of `threadline-attach` (reads) and
+//! [`confine::resolve_for_write`] (writes): no `..`, no absolute path outside the root, no
+//! symbolic link leading out (a dangling one included). Reads, listings, searches and command
+//! output are bounded. Walks use ripgrep's crates (`ignore`, `globset`, `grep-regex`,
+//! `grep-searcher`): `.gitignore` and hidden files are respected and links are not followed.
+//! `Bash` asks permission (through the loop's permission callback) unless allowed up front.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use futures::StreamExt as _;
+//! use threadline_attach::Workspace;
+//! use threadline_query::{ToolContext, ToolEvent};
+//! use threadline_query::tool::Tool as _;
+//! use threadline_tools::{builtin, ShellAccess};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("notes.txt"), "one\ntwo\n")?;
+//! let workspace = Arc::new(Workspace::new(dir.path())?);
+//! let tools = builtin(workspace, ShellAccess::Ask);
+//! assert_eq!(tools.names().collect::<Vec<_>>(), ["Bash", "Edit", "Glob", "Grep", "LS", "Read", "Write"]);
+//!
+//! let read = tools.get("Read").expect("Read");
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let events: Vec<ToolEvent> = rt.block_on(
+//!     read.call(serde_json::json!({"path": "notes.txt"}), ToolContext::new("toolu_1")).collect(),
+//! );
+//! let ToolEvent::Result(output) = &events[0] else { panic!("a result") };
+//! assert_eq!(output.content, threadline_wire::Content::Text("     1\tone\n     2\ttwo\n".into()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod confine;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod list;
+pub mod read;
+pub mod shell;
+mod text;
+mod walk;
+pub mod write;
+
+use std::sync::Arc;
+
+use threadline_attach::Workspace;
+use threadline_query::ToolSet;
+
+pub use edit::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use list::ListDir;
+pub use read::ReadFile;
+pub use shell::Shell;
+pub use walk::MAX_VISITED;
+pub use write::WriteFile;
+
+/// Whether `Bash` runs commands without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShellAccess {
+    /// Ask through the permission callback for every command (a non-interactive run denies).
+    Ask,
+    /// Run every command.
+    Allow,
+}
+
+/// All the built-in tools, working in `workspace`.
+pub fn builtin(workspace: Arc<Workspace>, shell: ShellAccess) -> ToolSet {
+    ToolSet::new()
+        .with(ReadFile::new(Arc::clone(&workspace)))
+        .with(ListDir::new(Arc::clone(&workspace)))
+        .with(Glob::new(Arc::clone(&workspace)))
+        .with(Grep::new(Arc::clone(&workspace)))
+        .with(WriteFile::new(Arc::clone(&workspace)))
+        .with(EditFile::new(Arc::clone(&workspace)))
+        .with(Shell::new(workspace).allow_without_asking(shell == ShellAccess::Allow))
+}

@@ -1,0 +1,75 @@
+//! `LS`: a directory's entries, sorted, directories marked with `/`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use threadline_attach::{Limits, PathKind, Workspace};
+use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+
+use crate::text::{refused, truncation_note};
+
+/// Lists a directory inside the workspace.
+#[derive(Debug, Clone)]
+pub struct ListDir {
+    workspace: Arc<Workspace>,
+    limits: Limits,
+}
+
+impl ListDir {
+    /// Lists in `workspace`, at most 1,000 entries.
+    pub fn new(workspace: Arc<Workspace>) -> ListDir {
+        ListDir {
+            workspace,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl Tool for ListDir {
+    fn name(&self) -> &str {
+        "LS"
+    }
+
+    fn description(&self) -> &str {
+        "Lists a directory of the workspace (default: its root). Directories end with `/`."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "additionalProperties": false
+        })
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
+        let workspace = Arc::clone(&self.workspace);
+        let limits = self.limits;
+        tool::result(async move {
+            let path = input["path"].as_str().unwrap_or(".");
+            let resolved = match workspace.resolve(path) {
+                Ok(resolved) => resolved,
+                Err(refusal) => return refused(path, &refusal),
+            };
+            if resolved.kind != PathKind::Directory {
+                return ToolOutput::error(format!("{path}: not a directory"));
+            }
+            match workspace.list_dir(&resolved, &limits).await {
+                Err(refusal) => refused(path, &refusal),
+                Ok(listing) if listing.entries.is_empty() => ToolOutput::text("(empty directory)"),
+                Ok(listing) => {
+                    let mut out = listing.entries.join("\n");
+                    out.push('\n');
+                    if let Some(cut) = &listing.truncated {
+                        out.push_str(&truncation_note(cut));
+                    }
+                    ToolOutput::text(out)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,148 @@
+//! `Read`: a file's lines, numbered, from an optional line offset, within byte and line
+//! limits.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use threadline_attach::{Limits, PathKind, Truncation, Workspace};
+use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+
+use crate::text::{refused, truncation_note};
+
+/// At most this many lines are returned by default (the model may ask for fewer).
+pub const DEFAULT_READ_LINES: usize = 2_000;
+
+/// Reads a text file inside the workspace.
+#[derive(Debug, Clone)]
+pub struct ReadFile {
+    workspace: Arc<Workspace>,
+    max_bytes: u64,
+}
+
+impl ReadFile {
+    /// Reads in `workspace`, at most 256 KiB of a file.
+    pub fn new(workspace: Arc<Workspace>) -> ReadFile {
+        ReadFile {
+            workspace,
+            max_bytes: Limits::default().max_bytes,
+        }
+    }
+
+    /// With another byte limit.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> ReadFile {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "Read"
+    }
+
+    fn description(&self) -> &str {
+        "Reads a text file in the workspace. Lines are numbered from 1; `offset` is the first line to show and `limit` how many (at most 2000)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file, relative to the workspace root."},
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1, "maximum": DEFAULT_READ_LINES}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
+        let workspace = Arc::clone(&self.workspace);
+        let limits = Limits::default()
+            .with_max_bytes(self.max_bytes)
+            .with_max_lines(usize::MAX);
+        tool::result(async move {
+            let path = input["path"].as_str().unwrap_or_default();
+            let offset = input["offset"].as_u64().map_or(1, |n| n.max(1) as usize);
+            let limit = input["limit"]
+                .as_u64()
+                .map_or(DEFAULT_READ_LINES, |n| (n as usize).min(DEFAULT_READ_LINES));
+            let resolved = match workspace.resolve(path) {
+                Ok(resolved) => resolved,
+                Err(refusal) => return refused(path, &refusal),
+            };
+            if resolved.kind == PathKind::Directory {
+                return ToolOutput::error(format!("{path}: is a directory (use LS)"));
+            }
+            let read = match workspace.read_text(&resolved, &limits).await {
+                Ok(read) => read,
+                Err(refusal) => return refused(path, &refusal),
+            };
+            number_lines(&read.content, offset, limit, read.truncated.as_ref())
+        })
+    }
+}
+
+/// `cat -n` style lines `offset..offset + limit`, with a note when more exists.
+fn number_lines(
+    content: &str,
+    offset: usize,
+    limit: usize,
+    cut: Option<&Truncation>,
+) -> ToolOutput {
+    if content.is_empty() {
+        return ToolOutput::text("(empty file)");
+    }
+    let total = content.lines().count();
+    if offset > total {
+        return ToolOutput::error(format!(
+            "offset {offset} is past the end: the file has {total} lines"
+        ));
+    }
+    let mut out = String::new();
+    let shown = content.lines().enumerate().skip(offset - 1).take(limit);
+    let mut last = offset - 1;
+    for (i, line) in shown {
+        out.push_str(&format!("{:>6}\t{line}\n", i + 1));
+        last = i + 1;
+    }
+    if last < total {
+        out.push_str(&format!(
+            "[{} more lines; read on with offset {}]\n",
+            total - last,
+            last + 1
+        ));
+    }
+    if let Some(cut) = cut {
+        out.push_str(&truncation_note(cut));
+    }
+    ToolOutput::text(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(output: &ToolOutput) -> &str {
+        match &output.content {
+            threadline_wire::Content::Text(t) => t,
+            threadline_wire::Content::Blocks(_) => "",
+        }
+    }
+
+    #[test]
+    fn lines_are_numbered_and_ranges_say_what_follows() {
+        let out = number_lines("a\nb\nc\n", 2, 1, None);
+        assert_eq!(
+            text(&out),
+            "     2\tb\n[1 more lines; read on with offset 3]\n"
+        );
+        assert!(number_lines("a\n", 5, 1, None).is_error);
+        assert_eq!(text(&number_lines("", 1, 1, None)), "(empty file)");
+    }
+}

@@ -1,0 +1,190 @@
+//! `Bash`: a shell command in the workspace root, with a timeout, bounded output, and a
+//! permission question unless commands were allowed up front.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use threadline_attach::Workspace;
+use threadline_query::Permission;
+use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+
+use crate::text::cut_at;
+
+/// The timeout when the model gives none (2 minutes).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+
+/// The longest timeout the model may ask for (10 minutes).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// At most this many bytes of stdout and of stderr are kept (the rest is read and dropped, so
+/// a chatty command cannot block on a full pipe).
+pub const MAX_OUTPUT_BYTES: usize = 30_000;
+
+/// Runs `sh -c COMMAND` in the workspace root.
+#[derive(Debug, Clone)]
+pub struct Shell {
+    workspace: Arc<Workspace>,
+    allowed: bool,
+}
+
+impl Shell {
+    /// A shell that asks permission for every command.
+    pub fn new(workspace: Arc<Workspace>) -> Shell {
+        Shell {
+            workspace,
+            allowed: false,
+        }
+    }
+
+    /// Whether commands run without asking (the command line's `--allow-shell`).
+    pub fn allow_without_asking(mut self, allowed: bool) -> Shell {
+        self.allowed = allowed;
+        self
+    }
+}
+
+impl Tool for Shell {
+    fn name(&self) -> &str {
+        "Bash"
+    }
+
+    fn description(&self) -> &str {
+        "Runs a shell command (`sh -c`) in the workspace root and answers its exit code, stdout and stderr (each cut at 30,000 bytes). `timeout_ms` defaults to 120000 (at most 600000)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn check_permission(&self, input: &Value) -> Permission {
+        if self.allowed {
+            Permission::Allow
+        } else {
+            Permission::Ask {
+                prompt: format!(
+                    "Run `{}` in {}?",
+                    input["command"].as_str().unwrap_or_default(),
+                    self.workspace.root().display()
+                ),
+            }
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
+        let workspace = Arc::clone(&self.workspace);
+        tool::result(async move {
+            let command = input["command"].as_str().unwrap_or_default().to_owned();
+            let timeout = Duration::from_millis(
+                input["timeout_ms"]
+                    .as_u64()
+                    .unwrap_or(DEFAULT_TIMEOUT_MS)
+                    .clamp(1, MAX_TIMEOUT_MS),
+            );
+            let work = Box::pin(run(&workspace, &command, timeout));
+            let cancelled = Box::pin(ctx.cancel.cancelled());
+            match futures::future::select(work, cancelled).await {
+                futures::future::Either::Left((output, _)) => output,
+                futures::future::Either::Right(_) => {
+                    ToolOutput::error("the command was interrupted")
+                }
+            }
+        })
+    }
+}
+
+async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> ToolOutput {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(workspace.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return ToolOutput::error(format!("cannot start the shell: {e}")),
+    };
+    let pid = child.id();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let work = futures::future::join3(bounded(stdout), bounded(stderr), child.wait());
+    match tokio::time::timeout(timeout, work).await {
+        Ok((out, err, status)) => {
+            let code = status.ok().and_then(|s| s.code());
+            let mut text = match code {
+                Some(code) => format!("exit code: {code}\n"),
+                None => "exit code: none (killed by a signal)\n".to_owned(),
+            };
+            text.push_str(&out);
+            if !err.is_empty() {
+                text.push_str("\n[stderr]\n");
+                text.push_str(&err);
+            }
+            ToolOutput::text(text).with_is_error(code != Some(0))
+        }
+        Err(_) => {
+            kill_group(pid);
+            ToolOutput::error(format!(
+                "the command timed out after {} ms and was killed",
+                timeout.as_millis()
+            ))
+        }
+    }
+}
+
+/// Kills the command's whole process group (the shell and what it started).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        use rustix::process::{Signal, getpgid, getpgrp, kill_process_group};
+        // Only a group of the command's own (`process_group(0)`: its id is the pid), never
+        // the group this process runs in.
+        if getpgid(Some(pid)).ok() == Some(pid) && getpgrp() != pid {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+/// Reads a pipe to its end, keeping the first [`MAX_OUTPUT_BYTES`].
+async fn bounded<R: AsyncRead + Unpin>(pipe: Option<R>) -> String {
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let mut dropped = 0usize;
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = (MAX_OUTPUT_BYTES + 4).saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+                dropped += n.saturating_sub(room);
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if cut_at(&mut text, MAX_OUTPUT_BYTES) || dropped > 0 {
+        text.push_str(&format!("\n[output cut at {MAX_OUTPUT_BYTES} bytes]"));
+    }
+    text
+}

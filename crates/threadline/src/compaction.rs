@@ -1,0 +1,423 @@
+//! The loop's [`ContextPolicy`] backed by `threadline-compact`: tool-result budget,
+//! time-based microcompact, autocompact whose summary is a model call through the agent's own
+//! service, the blocking limit, and reactive compaction after `prompt is too long`.
+//!
+//! `threadline_compact::autocompact` takes its summarizer as `&dyn Summarizer`, so its future
+//! is not `Send` and cannot be held across the model call inside the loop's (`Send`) hook.
+//! The policy therefore runs the driver three times, each run finishing in one poll: a probe
+//! that captures the summary request the driver would send, then (after the real call, made
+//! here) the compaction with that answer.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use threadline_cache::Planner;
+use threadline_compact::summarizer::SummaryFuture;
+use threadline_compact::{
+    AutocompactError, AutocompactOptions, BudgetOptions, CircuitBreaker, CompactContext, Compacted,
+    DirStore, HistoryOnly, MemoryStore, MicrocompactOptions, ReactiveError, ReactiveGuard,
+    SideStore, SummarizeError, Summarizer, TailOptions, Thresholds, apply_budget, autocompact,
+    estimate_context, microcompact_time_based, overhead_of, reactive_compact, should_autocompact,
+};
+use threadline_message::{CompactTrigger, Message};
+use threadline_normalize::{Options, normalize};
+use threadline_query::{ContextPolicy, PolicyError, StepInput, StepOutcome};
+use threadline_wire::MessagesRequest;
+use threadline_wire::model::Model;
+use threadline_wire::service::{MessagesService, ServiceError};
+
+use crate::attachments::ContextShaper;
+use crate::model_call::answer_text;
+
+/// How the agent keeps its context under the model's window.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Compaction {
+    /// Whether any layer runs.
+    pub enabled: bool,
+    /// Autocompact when the context reaches this many tokens (default: the model's
+    /// threshold, `window − min(max_output, 20k) − 13k`).
+    pub autocompact_at: Option<u64>,
+    /// The tool-result budget.
+    pub budget: BudgetOptions,
+    /// Where results over the budget are saved (default: kept in memory).
+    pub side_dir: Option<PathBuf>,
+    /// Time-based microcompact (`None`: off).
+    pub microcompact: Option<MicrocompactOptions>,
+    /// The summary's tail and re-attachments.
+    pub autocompact: AutocompactOptions,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            enabled: true,
+            autocompact_at: None,
+            budget: BudgetOptions::default(),
+            side_dir: None,
+            microcompact: Some(MicrocompactOptions::default()),
+            autocompact: AutocompactOptions::default(),
+        }
+    }
+}
+
+impl Compaction {
+    /// No compaction at all (the loop's `NoPolicy`).
+    pub fn off() -> Compaction {
+        Compaction {
+            enabled: false,
+            ..Compaction::default()
+        }
+    }
+
+    /// Autocompact at `tokens` instead of the model's threshold (small windows, demos).
+    pub fn autocompact_at(mut self, tokens: u64) -> Compaction {
+        self.autocompact_at = Some(tokens);
+        self
+    }
+
+    /// The verbatim tail kept after a summary.
+    pub fn with_tail(mut self, tail: TailOptions) -> Compaction {
+        self.autocompact.tail = tail;
+        self
+    }
+
+    /// Saves results over the budget under `dir`.
+    pub fn with_side_dir(mut self, dir: impl Into<PathBuf>) -> Compaction {
+        self.side_dir = Some(dir.into());
+        self
+    }
+
+    fn thresholds(&self, model: &Model) -> Thresholds {
+        match self.autocompact_at {
+            Some(tokens) => Thresholds::with_autocompact(tokens),
+            None => Thresholds::for_model(model),
+        }
+    }
+}
+
+/// What survives from one run to the next.
+#[derive(Debug, Default)]
+pub(crate) struct CompactionMemory {
+    breaker: CircuitBreaker,
+    store: Option<MemoryStore>,
+}
+
+/// What every request shares, to rebuild the request the loop would send (its prefix is the
+/// summary request's).
+#[derive(Debug, Clone)]
+pub(crate) struct RequestTemplate {
+    pub(crate) model: String,
+    pub(crate) max_tokens: u64,
+    pub(crate) system: Option<threadline_wire::SystemPrompt>,
+    pub(crate) tools: Vec<threadline_wire::Tool>,
+    pub(crate) normalize: Options,
+    pub(crate) shaper: ContextShaper,
+    /// Whether requests carry cache markers (then the summary request does too, so it reads
+    /// the main request's cached prefix).
+    pub(crate) cache_markers: bool,
+}
+
+impl RequestTemplate {
+    /// The tokens of the system prompt and tools (what every request carries besides its
+    /// messages), by the estimate.
+    fn overhead(&self) -> u64 {
+        let mut bare = MessagesRequest::new(self.model.clone(), self.max_tokens, Vec::new());
+        bare.system = self.system.clone();
+        if !self.tools.is_empty() {
+            bare.tools = Some(self.tools.clone());
+        }
+        overhead_of(&bare)
+    }
+
+    /// The request for `visible`, with markers when the agent places them.
+    fn request(&self, visible: &[Message]) -> MessagesRequest {
+        let messages = normalize(visible, &self.normalize).messages;
+        let mut request = MessagesRequest::new(self.model.clone(), self.max_tokens, messages);
+        request.system = self.system.clone();
+        if !self.tools.is_empty() {
+            request.tools = Some(self.tools.clone());
+        }
+        request.stream = Some(true);
+        self.shaper.apply(&mut request);
+        if self.cache_markers {
+            Planner::default().plan(&mut request);
+        }
+        request
+    }
+}
+
+/// The policy, one per run; its memory is shared by the runs of an agent.
+pub(crate) struct CompactPolicy<S> {
+    pub(crate) service: S,
+    pub(crate) options: Compaction,
+    pub(crate) template: RequestTemplate,
+    pub(crate) memory: Arc<Mutex<CompactionMemory>>,
+    /// The model's row of the table (a conservative default for unknown ids).
+    pub(crate) model: Model,
+}
+
+/// Answers with what it was given (the result of the model call made by the policy), and
+/// keeps the request it was asked.
+struct Answer {
+    outcome: Option<Result<String, SummarizeError>>,
+    asked: Mutex<Option<MessagesRequest>>,
+}
+
+impl Answer {
+    fn probe() -> Answer {
+        Answer {
+            outcome: None,
+            asked: Mutex::new(None),
+        }
+    }
+
+    fn with(outcome: Result<String, SummarizeError>) -> Answer {
+        Answer {
+            outcome: Some(outcome),
+            asked: Mutex::new(None),
+        }
+    }
+
+    fn asked(&self) -> Option<MessagesRequest> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl Summarizer for Answer {
+    fn summarize<'a>(&'a self, request: &'a MessagesRequest) -> SummaryFuture<'a> {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = asked.is_none();
+        if first {
+            *asked = Some(request.clone());
+        }
+        let outcome = match (&self.outcome, first) {
+            (Some(outcome), true) => outcome.clone(),
+            // The probe, or a retry the policy did not call the model for.
+            (Some(_), false) | (None, _) => Err(SummarizeError::Failed {
+                message: "the summary request changed after the model was called".to_owned(),
+            }),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+/// Which driver to run.
+#[derive(Clone, Copy)]
+enum Kind<'e> {
+    Auto,
+    Reactive(&'e ServiceError),
+}
+
+impl<S> CompactPolicy<S>
+where
+    S: MessagesService + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn limit(&self) -> u64 {
+        self.options.thresholds(self.model()).autocompact
+    }
+
+    /// Runs the driver once with `summarizer`; it completes in one poll because the
+    /// summarizer answers at once.
+    fn drive(
+        &self,
+        kind: Kind<'_>,
+        history: &[Message],
+        base: &MessagesRequest,
+        summarizer: &Answer,
+        breaker: &mut CircuitBreaker,
+    ) -> Result<Compacted, PolicyError> {
+        let context = CompactContext {
+            model: self.model(),
+            base,
+            limit: self.limit(),
+            now: SystemTime::now(),
+            trigger: match kind {
+                Kind::Auto => CompactTrigger::Auto,
+                Kind::Reactive(_) => CompactTrigger::Reactive,
+            },
+            files: &HistoryOnly,
+        };
+        let options = &self.options.autocompact;
+        match kind {
+            Kind::Auto => autocompact(history, summarizer, &context, options, breaker)
+                .now_or_never()
+                .unwrap_or(Err(AutocompactError::NothingToCompact))
+                .map_err(|e| PolicyError::new("autocompact", e.to_string())),
+            Kind::Reactive(error) => {
+                let mut guard = ReactiveGuard::new();
+                reactive_compact(
+                    history, error, summarizer, &context, options, breaker, &mut guard,
+                )
+                .now_or_never()
+                .unwrap_or(Err(ReactiveError::NotPromptTooLong))
+                .map_err(|e| PolicyError::new("reactive_compact", e.to_string()))
+            }
+        }
+    }
+
+    /// Probe, model call, compaction.
+    async fn compact(
+        &mut self,
+        kind: Kind<'_>,
+        history: &[Message],
+        base: &MessagesRequest,
+    ) -> Result<Compacted, PolicyError> {
+        let step = match kind {
+            Kind::Auto => "autocompact",
+            Kind::Reactive(_) => "reactive_compact",
+        };
+        let breaker = self.memory().breaker;
+        let probe = Answer::probe();
+        let mut scratch = breaker;
+        let probed = self.drive(kind, history, base, &probe, &mut scratch);
+        let Some(request) = probe.asked() else {
+            // Refused before any model call (nothing to compact, breaker open).
+            return probed;
+        };
+        let answer = answer_text(&mut self.service, request)
+            .await
+            .map_err(|e| SummarizeError::from_service(&e));
+        let summarizer = Answer::with(answer);
+        let mut breaker = breaker;
+        let result = self.drive(kind, history, base, &summarizer, &mut breaker);
+        self.memory().breaker = breaker;
+        result.map_err(|e| PolicyError::new(step, e.message))
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, CompactionMemory> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The appended messages of a compaction (the history keeps what came before the boundary).
+fn appended(compacted: Compacted) -> StepOutcome {
+    StepOutcome::appended(compacted.messages)
+}
+
+impl<S> ContextPolicy for CompactPolicy<S>
+where
+    S: MessagesService + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    fn tool_result_budget(&mut self, input: StepInput<'_>) -> StepOutcome {
+        if !self.options.enabled {
+            return StepOutcome::unchanged();
+        }
+        let start = input.boundary.min(input.history.len());
+        let visible = &mut input.history[start..];
+        let report = match &self.options.side_dir {
+            Some(dir) => {
+                let mut store = DirStore::new(dir.clone());
+                apply_budget(
+                    visible,
+                    &self.options.budget,
+                    &mut store as &mut dyn SideStore,
+                )
+            }
+            None => {
+                let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+                let store = memory.store.get_or_insert_with(MemoryStore::default);
+                apply_budget(visible, &self.options.budget, store as &mut dyn SideStore)
+            }
+        };
+        if report.persisted.is_empty() {
+            StepOutcome::unchanged()
+        } else {
+            StepOutcome::rewritten()
+        }
+    }
+
+    fn microcompact(&mut self, input: StepInput<'_>) -> StepOutcome {
+        let Some(options) = self
+            .options
+            .microcompact
+            .as_ref()
+            .filter(|_| self.options.enabled)
+        else {
+            return StepOutcome::unchanged();
+        };
+        let start = input.boundary.min(input.history.len());
+        let visible = &input.history[start..];
+        let Some(result) = microcompact_time_based(visible, options, SystemTime::now()) else {
+            return StepOutcome::unchanged();
+        };
+        let n = visible.len();
+        let same_ids = result.messages.len() >= n
+            && result.messages[..n]
+                .iter()
+                .zip(visible)
+                .all(|(a, b)| a.id() == b.id());
+        if !same_ids {
+            return StepOutcome::unchanged();
+        }
+        let mut messages = result.messages;
+        let append = messages.split_off(n);
+        for (slot, message) in input.history[start..].iter_mut().zip(messages) {
+            *slot = message;
+        }
+        let mut outcome = StepOutcome::appended(append);
+        outcome.rewritten = true;
+        outcome
+    }
+
+    fn autocompact<'a>(
+        &'a mut self,
+        input: StepInput<'a>,
+    ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
+        Box::pin(async move {
+            if !self.options.enabled {
+                return Ok(StepOutcome::unchanged());
+            }
+            // The cheap check first: the full request is only built when it is needed.
+            if estimate_context(input.history, self.template.overhead()) < self.limit() {
+                return Ok(StepOutcome::unchanged());
+            }
+            let start = input.boundary.min(input.history.len());
+            let base = self.template.request(&input.history[start..]);
+            if !should_autocompact(input.history, &base, self.limit()) {
+                return Ok(StepOutcome::unchanged());
+            }
+            let history: &[Message] = input.history;
+            self.compact(Kind::Auto, history, &base).await.map(appended)
+        })
+    }
+
+    fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
+        if !self.options.enabled {
+            return None;
+        }
+        let limit = self.options.thresholds(self.model()).blocking;
+        let tokens = estimate_context(visible, self.template.overhead());
+        (tokens >= limit).then_some((tokens, limit))
+    }
+
+    fn reactive_compact<'a>(
+        &'a mut self,
+        input: StepInput<'a>,
+        error: &'a ServiceError,
+    ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
+        Box::pin(async move {
+            if !self.options.enabled {
+                return Ok(StepOutcome::unchanged());
+            }
+            let start = input.boundary.min(input.history.len());
+            let base = self.template.request(&input.history[start..]);
+            let history: &[Message] = input.history;
+            self.compact(Kind::Reactive(error), history, &base)
+                .await
+                .map(appended)
+        })
+    }
+}

@@ -1,0 +1,113 @@
+//! threadline owns the message array of an LLM agent talking to the Anthropic Messages API.
+//! This crate is the front door: every threadline crate behind one name (each a module behind
+//! a feature of the same name; `full`, the default, turns on all of them), and an [`Agent`]
+//! builder that wires them into a working tool-calling loop.
+//!
+//! | module | crate | what it is |
+//! |---|---|---|
+//! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, validator, service contract |
+//! | `message` | `threadline-message` | the internal message array, transcripts |
+//! | `normalize` | `threadline-normalize` | internal array → a valid `messages` array |
+//! | `attach` | `threadline-attach` | context channels, attachment sources, workspace confinement |
+//! | `cache` | `threadline-cache` | cache-marker planning, the prompt-cache simulator |
+//! | `compact` | `threadline-compact` | budget, snip, microcompact, autocompact, reactive compact |
+//! | `client` | `threadline-client` | the Messages API over HTTP (retries, timeouts) |
+//! | `mock` | `threadline-mock` | a mock Messages API on loopback |
+//! | `query` | `threadline-query` | the loop: state, transitions, terminals, streaming tools |
+//! | `tools` | `threadline-tools` | read, list, glob, grep, write, edit, shell |
+//!
+//! The [`Agent`] (feature `agent`) is the loop of `threadline-query` with the real hooks: a
+//! context policy backed by `threadline-compact` (its autocompact summary is a model call
+//! through the agent's own service), the cache planner of `threadline-cache`, and the
+//! attachment collector of `threadline-attach`. A dozen lines give a working agent; here
+//! against the in-process scripted service (use `threadline::client::Client` for the API, or
+//! a `threadline::mock::MockServer`'s base URL):
+//!
+//! ```
+//! use futures::StreamExt as _;
+//! use threadline::Agent;
+//! use threadline::query::scripted::{Reply, Response, ScriptedService};
+//! use threadline::query::{Event, Terminal, Transition};
+//! use threadline::tools::ShellAccess;
+//! use threadline::wire::StopReason;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("notes.txt"), "buy milk\n")?;
+//! let service = ScriptedService::new([
+//!     Reply::stream(Response::new("msg_1")
+//!         .tool_use("toolu_1", "Read", serde_json::json!({"path": "notes.txt"}))
+//!         .stop(StopReason::ToolUse)),
+//!     Reply::stream(Response::new("msg_2").text("You need milk.").stop(StopReason::EndTurn)),
+//! ]);
+//! let mut agent = Agent::builder(service.clone())
+//!     .system_prompt("You help with notes.")
+//!     .workspace(dir.path())
+//!     .builtin_tools(ShellAccess::Ask)
+//!     .build()?;
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let events: Vec<Event> = rt.block_on(agent.run("What do I need?").collect());
+//! let Some(Event::Finished(finished)) = events.last() else { panic!("always last") };
+//! assert_eq!(finished.terminal, Terminal::Completed);
+//! assert_eq!(finished.state.path, [Transition::NextTurn]);
+//! assert!(service.violations().is_empty()); // every request passed `validate`
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `examples/agent.rs` runs the same agent against the mock server over loopback with the
+//! HTTP client.
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "attach")]
+#[doc(inline)]
+pub use threadline_attach as attach;
+#[cfg(feature = "cache")]
+#[doc(inline)]
+pub use threadline_cache as cache;
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use threadline_client as client;
+#[cfg(feature = "compact")]
+#[doc(inline)]
+pub use threadline_compact as compact;
+#[cfg(feature = "message")]
+#[doc(inline)]
+pub use threadline_message as message;
+#[cfg(feature = "mock")]
+#[doc(inline)]
+pub use threadline_mock as mock;
+#[cfg(feature = "normalize")]
+#[doc(inline)]
+pub use threadline_normalize as normalize;
+#[cfg(feature = "query")]
+#[doc(inline)]
+pub use threadline_query as query;
+#[cfg(feature = "tools")]
+#[doc(inline)]
+pub use threadline_tools as tools;
+#[cfg(feature = "wire")]
+#[doc(inline)]
+pub use threadline_wire as wire;
+
+#[cfg(feature = "agent")]
+mod agent;
+#[cfg(feature = "agent")]
+mod attachments;
+#[cfg(feature = "agent")]
+mod cache_plan;
+#[cfg(feature = "agent")]
+mod compaction;
+#[cfg(feature = "agent")]
+mod model_call;
+#[cfg(feature = "agent")]
+mod today;
+
+#[cfg(feature = "agent")]
+pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
+#[cfg(feature = "agent")]
+pub use compaction::Compaction;
+
+/// The model an [`Agent`] uses unless told otherwise.
+#[cfg(feature = "agent")]
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";

@@ -1,0 +1,302 @@
+//! The `Agent` with its real hooks, over loopback against the mock (HTTP client, simulated
+//! usage): autocompact whose summary request goes through the same service, reactive
+//! compaction after `prompt is too long`, cache markers, `@` mentions, the transcript, and a
+//! session that continues across runs. Every request the mock received passed `validate`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use threadline::attach::Workspace;
+use threadline::client::{ApiKey, Auth, Client, ClientConfig};
+use threadline::compact::{ReattachOptions, TailOptions};
+use threadline::message::{CompactTrigger, Message, SystemKind};
+use threadline::mock::{MockServer, RecordedRequest, Scenario, Step};
+use threadline::query::{Event, Terminal, Transition};
+use threadline::tools::ReadFile;
+use threadline::{Agent, Compaction};
+
+/// A workspace with a large and a medium file (about 3,000 and 1,000 tokens).
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big: String = (0..300)
+        .map(|i| format!("BIG-FILE-LINE-{i:04} the quick brown fox\n"))
+        .collect();
+    let medium: String = (0..100)
+        .map(|i| format!("medium line {i:03} jumps over the dog\n"))
+        .collect();
+    std::fs::write(dir.path().join("big.txt"), big).expect("big");
+    std::fs::write(dir.path().join("medium.txt"), medium).expect("medium");
+    std::fs::write(dir.path().join("notes.txt"), "NOTE: buy oat milk\n").expect("notes");
+    dir
+}
+
+fn client(mock: &MockServer) -> Client {
+    let auth = Auth::ApiKey(ApiKey::new("sk-ant-test").expect("key"));
+    Client::new(ClientConfig::new(mock.base_url(), auth)).expect("client")
+}
+
+fn read(path: &str) -> Step {
+    Step::tool_use("Read", json!({"path": path}))
+}
+
+/// Compaction small enough for a short session: the summary keeps a one-unit tail.
+fn small_compaction(autocompact_at: Option<u64>) -> Compaction {
+    let mut compaction = Compaction::default().with_tail(TailOptions {
+        min_tokens: 100,
+        min_text_messages: 1,
+        max_tokens: 2_000,
+    });
+    compaction.autocompact.reattach = ReattachOptions {
+        max_files: 0,
+        file_tokens: 0,
+        total_tokens: 0,
+    };
+    match autocompact_at {
+        Some(tokens) => compaction.autocompact_at(tokens),
+        None => compaction,
+    }
+}
+
+fn agent(mock: &MockServer, dir: &Path, compaction: Compaction) -> Agent<Client> {
+    let workspace = Arc::new(Workspace::new(dir).expect("workspace"));
+    Agent::builder(client(mock))
+        .system_prompt("You read files.")
+        .workspace(dir)
+        .tool(ReadFile::new(workspace))
+        .compaction(compaction)
+        .today("2026-03-08")
+        .transcript(dir.join("session.jsonl"))
+        .build()
+        .expect("agent")
+}
+
+async fn run(agent: &mut Agent<Client>, prompt: &str) -> Vec<Event> {
+    agent.run(prompt).collect().await
+}
+
+fn finished(events: &[Event]) -> (Terminal, Vec<Transition>) {
+    match events.last() {
+        Some(Event::Finished(finished)) => (finished.terminal.clone(), finished.state.path.clone()),
+        other => panic!("the last event is Finished, got {other:?}"),
+    }
+}
+
+fn compactions(events: &[Event]) -> Vec<CompactTrigger> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(Message::System(s)) => match &s.kind {
+                SystemKind::CompactBoundary { trigger, .. } => Some(*trigger),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn body(request: &RecordedRequest) -> &Value {
+    request.body.as_ref().expect("a JSON body")
+}
+
+fn all_accepted(mock: &MockServer) {
+    for (i, request) in mock.requests().iter().enumerate() {
+        assert!(
+            request.status == Some(200) || request.status == Some(400),
+            "request {i} answered {:?}",
+            request.status
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        read("big.txt"),
+        read("medium.txt"),
+        Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
+        Step::text("Both files are read."),
+    ]))
+    .await
+    .expect("mock");
+    let mut agent = agent(&mock, dir.path(), small_compaction(Some(3_900)));
+    let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+    let (terminal, path) = finished(&events);
+    assert_eq!(terminal, Terminal::Completed);
+    assert_eq!(path, [Transition::NextTurn, Transition::NextTurn]);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().all(|r| r.status == Some(200)));
+    // The third request is the summary request: the main prefix, tools forbidden.
+    let summary = body(&requests[2]);
+    assert_eq!(summary["tool_choice"]["type"], "none");
+    assert!(summary.to_string().contains("BIG-FILE-LINE-0000"));
+    // After it, the model sees the summary and the tail, not the big file.
+    let after = body(&requests[3]).to_string();
+    assert!(after.contains("Two files were read"), "{after}");
+    assert!(!after.contains("BIG-FILE-LINE-0000"));
+    assert!(after.contains("medium line 000"));
+    // Cache markers from threadline-cache's planner.
+    assert!(
+        requests
+            .iter()
+            .all(|r| body(r).to_string().contains("cache_control"))
+    );
+
+    // Every message went to the transcript as it was produced.
+    let transcript = std::fs::read_to_string(dir.path().join("session.jsonl")).expect("transcript");
+    assert!(transcript.contains("compact_boundary"));
+    assert!(transcript.lines().count() >= 8);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn prompt_too_long_is_recovered_by_a_reactive_compaction() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        read("big.txt"),
+        read("medium.txt"),
+        // The estimate is ~4,400 tokens; the API counts 5,000 against a 4,000 maximum.
+        Step::prompt_too_long(5_000, 4_000),
+        Step::text("<summary>Two files were read.</summary>"),
+        Step::text("Done."),
+    ]))
+    .await
+    .expect("mock");
+    let mut agent = agent(&mock, dir.path(), small_compaction(None));
+    let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+    let (terminal, path) = finished(&events);
+    assert_eq!(terminal, Terminal::Completed);
+    assert_eq!(
+        path,
+        [
+            Transition::NextTurn,
+            Transition::NextTurn,
+            Transition::ReactiveCompactRetry
+        ]
+    );
+    assert_eq!(compactions(&events), [CompactTrigger::Reactive]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(body(&requests[3])["tool_choice"]["type"], "none");
+    assert!(
+        !body(&requests[4])
+            .to_string()
+            .contains("BIG-FILE-LINE-0000")
+    );
+    all_accepted(&mock);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_continues_across_runs_with_mentions_attached() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        Step::text("Hello, how can I help?"),
+        Step::text("You need oat milk."),
+    ]))
+    .await
+    .expect("mock");
+    let mut agent = agent(&mock, dir.path(), Compaction::default());
+    let first = run(&mut agent, "Hi").await;
+    assert_eq!(finished(&first).0, Terminal::Completed);
+    let second = run(&mut agent, "What does @notes.txt say?").await;
+    assert_eq!(finished(&second).0, Terminal::Completed);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let second = body(&requests[1]).to_string();
+    // The first exchange is still there, and the mention was attached from the workspace.
+    assert!(second.contains("Hello, how can I help?"));
+    assert!(second.contains("NOTE: buy oat milk"));
+    // The workspace's context: its directory in the system prompt, the date up front.
+    assert!(
+        body(&requests[0])["system"]
+            .to_string()
+            .contains("workingDirectory")
+    );
+    assert!(body(&requests[0]).to_string().contains("2026-03-08"));
+    assert_eq!(
+        agent
+            .state()
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant(_)))
+            .count(),
+        2
+    );
+    all_accepted(&mock);
+}
+
+#[test]
+fn a_bad_workspace_or_date_is_a_build_error() {
+    let service = threadline::query::scripted::ScriptedService::new([]);
+    let error = Agent::builder(service.clone())
+        .workspace("/definitely/not/here")
+        .build()
+        .expect_err("no such directory");
+    assert!(
+        error
+            .to_string()
+            .starts_with("/definitely/not/here: not a usable workspace")
+    );
+    let error = Agent::builder(service)
+        .today("March 8")
+        .build()
+        .expect_err("not a date");
+    assert!(error.to_string().contains("YYYY-MM-DD"));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stop_hooks_are_kept_across_runs() {
+    use threadline::query::scripted::{Reply, Response, ScriptedService};
+    use threadline::query::{StopContext, StopDecision};
+    use threadline::wire::StopReason;
+
+    let service = ScriptedService::new([
+        Reply::stream(
+            Response::new("msg_1")
+                .text("Done.")
+                .stop(StopReason::EndTurn),
+        ),
+        Reply::stream(
+            Response::new("msg_2")
+                .text("Tests pass.")
+                .stop(StopReason::EndTurn),
+        ),
+        Reply::stream(
+            Response::new("msg_3")
+                .text("Again.")
+                .stop(StopReason::EndTurn),
+        ),
+    ]);
+    // Blocks the first end of turn it sees, allows every later one: the count lives in the
+    // hook, so a second run must see the same hook.
+    let mut seen = 0u32;
+    let hook = move |_ctx: StopContext<'_>| {
+        seen += 1;
+        if seen == 1 {
+            StopDecision::Block {
+                message: "Run the tests first.".to_owned(),
+            }
+        } else {
+            StopDecision::Allow
+        }
+    };
+    let mut agent = Agent::builder(service.clone())
+        .stop_hook(hook)
+        .today("2026-03-08")
+        .build()
+        .expect("agent");
+    let first = agent.run("Fix it.").collect::<Vec<_>>().await;
+    assert_eq!(
+        finished(&first),
+        (Terminal::Completed, vec![Transition::StopHookBlocking])
+    );
+    let second = agent.run("And again.").collect::<Vec<_>>().await;
+    assert_eq!(finished(&second), (Terminal::Completed, vec![]));
+    assert_eq!(service.requests().len(), 3);
+    assert!(service.violations().is_empty());
+}
