@@ -461,6 +461,30 @@ mod tests {
         assert_eq!(request.max_tokens, 20_000);
     }
 
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Compile-time: the driver's future is `Send` (it can be awaited inside the query loop's
+    /// `Send` hooks), whatever summarizer and files it is given. The future is never polled.
+    #[test]
+    fn the_autocompact_future_is_send() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+        let base = MessagesRequest::new("claude-sonnet-4-5", 8192, Vec::new());
+        let files: &dyn CurrentFiles = &crate::reattach::HistoryOnly;
+        let context = CompactContext {
+            model,
+            base: &base,
+            limit: 1_000,
+            now: SystemTime::UNIX_EPOCH,
+            trigger: CompactTrigger::Auto,
+            files,
+        };
+        let summarizer: &dyn Summarizer = &crate::summarizer::ExtractiveSummarizer;
+        let options = AutocompactOptions::default();
+        let mut breaker = CircuitBreaker::new();
+        let future = autocompact(&[], summarizer, &context, &options, &mut breaker);
+        assert_send(&future);
+    }
+
     #[test]
     fn dropping_rounds_keeps_a_valid_start_and_the_last_round() {
         let user = |t: &str| MessageParam::user(vec![ContentBlock::text(t)]);

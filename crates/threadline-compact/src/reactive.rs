@@ -126,6 +126,54 @@ pub async fn reactive_compact(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
+    use threadline_wire::MessagesRequest;
+    use threadline_wire::model::ModelTable;
+
+    use crate::reattach::{CurrentFiles, HistoryOnly};
+    use crate::summarizer::{ScriptedSummarizer, Summarizer};
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Compile-time: the driver's future is `Send` (it can be awaited inside the query loop's
+    /// `Send` hooks). The future is never polled.
+    #[test]
+    fn the_reactive_compact_future_is_send() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+        let base = MessagesRequest::new("claude-sonnet-4-5", 8192, Vec::new());
+        let files: &dyn CurrentFiles = &HistoryOnly;
+        let context = CompactContext {
+            model,
+            base: &base,
+            limit: 1_000,
+            now: SystemTime::UNIX_EPOCH,
+            trigger: CompactTrigger::Auto,
+            files,
+        };
+        let error = ServiceError::from_api_response(
+            400,
+            threadline_wire::ApiErrorResponse::new(
+                threadline_wire::api_error::ApiErrorType::InvalidRequest,
+                "prompt is too long: 213462 tokens > 200000 maximum",
+            ),
+            None,
+        );
+        let scripted = ScriptedSummarizer::new([]);
+        let summarizer: &dyn Summarizer = &scripted;
+        let options = AutocompactOptions::default();
+        let mut breaker = CircuitBreaker::new();
+        let mut guard = ReactiveGuard::new();
+        let future = reactive_compact(
+            &[],
+            &error,
+            summarizer,
+            &context,
+            &options,
+            &mut breaker,
+            &mut guard,
+        );
+        assert_send(&future);
+    }
 
     #[test]
     fn the_limit_is_corrected_by_the_estimates_shortfall() {

@@ -38,7 +38,10 @@ impl Default for ReattachOptions {
 }
 
 /// Gives the current content of a file the session read.
-pub trait CurrentFiles {
+///
+/// `Send + Sync` because [`CompactContext`](crate::CompactContext) holds it across the
+/// summarizer's await: the driver's futures are `Send` only if it is.
+pub trait CurrentFiles: Send + Sync {
     /// The file's content now, or `None` to use the content the history holds.
     fn current(&self, path: &str) -> Option<String>;
 }

@@ -2,7 +2,9 @@
 //!
 //! The trait returns a boxed `Send` future: the real summarizer is a model call made by the
 //! query loop (which owns the HTTP client), and a synchronous trait would make it block a
-//! runtime thread. Everything else in this crate is synchronous; only the autocompact driver
+//! runtime thread. Summarizers are `Send + Sync`, so the autocompact driver's future (which
+//! holds `&dyn Summarizer` across the call) is `Send` and can be awaited inside the loop's
+//! `Send` hooks. Everything else in this crate is synchronous; only the autocompact driver
 //! awaits.
 
 use std::collections::VecDeque;
@@ -84,7 +86,9 @@ pub type SummaryFuture<'a> =
 
 /// Writes a summary for a summary request (built by the autocompact driver: the main
 /// request's prefix, then [`SUMMARY_PROMPT`], with tools forbidden).
-pub trait Summarizer {
+///
+/// `Send + Sync` so that the driver's futures are `Send`.
+pub trait Summarizer: Send + Sync {
     /// Answers `request`; the text may hold `<analysis>` and `<summary>` sections.
     fn summarize<'a>(&'a self, request: &'a MessagesRequest) -> SummaryFuture<'a>;
 }

@@ -258,7 +258,8 @@ pub struct FixtureStep {
     pub response: Option<RecordedResponse>,
 }
 
-/// A recorded response: status, headers, and the body as recorded.
+/// A recorded response: status, headers, and the body as recorded — the `response` of a
+/// canonical fixture exchange (`threadline-fixture/1`), read as it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedResponse {
     /// The status (default 200).
@@ -272,8 +273,14 @@ pub struct RecordedResponse {
     /// The SSE body, byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse: Option<String>,
-    /// The JSON body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The JSON body: `body` in the canonical format (`json`, the name this field was read
+    /// from before, is still accepted).
+    #[serde(
+        default,
+        rename = "body",
+        alias = "json",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub json: Option<Value>,
 }
 
@@ -474,5 +481,62 @@ steps:
         assert_eq!(from_yaml, from_json);
         assert_eq!(from_yaml.steps.len(), 3);
         assert!(matches!(from_yaml.steps[2], Step::Reset));
+    }
+
+    /// The workspace's `fixtures/canonical` folder.
+    fn canonical() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/canonical")
+    }
+
+    #[test]
+    fn a_canonical_json_response_is_loaded_with_its_body() {
+        let path = "anthropics__anthropic-sdk-typescript/ToolRunner.json";
+        let text = std::fs::read_to_string(canonical().join(path)).expect("the fixture exists");
+        let fixture: Value = serde_json::from_str(&text).expect("the fixture is JSON");
+        assert_eq!(fixture["format"], "threadline-fixture/1");
+        let recorded = &fixture["exchanges"][0]["response"];
+        assert_eq!(recorded["kind"], "json");
+        assert!(
+            recorded["body"].is_object(),
+            "the canonical body is under `body`"
+        );
+
+        let mut step = FixtureStep {
+            path: Some(path.into()),
+            exchange: 0,
+            response: None,
+        };
+        step.load(&canonical()).expect("the fixture loads");
+        let response = step.response.expect("loaded");
+        assert_eq!(response.kind, "json");
+        assert_eq!(response.status, Some(200));
+        assert_eq!(response.sse, None);
+        assert_eq!(response.json.as_ref(), Some(&recorded["body"]));
+        assert_eq!(
+            response.json.as_ref().map(|b| &b["type"]),
+            Some(&"message".into())
+        );
+    }
+
+    #[test]
+    fn a_json_body_under_json_is_still_read_and_written_as_body() {
+        let inline = r#"
+steps:
+  - kind: fixture
+    response: {kind: json, status: 400, json: {type: error}}
+"#;
+        let scenario: Scenario = serde_yaml::from_str(inline).expect("valid YAML");
+        let Step::Fixture(step) = &scenario.steps[0] else {
+            panic!("a fixture step");
+        };
+        let body = serde_json::json!({"type": "error"});
+        assert_eq!(
+            step.response.as_ref().and_then(|r| r.json.as_ref()),
+            Some(&body)
+        );
+        let written = serde_json::to_value(&scenario).expect("serializes");
+        assert_eq!(written["steps"][0]["response"]["body"], body);
+        let again: Scenario = serde_json::from_value(written).expect("reads back");
+        assert_eq!(again, scenario);
     }
 }

@@ -2,25 +2,21 @@
 //! time-based microcompact, autocompact whose summary is a model call through the agent's own
 //! service, the blocking limit, and reactive compaction after `prompt is too long`.
 //!
-//! `threadline_compact::autocompact` takes its summarizer as `&dyn Summarizer`, so its future
-//! is not `Send` and cannot be held across the model call inside the loop's (`Send`) hook.
-//! The policy therefore runs the driver three times, each run finishing in one poll: a probe
-//! that captures the summary request the driver would send, then (after the real call, made
-//! here) the compaction with that answer.
+//! The compact crate's drivers return `Send` futures, so the policy awaits them directly inside
+//! the loop's (`Send`) hooks, with a [`Summarizer`] that calls the model through the service.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use threadline_cache::Planner;
 use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
-    AutocompactError, AutocompactOptions, BudgetOptions, CircuitBreaker, CompactContext, Compacted,
-    DirStore, HistoryOnly, MemoryStore, MicrocompactOptions, ReactiveError, ReactiveGuard,
-    SideStore, SummarizeError, Summarizer, TailOptions, Thresholds, apply_budget, autocompact,
-    estimate_context, microcompact_time_based, overhead_of, reactive_compact, should_autocompact,
+    AutocompactOptions, BudgetOptions, CircuitBreaker, CompactContext, Compacted, DirStore,
+    HistoryOnly, MemoryStore, MicrocompactOptions, ReactiveGuard, SideStore, SummarizeError,
+    Summarizer, TailOptions, Thresholds, apply_budget, autocompact, estimate_context,
+    microcompact_time_based, overhead_of, reactive_compact, should_autocompact,
 };
 use threadline_message::{CompactTrigger, Message};
 use threadline_normalize::{Options, normalize};
@@ -160,51 +156,25 @@ pub(crate) struct CompactPolicy<S> {
     pub(crate) model: Model,
 }
 
-/// Answers with what it was given (the result of the model call made by the policy), and
-/// keeps the request it was asked.
-struct Answer {
-    outcome: Option<Result<String, SummarizeError>>,
-    asked: Mutex<Option<MessagesRequest>>,
+/// Writes the summary with a model call through the agent's own service (the policy's
+/// service, borrowed for the compaction). The async lock only serializes calls: the driver
+/// makes one at a time.
+struct ServiceSummarizer<'s, S> {
+    service: futures::lock::Mutex<&'s mut S>,
 }
 
-impl Answer {
-    fn probe() -> Answer {
-        Answer {
-            outcome: None,
-            asked: Mutex::new(None),
-        }
-    }
-
-    fn with(outcome: Result<String, SummarizeError>) -> Answer {
-        Answer {
-            outcome: Some(outcome),
-            asked: Mutex::new(None),
-        }
-    }
-
-    fn asked(&self) -> Option<MessagesRequest> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-}
-
-impl Summarizer for Answer {
+impl<S> Summarizer for ServiceSummarizer<'_, S>
+where
+    S: MessagesService + Send,
+    S::Future: Send,
+{
     fn summarize<'a>(&'a self, request: &'a MessagesRequest) -> SummaryFuture<'a> {
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        let first = asked.is_none();
-        if first {
-            *asked = Some(request.clone());
-        }
-        let outcome = match (&self.outcome, first) {
-            (Some(outcome), true) => outcome.clone(),
-            // The probe, or a retry the policy did not call the model for.
-            (Some(_), false) | (None, _) => Err(SummarizeError::Failed {
-                message: "the summary request changed after the model was called".to_owned(),
-            }),
-        };
-        Box::pin(std::future::ready(outcome))
+        Box::pin(async move {
+            let mut service = self.service.lock().await;
+            answer_text(&mut **service, request.clone())
+                .await
+                .map_err(|e| SummarizeError::from_service(&e))
+        })
     }
 }
 
@@ -228,20 +198,20 @@ where
         self.options.thresholds(self.model()).autocompact
     }
 
-    /// Runs the driver once with `summarizer`; it completes in one poll because the
-    /// summarizer answers at once.
-    fn drive(
-        &self,
+    /// Runs the driver, its summary written by the model through the service; the breaker
+    /// is read from the agent's memory and written back after.
+    async fn compact(
+        &mut self,
         kind: Kind<'_>,
         history: &[Message],
         base: &MessagesRequest,
-        summarizer: &Answer,
-        breaker: &mut CircuitBreaker,
     ) -> Result<Compacted, PolicyError> {
+        let limit = self.limit();
+        let mut breaker = self.memory().breaker;
         let context = CompactContext {
-            model: self.model(),
+            model: &self.model,
             base,
-            limit: self.limit(),
+            limit,
             now: SystemTime::now(),
             trigger: match kind {
                 Kind::Auto => CompactTrigger::Auto,
@@ -250,50 +220,30 @@ where
             files: &HistoryOnly,
         };
         let options = &self.options.autocompact;
-        match kind {
-            Kind::Auto => autocompact(history, summarizer, &context, options, breaker)
-                .now_or_never()
-                .unwrap_or(Err(AutocompactError::NothingToCompact))
+        let summarizer = ServiceSummarizer {
+            service: futures::lock::Mutex::new(&mut self.service),
+        };
+        let result = match kind {
+            Kind::Auto => autocompact(history, &summarizer, &context, options, &mut breaker)
+                .await
                 .map_err(|e| PolicyError::new("autocompact", e.to_string())),
             Kind::Reactive(error) => {
                 let mut guard = ReactiveGuard::new();
                 reactive_compact(
-                    history, error, summarizer, &context, options, breaker, &mut guard,
+                    history,
+                    error,
+                    &summarizer,
+                    &context,
+                    options,
+                    &mut breaker,
+                    &mut guard,
                 )
-                .now_or_never()
-                .unwrap_or(Err(ReactiveError::NotPromptTooLong))
+                .await
                 .map_err(|e| PolicyError::new("reactive_compact", e.to_string()))
             }
-        }
-    }
-
-    /// Probe, model call, compaction.
-    async fn compact(
-        &mut self,
-        kind: Kind<'_>,
-        history: &[Message],
-        base: &MessagesRequest,
-    ) -> Result<Compacted, PolicyError> {
-        let step = match kind {
-            Kind::Auto => "autocompact",
-            Kind::Reactive(_) => "reactive_compact",
         };
-        let breaker = self.memory().breaker;
-        let probe = Answer::probe();
-        let mut scratch = breaker;
-        let probed = self.drive(kind, history, base, &probe, &mut scratch);
-        let Some(request) = probe.asked() else {
-            // Refused before any model call (nothing to compact, breaker open).
-            return probed;
-        };
-        let answer = answer_text(&mut self.service, request)
-            .await
-            .map_err(|e| SummarizeError::from_service(&e));
-        let summarizer = Answer::with(answer);
-        let mut breaker = breaker;
-        let result = self.drive(kind, history, base, &summarizer, &mut breaker);
         self.memory().breaker = breaker;
-        result.map_err(|e| PolicyError::new(step, e.message))
+        result
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, CompactionMemory> {

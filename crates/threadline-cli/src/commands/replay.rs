@@ -93,7 +93,7 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
     let mut steps = Vec::with_capacity(exchanges.len());
     for (i, exchange) in exchanges.iter().enumerate() {
         match serde_json::from_value::<Step>(
-            json!({"kind": "fixture", "response": recorded(&exchange.response)}),
+            json!({"kind": "fixture", "response": exchange.response}),
         ) {
             Ok(step) => steps.push(step),
             Err(error) => {
@@ -233,20 +233,6 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
-}
-
-/// A canonical fixture's response in the mock's `RecordedResponse` shape: the canonical
-/// format keeps a JSON body under `body`, the mock reads it from `json`.
-fn recorded(response: &Value) -> Value {
-    let mut response = response.clone();
-    if let Some(object) = response.as_object_mut()
-        && !object.contains_key("json")
-        && object.get("kind").and_then(Value::as_str) == Some("json")
-        && let Some(body) = object.remove("body")
-    {
-        object.insert("json".to_owned(), body);
-    }
-    response
 }
 
 /// The text of the first user message of a recorded request.

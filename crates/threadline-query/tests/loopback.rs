@@ -1,0 +1,1014 @@
+//! The loop over real loopback HTTP: `Query<threadline_client::Client>` against a
+//! `threadline_mock::MockServer` playing a scenario, with `threadline-cache`'s `Planner` as the
+//! cache planner (so the `cache_control` markers are real). One test per [`Transition`] and per
+//! [`Terminal`] variant; each asserts the exact transition path and terminal (never message
+//! text), then [`check`]s what the mock received:
+//!
+//! * the exact sequence of statuses the mock answered, so no unscripted 400 (the mock answers
+//!   400 to a request `validate` rejects) and no other surprise slipped through;
+//! * (a) every recorded body passes `threadline_wire::validate` again, here;
+//! * (b) [`assert_prefix_stable`]: for consecutive requests N, N+1 with no compaction between
+//!   them, everything up to and including N's last `cache_control` marker is byte-identical
+//!   in N+1;
+//! * the history left behind normalizes to a valid request.
+//!
+//! | Variant                                   | Test                                                  |
+//! |-------------------------------------------|-------------------------------------------------------|
+//! | `Transition::NextTurn`                    | `next_turn_over_a_slow_stream`                        |
+//! | `Transition::CollapseDrainRetry`          | `collapse_drain_retry_after_prompt_too_long`          |
+//! | `Transition::ReactiveCompactRetry`        | `reactive_compact_retry_after_prompt_too_long`        |
+//! | `Transition::MaxOutputTokensEscalate`     | `max_output_tokens_escalate`                          |
+//! | `Transition::MaxOutputTokensRecovery`     | `max_output_tokens_recovery_until_the_loop_gives_up`  |
+//! | `Transition::StopHookBlocking`            | `stop_hook_blocking` (hook set locally)               |
+//! | `Transition::TokenBudgetContinuation`     | `token_budget_continuation`                           |
+//! | `Terminal::Completed`                     | `completed_after_the_client_retried_429_529_500_and_a_reset` (and most others) |
+//! | `Terminal::MaxTurns`                      | `max_turns`                                           |
+//! | `Terminal::AbortedStreaming`              | `aborted_streaming_during_a_stalled_stream`           |
+//! | `Terminal::AbortedTools`                  | `aborted_tools`                                       |
+//! | `Terminal::PromptTooLong`                 | `prompt_too_long_when_nothing_helps`                  |
+//! | `Terminal::ModelError`                    | `model_error_after_retries_are_exhausted`, `model_error_from_a_mid_stream_error_event`, `model_error_when_the_stream_is_cut_inside_a_tool_input`, `model_error_after_tool_uses_were_streamed`, `model_error_when_a_stalled_stream_hits_the_idle_timeout` |
+//! | `Terminal::BlockingLimit`                 | `blocking_limit_after_a_turn` (policy set locally)    |
+//! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
+//!
+//! The tests run on the real clock (real sockets), each bounded by [`RUN_TIMEOUT`]; the
+//! client retries with millisecond backoffs.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Log, Sleeper, assert_history_valid, sleep_input, tool_result_texts};
+use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
+use threadline_message::{CompactTrigger, Message, SystemKind};
+use threadline_mock::{Block, MockServer, RecordedRequest, Scenario, Step, StreamFault};
+use threadline_query::recovery::{INTERRUPTED, MAX_OUTPUT_RECOVERY_ATTEMPTS, STREAM_FAILED};
+use threadline_query::{
+    CachePlanner, CancellationToken, ContextPolicy, Event, PolicyError, Query, QueryConfig, State,
+    StepInput, StepOutcome, StopContext, StopDecision, Terminal, TokenBudget, ToolSet, Transition,
+};
+use threadline_wire::model::ModelTable;
+use threadline_wire::service::ServiceError;
+use threadline_wire::{Content, ContentBlock, MessagesRequest, validate};
+
+/// A model the mock knows.
+const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
+
+/// The longest any run may take: generous, for a loaded 2-core CI machine.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------------------------------
+// Set-up
+// ---------------------------------------------------------------------------------------
+
+async fn mock(steps: impl IntoIterator<Item = Step>) -> MockServer {
+    MockServer::start(Scenario::new(steps))
+        .await
+        .expect("the mock starts")
+}
+
+/// A client for `mock`: up to `retries` retries with millisecond backoffs (a `retry-after`
+/// from the mock is honoured as sent).
+fn client(mock: &MockServer, retries: u32) -> Client {
+    client_with(mock, retries, |config| config)
+}
+
+fn client_with(
+    mock: &MockServer,
+    retries: u32,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+) -> Client {
+    let auth = Auth::ApiKey(ApiKey::new("sk-ant-loopback").expect("a key"));
+    let retry = RetryConfig::default()
+        .with_max_retries(retries)
+        .with_backoff(Duration::from_millis(1), Duration::from_millis(5));
+    let config = ClientConfig::new(mock.base_url(), auth).with_retry(retry);
+    Client::new(adjust(config)).expect("a client")
+}
+
+fn config() -> QueryConfig {
+    QueryConfig::new(MODEL, 1024).with_system("You are a loopback test.")
+}
+
+fn tools(log: &Log) -> ToolSet {
+    ToolSet::new()
+        .with(Sleeper::new("read", true, log))
+        .with(Sleeper::new("write", false, log))
+}
+
+/// `threadline-cache`'s planner as the loop's cache planner, counting resets.
+#[derive(Default)]
+struct Markers {
+    planner: threadline_cache::Planner,
+    resets: Arc<AtomicUsize>,
+}
+
+impl CachePlanner for Markers {
+    fn plan(&mut self, request: &mut MessagesRequest) {
+        self.planner.plan(request);
+    }
+    fn reset(&mut self) {
+        self.resets.fetch_add(1, Ordering::SeqCst);
+        self.planner.reset();
+    }
+}
+
+/// The loop over HTTP to `mock`, with the test tools and real cache markers.
+fn query(client: Client, config: QueryConfig, tools: &ToolSet) -> Query<Client> {
+    Query::new(client, config)
+        .with_tools(tools.clone())
+        .with_cache_planner(Markers::default())
+}
+
+fn prompt() -> Vec<Message> {
+    vec![Message::user_text("Do the thing.")]
+}
+
+fn text(text: &str) -> Block {
+    Block::Text {
+        text: text.to_owned(),
+    }
+}
+
+fn tool_use(id: &str, name: &str, input: Value) -> Block {
+    Block::ToolUse {
+        id: Some(id.to_owned()),
+        name: name.to_owned(),
+        input,
+    }
+}
+
+/// A message step reporting exactly `output_tokens` of output.
+fn with_output_tokens(mut step: Step, output_tokens: u64) -> Step {
+    if let Step::Message(message) = &mut step {
+        message.usage = Some(json!({"input_tokens": 50, "output_tokens": output_tokens}));
+    }
+    step
+}
+
+/// What a run produced.
+struct Outcome {
+    events: Vec<Event>,
+    terminal: Terminal,
+    state: State,
+}
+
+impl Outcome {
+    fn path(&self) -> &[Transition] {
+        &self.state.path
+    }
+}
+
+/// Runs `query` to its end (within [`RUN_TIMEOUT`]), showing each event to `on_event`
+/// first. Checks that the `Transition` events agree with the recorded path.
+async fn drive(query: Query<Client>, mut on_event: impl FnMut(&Event)) -> Outcome {
+    let run = async {
+        let mut stream = query.run(State::default(), prompt());
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            on_event(&event);
+            events.push(event);
+        }
+        events
+    };
+    let mut events = tokio::time::timeout(RUN_TIMEOUT, run)
+        .await
+        .expect("the run ends in time");
+    let Some(Event::Finished(finished)) = events.pop() else {
+        panic!("the last event is Finished");
+    };
+    let outcome = Outcome {
+        events,
+        terminal: finished.terminal,
+        state: finished.state,
+    };
+    let reported: Vec<Transition> = outcome
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Transition(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, outcome.path(), "transition events and path agree");
+    outcome
+}
+
+async fn run(query: Query<Client>) -> Outcome {
+    drive(query, |_| {}).await
+}
+
+// ---------------------------------------------------------------------------------------
+// The checks every test makes
+// ---------------------------------------------------------------------------------------
+
+/// What the mock received, and what the run left behind:
+///
+/// * the mock answered exactly `statuses` (`None`: the scenario reset the connection), so
+///   there was no 400 but the scripted ones;
+/// * (a) every request passes `validate`;
+/// * (b) [`assert_prefix_stable`], except across the requests listed in `compacted_before`
+///   (request `i` there: a compaction or an in-place rewrite came between `i - 1` and `i`);
+/// * the visible history normalizes to a valid request.
+fn check(
+    mock: &MockServer,
+    out: &Outcome,
+    tools: &ToolSet,
+    statuses: &[Option<u16>],
+    compacted_before: &[usize],
+) {
+    let recorded = mock.requests();
+    let answered: Vec<Option<u16>> = recorded.iter().map(|r| r.status).collect();
+    assert_eq!(answered, statuses, "the statuses the mock answered");
+    let bodies: Vec<Value> = recorded.iter().map(valid_body).collect();
+    assert_prefix_stable(&bodies, compacted_before);
+    assert_history_valid(out.state.visible(), tools);
+}
+
+/// (a): the request went to `POST /v1/messages` and its body passes `validate`.
+fn valid_body(request: &RecordedRequest) -> Value {
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert!(
+        !request.headers.contains_key("anthropic-beta"),
+        "no betas: `validate` without options is what the mock applied"
+    );
+    let body = request.body.clone().expect("a JSON body");
+    let parsed: MessagesRequest = serde_json::from_value(body.clone()).expect("a request");
+    let model = ModelTable::builtin().resolve(&parsed.model);
+    assert!(model.is_known(), "model {}", parsed.model);
+    let violations = validate(&parsed, model.model());
+    assert!(violations.is_empty(), "invalid request: {violations:?}");
+    body
+}
+
+/// One piece of a request's cacheable prefix: where it is, its JSON, and whether it carries
+/// a `cache_control` marker.
+struct Piece {
+    key: String,
+    marked: bool,
+}
+
+/// Removes every `cache_control` in `value`; whether there was one.
+fn strip_markers(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut found = map.remove("cache_control").is_some();
+            for v in map.values_mut() {
+                found |= strip_markers(v);
+            }
+            found
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |found, v| strip_markers(v) | found),
+        _ => false,
+    }
+}
+
+/// The prefix in the API's cache order: each tool, each system block, each message's
+/// blocks. Tools and system are compared with their markers (their markers are stable);
+/// message blocks without them, since the planner moves the last-message marker forward on
+/// every request by design (the API's prefix hash, like `threadline-cache`'s, ignores it).
+fn pieces(body: &Value) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut stable = |label: String, value: &Value| {
+        let mut stripped = value.clone();
+        out.push((label, value.to_string(), strip_markers(&mut stripped)));
+    };
+    for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        stable(format!("tools[{i}]"), tool);
+    }
+    match &body["system"] {
+        Value::Array(blocks) => {
+            for (i, block) in blocks.iter().enumerate() {
+                stable(format!("system[{i}]"), block);
+            }
+        }
+        Value::Null => {}
+        system => stable("system".to_owned(), system),
+    }
+    let mut pieces: Vec<Piece> = out
+        .into_iter()
+        .map(|(label, json, marked)| Piece {
+            key: format!("{label} {json}"),
+            marked,
+        })
+        .collect();
+    for (m, message) in body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .enumerate()
+    {
+        let role = message["role"].as_str().expect("a role");
+        let blocks = match &message["content"] {
+            Value::Array(blocks) => blocks.clone(),
+            other => vec![other.clone()],
+        };
+        for (b, mut block) in blocks.into_iter().enumerate() {
+            let marked = strip_markers(&mut block);
+            pieces.push(Piece {
+                key: format!("messages[{m}].content[{b}] ({role}) {block}"),
+                marked,
+            });
+        }
+    }
+    pieces
+}
+
+/// (b) Prefix stability. For every pair of consecutive requests N, N+1 (N+1 not listed in
+/// `compacted_before`), everything up to and including the last `cache_control` marker of N
+/// is byte-identical in N+1. Every request carries a marker (the planner always places one:
+/// the check is never vacuous), and every listed pair really did change before the marker
+/// (an exemption hides nothing that was not a compaction).
+fn assert_prefix_stable(bodies: &[Value], compacted_before: &[usize]) {
+    let all: Vec<Vec<Piece>> = bodies.iter().map(pieces).collect();
+    for (i, request) in all.iter().enumerate() {
+        assert!(
+            request.iter().any(|p| p.marked),
+            "request {i} carries no cache_control marker"
+        );
+    }
+    for (n, pair) in all.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let last = before
+            .iter()
+            .rposition(|p| p.marked)
+            .expect("checked above");
+        let same = after.len() > last
+            && before[..=last]
+                .iter()
+                .zip(&after[..=last])
+                .all(|(a, b)| a.key == b.key);
+        if compacted_before.contains(&(n + 1)) {
+            assert!(
+                !same,
+                "request {} is listed as after a compaction but kept the prefix",
+                n + 1
+            );
+            continue;
+        }
+        if !same {
+            let at = before[..=last]
+                .iter()
+                .zip(after.iter())
+                .position(|(a, b)| a.key != b.key)
+                .unwrap_or(after.len());
+            panic!(
+                "the cached prefix changed between requests {n} and {} at piece {at} of {}:\n  \
+                 before: {}\n  after:  {}",
+                n + 1,
+                last + 1,
+                before[at].key,
+                after.get(at).map_or("(missing)", |p| p.key.as_str()),
+            );
+        }
+    }
+}
+
+/// The requests' bodies, as recorded.
+fn bodies(mock: &MockServer) -> Vec<Value> {
+    mock.requests()
+        .into_iter()
+        .map(|r| r.body.expect("a JSON body"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Transitions
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "current_thread")]
+async fn next_turn_over_a_slow_stream() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        // A slow stream (5 ms between events) with a parallel batch of reads.
+        Step::message(vec![
+            text("Reading both."),
+            tool_use("toolu_a", "read", sleep_input(5)),
+            tool_use("toolu_b", "read", sleep_input(5)),
+        ])
+        .with_delay_ms(5),
+        Step::message(vec![tool_use("toolu_c", "write", sleep_input(1))]),
+        Step::text("Done."),
+    ])
+    .await;
+    let out = run(query(client(&mock, 0), config(), &set)).await;
+    assert_eq!(out.path(), [Transition::NextTurn, Transition::NextTurn]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    let ids: Vec<String> = tool_result_texts(&out.state.messages)
+        .into_iter()
+        .map(|(id, _, is_error)| {
+            assert!(!is_error);
+            id
+        })
+        .collect();
+    assert_eq!(ids, ["toolu_a", "toolu_b", "toolu_c"]);
+    check(&mock, &out, &set, &[Some(200); 3], &[]);
+}
+
+/// Answers the prompt-too-long steps as scripted and trips the blocking limit past a
+/// history length. Its drain rewrites every tool result in place (what a context collapse
+/// does to staged ranges); its reactive compaction appends a boundary and a summary.
+#[derive(Default)]
+struct Policy {
+    drains: bool,
+    compacts: bool,
+    blocking_from: Option<usize>,
+    calls: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl ContextPolicy for Policy {
+    fn drain(&mut self, input: StepInput<'_>) -> StepOutcome {
+        self.calls.lock().expect("calls").push("drain");
+        if !self.drains {
+            return StepOutcome::unchanged();
+        }
+        let mut collapsed = 0;
+        for message in input.history.iter_mut() {
+            if let Message::User(user) = message {
+                for block in &mut user.content {
+                    if let ContentBlock::ToolResult(result) = block {
+                        result.content = Some(Content::Text("[collapsed]".to_owned()));
+                        collapsed += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            collapsed > 0,
+            "the scenario staged a tool result to collapse"
+        );
+        StepOutcome::rewritten()
+    }
+
+    fn reactive_compact<'a>(
+        &'a mut self,
+        _input: StepInput<'a>,
+        _error: &'a ServiceError,
+    ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
+        self.calls.lock().expect("calls").push("reactive_compact");
+        let outcome = if self.compacts {
+            StepOutcome::appended(vec![
+                Message::system(SystemKind::CompactBoundary {
+                    trigger: CompactTrigger::Reactive,
+                    pre_tokens: 210_000,
+                    last_message_id: None,
+                }),
+                Message::compact_summary("Summary: a file was read."),
+            ])
+        } else {
+            StepOutcome::unchanged()
+        };
+        Box::pin(std::future::ready(Ok(outcome)))
+    }
+
+    fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
+        self.blocking_from
+            .filter(|&from| visible.len() >= from)
+            .map(|_| (300_000, 200_000))
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn collapse_drain_retry_after_prompt_too_long() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::prompt_too_long(210_000, 200_000),
+        Step::text("Done."),
+    ])
+    .await;
+    let policy = Policy {
+        drains: true,
+        ..Policy::default()
+    };
+    let calls = Arc::clone(&policy.calls);
+    let q = query(client(&mock, 2), config(), &set).with_policy(policy);
+    let out = run(q).await;
+    assert_eq!(
+        out.path(),
+        [Transition::NextTurn, Transition::CollapseDrainRetry]
+    );
+    assert_eq!(out.terminal, Terminal::Completed);
+    assert_eq!(*calls.lock().expect("calls"), ["drain"]);
+    // The rewrite reached the wire: the retry carries the collapsed result.
+    let sent = bodies(&mock);
+    assert!(!sent[1].to_string().contains("[collapsed]"));
+    assert!(sent[2].to_string().contains("[collapsed]"));
+    // The 400 is the scripted prompt-too-long, not a validation failure (it is not retried).
+    check(&mock, &out, &set, &[Some(200), Some(400), Some(200)], &[2]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn reactive_compact_retry_after_prompt_too_long() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::prompt_too_long(210_000, 200_000),
+        Step::message(vec![tool_use("toolu_2", "read", sleep_input(1))]),
+        Step::text("Done."),
+    ])
+    .await;
+    let policy = Policy {
+        compacts: true,
+        ..Policy::default()
+    };
+    let calls = Arc::clone(&policy.calls);
+    let planner = Markers::default();
+    let resets = Arc::clone(&planner.resets);
+    let q = query(client(&mock, 2), config(), &set)
+        .with_policy(policy)
+        .with_cache_planner(planner);
+    let out = run(q).await;
+    assert_eq!(
+        out.path(),
+        [
+            Transition::NextTurn,
+            Transition::ReactiveCompactRetry,
+            Transition::NextTurn
+        ]
+    );
+    assert_eq!(out.terminal, Terminal::Completed);
+    // Drain first (nothing staged), then the compaction.
+    assert_eq!(*calls.lock().expect("calls"), ["drain", "reactive_compact"]);
+    assert_eq!(out.state.compaction.compactions, 1);
+    assert_eq!(resets.load(Ordering::SeqCst), 1, "the planner was reset");
+    // The retry sends what follows the boundary: the summary alone.
+    assert_eq!(
+        bodies(&mock)[2]["messages"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // After the compaction the prefix is stable again (requests 2 → 3 are checked).
+    check(
+        &mock,
+        &out,
+        &set,
+        &[Some(200), Some(400), Some(200), Some(200)],
+        &[2],
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn max_output_tokens_escalate() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::text("A long answer that was cut").with_stop_reason("max_tokens"),
+        Step::text("A short answer."),
+    ])
+    .await;
+    let out = run(query(client(&mock, 0), config(), &set)).await;
+    assert_eq!(out.path(), [Transition::MaxOutputTokensEscalate]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    let sent = bodies(&mock);
+    assert_eq!(sent[0]["max_tokens"], 1024);
+    assert_eq!(sent[1]["max_tokens"], config().escalated_limit());
+    // The cut output was retracted: the retry is the same conversation.
+    assert_eq!(sent[0]["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(sent[1]["messages"].as_array().map(Vec::len), Some(1));
+    check(&mock, &out, &set, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn max_output_tokens_recovery_until_the_loop_gives_up() {
+    let log = Log::default();
+    let set = tools(&log);
+    let cut = || Step::text("Cut again").with_stop_reason("max_tokens");
+    let mock = mock([
+        cut(),
+        cut(),
+        cut(),
+        cut(),
+        cut(),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let q = query(
+        client(&mock, 0),
+        config().with_escalated_max_tokens(16_000),
+        &set,
+    );
+    let out = run(q).await;
+    let mut expected = vec![Transition::MaxOutputTokensEscalate];
+    expected.extend(std::iter::repeat_n(
+        Transition::MaxOutputTokensRecovery,
+        MAX_OUTPUT_RECOVERY_ATTEMPTS as usize,
+    ));
+    assert_eq!(out.path(), expected);
+    // After the last resume attempt the loop stops with what was produced.
+    assert_eq!(out.terminal, Terminal::Completed);
+    let sent = bodies(&mock);
+    assert!(sent[1..].iter().all(|b| b["max_tokens"] == 16_000));
+    // Each resume adds the cut answer and one meta message.
+    let lengths: Vec<usize> = sent
+        .iter()
+        .map(|b| b["messages"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(lengths, [1, 1, 3, 5, 7]);
+    check(&mock, &out, &set, &[Some(200); 5], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stop_hook_blocking() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([Step::text("First."), Step::text("Second.")]).await;
+    let hook = |ctx: StopContext<'_>| {
+        if ctx.stop_hook_active {
+            StopDecision::Allow
+        } else {
+            StopDecision::Block {
+                message: "Run the tests before you stop.".into(),
+            }
+        }
+    };
+    let q = query(client(&mock, 0), config(), &set).with_stop_hook(hook);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::StopHookBlocking]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    check(&mock, &out, &set, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn token_budget_continuation() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        with_output_tokens(Step::text("Part one."), 2_000),
+        with_output_tokens(Step::text("Part two."), 8_000),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let q = query(
+        client(&mock, 0),
+        config().with_token_budget(TokenBudget::new(10_000)),
+        &set,
+    );
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::TokenBudgetContinuation]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    assert_eq!(out.state.output_tokens, 10_000);
+    check(&mock, &out, &set, &[Some(200); 2], &[]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Terminals
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "current_thread")]
+async fn completed_after_the_client_retried_429_529_500_and_a_reset() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::rate_limited(0.01),
+        Step::overloaded(),
+        Step::internal_error(),
+        Step::Reset,
+        Step::text("Hello."),
+    ])
+    .await;
+    let out = run(query(client(&mock, 4), config(), &set)).await;
+    assert!(out.path().is_empty());
+    assert_eq!(out.terminal, Terminal::Completed);
+    // One model call, five attempts: the same request each time (its prefix is stable).
+    check(
+        &mock,
+        &out,
+        &set,
+        &[Some(429), Some(529), Some(500), None, Some(200)],
+        &[],
+    );
+    let sent = bodies(&mock);
+    assert!(sent.windows(2).all(|pair| pair[0] == pair[1]));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn max_turns() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let q = query(client(&mock, 0), config().with_max_turns(1), &set);
+    let out = run(q).await;
+    assert!(out.path().is_empty());
+    assert_eq!(out.terminal, Terminal::MaxTurns { limit: 1 });
+    // The last turn's result was recorded before stopping.
+    assert_eq!(tool_result_texts(&out.state.messages).len(), 1);
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+/// Events of a stream with one tool use of `{"ms": N}` (N < 10^11) before its stall:
+/// `message_start`, `content_block_start`, `ping`, two `input_json_delta`s,
+/// `content_block_stop`.
+const EVENTS_THROUGH_ONE_TOOL_USE: usize = 6;
+
+#[tokio::test(flavor = "current_thread")]
+async fn aborted_streaming_during_a_stalled_stream() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([Step::message(vec![
+        tool_use("toolu_1", "write", sleep_input(60_000)),
+        text("never arrives"),
+    ])
+    .with_fault(StreamFault::Stall {
+        after_events: EVENTS_THROUGH_ONE_TOOL_USE,
+    })])
+    .await;
+    let cancel = CancellationToken::new();
+    let q = query(client(&mock, 0), config(), &set).with_cancellation(cancel.clone());
+    // Abort once the tool has started: the stream is stalled, so the model is still
+    // "streaming".
+    let out = drive(q, |event| {
+        if matches!(event, Event::ToolStarted { .. }) {
+            cancel.cancel();
+        }
+    })
+    .await;
+    assert!(out.path().is_empty());
+    assert_eq!(out.terminal, Terminal::AbortedStreaming);
+    assert_eq!(log.order("start"), ["toolu_1"]);
+    assert_eq!(
+        tool_result_texts(&out.state.messages),
+        [("toolu_1".to_owned(), INTERRUPTED.to_owned(), true)]
+    );
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn aborted_tools() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([Step::message(vec![
+        tool_use("toolu_1", "write", sleep_input(60_000)),
+        tool_use("toolu_2", "write", sleep_input(60_000)),
+    ])])
+    .await;
+    let cancel = CancellationToken::new();
+    let q = query(client(&mock, 0), config(), &set).with_cancellation(cancel.clone());
+    // Abort once the response is complete (its last fragment, carrying the stop reason, is
+    // appended only after `message_stop`): the loop is waiting for the tools.
+    let out = drive(q, |event| {
+        if let Event::Message(Message::Assistant(assistant)) = event
+            && assistant.stop_reason.is_some()
+        {
+            cancel.cancel();
+        }
+    })
+    .await;
+    assert!(out.path().is_empty());
+    assert_eq!(out.terminal, Terminal::AbortedTools);
+    // The second (unsafe) call never started; both have an interrupted result.
+    assert_eq!(log.order("start"), ["toolu_1"]);
+    assert_eq!(
+        tool_result_texts(&out.state.messages),
+        [
+            ("toolu_1".to_owned(), INTERRUPTED.to_owned(), true),
+            ("toolu_2".to_owned(), INTERRUPTED.to_owned(), true)
+        ]
+    );
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn prompt_too_long_when_nothing_helps() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::prompt_too_long(210_000, 200_000),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let policy = Policy::default();
+    let calls = Arc::clone(&policy.calls);
+    let q = query(client(&mock, 2), config(), &set).with_policy(policy);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(
+        out.terminal,
+        Terminal::PromptTooLong {
+            tokens: Some((210_000, 200_000))
+        }
+    );
+    assert_eq!(*calls.lock().expect("calls"), ["drain", "reactive_compact"]);
+    check(&mock, &out, &set, &[Some(200), Some(400)], &[]);
+}
+
+fn assert_model_error(out: &Outcome, status: Option<u16>) {
+    match &out.terminal {
+        Terminal::ModelError { status: got, .. } => assert_eq!(*got, status),
+        other => panic!("expected a model error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn model_error_after_retries_are_exhausted() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::internal_error(),
+        Step::internal_error(),
+        Step::internal_error(),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let out = run(query(client(&mock, 2), config(), &set)).await;
+    assert!(out.path().is_empty());
+    assert_model_error(&out, Some(500));
+    check(&mock, &out, &set, &[Some(500); 3], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn model_error_from_a_mid_stream_error_event() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::text("Partial answer, then the API is overloaded.")
+            .with_chunk_chars(4)
+            .with_fault(StreamFault::ErrorEvent {
+                after_events: 5,
+                error_type: None,
+                message: None,
+            }),
+        Step::text("never asked for"),
+    ])
+    .await;
+    // Retries are on: a failure after events were delivered is never resent.
+    let out = run(query(client(&mock, 2), config(), &set)).await;
+    assert!(out.path().is_empty());
+    // An `error` event has no HTTP status of its own.
+    assert_model_error(&out, None);
+    // The text that had arrived is kept.
+    assert!(
+        out.state
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant(_)))
+    );
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn model_error_when_the_stream_is_cut_inside_a_tool_input() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![
+            text("Writing."),
+            tool_use("toolu_1", "write", json!({"ms": 1, "pad": "x".repeat(64)})),
+        ])
+        .with_fault(StreamFault::CutInToolInput),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let out = run(query(client(&mock, 2), config(), &set)).await;
+    assert!(out.path().is_empty());
+    assert_model_error(&out, None);
+    // The half-streamed tool use was never run nor kept: no result is owed.
+    assert!(log.order("start").is_empty());
+    assert!(tool_result_texts(&out.state.messages).is_empty());
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn model_error_after_tool_uses_were_streamed() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![
+            tool_use("toolu_1", "write", sleep_input(60_000)),
+            tool_use("toolu_2", "write", sleep_input(60_000)),
+            text("never arrives"),
+        ])
+        // Both tool uses complete (6 events, then 4 more for the second), then the cut.
+        .with_fault(StreamFault::CutAfterEvents {
+            after_events: EVENTS_THROUGH_ONE_TOOL_USE + 4,
+        }),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let out = run(query(client(&mock, 2), config(), &set)).await;
+    assert!(out.path().is_empty());
+    assert_model_error(&out, None);
+    // Every tool use already emitted gets a synthetic result.
+    assert_eq!(
+        tool_result_texts(&out.state.messages),
+        [
+            ("toolu_1".to_owned(), STREAM_FAILED.to_owned(), true),
+            ("toolu_2".to_owned(), STREAM_FAILED.to_owned(), true)
+        ]
+    );
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn model_error_when_a_stalled_stream_hits_the_idle_timeout() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::text("Starting, then silence.").with_fault(StreamFault::Stall { after_events: 4 }),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let client = client_with(&mock, 2, |config| {
+        config.with_timeouts(
+            Duration::from_secs(10),
+            Duration::from_secs(30),
+            Duration::from_secs(2),
+        )
+    });
+    let out = run(query(client, config(), &set)).await;
+    assert!(out.path().is_empty());
+    assert_model_error(&out, None);
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_limit_after_a_turn() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::text("never asked for"),
+    ])
+    .await;
+    // Over the limit once the history holds the prompt, the tool use and its result.
+    let policy = Policy {
+        blocking_from: Some(3),
+        ..Policy::default()
+    };
+    let q = query(client(&mock, 0), config(), &set).with_policy(policy);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(
+        out.terminal,
+        Terminal::BlockingLimit {
+            tokens: 300_000,
+            limit: 200_000
+        }
+    );
+    // Nothing was sent once over the limit.
+    check(&mock, &out, &set, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hook_stopped() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::text("Done."),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let hook = |_ctx: StopContext<'_>| StopDecision::Stop {
+        reason: "budget exhausted".into(),
+    };
+    let q = query(client(&mock, 0), config(), &set).with_stop_hook(hook);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(
+        out.terminal,
+        Terminal::HookStopped {
+            reason: "budget exhausted".into()
+        }
+    );
+    check(&mock, &out, &set, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hook_stopped_after_too_many_blocks() {
+    let log = Log::default();
+    let set = tools(&log);
+    let mock = mock([
+        Step::text("One."),
+        Step::text("Two."),
+        Step::text("Three."),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let hook = |_ctx: StopContext<'_>| StopDecision::Block {
+        message: "Not yet.".into(),
+    };
+    let mut cfg = config();
+    cfg.max_stop_hook_blocks = 2;
+    let q = query(client(&mock, 0), cfg, &set).with_stop_hook(hook);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::StopHookBlocking; 2]);
+    assert!(matches!(out.terminal, Terminal::HookStopped { .. }));
+    check(&mock, &out, &set, &[Some(200); 3], &[]);
+}
