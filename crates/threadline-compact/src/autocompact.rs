@@ -385,6 +385,10 @@ async fn compact_once(
     messages.extend(visible[plan.restated_prompt.clone()].iter().cloned());
     let tail = &visible[plan.start..];
     messages.extend(tail.iter().cloned());
+    // A kept message stays retracted when its tombstone stood among the summarized ones.
+    let missing = crate::retractions::missing_tombstones(visible, &messages);
+    let missing: Vec<Message> = missing.into_iter().cloned().collect();
+    messages.extend(missing);
 
     let before_reattach = overhead + estimate_messages(&messages);
     // Files fill the room left below the limit, keeping a margin of a tenth of it.

@@ -63,6 +63,7 @@ pub mod estimate;
 pub mod microcompact;
 pub mod reactive;
 pub mod reattach;
+mod retractions;
 pub mod snip;
 mod stamp;
 pub mod summarizer;

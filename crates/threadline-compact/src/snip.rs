@@ -76,11 +76,24 @@ pub fn snip(history: &[Message], selection: &BTreeSet<MessageId>) -> Snipped {
 }
 
 fn split(history: &[Message], remove: &[bool]) -> Snipped {
+    // A tombstone stays while the message it retracts stays, wherever the two stand.
+    let staying: Vec<Message> = history
+        .iter()
+        .zip(remove)
+        .filter(|(_, gone)| !**gone)
+        .map(|(m, _)| m.clone())
+        .collect();
+    let keep_anyway: Vec<&Message> = crate::retractions::missing_tombstones(history, &staying);
+    let remove: Vec<bool> = history
+        .iter()
+        .zip(remove)
+        .map(|(m, gone)| *gone && !keep_anyway.iter().any(|t| std::ptr::eq(*t, m)))
+        .collect();
     let mut messages = Vec::with_capacity(history.len() + 1);
     let mut removed = Vec::new();
     let mut cleared = Vec::new();
     let mut tokens_freed = 0;
-    for (message, gone) in history.iter().zip(remove) {
+    for (message, gone) in history.iter().zip(&remove) {
         if *gone {
             removed.push(message.id().clone());
             tokens_freed += message_tokens(message);
@@ -172,6 +185,30 @@ mod tests {
             .messages,
             snipped.messages
         );
+    }
+
+    #[test]
+    fn a_tombstone_stays_while_the_message_it_retracts_stays() {
+        let mut b = SessionBuilder::new();
+        b.user("old");
+        let msg = b.response_id();
+        b.assistant(&msg, vec![text("cut short")]);
+        b.user("later");
+        b.user("now");
+        let mut history = b.into_messages();
+        // A hostile order: the tombstone of the second message stands first.
+        let tombstone = Message::Tombstone(threadline_message::Tombstone {
+            header: Header::with("tomb", "2026-01-01T00:00:00Z"),
+            retracts: history[1].id().clone(),
+        });
+        history.insert(0, tombstone.clone());
+        let snipped = snip(&history, &BTreeSet::from([MessageId("tomb".into())]));
+        assert!(
+            snipped.messages.contains(&tombstone),
+            "{:?}",
+            snipped.removed
+        );
+        assert!(snipped.removed.is_empty());
     }
 
     #[test]
