@@ -7,6 +7,11 @@
 //! 4. `cargo xtask fixtures --check` (run in-process)
 //! 5. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
 //! 6. `cargo test --workspace --doc`
+//!
+//! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
+//! already set), so that CI is reproducible: a run passes or fails the same way every time.
+//! Local `cargo test` runs keep proptest's random seeds and keep finding new cases; a case
+//! found there is kept in the test's `.proptest-regressions` file and replayed everywhere.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -14,6 +19,9 @@ use std::process::{Command, Stdio};
 
 use crate::fixtures;
 use crate::util::{Failure, XResult, repo_root};
+
+/// The proptest seed CI runs with (see the module documentation).
+pub(crate) const PROPTEST_SEED: &str = "20261130";
 
 /// One CI step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,9 +73,12 @@ fn cargo() -> OsString {
 
 fn run_cargo(root: &Path, args: &[&str]) -> XResult<()> {
     println!("ci: $ cargo {}", args.join(" "));
-    let status = Command::new(cargo())
-        .args(args)
-        .current_dir(root)
+    let mut command = Command::new(cargo());
+    command.args(args).current_dir(root);
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        command.env("PROPTEST_RNG_SEED", PROPTEST_SEED);
+    }
+    let status = command
         .status()
         .map_err(|e| Failure::new(format!("cannot run cargo {}: {e}", args.join(" "))))?;
     if status.success() {
