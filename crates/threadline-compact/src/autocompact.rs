@@ -446,6 +446,8 @@ mod tests {
     use super::*;
     use threadline_wire::model::ModelTable;
 
+    use crate::send_check::{self, assert_send, empty_base};
+
     #[test]
     fn the_summary_request_keeps_the_prefix_and_forbids_tools() {
         let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
@@ -465,23 +467,12 @@ mod tests {
         assert_eq!(request.max_tokens, 20_000);
     }
 
-    fn assert_send<T: Send>(_: &T) {}
-
     /// Compile-time: the driver's future is `Send` (it can be awaited inside the query loop's
     /// `Send` hooks), whatever summarizer and files it is given. The future is never polled.
     #[test]
     fn the_autocompact_future_is_send() {
-        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
-        let base = MessagesRequest::new("claude-sonnet-4-5", 8192, Vec::new());
-        let files: &dyn CurrentFiles = &crate::reattach::HistoryOnly;
-        let context = CompactContext {
-            model,
-            base: &base,
-            limit: 1_000,
-            now: SystemTime::UNIX_EPOCH,
-            trigger: CompactTrigger::Auto,
-            files,
-        };
+        let base = empty_base();
+        let context = send_check::context(&base);
         let summarizer: &dyn Summarizer = &crate::summarizer::ExtractiveSummarizer;
         let options = AutocompactOptions::default();
         let mut breaker = CircuitBreaker::new();

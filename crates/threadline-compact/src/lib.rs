@@ -64,6 +64,8 @@ pub mod microcompact;
 pub mod reactive;
 pub mod reattach;
 mod retractions;
+#[cfg(test)]
+mod send_check;
 pub mod snip;
 mod stamp;
 pub mod summarizer;

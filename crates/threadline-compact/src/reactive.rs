@@ -126,30 +126,16 @@ pub async fn reactive_compact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::SystemTime;
-    use threadline_wire::MessagesRequest;
-    use threadline_wire::model::ModelTable;
 
-    use crate::reattach::{CurrentFiles, HistoryOnly};
+    use crate::send_check::{self, assert_send, empty_base};
     use crate::summarizer::{ScriptedSummarizer, Summarizer};
-
-    fn assert_send<T: Send>(_: &T) {}
 
     /// Compile-time: the driver's future is `Send` (it can be awaited inside the query loop's
     /// `Send` hooks). The future is never polled.
     #[test]
     fn the_reactive_compact_future_is_send() {
-        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
-        let base = MessagesRequest::new("claude-sonnet-4-5", 8192, Vec::new());
-        let files: &dyn CurrentFiles = &HistoryOnly;
-        let context = CompactContext {
-            model,
-            base: &base,
-            limit: 1_000,
-            now: SystemTime::UNIX_EPOCH,
-            trigger: CompactTrigger::Auto,
-            files,
-        };
+        let base = empty_base();
+        let context = send_check::context(&base);
         let error = ServiceError::from_api_response(
             400,
             threadline_wire::ApiErrorResponse::new(

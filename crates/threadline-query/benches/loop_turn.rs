@@ -131,6 +131,29 @@ fn turn(state: State, calls: &mut u64) -> State {
     }
 }
 
+/// The time `iters` turns take, each from the state the previous one left in `state`; once
+/// the history reaches `2 * n` messages it starts again from `warm` (untimed).
+fn timed_turns(
+    iters: u64,
+    state: &mut Option<State>,
+    warm: &State,
+    n: usize,
+    calls: &mut u64,
+) -> Duration {
+    let mut timed = Duration::ZERO;
+    for _ in 0..iters {
+        let mut current = state.take().expect("state");
+        if current.messages.len() >= 2 * n {
+            current = warm.clone();
+        }
+        let start = Instant::now();
+        let next = turn(current, calls);
+        timed += start.elapsed();
+        *state = Some(next);
+    }
+    timed
+}
+
 fn query_turn(c: &mut Criterion) {
     let mut g = c.benchmark_group("query_turn_overhead");
     g.sample_size(10);
@@ -141,20 +164,7 @@ fn query_turn(c: &mut Criterion) {
         let warm = turn(State::new(base), &mut calls);
         let mut state = Some(warm.clone());
         g.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                let mut timed = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut current = state.take().expect("state");
-                    if current.messages.len() >= 2 * n {
-                        current = warm.clone();
-                    }
-                    let start = Instant::now();
-                    let next = turn(current, &mut calls);
-                    timed += start.elapsed();
-                    state = Some(next);
-                }
-                timed
-            })
+            b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
         });
     }
     g.finish();
@@ -180,20 +190,7 @@ fn versus_clone_floor(c: &mut Criterion) {
     });
     let mut state = Some(warm.clone());
     g.bench_function("ours", |b| {
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iters {
-                let mut current = state.take().expect("state");
-                if current.messages.len() >= 2 * n {
-                    current = warm.clone();
-                }
-                let start = Instant::now();
-                let next = turn(current, &mut calls);
-                timed += start.elapsed();
-                state = Some(next);
-            }
-            timed
-        })
+        b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
     });
     g.finish();
 }

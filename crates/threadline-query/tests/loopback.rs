@@ -35,16 +35,19 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Log, Sleeper, assert_history_valid, sleep_input, tool_result_texts};
+use common::{
+    Calls, Log, Outcome, assert_history_valid, cut_short, prompt, reactive_compaction, sleep_input,
+    tool_result_texts, tools,
+};
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
-use threadline_message::{CompactTrigger, Message, SystemKind};
+use threadline_message::Message;
 use threadline_mock::{Block, MockServer, RecordedRequest, Scenario, Step, StreamFault};
 use threadline_query::recovery::{INTERRUPTED, MAX_OUTPUT_RECOVERY_ATTEMPTS, STREAM_FAILED};
 use threadline_query::{
@@ -94,12 +97,6 @@ fn config() -> QueryConfig {
     QueryConfig::new(MODEL, 1024).with_system("You are a loopback test.")
 }
 
-fn tools(log: &Log) -> ToolSet {
-    ToolSet::new()
-        .with(Sleeper::new("read", true, log))
-        .with(Sleeper::new("write", false, log))
-}
-
 /// `threadline-cache`'s planner as the loop's cache planner, counting resets.
 #[derive(Default)]
 struct Markers {
@@ -124,8 +121,43 @@ fn query(client: Client, config: QueryConfig, tools: &ToolSet) -> Query<Client> 
         .with_cache_planner(Markers::default())
 }
 
-fn prompt() -> Vec<Message> {
-    vec![Message::user_text("Do the thing.")]
+/// A test's world: the mock playing its scenario, and the test tools with their log.
+struct Setup {
+    mock: MockServer,
+    log: Log,
+    tools: ToolSet,
+}
+
+/// The mock playing `steps`, and fresh test tools.
+async fn setup(steps: impl IntoIterator<Item = Step>) -> Setup {
+    let log = Log::default();
+    let tools = tools(&log);
+    Setup {
+        mock: mock(steps).await,
+        log,
+        tools,
+    }
+}
+
+impl Setup {
+    /// [`query`] with a [`client`] of the mock (up to `retries` retries) and the test tools.
+    fn query(&self, retries: u32, config: QueryConfig) -> Query<Client> {
+        query(client(&self.mock, retries), config, &self.tools)
+    }
+
+    /// [`check`] against the mock and the test tools.
+    fn check(&self, out: &Outcome, statuses: &[Option<u16>], compacted_before: &[usize]) {
+        check(&self.mock, out, &self.tools, statuses, compacted_before);
+    }
+
+    /// The requests' bodies, as recorded.
+    fn bodies(&self) -> Vec<Value> {
+        self.mock
+            .requests()
+            .into_iter()
+            .map(|r| r.body.expect("a JSON body"))
+            .collect()
+    }
 }
 
 fn text(text: &str) -> Block {
@@ -148,19 +180,6 @@ fn with_output_tokens(mut step: Step, output_tokens: u64) -> Step {
         message.usage = Some(json!({"input_tokens": 50, "output_tokens": output_tokens}));
     }
     step
-}
-
-/// What a run produced.
-struct Outcome {
-    events: Vec<Event>,
-    terminal: Terminal,
-    state: State,
-}
-
-impl Outcome {
-    fn path(&self) -> &[Transition] {
-        &self.state.path
-    }
 }
 
 /// Runs `query` to its end (within [`RUN_TIMEOUT`]), showing each event to `on_event`
@@ -373,23 +392,13 @@ fn assert_prefix_stable(bodies: &[Value], compacted_before: &[usize]) {
     }
 }
 
-/// The requests' bodies, as recorded.
-fn bodies(mock: &MockServer) -> Vec<Value> {
-    mock.requests()
-        .into_iter()
-        .map(|r| r.body.expect("a JSON body"))
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------
 // Transitions
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "current_thread")]
 async fn next_turn_over_a_slow_stream() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         // A slow stream (5 ms between events) with a parallel batch of reads.
         Step::message(vec![
             text("Reading both."),
@@ -401,7 +410,7 @@ async fn next_turn_over_a_slow_stream() {
         Step::text("Done."),
     ])
     .await;
-    let out = run(query(client(&mock, 0), config(), &set)).await;
+    let out = run(t.query(0, config())).await;
     assert_eq!(out.path(), [Transition::NextTurn, Transition::NextTurn]);
     assert_eq!(out.terminal, Terminal::Completed);
     let ids: Vec<String> = tool_result_texts(&out.state.messages)
@@ -412,7 +421,7 @@ async fn next_turn_over_a_slow_stream() {
         })
         .collect();
     assert_eq!(ids, ["toolu_a", "toolu_b", "toolu_c"]);
-    check(&mock, &out, &set, &[Some(200); 3], &[]);
+    t.check(&out, &[Some(200); 3], &[]);
 }
 
 /// Answers the prompt-too-long steps as scripted and trips the blocking limit past a
@@ -423,12 +432,12 @@ struct Policy {
     drains: bool,
     compacts: bool,
     blocking_from: Option<usize>,
-    calls: Arc<Mutex<Vec<&'static str>>>,
+    calls: Calls,
 }
 
 impl ContextPolicy for Policy {
     fn drain(&mut self, input: StepInput<'_>) -> StepOutcome {
-        self.calls.lock().expect("calls").push("drain");
+        self.calls.push("drain");
         if !self.drains {
             return StepOutcome::unchanged();
         }
@@ -455,20 +464,12 @@ impl ContextPolicy for Policy {
         _input: StepInput<'a>,
         _error: &'a ServiceError,
     ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
-        self.calls.lock().expect("calls").push("reactive_compact");
-        let outcome = if self.compacts {
-            StepOutcome::appended(vec![
-                Message::system(SystemKind::CompactBoundary {
-                    trigger: CompactTrigger::Reactive,
-                    pre_tokens: 210_000,
-                    last_message_id: None,
-                }),
-                Message::compact_summary("Summary: a file was read."),
-            ])
-        } else {
-            StepOutcome::unchanged()
-        };
-        Box::pin(std::future::ready(Ok(outcome)))
+        reactive_compaction(
+            &self.calls,
+            self.compacts,
+            210_000,
+            "Summary: a file was read.",
+        )
     }
 
     fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
@@ -480,9 +481,7 @@ impl ContextPolicy for Policy {
 
 #[tokio::test(flavor = "current_thread")]
 async fn collapse_drain_retry_after_prompt_too_long() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::prompt_too_long(210_000, 200_000),
         Step::text("Done."),
@@ -492,28 +491,26 @@ async fn collapse_drain_retry_after_prompt_too_long() {
         drains: true,
         ..Policy::default()
     };
-    let calls = Arc::clone(&policy.calls);
-    let q = query(client(&mock, 2), config(), &set).with_policy(policy);
+    let calls = policy.calls.clone();
+    let q = t.query(2, config()).with_policy(policy);
     let out = run(q).await;
     assert_eq!(
         out.path(),
         [Transition::NextTurn, Transition::CollapseDrainRetry]
     );
     assert_eq!(out.terminal, Terminal::Completed);
-    assert_eq!(*calls.lock().expect("calls"), ["drain"]);
+    assert_eq!(calls.take(), ["drain"]);
     // The rewrite reached the wire: the retry carries the collapsed result.
-    let sent = bodies(&mock);
+    let sent = t.bodies();
     assert!(!sent[1].to_string().contains("[collapsed]"));
     assert!(sent[2].to_string().contains("[collapsed]"));
     // The 400 is the scripted prompt-too-long, not a validation failure (it is not retried).
-    check(&mock, &out, &set, &[Some(200), Some(400), Some(200)], &[2]);
+    t.check(&out, &[Some(200), Some(400), Some(200)], &[2]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn reactive_compact_retry_after_prompt_too_long() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::prompt_too_long(210_000, 200_000),
         Step::message(vec![tool_use("toolu_2", "read", sleep_input(1))]),
@@ -524,10 +521,11 @@ async fn reactive_compact_retry_after_prompt_too_long() {
         compacts: true,
         ..Policy::default()
     };
-    let calls = Arc::clone(&policy.calls);
+    let calls = policy.calls.clone();
     let planner = Markers::default();
     let resets = Arc::clone(&planner.resets);
-    let q = query(client(&mock, 2), config(), &set)
+    let q = t
+        .query(2, config())
         .with_policy(policy)
         .with_cache_planner(planner);
     let out = run(q).await;
@@ -541,51 +539,38 @@ async fn reactive_compact_retry_after_prompt_too_long() {
     );
     assert_eq!(out.terminal, Terminal::Completed);
     // Drain first (nothing staged), then the compaction.
-    assert_eq!(*calls.lock().expect("calls"), ["drain", "reactive_compact"]);
+    assert_eq!(calls.take(), ["drain", "reactive_compact"]);
     assert_eq!(out.state.compaction.compactions, 1);
     assert_eq!(resets.load(Ordering::SeqCst), 1, "the planner was reset");
     // The retry sends what follows the boundary: the summary alone.
-    assert_eq!(
-        bodies(&mock)[2]["messages"].as_array().map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(t.bodies()[2]["messages"].as_array().map(Vec::len), Some(1));
     // After the compaction the prefix is stable again (requests 2 → 3 are checked).
-    check(
-        &mock,
-        &out,
-        &set,
-        &[Some(200), Some(400), Some(200), Some(200)],
-        &[2],
-    );
+    t.check(&out, &[Some(200), Some(400), Some(200), Some(200)], &[2]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn max_output_tokens_escalate() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::text("A long answer that was cut").with_stop_reason("max_tokens"),
         Step::text("A short answer."),
     ])
     .await;
-    let out = run(query(client(&mock, 0), config(), &set)).await;
+    let out = run(t.query(0, config())).await;
     assert_eq!(out.path(), [Transition::MaxOutputTokensEscalate]);
     assert_eq!(out.terminal, Terminal::Completed);
-    let sent = bodies(&mock);
+    let sent = t.bodies();
     assert_eq!(sent[0]["max_tokens"], 1024);
     assert_eq!(sent[1]["max_tokens"], config().escalated_limit());
     // The cut output was retracted: the retry is the same conversation.
     assert_eq!(sent[0]["messages"].as_array().map(Vec::len), Some(1));
     assert_eq!(sent[1]["messages"].as_array().map(Vec::len), Some(1));
-    check(&mock, &out, &set, &[Some(200); 2], &[]);
+    t.check(&out, &[Some(200); 2], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn max_output_tokens_recovery_until_the_loop_gives_up() {
-    let log = Log::default();
-    let set = tools(&log);
     let cut = || Step::text("Cut again").with_stop_reason("max_tokens");
-    let mock = mock([
+    let t = setup([
         cut(),
         cut(),
         cut(),
@@ -594,11 +579,7 @@ async fn max_output_tokens_recovery_until_the_loop_gives_up() {
         Step::text("never asked for"),
     ])
     .await;
-    let q = query(
-        client(&mock, 0),
-        config().with_escalated_max_tokens(16_000),
-        &set,
-    );
+    let q = t.query(0, config().with_escalated_max_tokens(16_000));
     let out = run(q).await;
     let mut expected = vec![Transition::MaxOutputTokensEscalate];
     expected.extend(std::iter::repeat_n(
@@ -608,7 +589,7 @@ async fn max_output_tokens_recovery_until_the_loop_gives_up() {
     assert_eq!(out.path(), expected);
     // After the last resume attempt the loop stops with what was produced.
     assert_eq!(out.terminal, Terminal::Completed);
-    let sent = bodies(&mock);
+    let sent = t.bodies();
     assert!(sent[1..].iter().all(|b| b["max_tokens"] == 16_000));
     // Each resume adds the cut answer and one meta message.
     let lengths: Vec<usize> = sent
@@ -616,14 +597,12 @@ async fn max_output_tokens_recovery_until_the_loop_gives_up() {
         .map(|b| b["messages"].as_array().map_or(0, Vec::len))
         .collect();
     assert_eq!(lengths, [1, 1, 3, 5, 7]);
-    check(&mock, &out, &set, &[Some(200); 5], &[]);
+    t.check(&out, &[Some(200); 5], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn stop_hook_blocking() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([Step::text("First."), Step::text("Second.")]).await;
+    let t = setup([Step::text("First."), Step::text("Second.")]).await;
     let hook = |ctx: StopContext<'_>| {
         if ctx.stop_hook_active {
             StopDecision::Allow
@@ -633,33 +612,27 @@ async fn stop_hook_blocking() {
             }
         }
     };
-    let q = query(client(&mock, 0), config(), &set).with_stop_hook(hook);
+    let q = t.query(0, config()).with_stop_hook(hook);
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::StopHookBlocking]);
     assert_eq!(out.terminal, Terminal::Completed);
-    check(&mock, &out, &set, &[Some(200); 2], &[]);
+    t.check(&out, &[Some(200); 2], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn token_budget_continuation() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         with_output_tokens(Step::text("Part one."), 2_000),
         with_output_tokens(Step::text("Part two."), 8_000),
         Step::text("never asked for"),
     ])
     .await;
-    let q = query(
-        client(&mock, 0),
-        config().with_token_budget(TokenBudget::new(10_000)),
-        &set,
-    );
+    let q = t.query(0, config().with_token_budget(TokenBudget::new(10_000)));
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::TokenBudgetContinuation]);
     assert_eq!(out.terminal, Terminal::Completed);
     assert_eq!(out.state.output_tokens, 10_000);
-    check(&mock, &out, &set, &[Some(200); 2], &[]);
+    t.check(&out, &[Some(200); 2], &[]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -668,9 +641,7 @@ async fn token_budget_continuation() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn completed_after_the_client_retried_429_529_500_and_a_reset() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::rate_limited(0.01),
         Step::overloaded(),
         Step::internal_error(),
@@ -678,37 +649,33 @@ async fn completed_after_the_client_retried_429_529_500_and_a_reset() {
         Step::text("Hello."),
     ])
     .await;
-    let out = run(query(client(&mock, 4), config(), &set)).await;
+    let out = run(t.query(4, config())).await;
     assert!(out.path().is_empty());
     assert_eq!(out.terminal, Terminal::Completed);
     // One model call, five attempts: the same request each time (its prefix is stable).
-    check(
-        &mock,
+    t.check(
         &out,
-        &set,
         &[Some(429), Some(529), Some(500), None, Some(200)],
         &[],
     );
-    let sent = bodies(&mock);
+    let sent = t.bodies();
     assert!(sent.windows(2).all(|pair| pair[0] == pair[1]));
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn max_turns() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::text("never asked for"),
     ])
     .await;
-    let q = query(client(&mock, 0), config().with_max_turns(1), &set);
+    let q = t.query(0, config().with_max_turns(1));
     let out = run(q).await;
     assert!(out.path().is_empty());
     assert_eq!(out.terminal, Terminal::MaxTurns { limit: 1 });
     // The last turn's result was recorded before stopping.
     assert_eq!(tool_result_texts(&out.state.messages).len(), 1);
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 /// Events of a stream with one tool use of `{"ms": N}` (N < 10^11) before its stall:
@@ -718,9 +685,7 @@ const EVENTS_THROUGH_ONE_TOOL_USE: usize = 6;
 
 #[tokio::test(flavor = "current_thread")]
 async fn aborted_streaming_during_a_stalled_stream() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([Step::message(vec![
+    let t = setup([Step::message(vec![
         tool_use("toolu_1", "write", sleep_input(60_000)),
         text("never arrives"),
     ])
@@ -729,7 +694,7 @@ async fn aborted_streaming_during_a_stalled_stream() {
     })])
     .await;
     let cancel = CancellationToken::new();
-    let q = query(client(&mock, 0), config(), &set).with_cancellation(cancel.clone());
+    let q = t.query(0, config()).with_cancellation(cancel.clone());
     // Abort once the tool has started: the stream is stalled, so the model is still
     // "streaming".
     let out = drive(q, |event| {
@@ -740,25 +705,23 @@ async fn aborted_streaming_during_a_stalled_stream() {
     .await;
     assert!(out.path().is_empty());
     assert_eq!(out.terminal, Terminal::AbortedStreaming);
-    assert_eq!(log.order("start"), ["toolu_1"]);
+    assert_eq!(t.log.order("start"), ["toolu_1"]);
     assert_eq!(
         tool_result_texts(&out.state.messages),
-        [("toolu_1".to_owned(), INTERRUPTED.to_owned(), true)]
+        cut_short(&["toolu_1"], INTERRUPTED)
     );
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn aborted_tools() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([Step::message(vec![
+    let t = setup([Step::message(vec![
         tool_use("toolu_1", "write", sleep_input(60_000)),
         tool_use("toolu_2", "write", sleep_input(60_000)),
     ])])
     .await;
     let cancel = CancellationToken::new();
-    let q = query(client(&mock, 0), config(), &set).with_cancellation(cancel.clone());
+    let q = t.query(0, config()).with_cancellation(cancel.clone());
     // Abort once the response is complete (its last fragment, carrying the stop reason, is
     // appended only after `message_stop`): the loop is waiting for the tools.
     let out = drive(q, |event| {
@@ -772,30 +735,25 @@ async fn aborted_tools() {
     assert!(out.path().is_empty());
     assert_eq!(out.terminal, Terminal::AbortedTools);
     // The second (unsafe) call never started; both have an interrupted result.
-    assert_eq!(log.order("start"), ["toolu_1"]);
+    assert_eq!(t.log.order("start"), ["toolu_1"]);
     assert_eq!(
         tool_result_texts(&out.state.messages),
-        [
-            ("toolu_1".to_owned(), INTERRUPTED.to_owned(), true),
-            ("toolu_2".to_owned(), INTERRUPTED.to_owned(), true)
-        ]
+        cut_short(&["toolu_1", "toolu_2"], INTERRUPTED)
     );
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn prompt_too_long_when_nothing_helps() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::prompt_too_long(210_000, 200_000),
         Step::text("never asked for"),
     ])
     .await;
     let policy = Policy::default();
-    let calls = Arc::clone(&policy.calls);
-    let q = query(client(&mock, 2), config(), &set).with_policy(policy);
+    let calls = policy.calls.clone();
+    let q = t.query(2, config()).with_policy(policy);
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::NextTurn]);
     assert_eq!(
@@ -804,8 +762,8 @@ async fn prompt_too_long_when_nothing_helps() {
             tokens: Some((210_000, 200_000))
         }
     );
-    assert_eq!(*calls.lock().expect("calls"), ["drain", "reactive_compact"]);
-    check(&mock, &out, &set, &[Some(200), Some(400)], &[]);
+    assert_eq!(calls.take(), ["drain", "reactive_compact"]);
+    t.check(&out, &[Some(200), Some(400)], &[]);
 }
 
 fn assert_model_error(out: &Outcome, status: Option<u16>) {
@@ -817,26 +775,22 @@ fn assert_model_error(out: &Outcome, status: Option<u16>) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn model_error_after_retries_are_exhausted() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::internal_error(),
         Step::internal_error(),
         Step::internal_error(),
         Step::text("never asked for"),
     ])
     .await;
-    let out = run(query(client(&mock, 2), config(), &set)).await;
+    let out = run(t.query(2, config())).await;
     assert!(out.path().is_empty());
     assert_model_error(&out, Some(500));
-    check(&mock, &out, &set, &[Some(500); 3], &[]);
+    t.check(&out, &[Some(500); 3], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn model_error_from_a_mid_stream_error_event() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::text("Partial answer, then the API is overloaded.")
             .with_chunk_chars(4)
             .with_fault(StreamFault::ErrorEvent {
@@ -848,7 +802,7 @@ async fn model_error_from_a_mid_stream_error_event() {
     ])
     .await;
     // Retries are on: a failure after events were delivered is never resent.
-    let out = run(query(client(&mock, 2), config(), &set)).await;
+    let out = run(t.query(2, config())).await;
     assert!(out.path().is_empty());
     // An `error` event has no HTTP status of its own.
     assert_model_error(&out, None);
@@ -859,14 +813,12 @@ async fn model_error_from_a_mid_stream_error_event() {
             .iter()
             .any(|m| matches!(m, Message::Assistant(_)))
     );
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn model_error_when_the_stream_is_cut_inside_a_tool_input() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![
             text("Writing."),
             tool_use("toolu_1", "write", json!({"ms": 1, "pad": "x".repeat(64)})),
@@ -875,20 +827,18 @@ async fn model_error_when_the_stream_is_cut_inside_a_tool_input() {
         Step::text("never asked for"),
     ])
     .await;
-    let out = run(query(client(&mock, 2), config(), &set)).await;
+    let out = run(t.query(2, config())).await;
     assert!(out.path().is_empty());
     assert_model_error(&out, None);
     // The half-streamed tool use was never run nor kept: no result is owed.
-    assert!(log.order("start").is_empty());
+    assert!(t.log.order("start").is_empty());
     assert!(tool_result_texts(&out.state.messages).is_empty());
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn model_error_after_tool_uses_were_streamed() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![
             tool_use("toolu_1", "write", sleep_input(60_000)),
             tool_use("toolu_2", "write", sleep_input(60_000)),
@@ -901,47 +851,40 @@ async fn model_error_after_tool_uses_were_streamed() {
         Step::text("never asked for"),
     ])
     .await;
-    let out = run(query(client(&mock, 2), config(), &set)).await;
+    let out = run(t.query(2, config())).await;
     assert!(out.path().is_empty());
     assert_model_error(&out, None);
     // Every tool use already emitted gets a synthetic result.
     assert_eq!(
         tool_result_texts(&out.state.messages),
-        [
-            ("toolu_1".to_owned(), STREAM_FAILED.to_owned(), true),
-            ("toolu_2".to_owned(), STREAM_FAILED.to_owned(), true)
-        ]
+        cut_short(&["toolu_1", "toolu_2"], STREAM_FAILED)
     );
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn model_error_when_a_stalled_stream_hits_the_idle_timeout() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::text("Starting, then silence.").with_fault(StreamFault::Stall { after_events: 4 }),
         Step::text("never asked for"),
     ])
     .await;
-    let client = client_with(&mock, 2, |config| {
+    let client = client_with(&t.mock, 2, |config| {
         config.with_timeouts(
             Duration::from_secs(10),
             Duration::from_secs(30),
             Duration::from_secs(2),
         )
     });
-    let out = run(query(client, config(), &set)).await;
+    let out = run(query(client, config(), &t.tools)).await;
     assert!(out.path().is_empty());
     assert_model_error(&out, None);
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn blocking_limit_after_a_turn() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::text("never asked for"),
     ])
@@ -951,7 +894,7 @@ async fn blocking_limit_after_a_turn() {
         blocking_from: Some(3),
         ..Policy::default()
     };
-    let q = query(client(&mock, 0), config(), &set).with_policy(policy);
+    let q = t.query(0, config()).with_policy(policy);
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::NextTurn]);
     assert_eq!(
@@ -962,14 +905,12 @@ async fn blocking_limit_after_a_turn() {
         }
     );
     // Nothing was sent once over the limit.
-    check(&mock, &out, &set, &[Some(200)], &[]);
+    t.check(&out, &[Some(200)], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn hook_stopped() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
         Step::text("Done."),
         Step::text("never asked for"),
@@ -978,7 +919,7 @@ async fn hook_stopped() {
     let hook = |_ctx: StopContext<'_>| StopDecision::Stop {
         reason: "budget exhausted".into(),
     };
-    let q = query(client(&mock, 0), config(), &set).with_stop_hook(hook);
+    let q = t.query(0, config()).with_stop_hook(hook);
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::NextTurn]);
     assert_eq!(
@@ -987,14 +928,12 @@ async fn hook_stopped() {
             reason: "budget exhausted".into()
         }
     );
-    check(&mock, &out, &set, &[Some(200); 2], &[]);
+    t.check(&out, &[Some(200); 2], &[]);
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn hook_stopped_after_too_many_blocks() {
-    let log = Log::default();
-    let set = tools(&log);
-    let mock = mock([
+    let t = setup([
         Step::text("One."),
         Step::text("Two."),
         Step::text("Three."),
@@ -1006,9 +945,9 @@ async fn hook_stopped_after_too_many_blocks() {
     };
     let mut cfg = config();
     cfg.max_stop_hook_blocks = 2;
-    let q = query(client(&mock, 0), cfg, &set).with_stop_hook(hook);
+    let q = t.query(0, cfg).with_stop_hook(hook);
     let out = run(q).await;
     assert_eq!(out.path(), [Transition::StopHookBlocking; 2]);
     assert!(matches!(out.terminal, Terminal::HookStopped { .. }));
-    check(&mock, &out, &set, &[Some(200); 3], &[]);
+    t.check(&out, &[Some(200); 3], &[]);
 }

@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    Log, Outcome, Sleeper, assert_history_valid, assert_requests_valid_and_prefix_stable, run,
-    sleep_input, tool_result_texts,
+    Calls, Log, Outcome, assert_history_valid, check, compaction, cut_short, prompt,
+    reactive_compaction, run, sleep_input, tool_result_texts, tools,
 };
 use futures::future::BoxFuture;
-use threadline_message::{CompactTrigger, Message, SystemKind};
+use threadline_message::{CompactTrigger, Message};
 use threadline_query::recovery::{INTERRUPTED, MAX_OUTPUT_RECOVERY_ATTEMPTS, STREAM_FAILED};
 use threadline_query::scripted::{Reply, Response, ScriptedService};
 use threadline_query::{
@@ -29,24 +28,26 @@ fn config() -> QueryConfig {
     QueryConfig::new(MODEL, 1024).with_system("You are a test.")
 }
 
-fn prompt() -> Vec<Message> {
-    vec![Message::user_text("Do the thing.")]
-}
-
-fn tools(log: &Log) -> ToolSet {
-    ToolSet::new()
-        .with(Sleeper::new("read", true, log))
-        .with(Sleeper::new("write", false, log))
-}
-
 fn end(id: &str, text: &str) -> Reply {
     Reply::stream(Response::new(id).text(text).stop(StopReason::EndTurn))
 }
 
-/// The checks every scenario makes.
-fn check(outcome: &Outcome, service: &ScriptedService, tools: &ToolSet) {
-    assert_requests_valid_and_prefix_stable(service);
-    assert_history_valid(&outcome.state.messages, tools);
+/// A response asking for one `read` (`toolu_1`, 1 ms).
+fn read_once(id: &str) -> Reply {
+    Reply::stream(
+        Response::new(id)
+            .tool_use("toolu_1", "read", sleep_input(1))
+            .stop(StopReason::ToolUse),
+    )
+}
+
+/// The checks after a compaction: the second request is what follows the boundary (the
+/// summary alone), every request passed `validate`, and the visible history is valid.
+fn check_after_compaction(outcome: &Outcome, service: &ScriptedService, tools: &ToolSet) {
+    let requests = service.requests();
+    assert_eq!(requests[1].messages.len(), 1);
+    assert!(service.violations().is_empty());
+    assert_history_valid(outcome.state.visible(), tools);
 }
 
 #[tokio::test(start_paused = true)]
@@ -77,12 +78,12 @@ struct Scripted {
     drains: bool,
     compacts: bool,
     blocking: Option<(u64, u64)>,
-    calls: Arc<Mutex<Vec<&'static str>>>,
+    calls: Calls,
 }
 
 impl ContextPolicy for Scripted {
     fn drain(&mut self, _input: StepInput<'_>) -> StepOutcome {
-        self.calls.lock().expect("calls").push("drain");
+        self.calls.push("drain");
         if self.drains {
             StepOutcome::rewritten()
         } else {
@@ -95,20 +96,12 @@ impl ContextPolicy for Scripted {
         _input: StepInput<'a>,
         _error: &'a ServiceError,
     ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
-        self.calls.lock().expect("calls").push("reactive_compact");
-        let outcome = if self.compacts {
-            StepOutcome::appended(vec![
-                Message::system(SystemKind::CompactBoundary {
-                    trigger: CompactTrigger::Reactive,
-                    pre_tokens: 250_000,
-                    last_message_id: None,
-                }),
-                Message::compact_summary("Summary: the user asked for the thing."),
-            ])
-        } else {
-            StepOutcome::unchanged()
-        };
-        Box::pin(std::future::ready(Ok(outcome)))
+        reactive_compaction(
+            &self.calls,
+            self.compacts,
+            250_000,
+            "Summary: the user asked for the thing.",
+        )
     }
 
     fn blocking_limit(&self, _visible: &[Message]) -> Option<(u64, u64)> {
@@ -116,44 +109,44 @@ impl ContextPolicy for Scripted {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn collapse_drain_retry() {
+/// A prompt-too-long answer, then `ok`, with `policy` answering the error: the run, the
+/// service and the policy's calls.
+async fn retry_after_prompt_too_long(policy: Scripted) -> (Outcome, ScriptedService, Calls) {
     let service =
         ScriptedService::new([Reply::prompt_too_long(210_000, 200_000), end("msg_1", "ok")]);
-    let policy = Scripted {
-        drains: true,
-        ..Scripted::default()
-    };
-    let calls = Arc::clone(&policy.calls);
+    let calls = policy.calls.clone();
     let q = Query::new(service.clone(), config()).with_policy(policy);
     let out = run(q, State::default(), prompt()).await;
+    (out, service, calls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn collapse_drain_retry() {
+    let (out, service, calls) = retry_after_prompt_too_long(Scripted {
+        drains: true,
+        ..Scripted::default()
+    })
+    .await;
     assert_eq!(out.path(), [Transition::CollapseDrainRetry]);
     assert_eq!(out.terminal, Terminal::Completed);
-    assert_eq!(*calls.lock().expect("calls"), ["drain"]);
+    assert_eq!(calls.take(), ["drain"]);
     check(&out, &service, &ToolSet::new());
 }
 
 #[tokio::test(start_paused = true)]
 async fn reactive_compact_retry_moves_the_visible_window() {
-    let service =
-        ScriptedService::new([Reply::prompt_too_long(210_000, 200_000), end("msg_1", "ok")]);
-    let policy = Scripted {
+    let (out, service, calls) = retry_after_prompt_too_long(Scripted {
         compacts: true,
         ..Scripted::default()
-    };
-    let calls = Arc::clone(&policy.calls);
-    let q = Query::new(service.clone(), config()).with_policy(policy);
-    let out = run(q, State::default(), prompt()).await;
+    })
+    .await;
     assert_eq!(out.path(), [Transition::ReactiveCompactRetry]);
     assert_eq!(out.terminal, Terminal::Completed);
     // Drain first (nothing to drain), then compaction.
-    assert_eq!(*calls.lock().expect("calls"), ["drain", "reactive_compact"]);
+    assert_eq!(calls.take(), ["drain", "reactive_compact"]);
     assert_eq!(out.state.compaction.compactions, 1);
-    let requests = service.requests();
     // The retry sends what follows the boundary: the summary alone.
-    assert_eq!(requests[1].messages.len(), 1);
-    assert!(service.violations().is_empty());
-    assert_history_valid(out.state.visible(), &ToolSet::new());
+    check_after_compaction(&out, &service, &ToolSet::new());
 }
 
 #[tokio::test(start_paused = true)]
@@ -338,14 +331,7 @@ async fn token_budget_continuation_until_the_target() {
 async fn max_turns_stops_after_recording_the_results() {
     let log = Log::default();
     let set = tools(&log);
-    let service = ScriptedService::new([
-        Reply::stream(
-            Response::new("msg_1")
-                .tool_use("toolu_1", "read", sleep_input(1))
-                .stop(StopReason::ToolUse),
-        ),
-        end("msg_never", "unused"),
-    ]);
+    let service = ScriptedService::new([read_once("msg_1"), end("msg_never", "unused")]);
     let q = Query::new(service.clone(), config().with_max_turns(1)).with_tools(set.clone());
     let out = run(q, State::default(), prompt()).await;
     assert_eq!(out.terminal, Terminal::MaxTurns { limit: 1 });
@@ -390,13 +376,9 @@ async fn a_stream_failing_after_tool_uses_gives_each_a_synthetic_result() {
     let q = Query::new(service.clone(), config()).with_tools(set.clone());
     let out = run(q, State::default(), prompt()).await;
     assert!(matches!(out.terminal, Terminal::ModelError { .. }));
-    let results = tool_result_texts(&out.state.messages);
     assert_eq!(
-        results,
-        [
-            ("toolu_1".to_owned(), STREAM_FAILED.to_owned(), true),
-            ("toolu_2".to_owned(), STREAM_FAILED.to_owned(), true)
-        ]
+        tool_result_texts(&out.state.messages),
+        cut_short(&["toolu_1", "toolu_2"], STREAM_FAILED)
     );
     check(&out, &service, &set);
 }
@@ -449,6 +431,21 @@ async fn blocking_limit_sends_nothing() {
     check(&out, &service, &ToolSet::new());
 }
 
+/// Runs `service` with `tools`, cancelled one second in (on tokio's clock).
+async fn run_cancelled_after_a_second(service: &ScriptedService, tools: &ToolSet) -> Outcome {
+    let cancel = CancellationToken::new();
+    let q = Query::new(service.clone(), config())
+        .with_tools(tools.clone())
+        .with_cancellation(cancel.clone());
+    let abort = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel.cancel();
+    });
+    let out = run(q, State::default(), prompt()).await;
+    abort.await.expect("abort task");
+    out
+}
+
 #[tokio::test(start_paused = true)]
 async fn aborted_streaming_answers_every_emitted_tool_use() {
     let log = Log::default();
@@ -461,16 +458,7 @@ async fn aborted_streaming_answers_every_emitted_tool_use() {
             .text("never arrives")
             .stop(StopReason::ToolUse),
     )]);
-    let cancel = CancellationToken::new();
-    let q = Query::new(service.clone(), config())
-        .with_tools(set.clone())
-        .with_cancellation(cancel.clone());
-    let abort = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        cancel.cancel();
-    });
-    let out = run(q, State::default(), prompt()).await;
-    abort.await.expect("abort task");
+    let out = run_cancelled_after_a_second(&service, &set).await;
     assert_eq!(out.terminal, Terminal::AbortedStreaming);
     // toolu_1 finished before the abort and keeps its real result; toolu_2 was running.
     assert_eq!(
@@ -493,16 +481,7 @@ async fn aborted_tools() {
             .tool_use("toolu_2", "write", sleep_input(10_000))
             .stop(StopReason::ToolUse),
     )]);
-    let cancel = CancellationToken::new();
-    let q = Query::new(service.clone(), config())
-        .with_tools(set.clone())
-        .with_cancellation(cancel.clone());
-    let abort = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        cancel.cancel();
-    });
-    let out = run(q, State::default(), prompt()).await;
-    abort.await.expect("abort task");
+    let out = run_cancelled_after_a_second(&service, &set).await;
     assert_eq!(out.terminal, Terminal::AbortedTools);
     let results = tool_result_texts(&out.state.messages);
     assert_eq!(results.len(), 2);
@@ -578,14 +557,7 @@ async fn requests_are_byte_identical_for_the_same_session() {
 async fn events_report_every_appended_message_and_the_transitions() {
     let log = Log::default();
     let set = tools(&log);
-    let service = ScriptedService::new([
-        Reply::stream(
-            Response::new("msg_1")
-                .tool_use("toolu_1", "read", sleep_input(1))
-                .stop(StopReason::ToolUse),
-        ),
-        end("msg_2", "ok"),
-    ]);
+    let service = ScriptedService::new([read_once("msg_1"), end("msg_2", "ok")]);
     let q = Query::new(service.clone(), config()).with_tools(set);
     let out = run(q, State::default(), prompt()).await;
     let reported: Vec<_> = out.messages().into_iter().map(|m| m.id().clone()).collect();
@@ -600,19 +572,6 @@ async fn events_report_every_appended_message_and_the_transitions() {
         })
         .collect();
     assert_eq!(transitions, out.path());
-}
-
-/// Records the order in which the loop calls its seams.
-#[derive(Clone, Default)]
-struct Calls(Arc<Mutex<Vec<&'static str>>>);
-
-impl Calls {
-    fn push(&self, what: &'static str) {
-        self.0.lock().expect("calls").push(what);
-    }
-    fn take(&self) -> Vec<&'static str> {
-        std::mem::take(&mut *self.0.lock().expect("calls"))
-    }
 }
 
 /// Records every step, and compacts once the history reaches `compact_at` messages.
@@ -640,14 +599,7 @@ impl ContextPolicy for Recording {
     ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
         self.calls.push("autocompact");
         let outcome = if input.history.len() - input.boundary >= self.compact_at {
-            StepOutcome::appended(vec![
-                Message::system(SystemKind::CompactBoundary {
-                    trigger: CompactTrigger::Auto,
-                    pre_tokens: 150_000,
-                    last_message_id: None,
-                }),
-                Message::compact_summary("Summary so far."),
-            ])
+            compaction(CompactTrigger::Auto, 150_000, "Summary so far.")
         } else {
             StepOutcome::unchanged()
         };
@@ -684,14 +636,7 @@ async fn every_iteration_runs_the_steps_in_order_and_a_compaction_moves_the_wind
     let log = Log::default();
     let set = tools(&log);
     let calls = Calls::default();
-    let service = ScriptedService::new([
-        Reply::stream(
-            Response::new("msg_1")
-                .tool_use("toolu_1", "read", sleep_input(1))
-                .stop(StopReason::ToolUse),
-        ),
-        end("msg_2", "ok"),
-    ]);
+    let service = ScriptedService::new([read_once("msg_1"), end("msg_2", "ok")]);
     let shaper_calls = calls.clone();
     let q = Query::new(service.clone(), config())
         .with_tools(set.clone())
@@ -715,10 +660,7 @@ async fn every_iteration_runs_the_steps_in_order_and_a_compaction_moves_the_wind
     assert_eq!(calls.take(), expected);
     assert_eq!(out.state.compaction.compactions, 1);
     // The second request is what follows the boundary: the summary.
-    let requests = service.requests();
-    assert_eq!(requests[1].messages.len(), 1);
-    assert!(service.violations().is_empty());
-    assert_history_valid(out.state.visible(), &set);
+    check_after_compaction(&out, &service, &set);
     // The attachment was appended after the tool result and before the compaction.
     let kinds: Vec<&str> = out
         .state
@@ -751,14 +693,7 @@ async fn every_iteration_runs_the_steps_in_order_and_a_compaction_moves_the_wind
 async fn next_turn_attachments_reach_the_next_request() {
     let log = Log::default();
     let set = tools(&log);
-    let service = ScriptedService::new([
-        Reply::stream(
-            Response::new("msg_1")
-                .tool_use("toolu_1", "read", sleep_input(1))
-                .stop(StopReason::ToolUse),
-        ),
-        end("msg_2", "ok"),
-    ]);
+    let service = ScriptedService::new([read_once("msg_1"), end("msg_2", "ok")]);
     let q = Query::new(service.clone(), config())
         .with_tools(set.clone())
         .with_attachments(DateAttachment(Calls::default()));

@@ -14,10 +14,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{
-    Log, Sleeper, assert_history_valid, assert_requests_valid_and_prefix_stable, run, sleep_input,
-    tool_result_ids,
-};
+use common::{Log, Sleeper, check, run, sleep_input, tool_result_ids, tools};
 use threadline_message::Message;
 use threadline_query::scripted::{Reply, Response, ScriptedService};
 use threadline_query::{Event, Query, QueryConfig, State, Terminal, ToolSet};
@@ -28,6 +25,20 @@ const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
 
 fn is_message_stop(event: &Event) -> bool {
     matches!(event, Event::Stream(e) if matches!(**e, StreamEvent::MessageStop(_)))
+}
+
+/// The answer after the tools: `msg_2`, ending the turn.
+fn done() -> Reply {
+    Reply::stream(
+        Response::new("msg_2")
+            .text("Done.")
+            .stop(StopReason::EndTurn),
+    )
+}
+
+/// The loop over `service` with `tools`.
+fn query(service: &ScriptedService, tools: &ToolSet) -> Query<ScriptedService> {
+    Query::new(service.clone(), QueryConfig::new(MODEL, 1024)).with_tools(tools.clone())
 }
 
 #[tokio::test(start_paused = true)]
@@ -49,14 +60,9 @@ async fn tools_start_before_the_response_ends_and_results_come_in_tool_use_order
                 .text("Both are running.")
                 .stop(StopReason::ToolUse),
         ),
-        Reply::stream(
-            Response::new("msg_2")
-                .text("Done.")
-                .stop(StopReason::EndTurn),
-        ),
+        done(),
     ]);
-    let query =
-        Query::new(service.clone(), QueryConfig::new(MODEL, 1024)).with_tools(tools.clone());
+    let query = query(&service, &tools);
     let begin = tokio::time::Instant::now();
     let out = tokio::time::timeout(
         Duration::from_secs(3_600),
@@ -87,16 +93,13 @@ async fn tools_start_before_the_response_ends_and_results_come_in_tool_use_order
         .expect("progress");
     assert!(progress < stop);
 
-    assert_requests_valid_and_prefix_stable(&service);
-    assert_history_valid(&out.state.messages, &tools);
+    check(&out, &service, &tools);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unsafe_call_runs_alone_and_nothing_overtakes_it() {
     let log = Log::default();
-    let tools = ToolSet::new()
-        .with(Sleeper::new("read", true, &log))
-        .with(Sleeper::new("write", false, &log));
+    let tools = tools(&log);
     let service = ScriptedService::new([
         Reply::stream(
             Response::new("msg_1")
@@ -106,14 +109,9 @@ async fn an_unsafe_call_runs_alone_and_nothing_overtakes_it() {
                 .tool_use("toolu_4", "read", sleep_input(100))
                 .stop(StopReason::ToolUse),
         ),
-        Reply::stream(
-            Response::new("msg_2")
-                .text("Done.")
-                .stop(StopReason::EndTurn),
-        ),
+        done(),
     ]);
-    let query =
-        Query::new(service.clone(), QueryConfig::new(MODEL, 1024)).with_tools(tools.clone());
+    let query = query(&service, &tools);
     let out = run(query, State::default(), vec![Message::user_text("go")]).await;
     assert_eq!(out.terminal, Terminal::Completed);
     // The write waited for the first read, and the later reads waited for the write.
@@ -129,6 +127,5 @@ async fn an_unsafe_call_runs_alone_and_nothing_overtakes_it() {
         tool_result_ids(&out.state.messages),
         ["toolu_1", "toolu_2", "toolu_3", "toolu_4"]
     );
-    assert_requests_valid_and_prefix_stable(&service);
-    assert_history_valid(&out.state.messages, &tools);
+    check(&out, &service, &tools);
 }

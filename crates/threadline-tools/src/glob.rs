@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::{PathKind, Workspace};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::tool::{Tool, ToolContext, ToolOutput, ToolStream};
 
 use crate::text::refused;
 use crate::walk;
@@ -51,13 +51,7 @@ impl Tool for Glob {
     }
 
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
-        let workspace = Arc::clone(&self.workspace);
-        tool::result(async move {
-            let blocking = tokio::task::spawn_blocking(move || glob(&workspace, &input));
-            blocking
-                .await
-                .unwrap_or_else(|e| ToolOutput::error(format!("the search failed: {e}")))
-        })
+        walk::search_blocking(&self.workspace, input, glob)
     }
 }
 
@@ -85,19 +79,10 @@ fn glob(workspace: &Workspace, input: &Value) -> ToolOutput {
     found.sort();
     let more = found.len() > MAX_GLOB_RESULTS;
     found.truncate(MAX_GLOB_RESULTS);
-    if found.is_empty() {
-        return ToolOutput::text("(no files match)");
-    }
-    let mut out = found.join("\n");
-    out.push('\n');
-    if more {
-        out.push_str(&format!("[truncated at {MAX_GLOB_RESULTS} paths]\n"));
-    }
-    if cut_walk {
-        out.push_str(&format!(
-            "[the walk stopped after {} entries]\n",
-            walk::MAX_VISITED
-        ));
-    }
-    ToolOutput::text(out)
+    walk::found(
+        &found,
+        "(no files match)",
+        more.then(|| format!("[truncated at {MAX_GLOB_RESULTS} paths]")),
+        cut_walk,
+    )
 }

@@ -9,7 +9,7 @@ use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::{Value, json};
 use threadline_attach::{PathKind, Workspace};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::tool::{Tool, ToolContext, ToolOutput, ToolStream};
 
 use crate::text::{cut_at, refused};
 use crate::walk;
@@ -61,12 +61,7 @@ impl Tool for Grep {
     }
 
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
-        let workspace = Arc::clone(&self.workspace);
-        tool::result(async move {
-            tokio::task::spawn_blocking(move || grep(&workspace, &input))
-                .await
-                .unwrap_or_else(|e| ToolOutput::error(format!("the search failed: {e}")))
-        })
+        walk::search_blocking(&self.workspace, input, grep)
     }
 }
 
@@ -130,19 +125,10 @@ fn grep(workspace: &Workspace, input: &Value) -> ToolOutput {
             break;
         }
     }
-    if lines.is_empty() {
-        return ToolOutput::text("(no matches)");
-    }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    if more {
-        out.push_str(&format!("[truncated at {MAX_GREP_MATCHES} matches]\n"));
-    }
-    if cut_walk {
-        out.push_str(&format!(
-            "[the walk stopped after {} entries]\n",
-            walk::MAX_VISITED
-        ));
-    }
-    ToolOutput::text(out)
+    walk::found(
+        &lines,
+        "(no matches)",
+        more.then(|| format!("[truncated at {MAX_GREP_MATCHES} matches]")),
+        cut_walk,
+    )
 }

@@ -6,12 +6,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use threadline_message::Message;
+use threadline_message::{CompactTrigger, Message, SystemKind};
 use threadline_normalize::{Options, normalize};
 use threadline_query::scripted::{SCRIPTED_MODEL, ScriptedService};
 use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolSet, ToolStream};
-use threadline_query::{Event, MessagesService, Query, State, Terminal, Transition};
+use threadline_query::{
+    Event, MessagesService, PolicyError, Query, State, StepOutcome, Terminal, Transition,
+};
 use threadline_wire::model::ModelTable;
 use threadline_wire::{MessagesRequest, validate};
 use tokio::time::Instant;
@@ -43,6 +46,19 @@ impl Outcome {
     pub fn position(&self, f: impl Fn(&Event) -> bool) -> Option<usize> {
         self.events.iter().position(f)
     }
+}
+
+/// The user's opening message.
+pub fn prompt() -> Vec<Message> {
+    vec![Message::user_text("Do the thing.")]
+}
+
+/// The test tools: `read` (concurrency-safe) and `write` (not), both [`Sleeper`]s logging
+/// to `log`.
+pub fn tools(log: &Log) -> ToolSet {
+    ToolSet::new()
+        .with(Sleeper::new("read", true, log))
+        .with(Sleeper::new("write", false, log))
 }
 
 /// Runs to the end and splits off the final event.
@@ -81,6 +97,13 @@ pub fn assert_history_valid(history: &[Message], tools: &ToolSet) {
     let model = ModelTable::builtin().resolve(SCRIPTED_MODEL).model();
     let violations = validate(&request, model);
     assert!(violations.is_empty(), "invalid history: {violations:?}");
+}
+
+/// The checks every run against the scripted service makes: every request valid, prefixes
+/// stable ([`assert_requests_valid_and_prefix_stable`]), and the history left behind valid.
+pub fn check(outcome: &Outcome, service: &ScriptedService, tools: &ToolSet) {
+    assert_requests_valid_and_prefix_stable(service);
+    assert_history_valid(&outcome.state.messages, tools);
 }
 
 /// Every request passed `validate`; consecutive requests share their previous messages
@@ -221,4 +244,55 @@ pub fn tool_result_texts(messages: &[Message]) -> Vec<(String, String, bool)> {
         })
         .flatten()
         .collect()
+}
+
+/// The results the loop gives tool uses it cut short: `text` for each of `ids`, as errors
+/// (in the shape of [`tool_result_texts`]).
+pub fn cut_short(ids: &[&str], text: &str) -> Vec<(String, String, bool)> {
+    ids.iter()
+        .map(|id| ((*id).to_owned(), text.to_owned(), true))
+        .collect()
+}
+
+/// Records the order in which the loop calls its seams.
+#[derive(Debug, Clone, Default)]
+pub struct Calls(Arc<Mutex<Vec<&'static str>>>);
+
+impl Calls {
+    pub fn push(&self, what: &'static str) {
+        self.0.lock().expect("calls").push(what);
+    }
+    /// The calls so far, leaving none recorded.
+    pub fn take(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.0.lock().expect("calls"))
+    }
+}
+
+/// What a compaction appends: its boundary (`trigger`, `pre_tokens`) and the summary.
+pub fn compaction(trigger: CompactTrigger, pre_tokens: u64, summary: &str) -> StepOutcome {
+    StepOutcome::appended(vec![
+        Message::system(SystemKind::CompactBoundary {
+            trigger,
+            pre_tokens,
+            last_message_id: None,
+        }),
+        Message::compact_summary(summary),
+    ])
+}
+
+/// The test policies' reactive compaction, recorded in `calls`: a [`compaction`] of
+/// `pre_tokens` and `summary` when `compacts`, else nothing changed.
+pub fn reactive_compaction(
+    calls: &Calls,
+    compacts: bool,
+    pre_tokens: u64,
+    summary: &str,
+) -> BoxFuture<'static, Result<StepOutcome, PolicyError>> {
+    calls.push("reactive_compact");
+    let outcome = if compacts {
+        compaction(CompactTrigger::Reactive, pre_tokens, summary)
+    } else {
+        StepOutcome::unchanged()
+    };
+    Box::pin(std::future::ready(Ok(outcome)))
 }
