@@ -1,35 +1,9 @@
 //! The `threadline` binary end to end: outputs and exit codes of every subcommand, on the
 //! shipped fixtures and on broken input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn threadline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the binary runs")
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().expect("exited, not killed")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// A file under the system temp dir, unique to this test process.
-fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("threadline-cli-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).expect("temp file written");
-    path
-}
+use common::{code, repo, stderr, temp_file, threadline};
 
 #[test]
 fn accumulate_prints_the_message_and_flags_cut_streams() {

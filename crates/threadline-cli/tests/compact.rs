@@ -1,28 +1,17 @@
 //! `threadline compact`: each strategy writes a transcript that `threadline check` accepts, the
 //! result is smaller and keeps the latest request, and failures have their exit codes.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
 use threadline_message::{Header, Message, tool_result_block};
 use threadline_wire::ContentBlock;
 use threadline_wire::content::ToolUseBlock;
 
-fn threadline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().expect("exited, not killed")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{code, stderr, threadline};
 
 const LATEST: &str = "Now port the last module to the new error type";
 
@@ -93,6 +82,18 @@ fn read_messages(path: &Path) -> Vec<Message> {
         .collect()
 }
 
+/// `threadline compact INPUT --model claude-sonnet-4-5 OPTIONS...`.
+fn compact(input: &Path, options: &[&str]) -> Output {
+    let mut args = vec![
+        "compact",
+        input.to_str().expect("utf-8"),
+        "--model",
+        "claude-sonnet-4-5",
+    ];
+    args.extend_from_slice(options);
+    threadline(&args)
+}
+
 fn checks(path: &Path) {
     let check = threadline(&["check", path.to_str().expect("utf-8")]);
     assert_eq!(code(&check), 0, "{}", stderr(&check));
@@ -105,21 +106,22 @@ fn auto_summarizes_below_the_limit_and_keeps_the_latest_request() {
     let out = dir.path().join("compacted.jsonl");
     let summary = dir.path().join("summary.txt");
     std::fs::write(&summary, "<summary>Modules 0 to 29 are ported.</summary>").expect("summary");
-    let args = [
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--limit",
-        "20000",
-        "--summary",
-        summary.to_str().expect("utf-8"),
-        "--now",
-        "2026-01-02T00:00:00Z",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ];
-    let run = threadline(&args);
+    let summarize_to = |out: &Path| {
+        compact(
+            &input,
+            &[
+                "--limit",
+                "20000",
+                "--summary",
+                summary.to_str().expect("utf-8"),
+                "--now",
+                "2026-01-02T00:00:00Z",
+                "--out",
+                out.to_str().expect("utf-8"),
+            ],
+        )
+    };
+    let run = summarize_to(&out);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     assert!(stderr(&run).contains("re-attached"), "{}", stderr(&run));
     let messages = read_messages(&out);
@@ -132,9 +134,7 @@ fn auto_summarizes_below_the_limit_and_keeps_the_latest_request() {
     checks(&out);
     // The same input (and time) gives the same bytes.
     let again = dir.path().join("again.jsonl");
-    let mut args2 = args;
-    args2[11] = again.to_str().expect("utf-8");
-    assert_eq!(code(&threadline(&args2)), 0);
+    assert_eq!(code(&summarize_to(&again)), 0);
     assert!(std::fs::read(&out).expect("out") == std::fs::read(&again).expect("again"));
 }
 
@@ -142,14 +142,7 @@ fn auto_summarizes_below_the_limit_and_keeps_the_latest_request() {
 fn auto_without_a_summary_file_uses_the_extractive_summary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = transcript(dir.path(), 30);
-    let run = threadline(&[
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--limit",
-        "20000",
-    ]);
+    let run = compact(&input, &["--limit", "20000"]);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("request 1: Port module 0"), "{stdout}");
@@ -160,27 +153,18 @@ fn micro_clears_only_once_the_cache_has_expired() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = transcript(dir.path(), 10);
     let out = dir.path().join("micro.jsonl");
-    let base = [
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--strategy",
-        "micro",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ];
+    let base = ["--strategy", "micro", "--out", out.to_str().expect("utf-8")];
     // The last assistant message is at 09:00; one minute later the cache is warm.
     let mut warm = base.to_vec();
     warm.extend(["--now", "2026-01-01T09:01:00Z"]);
-    let run = threadline(&warm);
+    let run = compact(&input, &warm);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     assert!(stderr(&run).contains("nothing cleared"), "{}", stderr(&run));
     assert_eq!(read_messages(&out), read_messages(&input));
 
     let mut cold = base.to_vec();
     cold.extend(["--now", "2026-01-01T12:00:00Z", "--keep", "3"]);
-    let run = threadline(&cold);
+    let run = compact(&input, &cold);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     assert!(
         stderr(&run).contains("cleared 7 old tool results"),
@@ -195,18 +179,17 @@ fn snip_removes_the_oldest_rounds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = transcript(dir.path(), 20);
     let out = dir.path().join("snip.jsonl");
-    let run = threadline(&[
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--strategy",
-        "snip",
-        "--limit",
-        "8000",
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
+    let run = compact(
+        &input,
+        &[
+            "--strategy",
+            "snip",
+            "--limit",
+            "8000",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+    );
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let messages = read_messages(&out);
     assert!(messages.len() < 81, "{}", messages.len());
@@ -220,32 +203,16 @@ fn snip_removes_the_oldest_rounds() {
 #[test]
 fn failures_have_their_exit_codes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let missing = threadline(&["compact", "/no/such/file", "--model", "claude-sonnet-4-5"]);
+    let missing = compact(Path::new("/no/such/file"), &[]);
     assert_eq!(code(&missing), 2);
     assert_eq!(stderr(&missing).lines().count(), 1, "{}", stderr(&missing));
 
     let input = transcript(dir.path(), 2);
-    let bad_time = threadline(&[
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--strategy",
-        "micro",
-        "--now",
-        "yesterday",
-    ]);
+    let bad_time = compact(&input, &["--strategy", "micro", "--now", "yesterday"]);
     assert_eq!(code(&bad_time), 2, "{}", stderr(&bad_time));
 
     // Everything is the recent tail: nothing to summarize.
-    let small = threadline(&[
-        "compact",
-        input.to_str().expect("utf-8"),
-        "--model",
-        "claude-sonnet-4-5",
-        "--limit",
-        "10",
-    ]);
+    let small = compact(&input, &["--limit", "10"]);
     assert_eq!(code(&small), 1, "{}", stderr(&small));
     assert!(
         stderr(&small).contains("nothing to compact"),

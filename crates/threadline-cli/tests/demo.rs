@@ -1,21 +1,9 @@
 //! `threadline demo` end to end: the binary, run from an unrelated directory, against its
 //! embedded mock over loopback. The summary must name each event the demo exists to show.
 
-use std::collections::BTreeMap;
-use std::process::Command;
+mod common;
 
-/// The `key: value` lines of the summary.
-fn summary(stdout: &str) -> BTreeMap<String, String> {
-    stdout
-        .lines()
-        .skip_while(|line| *line != "summary")
-        .skip(1)
-        .filter_map(|line| {
-            let (key, value) = line.trim().split_once(':')?;
-            Some((key.trim().to_owned(), value.trim().to_owned()))
-        })
-        .collect()
-}
+use common::summary;
 
 /// The leading number of a summary value.
 fn count(value: &str) -> u64 {
@@ -29,7 +17,7 @@ fn count(value: &str) -> u64 {
 #[test]
 fn the_demo_shows_every_required_event_and_exits_0() {
     let elsewhere = tempfile::tempdir().expect("a temp dir");
-    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let output = common::command()
         .arg("demo")
         .current_dir(elsewhere.path())
         .output()

@@ -1,22 +1,11 @@
 //! `threadline inspect`: the report's shape, and the simulator's accuracy against the usage
 //! every fixture Claude Code transcript recorded (target: `share_mae` ≤ 0.05 per transcript).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn threadline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the binary runs")
-}
+use common::{repo, threadline};
 
 /// The raw Claude Code transcripts listed in `fixtures/canonical/index.json`.
 fn transcripts() -> Vec<String> {

@@ -1,47 +1,11 @@
 //! `threadline mock`: the mock API as a process, driven over plain HTTP/1.1.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The mock process; killed when dropped.
-struct Mock {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(scenario: &Path) -> Mock {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
-        .arg(scenario)
-        .current_dir(repo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("the first line");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    Mock { child, addr }
-}
+use common::{Mock, command, temp_file};
 
 /// POSTs `body` to `path` with the usual headers; returns the status line and the body.
 fn post(addr: &str, path: &str, body: &str, key: bool) -> (String, String) {
@@ -61,12 +25,6 @@ fn post(addr: &str, path: &str, body: &str, key: bool) -> (String, String) {
     )
 }
 
-fn temp_file(name: &str, contents: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("threadline-mock-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).expect("temp file written");
-    path
-}
-
 const REQUEST: &str =
     r#"{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"Hi"}]}"#;
 
@@ -83,32 +41,32 @@ steps:
     path: fixtures/canonical/anthropics__anthropic-sdk-python/tool_use_response.json
 "#,
     );
-    let mock = start(&scenario);
+    let mock = Mock::start(&scenario);
 
-    let (status, body) = post(&mock.addr, "/v1/messages", REQUEST, true);
+    let (status, body) = post(mock.addr(), "/v1/messages", REQUEST, true);
     assert!(status.contains("200"), "{status}");
     assert!(body.contains("Scripted hello"), "{body}");
 
-    let (status, body) = post(&mock.addr, "/v1/messages", REQUEST, true);
+    let (status, body) = post(mock.addr(), "/v1/messages", REQUEST, true);
     assert!(status.contains("529"), "{status}");
     assert!(body.contains(r#""type":"overloaded_error""#), "{body}");
 
     let streamed = REQUEST.replace(r#""max_tokens":64"#, r#""max_tokens":64,"stream":true"#);
-    let (status, body) = post(&mock.addr, "/v1/messages", &streamed, true);
+    let (status, body) = post(mock.addr(), "/v1/messages", &streamed, true);
     assert!(status.contains("200"), "{status}");
     assert!(body.contains("event: message_stop"), "{body}");
 
-    let (status, body) = post(&mock.addr, "/v1/messages", REQUEST, false);
+    let (status, body) = post(mock.addr(), "/v1/messages", REQUEST, false);
     assert!(status.contains("401"), "{status}");
     assert!(body.contains("x-api-key header is required"), "{body}");
 
     let bad = r#"{"model":"claude-sonnet-4-6","messages":[{"role":"user","content":"Hi"}]}"#;
-    let (status, body) = post(&mock.addr, "/v1/messages", bad, true);
+    let (status, body) = post(mock.addr(), "/v1/messages", bad, true);
     assert!(status.contains("400"), "{status}");
     assert!(body.contains("max_tokens: Field required"), "{body}");
 
     let unknown = REQUEST.replace("claude-sonnet-4-6", "claude-nonexistent");
-    let (status, body) = post(&mock.addr, "/v1/messages", &unknown, true);
+    let (status, body) = post(mock.addr(), "/v1/messages", &unknown, true);
     assert!(status.contains("404"), "{status}");
     assert!(body.contains("model: claude-nonexistent"), "{body}");
 }
@@ -116,7 +74,7 @@ steps:
 #[test]
 fn mock_with_a_broken_scenario_fails_in_one_line() {
     let scenario = temp_file("broken.yaml", "steps: [{kind: nonsense}]\n");
-    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let output = command()
         .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
         .arg(&scenario)
         .output()

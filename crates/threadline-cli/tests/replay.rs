@@ -2,34 +2,23 @@
 //! the mock over loopback; the summary says how many recorded exchanges were used and which
 //! transitions the loop took.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::{command, repo, summary};
 
 fn fixture(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/canonical")
-        .join(relative)
+    repo().join("fixtures/canonical").join(relative)
 }
 
 fn replay(path: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadline"))
+    command()
         .arg("replay")
         .arg(path)
         .output()
         .expect("the binary runs")
-}
-
-fn summary(stdout: &str) -> BTreeMap<String, String> {
-    stdout
-        .lines()
-        .skip_while(|line| *line != "summary")
-        .skip(1)
-        .filter_map(|line| {
-            let (key, value) = line.trim().split_once(':')?;
-            Some((key.trim().to_owned(), value.trim().to_owned()))
-        })
-        .collect()
 }
 
 #[test]

@@ -2,29 +2,9 @@
 //! nothing; without `--dry-run` and without a key it sends nothing either (the live run is
 //! tested against the mock in `run_mock.rs`).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn threadline(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("THREADLINE_DATE")
-        .output()
-        .expect("the binary runs")
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().expect("exited, not killed")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{code, command, stderr, stdout, threadline_in};
 
 /// A small workspace: instructions at the root and beside a source file, a binary, a secret
 /// next door.
@@ -69,11 +49,11 @@ fn the_dry_run_prints_the_first_request_byte_stable() {
         root.to_str().expect("utf-8 path"),
         "Why is @src/parser/lexer.rs so short? Also see @src and ask @agent-reviewer.",
     ];
-    let first = threadline(&args, dir.path());
+    let first = threadline_in(&args, dir.path());
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     assert_eq!(stderr(&first), "");
     // Byte-identical on a second run.
-    let second = threadline(&args, dir.path());
+    let second = threadline_in(&args, dir.path());
     assert_eq!(stdout(&first), stdout(&second));
 
     // It is a request the API accepts.
@@ -95,7 +75,7 @@ fn the_dry_run_prints_the_first_request_byte_stable() {
 fn the_date_comes_from_the_environment_when_not_given() {
     let dir = workspace();
     let root = project(&dir);
-    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let output = command()
         .args(["run", "--dry-run", "hello"])
         .current_dir(&root)
         .env("THREADLINE_DATE", "2031-01-02")
@@ -103,7 +83,7 @@ fn the_date_comes_from_the_environment_when_not_given() {
         .expect("runs");
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(stdout(&output).contains("Today's date is 2031-01-02."));
-    let bad = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let bad = command()
         .args(["run", "--dry-run", "hello"])
         .current_dir(&root)
         .env("THREADLINE_DATE", "tomorrow")
@@ -120,7 +100,7 @@ fn the_date_comes_from_the_environment_when_not_given() {
 fn refused_mentions_are_reported_and_never_read() {
     let dir = workspace();
     let root = project(&dir);
-    let output = threadline(
+    let output = threadline_in(
         &[
             "run",
             "--dry-run",
@@ -151,7 +131,7 @@ fn refused_mentions_are_reported_and_never_read() {
 #[test]
 fn without_dry_run_and_without_a_key_nothing_is_sent_and_the_exit_code_says_so() {
     let dir = workspace();
-    let output = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let output = command()
         .args(["run", "hello"])
         .current_dir(project(&dir))
         .env_remove("ANTHROPIC_API_KEY")
@@ -170,7 +150,7 @@ fn without_dry_run_and_without_a_key_nothing_is_sent_and_the_exit_code_says_so()
 #[test]
 fn a_missing_workspace_is_a_usage_error() {
     let dir = workspace();
-    let output = threadline(
+    let output = threadline_in(
         &["run", "--dry-run", "--cwd", "/definitely/not/here", "hi"],
         dir.path(),
     );

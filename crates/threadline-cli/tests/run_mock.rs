@@ -2,48 +2,17 @@
 //! against a `threadline mock` child process (`--base-url`), with the real built-in tools, a
 //! 529 retried by the client, a transcript, and the API key nowhere in the output.
 
-use std::io::{BufRead as _, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
+
+use common::{Mock, command};
 
 const SECRET: &str = "sk-ant-api03-secret-never-printed";
 
-/// A mock server child; killed (by its own handle) when dropped.
-struct Mock {
-    child: Child,
-    base_url: String,
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn mock(scenario: &Path) -> Mock {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_threadline"))
-        .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
-        .arg(scenario)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the mock starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("the mock prints its address");
-    let base_url = first
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("the first line names the address")
-        .to_owned();
-    Mock { child, base_url }
-}
-
 fn run(args: &[&str], cwd: &Path, key: Option<&str>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_threadline"));
+    let mut command = command();
     command
         .args(args)
         .current_dir(cwd)
@@ -80,7 +49,7 @@ steps:
 "#,
     )
     .expect("scenario");
-    let mock = mock(&scenario);
+    let mock = Mock::start(&scenario);
     let transcript = dir.path().join("session.jsonl");
     let output = run(
         &[
@@ -123,7 +92,7 @@ fn a_model_error_is_one_line_and_exit_1() {
         "steps:\n  - {kind: error, status: 400, message: \"messages: bad request\"}\n",
     )
     .expect("scenario");
-    let mock = mock(&scenario);
+    let mock = Mock::start(&scenario);
     let output = run(
         &["run", "--base-url", &mock.base_url, "hi"],
         dir.path(),
@@ -157,8 +126,8 @@ fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
         "steps:\n  - {kind: message, content: [{type: text, text: \"First answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Second answer.\"}]}\n",
     )
     .expect("scenario");
-    let mock = mock(&scenario);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_threadline"))
+    let mock = Mock::start(&scenario);
+    let mut child = command()
         .args(["run", "--base-url", &mock.base_url])
         .current_dir(dir.path())
         .env_remove("ANTHROPIC_API_KEY")
