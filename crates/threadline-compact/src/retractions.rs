@@ -8,8 +8,11 @@ use threadline_message::Message;
 
 /// The tombstones of `source` that retract a message of `kept` and are not in `kept`
 /// themselves, in `source` order.
-pub(crate) fn missing_tombstones<'a>(source: &'a [Message], kept: &[Message]) -> Vec<&'a Message> {
-    let kept_ids: BTreeSet<&str> = kept.iter().map(|m| m.id().as_str()).collect();
+pub(crate) fn missing_tombstones<'a, 'k>(
+    source: &'a [Message],
+    kept: impl IntoIterator<Item = &'k Message>,
+) -> Vec<&'a Message> {
+    let kept_ids: BTreeSet<&str> = kept.into_iter().map(|m| m.id().as_str()).collect();
     source
         .iter()
         .filter(|m| match m {

@@ -77,13 +77,12 @@ pub fn snip(history: &[Message], selection: &BTreeSet<MessageId>) -> Snipped {
 
 fn split(history: &[Message], remove: &[bool]) -> Snipped {
     // A tombstone stays while the message it retracts stays, wherever the two stand.
-    let staying: Vec<Message> = history
+    let staying = history
         .iter()
         .zip(remove)
         .filter(|(_, gone)| !**gone)
-        .map(|(m, _)| m.clone())
-        .collect();
-    let keep_anyway: Vec<&Message> = crate::retractions::missing_tombstones(history, &staying);
+        .map(|(m, _)| m);
+    let keep_anyway: Vec<&Message> = crate::retractions::missing_tombstones(history, staying);
     let remove: Vec<bool> = history
         .iter()
         .zip(remove)
