@@ -292,6 +292,10 @@ impl Normalizer {
             .get(boundary.input..)
             .ok_or(FullReason::NotAppended)?;
         self.check_tail_messages(tail)?;
+        // The old tail's output goes first: the run's allocations then reuse its memory,
+        // still in cache, instead of cold memory from a heap as large as the history. (On a
+        // fall back, `full` replaces the whole output anyway.)
+        self.output.truncate(boundary.output);
         let prefix_media = self.prefix.media.len();
         let run = Run::new(messages, boundary.input, &self.options);
         let begins = run.origins.first() == Some(&Some(boundary.input))
