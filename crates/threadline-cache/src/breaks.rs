@@ -188,7 +188,7 @@ pub fn first_difference(
 /// let mut first = MessagesRequest::new("claude-sonnet-4-6", 1024, vec![
 ///     MessageParam::user(vec![ContentBlock::text("Summarize the report.")]),
 /// ]);
-/// first.cache_control = Some(threadline_wire::CacheControl::ephemeral());
+/// first.cache_control = Some(Box::new(threadline_wire::CacheControl::ephemeral()));
 /// let mut second = first.clone();
 /// second.messages[0] = MessageParam::user(vec![ContentBlock::text("Summarize the reports.")]);
 /// let found = diff(&first, &second).expect("a break");

@@ -162,7 +162,7 @@ fn hash_json<T: serde::Serialize>(value: &T, h: &mut DefaultHasher) {
 
 /// The marker slot of a content block, when its type has one (thinking blocks have none;
 /// unknown blocks are handled as JSON by [`clear_marker`]).
-pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<CacheControl>> {
+pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<Box<CacheControl>>> {
     Some(match block {
         ContentBlock::Text(b) => &mut b.cache_control,
         ContentBlock::Image(b) => &mut b.cache_control,
@@ -356,7 +356,7 @@ impl Prefix {
         for (index, block) in system.iter().enumerate() {
             let own = piece_hash(Piece::System(block));
             let tokens = counter.count(Piece::System(block), own);
-            let marker = block.cache_control.as_ref().map(Ttl::of);
+            let marker = block.cache_control.as_deref().map(Ttl::of);
             push(
                 &mut pieces,
                 &mut state,
@@ -411,7 +411,7 @@ impl Prefix {
         }
         Prefix {
             pieces,
-            automatic: request.cache_control.as_ref().map(Ttl::of),
+            automatic: request.cache_control.as_deref().map(Ttl::of),
         }
     }
 
@@ -472,7 +472,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
         Location::Unseen { .. } => false,
         Location::Tool { index } => match request.tools.as_mut().and_then(|t| t.get_mut(index)) {
             Some(tool) => {
-                *Tool::cache_control_mut(tool) = Some(ttl.marker());
+                *Tool::cache_control_mut(tool) = Some(Box::new(ttl.marker()));
                 true
             }
             None => false,
@@ -495,7 +495,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
             };
             match blocks.get_mut(index) {
                 Some(block) if !block.text.is_empty() => {
-                    block.cache_control = Some(ttl.marker());
+                    block.cache_control = Some(Box::new(ttl.marker()));
                     true
                 }
                 _ => false,
@@ -517,7 +517,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
             match blocks.get_mut(block) {
                 Some(b) if is_eligible(b) => match marker_slot(b) {
                     Some(slot) => {
-                        *slot = Some(ttl.marker());
+                        *slot = Some(Box::new(ttl.marker()));
                         true
                     }
                     None => false,

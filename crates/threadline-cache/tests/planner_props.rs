@@ -193,11 +193,11 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
         _ => {}
     }
     request.cache_control = setup.automatic.map(|long| {
-        if long {
+        Box::new(if long {
             CacheControl::with_ttl(CacheTtl::OneHour)
         } else {
             CacheControl::ephemeral()
-        }
+        })
     });
     if setup.stale_marker {
         // Markers a caller left behind: the planner replaces them.
@@ -208,7 +208,7 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
                         continue;
                     }
                     if let Some(slot) = threadline_cache::prefix::marker_slot(b) {
-                        *slot = Some(CacheControl::ephemeral());
+                        *slot = Some(Box::new(CacheControl::ephemeral()));
                     }
                 }
             }

@@ -211,7 +211,7 @@ fn the_streamed_prompt_cache_recording() {
     let prompt = MessagesRequest::new(&message.model, 1024, vec![]);
     let mut sim = Calibration::from_first(&prompt, &first).simulator(model);
     let mut request = prompt.clone();
-    request.cache_control = Some(threadline_wire::CacheControl::ephemeral());
+    request.cache_control = Some(Box::new(threadline_wire::CacheControl::ephemeral()));
     let mut total = threadline_cache::Predicted::default();
     let mut content: Vec<ContentBlock> = Vec::new();
     for (i, iteration) in [0usize, 2, 4].into_iter().enumerate() {

@@ -68,7 +68,7 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
     match block {
         ContentBlock::Text(b) => text_tokens(b.text.len()),
         ContentBlock::Image(_) => MEDIA_TOKENS,
-        ContentBlock::Document(d) => match &d.source {
+        ContentBlock::Document(d) => match &*d.source {
             // A plain-text document is read as its text, when that is cheaper than the
             // fixed cost it is still counted at least as text.
             MediaSource::Text(t) => text_tokens(t.data.len()).max(MEDIA_TOKENS),

@@ -122,11 +122,11 @@ pub(crate) fn redacted() -> ContentBlock {
 
 pub(crate) fn image() -> ContentBlock {
     ContentBlock::Image(ImageBlock {
-        source: MediaSource::Base64(Base64Source {
+        source: Box::new(MediaSource::Base64(Base64Source {
             media_type: "image/png".into(),
             data: "iVBORw0KGgo=".into(),
             extra: Extra::new(),
-        }),
+        })),
         cache_control: None,
         extra: Extra::new(),
     })

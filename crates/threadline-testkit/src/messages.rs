@@ -283,11 +283,11 @@ pub fn web_search_result(id: &str) -> ContentBlock {
 /// A small inline PNG image block.
 pub fn image() -> ContentBlock {
     ContentBlock::Image(ImageBlock {
-        source: MediaSource::Base64(Base64Source {
+        source: Box::new(MediaSource::Base64(Base64Source {
             media_type: "image/png".to_owned(),
             data: PNG_DATA.to_owned(),
             extra: Extra::new(),
-        }),
+        })),
         cache_control: None,
         extra: Extra::new(),
     })
@@ -296,11 +296,11 @@ pub fn image() -> ContentBlock {
 /// A plain-text document block.
 pub fn document(data: impl Into<String>) -> ContentBlock {
     ContentBlock::Document(DocumentBlock {
-        source: MediaSource::Text(PlainTextSource {
+        source: Box::new(MediaSource::Text(PlainTextSource {
             media_type: "text/plain".to_owned(),
             data: data.into(),
             extra: Extra::new(),
-        }),
+        })),
         title: Some("notes.txt".to_owned()),
         context: None,
         citations: None,

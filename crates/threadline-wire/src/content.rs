@@ -19,7 +19,7 @@ wire_struct! {
             /// Citations supporting the text (responses; `citations_delta` in streams).
             pub citations: Vec<Citation>,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -41,11 +41,11 @@ wire_struct! {
     pub struct ImageBlock {
         required {
             /// Where the image comes from.
-            pub source: MediaSource,
+            pub source: Box<MediaSource>,
         }
         optional {
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -55,7 +55,7 @@ wire_struct! {
     pub struct DocumentBlock {
         required {
             /// Where the document comes from.
-            pub source: MediaSource,
+            pub source: Box<MediaSource>,
         }
         optional {
             /// A title the model may cite.
@@ -65,7 +65,7 @@ wire_struct! {
             /// `{"enabled": bool}`: whether the model may cite it.
             pub citations: Value,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -85,7 +85,7 @@ wire_struct! {
             /// `{"enabled": bool}`.
             pub citations: Value,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -105,7 +105,7 @@ wire_struct! {
             /// Who called it (`{"type":"direct"}` or a code-execution caller).
             pub caller: Value,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -123,7 +123,7 @@ wire_struct! {
             /// Whether the tool failed.
             pub is_error: bool,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -169,7 +169,7 @@ wire_struct! {
             /// Who called it.
             pub caller: Value,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -185,7 +185,7 @@ wire_struct! {
             /// The result payload (its shape depends on the tool).
             pub content: Value,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -199,7 +199,7 @@ wire_struct! {
         }
         optional {
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -214,7 +214,7 @@ wire_struct! {
             /// The encrypted state that must be sent back.
             pub encrypted_content: String,
             /// A prompt-cache breakpoint on this block.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
         }
     }
 }
@@ -272,20 +272,20 @@ impl ContentBlock {
     /// The block's cache marker, if it has one (and can carry one).
     pub fn cache_control(&self) -> Option<&CacheControl> {
         match self {
-            ContentBlock::Text(b) => b.cache_control.as_ref(),
-            ContentBlock::Image(b) => b.cache_control.as_ref(),
-            ContentBlock::Document(b) => b.cache_control.as_ref(),
-            ContentBlock::SearchResult(b) => b.cache_control.as_ref(),
-            ContentBlock::ToolUse(b) => b.cache_control.as_ref(),
-            ContentBlock::ToolResult(b) => b.cache_control.as_ref(),
+            ContentBlock::Text(b) => b.cache_control.as_deref(),
+            ContentBlock::Image(b) => b.cache_control.as_deref(),
+            ContentBlock::Document(b) => b.cache_control.as_deref(),
+            ContentBlock::SearchResult(b) => b.cache_control.as_deref(),
+            ContentBlock::ToolUse(b) => b.cache_control.as_deref(),
+            ContentBlock::ToolResult(b) => b.cache_control.as_deref(),
             ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => {
-                b.cache_control.as_ref()
+                b.cache_control.as_deref()
             }
-            ContentBlock::ContainerUpload(b) => b.cache_control.as_ref(),
-            ContentBlock::Compaction(b) => b.cache_control.as_ref(),
+            ContentBlock::ContainerUpload(b) => b.cache_control.as_deref(),
+            ContentBlock::Compaction(b) => b.cache_control.as_deref(),
             other => other
                 .server_tool_result()
-                .and_then(|r| r.cache_control.as_ref()),
+                .and_then(|r| r.cache_control.as_deref()),
         }
     }
 
@@ -530,6 +530,17 @@ wire_string_enum! {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Blocks sit by the hundred thousand in long sessions, and every validation, clone and
+    /// normalization walks them: the rare large parts (cache markers, media sources) are boxed
+    /// so that a block stays within this size. (It was 256 bytes, four cache lines, before.)
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_content_block_stays_small() {
+        let size = std::mem::size_of::<ContentBlock>();
+        assert!(size <= 152, "ContentBlock grew to {size} bytes");
+        assert!(std::mem::size_of::<crate::MessageParam>() <= 80);
+    }
 
     #[test]
     fn every_known_block_round_trips() {

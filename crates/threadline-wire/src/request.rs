@@ -302,7 +302,7 @@ wire_struct! {
             /// Top-k sampling.
             pub top_k: u64,
             /// Top-level automatic caching (uses one breakpoint slot).
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
             /// Effort and output format.
             pub output_config: OutputConfig,
             /// `auto` or `standard_only`.
@@ -369,7 +369,7 @@ wire_struct! {
             /// Effort and output format.
             pub output_config: OutputConfig,
             /// Accepted and ignored for caching.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
             /// Server-side context edits (beta).
             pub context_management: ContextManagement,
             /// MCP connector servers (beta).

@@ -20,7 +20,7 @@ wire_struct! {
             /// What the tool does, for the model.
             pub description: String,
             /// A prompt-cache breakpoint after this tool.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
             /// Strict schema adherence.
             pub strict: bool,
             /// Load only when found by tool search.
@@ -41,7 +41,7 @@ wire_struct! {
         }
         optional {
             /// A prompt-cache breakpoint after this tool.
-            pub cache_control: CacheControl,
+            pub cache_control: Box<CacheControl>,
             /// Load only when found by tool search.
             pub defer_loading: bool,
         }
@@ -69,13 +69,13 @@ impl Tool {
     /// The tool's cache marker, if any.
     pub fn cache_control(&self) -> Option<&CacheControl> {
         match self {
-            Tool::Custom(t) => t.cache_control.as_ref(),
-            Tool::Versioned(t) => t.cache_control.as_ref(),
+            Tool::Custom(t) => t.cache_control.as_deref(),
+            Tool::Versioned(t) => t.cache_control.as_deref(),
         }
     }
 
     /// The tool's cache marker slot, for planners that place markers.
-    pub fn cache_control_mut(&mut self) -> &mut Option<CacheControl> {
+    pub fn cache_control_mut(&mut self) -> &mut Option<Box<CacheControl>> {
         match self {
             Tool::Custom(t) => &mut t.cache_control,
             Tool::Versioned(t) => &mut t.cache_control,

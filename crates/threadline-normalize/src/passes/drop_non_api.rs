@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn stale_cache_markers_are_removed_unless_kept() {
         let mut marked = TextBlock::new("x");
-        marked.cache_control = Some(CacheControl::ephemeral());
+        marked.cache_control = Some(Box::new(CacheControl::ephemeral()));
         let mut thinking = thinking("t");
         if let ContentBlock::Thinking(b) = &mut thinking {
             b.extra

@@ -233,7 +233,7 @@ impl<'a> View<'a> {
             temperature: r.temperature,
             top_p: r.top_p,
             top_k: r.top_k,
-            cache_control: r.cache_control.as_ref(),
+            cache_control: r.cache_control.as_deref(),
             effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
             has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
         }
@@ -251,7 +251,7 @@ impl<'a> View<'a> {
             temperature: None,
             top_p: None,
             top_k: None,
-            cache_control: r.cache_control.as_ref(),
+            cache_control: r.cache_control.as_deref(),
             effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
             has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
         }

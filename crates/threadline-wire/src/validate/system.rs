@@ -20,7 +20,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
             for (n, block) in blocks.iter().enumerate() {
                 let loc = Loc::System(Some(n));
                 if let Some(marker) = &block.cache_control {
-                    breakpoints.marker(ctx, marker.into(), loc);
+                    breakpoints.marker(ctx, (&**marker).into(), loc);
                 }
                 check_text_block(
                     ctx,
