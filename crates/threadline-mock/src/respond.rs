@@ -116,6 +116,13 @@ pub(crate) fn script(
                 block_events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":"redacted_thinking","data":data}}));
                 content.push(json!({"type":"redacted_thinking","data":data}));
             }
+            Block::Verbatim { block } => {
+                output_bytes += block.to_string().len();
+                block_events.push(
+                    json!({"type":"content_block_start","index":index,"content_block":block}),
+                );
+                content.push(block.clone());
+            }
         }
         block_events.push(json!({"type":"content_block_stop","index":index}));
     }
@@ -205,6 +212,8 @@ steps:
       - {type: text, text: "Hello, world — with unicode: héllo ✓"}
       - {type: tool_use, name: ls, input: {path: ".", deep: {a: [1, 2, "x\"y"]}}}
       - {type: redacted_thinking, data: "ZW5j"}
+      - {type: verbatim, block: {type: server_tool_use, id: srvtoolu_01, name: web_search, input: {query: "rust"}}}
+      - {type: verbatim, block: {type: web_search_tool_result, tool_use_id: srvtoolu_01, content: []}}
     chunk_chars: 3
   - kind: message
     content: [{type: text, text: ""}]

@@ -192,6 +192,12 @@ pub enum Block {
         /// The encrypted data.
         data: String,
     },
+    /// Any other block (a `server_tool_use`, a `web_search_tool_result`, …), sent whole in
+    /// its `content_block_start` and kept verbatim in the message.
+    Verbatim {
+        /// The block as the API sends it (an object with a `type`).
+        block: Value,
+    },
 }
 
 /// A fault injected into a streamed message.

@@ -716,6 +716,48 @@ mod tests {
     }
 
     #[test]
+    fn a_paused_turn_is_resumed_as_is_and_dropped_once_the_user_writes() {
+        let options = Options::default().with_resume_paused_turn(true);
+        let mut normalizer = Normalizer::new(options.clone());
+        let mut session = vec![user("q0"), asst_text("a0"), user("search it")];
+        check(&mut normalizer, &session);
+        session.push(asst(vec![
+            text("Searching."),
+            server_use("srvtoolu_a"),
+            server_result("srvtoolu_a"),
+            server_use("srvtoolu_b"),
+        ]));
+        check(&mut normalizer, &session);
+        let out = normalizer.messages().to_vec();
+        let last = out.last().expect("messages");
+        assert_eq!(last.role, Role::Assistant);
+        assert_eq!(tool_use_ids(last).last(), Some("srvtoolu_b"));
+        // What the API accepts while the request still defines the server tool.
+        let mut request = threadline_wire::MessagesRequest::new("claude-sonnet-4-5", 1024, out);
+        request.tools = Some(vec![
+            serde_json::from_value(
+                serde_json::json!({"type": "web_search_20250305", "name": "web_search"}),
+            )
+            .expect("a server tool"),
+        ]);
+        let model = threadline_wire::model::ModelTable::builtin()
+            .resolve("claude-sonnet-4-5")
+            .model();
+        assert_eq!(threadline_wire::validate(&request, model), []);
+        // The user writes instead of resuming: the pending call goes, in both paths.
+        session.push(user("never mind"));
+        check(&mut normalizer, &session);
+        let ids: Vec<&str> = normalizer
+            .messages()
+            .iter()
+            .flat_map(tool_use_ids)
+            .collect();
+        assert_eq!(ids, ["srvtoolu_a"]);
+        session.push(asst_text("OK."));
+        check(&mut normalizer, &session);
+    }
+
+    #[test]
     fn the_media_cap_reaches_back_into_the_prefix() {
         let options = Options::default().with_media_limit(3);
         let mut normalizer = Normalizer::new(options.clone());

@@ -135,6 +135,14 @@ pub struct Options {
     /// places fresh ones on the normalized request. When `true` they are kept as they are,
     /// and the caller answers for the API's limits on them (at most four, TTL order).
     pub keep_cache_control: bool,
+    /// Send a paused turn back as it is. When the array ends with an assistant message (no
+    /// client tool uses) whose `server_tool_use` has no result yet — a turn the API paused
+    /// with `stop_reason: pause_turn` — that call is kept, which is how the API resumes the
+    /// turn. Default `false`: the call is removed (`ServerToolUseRemoved`), because the API
+    /// accepts it only while the request still defines that server tool, and the normalizer
+    /// does not see the tools. The query loop, which sends the same tools every turn, turns
+    /// it on.
+    pub resume_paused_turn: bool,
 }
 
 impl Default for Options {
@@ -142,6 +150,7 @@ impl Default for Options {
         Options {
             media_limit: 100,
             keep_cache_control: false,
+            resume_paused_turn: false,
         }
     }
 }
@@ -150,6 +159,12 @@ impl Options {
     /// These options with another media limit.
     pub fn with_media_limit(mut self, media_limit: usize) -> Self {
         self.media_limit = media_limit;
+        self
+    }
+
+    /// These options sending a paused turn back as it is (see [`Options::resume_paused_turn`]).
+    pub fn with_resume_paused_turn(mut self, resume: bool) -> Self {
+        self.resume_paused_turn = resume;
         self
     }
 

@@ -60,7 +60,7 @@ pub(crate) fn run_drafts<'a>(
     error_results_text_only(&mut drafts, report);
     before_media_cap(&mut drafts);
     media_cap(&mut drafts, options.media_limit, report);
-    let mut drafts = ensure_tool_result_pairing(drafts, report);
+    let mut drafts = ensure_tool_result_pairing(drafts, options.resume_paused_turn, report);
     settle(&mut drafts, report);
     drafts
 }
@@ -110,7 +110,7 @@ mod tests {
         // Swapped: the pairing pass sees the meta message as the answer, gives it a synthetic
         // error result and removes the real result as an orphan.
         let mut report = Report::default();
-        let drafts = ensure_tool_result_pairing(drafts(&messages), &mut report);
+        let drafts = ensure_tool_result_pairing(drafts(&messages), false, &mut report);
         let wrong = params(merge_consecutive_users(drafts));
         assert_eq!(
             shape(&wrong),

@@ -16,6 +16,7 @@ fn options() -> impl Strategy<Value = Options> {
     prop_oneof![
         3 => Just(Options::default()),
         1 => (0usize..4).prop_map(|limit| Options::default().with_media_limit(limit)),
+        1 => Just(Options::default().with_resume_paused_turn(true)),
     ]
 }
 

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{MODEL, check_pairing, check_texts_kept, check_valid};
+use common::{MODEL, check_pairing, check_texts_kept, check_valid_with_tools};
 use proptest::prelude::*;
 use threadline_message::Message;
 use threadline_normalize::{Options, normalize, normalize_strict, to_internal};
@@ -22,16 +22,24 @@ use threadline_testkit::messages::{hostile_session, valid_session};
 
 /// Every property on one input; the first that fails, with the output, as the error.
 fn check_all(input: &[Message]) -> Result<(), String> {
-    let options = Options::default();
-    let once = normalize(input, &options);
+    check_all_with(input, &Options::default(), None)
+}
+
+/// [`check_all`] with `options`, validating against a request that defines `tools`.
+fn check_all_with(
+    input: &[Message],
+    options: &Options,
+    tools: Option<Vec<threadline_wire::Tool>>,
+) -> Result<(), String> {
+    let once = normalize(input, options);
     let out = &once.messages;
     let json = serde_json::to_string(out).map_err(|e| e.to_string())?;
     let context = |what: &str, why: String| format!("({what}) {why}\noutput: {json}");
 
     if !out.is_empty() {
-        check_valid(out, MODEL).map_err(|e| context("a: valid", e))?;
+        check_valid_with_tools(out, MODEL, tools).map_err(|e| context("a: valid", e))?;
     }
-    let again = normalize(&to_internal(out), &options);
+    let again = normalize(&to_internal(out), options);
     if &again.messages != out {
         let again_json = serde_json::to_string(&again.messages).map_err(|e| e.to_string())?;
         return Err(context(
@@ -42,7 +50,7 @@ fn check_all(input: &[Message]) -> Result<(), String> {
     check_texts_kept(input, out).map_err(|e| context("c: typed text kept", e))?;
     check_pairing(out).map_err(|e| context("d: pairing", e))?;
     let twice =
-        serde_json::to_string(&normalize(input, &options).messages).map_err(|e| e.to_string())?;
+        serde_json::to_string(&normalize(input, options).messages).map_err(|e| e.to_string())?;
     if twice != json {
         return Err(context("e: deterministic", format!("second run: {twice}")));
     }
@@ -80,6 +88,24 @@ proptest! {
             prop_assert!(false, "{problem}");
         }
     }
+
+    /// Resuming paused turns keeps a final pending server tool call: the request is valid as
+    /// long as it defines that server tool (as the query loop's requests do).
+    #[test]
+    fn hostile_sessions_resuming_paused_turns_normalize_to_valid_requests(
+        session in hostile_session()
+    ) {
+        let options = Options::default().with_resume_paused_turn(true);
+        if let Err(problem) = check_all_with(&session, &options, Some(vec![web_search()])) {
+            prop_assert!(false, "{problem}");
+        }
+    }
+}
+
+/// The server tool the testkit's server tool uses call.
+fn web_search() -> threadline_wire::Tool {
+    serde_json::from_value(serde_json::json!({"type": "web_search_20250305", "name": "web_search"}))
+        .expect("a server tool definition")
 }
 
 /// The hostile strategy reaches every repair the normalizer can make (so the properties above

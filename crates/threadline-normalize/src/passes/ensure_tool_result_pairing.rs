@@ -56,19 +56,30 @@ type Duplicates = Peekable<IntoIter<(usize, usize)>>;
 /// 6. a user message left empty gets [`EMPTY_PLACEHOLDER`](crate::EMPTY_PLACEHOLDER)
 ///    (`PlaceholderInserted`).
 ///
+/// With `resume_paused_turn` ([`Options::resume_paused_turn`](crate::Options)), a final
+/// assistant message without client tool uses keeps its `server_tool_use` blocks that have no
+/// result yet: a paused turn the API resumes.
+///
 /// Assumes roles alternate (earlier passes merged and dropped), but stays correct if they do
 /// not. Guarantees the pairing rules above, unique tool use ids, no empty message, no two
 /// consecutive messages of one role. Cost: O(blocks); ids are hashed once, borrowed.
 pub(crate) fn ensure_tool_result_pairing<'a>(
     mut drafts: Vec<Draft<'a>>,
+    resume_paused_turn: bool,
     report: &mut Report,
 ) -> Vec<Draft<'a>> {
     rewrite_invalid_ids(&mut drafts, report);
-    let mut duplicates: Duplicates = duplicate_uses(&drafts).into_iter().peekable();
+    let paused = if resume_paused_turn {
+        paused_turn(&drafts)
+    } else {
+        None
+    };
+    let mut duplicates: Duplicates = duplicate_uses(&drafts, paused).into_iter().peekable();
     let mut out: Vec<Draft<'a>> = Vec::with_capacity(drafts.len() + 1);
     for (n, mut draft) in drafts.into_iter().enumerate() {
         if draft.is_assistant() {
-            if clean_assistant(&mut draft, n, &mut duplicates, report) {
+            let pending_ok = paused == Some(n);
+            if clean_assistant(&mut draft, n, pending_ok, &mut duplicates, report) {
                 let kind = if draft.blocks.is_empty() {
                     Some(RepairKind::EmptyAssistantDropped)
                 } else if is_thinking_only(&draft.blocks) {
@@ -113,6 +124,24 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
     out
 }
 
+/// The index of the final draft when it is a paused turn that may keep its pending server
+/// tool calls: an assistant message with no client tool use (which would need a result
+/// message after it).
+fn paused_turn(drafts: &[Draft<'_>]) -> Option<usize> {
+    let last = drafts.len().checked_sub(1)?;
+    let draft = drafts.get(last)?;
+    let paused = draft.is_assistant()
+        && draft
+            .blocks
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ServerToolUse(_)))
+        && !draft
+            .blocks
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolUse(_)));
+    paused.then_some(last)
+}
+
 /// For the server tool uses of `blocks`: the last position of a result block per id.
 fn server_result_positions(blocks: &[ContentBlock]) -> Option<IdMap<'_, usize>> {
     if !blocks
@@ -138,16 +167,19 @@ fn resolved(positions: Option<&IdMap<'_, usize>>, id: &str, k: usize) -> bool {
 }
 
 /// The id of a tool use that claims its id in the conversation when kept (`tool_use`,
-/// `mcp_tool_use`, and a `server_tool_use` with its result).
+/// `mcp_tool_use`, and a `server_tool_use` with its result, or pending where `pending_ok`).
 fn kept_use_id<'b>(
     block: &'b ContentBlock,
     k: usize,
     positions: Option<&IdMap<'_, usize>>,
+    pending_ok: bool,
 ) -> Option<&'b str> {
     match block {
         ContentBlock::ToolUse(u) => Some(&u.id),
         ContentBlock::McpToolUse(u) => Some(&u.id),
-        ContentBlock::ServerToolUse(u) if resolved(positions, &u.id, k) => Some(&u.id),
+        ContentBlock::ServerToolUse(u) if pending_ok || resolved(positions, &u.id, k) => {
+            Some(&u.id)
+        }
         _ => None,
     }
 }
@@ -163,7 +195,7 @@ fn use_id(block: &ContentBlock) -> Option<&str> {
 
 /// The positions of the kept tool uses that repeat an earlier kept one's id (only assistant
 /// messages count: tool uses in user messages are removed).
-fn duplicate_uses(drafts: &[Draft<'_>]) -> Vec<(usize, usize)> {
+fn duplicate_uses(drafts: &[Draft<'_>], paused: Option<usize>) -> Vec<(usize, usize)> {
     let mut seen: IdSet<'_> = id_set(drafts.len() / 2 + 1);
     let mut duplicates = Vec::new();
     for (n, draft) in drafts.iter().enumerate() {
@@ -172,7 +204,7 @@ fn duplicate_uses(drafts: &[Draft<'_>]) -> Vec<(usize, usize)> {
         }
         let positions = server_result_positions(&draft.blocks);
         for (k, block) in draft.blocks.iter().enumerate() {
-            if let Some(id) = kept_use_id(block, k, positions.as_ref())
+            if let Some(id) = kept_use_id(block, k, positions.as_ref(), paused == Some(n))
                 && !seen.insert(id)
             {
                 duplicates.push((n, k));
@@ -186,6 +218,7 @@ fn duplicate_uses(drafts: &[Draft<'_>]) -> Vec<(usize, usize)> {
 fn clean_assistant(
     draft: &mut Draft<'_>,
     n: usize,
+    pending_ok: bool,
     duplicates: &mut Duplicates,
     report: &mut Report,
 ) -> bool {
@@ -226,7 +259,7 @@ fn clean_assistant(
                 });
             }
             ContentBlock::ServerToolUse(server_use) => {
-                if resolved(positions.as_ref(), &server_use.id, k) {
+                if pending_ok || resolved(positions.as_ref(), &server_use.id, k) {
                     kept_server_ids.insert(&server_use.id);
                 } else {
                     keep[k] = false;
@@ -413,8 +446,12 @@ mod tests {
     use threadline_wire::validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 
     fn paired(messages: &[Message]) -> (String, Vec<RepairKind>) {
+        paired_with(messages, false)
+    }
+
+    fn paired_with(messages: &[Message], resume_paused_turn: bool) -> (String, Vec<RepairKind>) {
         let mut report = Report::default();
-        let out = ensure_tool_result_pairing(drafts(messages), &mut report);
+        let out = ensure_tool_result_pairing(drafts(messages), resume_paused_turn, &mut report);
         let kinds = report.repairs.into_iter().map(|r| r.kind).collect();
         (drafts_shape(&out), kinds)
     }
@@ -567,6 +604,59 @@ mod tests {
                     tool_use_id: "srvtoolu_c".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_paused_turn_keeps_its_pending_server_tool_use_only_when_asked_and_only_at_the_end() {
+        let paused = asst(vec![
+            text("Searching."),
+            server_use("srvtoolu_a"),
+            server_result("srvtoolu_a"),
+            server_use("srvtoolu_b"),
+        ]);
+        // Resumed: sent back as it is.
+        let (out, repairs) = paired_with(&[user("q"), paused.clone()], true);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Searching.) srv(srvtoolu_a) srvres(srvtoolu_a) srv(srvtoolu_b)"
+        );
+        assert!(repairs.is_empty(), "{repairs:?}");
+        // Not asked: the pending call goes.
+        let (out, repairs) = paired_with(&[user("q"), paused.clone()], false);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Searching.) srv(srvtoolu_a) srvres(srvtoolu_a)"
+        );
+        assert_eq!(
+            repairs,
+            [RepairKind::ServerToolUseRemoved {
+                id: "srvtoolu_b".into()
+            }]
+        );
+        // No longer the end (the user wrote since): the pending call goes.
+        let (out, _) = paired_with(&[user("q"), paused.clone(), user("go on")], true);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Searching.) srv(srvtoolu_a) srvres(srvtoolu_a) | U: text(go on)"
+        );
+        // With a client tool use, a result message must follow: not a paused turn.
+        let mixed = asst(vec![server_use("srvtoolu_b"), tool_use("t1")]);
+        let (out, _) = paired_with(&[user("q"), mixed], true);
+        assert_eq!(out, "U: text(q) | A: use(t1) | U: result!(t1)");
+        // A pending call repeating an earlier id is still a duplicate.
+        let earlier = asst(vec![server_use("srvtoolu_b"), server_result("srvtoolu_b")]);
+        let (out, repairs) = paired_with(&[user("q"), earlier, user("more"), paused], true);
+        assert_eq!(
+            out,
+            "U: text(q) | A: srv(srvtoolu_b) srvres(srvtoolu_b) | U: text(more) | \
+             A: text(Searching.) srv(srvtoolu_a) srvres(srvtoolu_a)"
+        );
+        assert_eq!(
+            repairs,
+            [RepairKind::DuplicateToolUseRemoved {
+                id: "srvtoolu_b".into()
+            }]
         );
     }
 

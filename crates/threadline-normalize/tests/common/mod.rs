@@ -24,7 +24,17 @@ pub(crate) fn model(id: &str) -> &'static Model {
 
 /// (a) The request made of `messages` for `model_id` passes `validate` with no violation.
 pub(crate) fn check_valid(messages: &[MessageParam], model_id: &str) -> Result<(), String> {
-    let request = MessagesRequest::new(model_id, 4096, messages.to_vec());
+    check_valid_with_tools(messages, model_id, None)
+}
+
+/// [`check_valid`] for a request that defines `tools`.
+pub(crate) fn check_valid_with_tools(
+    messages: &[MessageParam],
+    model_id: &str,
+    tools: Option<Vec<threadline_wire::Tool>>,
+) -> Result<(), String> {
+    let mut request = MessagesRequest::new(model_id, 4096, messages.to_vec());
+    request.tools = tools;
     let violations = validate(&request, model(model_id));
     if violations.is_empty() {
         Ok(())
