@@ -32,7 +32,9 @@ pub struct QueryConfig {
     pub token_budget: Option<TokenBudget>,
     /// How many times stop hooks may block in one run.
     pub max_stop_hook_blocks: u32,
-    /// Normalization options.
+    /// Normalization options. By default the loop's own: paused turns are resumed
+    /// ([`Options::resume_paused_turn`]), since every request of a run defines the same
+    /// tools.
     pub normalize: Options,
 }
 
@@ -48,7 +50,7 @@ impl QueryConfig {
             max_turns: None,
             token_budget: None,
             max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
-            normalize: Options::default(),
+            normalize: Options::default().with_resume_paused_turn(true),
         }
     }
 

@@ -27,7 +27,8 @@ use crate::executor::{ExecEvent, Executor};
 use crate::hooks::{AttachmentHook, NoAttachments, StopContext, StopDecision, StopHook};
 use crate::permission::{NonInteractive, PermissionCallback};
 use crate::recovery::{
-    self, INTERRUPTED, MaxTokensStep, PromptTooLongStep, RESUME_DIRECTLY, STREAM_FAILED,
+    self, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, PromptTooLongStep, RESUME_DIRECTLY,
+    STREAM_FAILED,
 };
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
@@ -296,6 +297,9 @@ where
                 }
                 if stop_reason == Some(StopReason::MaxTokens) {
                     return self.max_tokens(st, &fragments);
+                }
+                if stop_reason == Some(StopReason::PauseTurn) {
+                    return self.pause_turn(st);
                 }
                 self.end_of_turn(st).await
             }
@@ -586,6 +590,27 @@ where
             self.append(st, message);
         }
         Ok(Transition::NextTurn)
+    }
+
+    /// A paused turn: its blocks are already in the history, and the next request sends them
+    /// back as they are, which is how the API resumes the turn. It counts as a turn for
+    /// `max_turns`.
+    fn pause_turn(&mut self, st: &mut State) -> Result<Transition, Terminal> {
+        if st.recovery.pause_turn_resumes >= MAX_PAUSE_TURN_RESUMES {
+            self.emit(Event::Warning(format!(
+                "the turn paused {MAX_PAUSE_TURN_RESUMES} times in a row; stopping with what was produced"
+            )));
+            return Err(Terminal::Completed);
+        }
+        st.recovery.pause_turn_resumes += 1;
+        st.turn_count = st.turn_count.saturating_add(1);
+        st.run_turns = st.run_turns.saturating_add(1);
+        if let Some(limit) = self.q.config.max_turns
+            && st.run_turns >= limit
+        {
+            return Err(Terminal::MaxTurns { limit });
+        }
+        Ok(Transition::PauseTurnResume)
     }
 
     fn max_tokens(

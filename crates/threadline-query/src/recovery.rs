@@ -5,6 +5,8 @@
 //!   output is retracted), then up to [`MAX_OUTPUT_RECOVERY_ATTEMPTS`] [`RESUME_DIRECTLY`]
 //!   meta messages, then stop with what was produced.
 //! - prompt too long: drain, then reactive compaction, then `PromptTooLong`.
+//! - `pause_turn`: the paused response is sent back as it is, up to
+//!   [`MAX_PAUSE_TURN_RESUMES`] times in a row, then the run stops with what was produced.
 //! - a stream that fails or is aborted after tool uses were emitted: every tool use without
 //!   a real result gets a synthetic error result ([`STREAM_FAILED`], [`INTERRUPTED`]).
 //!
@@ -14,6 +16,11 @@ use crate::state::RecoveryCounters;
 
 /// How many "resume directly" messages are injected before giving up.
 pub const MAX_OUTPUT_RECOVERY_ATTEMPTS: u32 = 3;
+
+/// How many paused turns (`stop_reason: pause_turn`) in a row are resumed before the run
+/// stops. Each pause is a server tool loop that reached the API's own iteration limit (10 by
+/// default), so a turn that pauses this often is not converging.
+pub const MAX_PAUSE_TURN_RESUMES: u32 = 8;
 
 /// The meta message injected after an output cut at `max_tokens`.
 pub const RESUME_DIRECTLY: &str = "Output token limit hit. Resume directly — no apology, no recap of what you were doing. Pick up mid-thought if that is where the cut happened. Break remaining work into smaller pieces.";

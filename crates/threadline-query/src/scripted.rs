@@ -214,6 +214,14 @@ impl Response {
         self
     }
 
+    /// Any other block (a `server_tool_use`, a `web_search_tool_result`, …), sent whole in
+    /// its `content_block_start`.
+    pub fn block(mut self, block: Value) -> Response {
+        let index = self.open_block(block);
+        self.close_block(index);
+        self
+    }
+
     /// Waits before the next step.
     pub fn sleep(mut self, duration: Duration) -> Response {
         self.steps.push(Step::Sleep(duration));

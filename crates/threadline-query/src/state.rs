@@ -35,6 +35,9 @@ pub struct RecoveryCounters {
     pub stop_hook_blocks: u32,
     /// Token-budget continuations in this run.
     pub budget_continuations: u32,
+    /// Paused turns (`pause_turn`) resumed since the last turn that used client tools.
+    #[serde(default)]
+    pub pause_turn_resumes: u32,
 }
 
 /// The loop's state between iterations. Serializable (a durable engine can journal it); the
@@ -44,7 +47,8 @@ pub struct RecoveryCounters {
 pub struct State {
     /// The whole history, the session's source of truth.
     pub messages: Vec<Message>,
-    /// Completed turns (one per model response that used tools), over the session.
+    /// Completed turns (one per model response that used tools, or that the API paused), over
+    /// the session.
     pub turn_count: u32,
     /// Turns completed in the current run (what `max_turns` counts).
     pub run_turns: u32,
@@ -69,7 +73,7 @@ pub struct State {
 }
 
 fn fresh_normalizer() -> Normalizer {
-    Normalizer::new(Options::default())
+    Normalizer::new(Options::default().with_resume_paused_turn(true))
 }
 
 impl State {

@@ -29,6 +29,12 @@ pub enum Transition {
     StopHookBlocking,
     /// The token budget was not spent yet; a meta message asks the model to keep going.
     TokenBudgetContinuation,
+    /// The API paused a long-running turn (`stop_reason: pause_turn`, e.g. a server tool loop
+    /// that reached its iteration limit); the response is sent back as it is and the model
+    /// continues (at most [`MAX_PAUSE_TURN_RESUMES`] times in a row).
+    ///
+    /// [`MAX_PAUSE_TURN_RESUMES`]: crate::recovery::MAX_PAUSE_TURN_RESUMES
+    PauseTurnResume,
 }
 
 impl Transition {
@@ -42,6 +48,7 @@ impl Transition {
             Transition::MaxOutputTokensRecovery => "max_output_tokens_recovery",
             Transition::StopHookBlocking => "stop_hook_blocking",
             Transition::TokenBudgetContinuation => "token_budget_continuation",
+            Transition::PauseTurnResume => "pause_turn_resume",
         }
     }
 }
@@ -66,6 +73,7 @@ mod tests {
             Transition::MaxOutputTokensRecovery,
             Transition::StopHookBlocking,
             Transition::TokenBudgetContinuation,
+            Transition::PauseTurnResume,
         ] {
             let json = serde_json::to_string(&t).expect("serializes");
             assert_eq!(json, format!("\"{}\"", t.name()));

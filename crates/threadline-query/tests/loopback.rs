@@ -21,6 +21,7 @@
 //! | `Transition::MaxOutputTokensRecovery`     | `max_output_tokens_recovery_until_the_loop_gives_up`  |
 //! | `Transition::StopHookBlocking`            | `stop_hook_blocking` (hook set locally)               |
 //! | `Transition::TokenBudgetContinuation`     | `token_budget_continuation`                           |
+//! | `Transition::PauseTurnResume`             | `pause_turn_resume` (and the recorded pause: `pause_turn_resume_matches_the_recorded_continuation`) |
 //! | `Terminal::Completed`                     | `completed_after_the_client_retried_429_529_500_and_a_reset` (and most others) |
 //! | `Terminal::MaxTurns`                      | `max_turns`                                           |
 //! | `Terminal::AbortedStreaming`              | `aborted_streaming_during_a_stalled_stream`           |
@@ -632,6 +633,154 @@ async fn token_budget_continuation() {
     assert_eq!(out.path(), [Transition::TokenBudgetContinuation]);
     assert_eq!(out.terminal, Terminal::Completed);
     assert_eq!(out.state.output_tokens, 10_000);
+    t.check(&out, &[Some(200); 2], &[]);
+}
+
+/// A response the API paused in a server tool loop: text, a web search with its result, and
+/// a second search still running (no result yet), as the recorded pause below ends.
+fn paused(n: usize) -> Step {
+    let done = format!("srvtoolu_{n:02}a");
+    let running = format!("srvtoolu_{n:02}b");
+    Step::message(vec![
+        text("Searching."),
+        Block::Verbatim {
+            block: json!({"type": "server_tool_use", "id": done, "name": "web_search",
+                "input": {"query": "rust release"}}),
+        },
+        Block::Verbatim {
+            block: json!({"type": "web_search_tool_result", "tool_use_id": done,
+                "content": [{"type": "web_search_result", "title": "Rust",
+                    "url": "https://www.rust-lang.org/", "encrypted_content": "ZW5j"}]}),
+        },
+        Block::Verbatim {
+            block: json!({"type": "server_tool_use", "id": running, "name": "web_search",
+                "input": {"query": "rust 1.95"}}),
+        },
+    ])
+    .with_stop_reason("pause_turn")
+}
+
+/// Adds the `web_search` server tool to every request (the API runs it).
+fn with_web_search(request: &mut MessagesRequest) {
+    let tool = serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
+        .expect("a server tool definition");
+    request.tools.get_or_insert_with(Vec::new).push(tool);
+}
+
+/// The types of the blocks of `body`'s last message, which must be an assistant message.
+fn last_assistant_blocks(body: &Value) -> Vec<Value> {
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("messages");
+    assert_eq!(last["role"], "assistant");
+    last["content"].as_array().expect("blocks").clone()
+}
+
+fn types(blocks: &[Value]) -> Vec<&str> {
+    blocks.iter().filter_map(|b| b["type"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn pause_turn_resume() {
+    let t = setup([paused(1), Step::text("Rust 1.95 is out.")]).await;
+    let out = run(t.query(0, config()).with_shaper(with_web_search)).await;
+    assert_eq!(out.path(), [Transition::PauseTurnResume]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    // The paused response went back as it came, the running search included.
+    let sent = t.bodies();
+    let blocks = last_assistant_blocks(&sent[1]);
+    assert_eq!(
+        types(&blocks),
+        [
+            "text",
+            "server_tool_use",
+            "web_search_tool_result",
+            "server_tool_use"
+        ]
+    );
+    assert_eq!(blocks[3]["id"], "srvtoolu_01b");
+    assert_eq!(out.state.run_turns, 1);
+    t.check(&out, &[Some(200); 2], &[]);
+}
+
+/// The recorded pause (pydantic-ai's web search run against the real API): the loop sends
+/// the paused response back as it came — block for block what the official Python SDK
+/// accumulates from the recorded stream — and with the same blocks, ids and pending search
+/// as the recorded continuation, which the API answered with 200.
+#[tokio::test(flavor = "current_thread")]
+async fn pause_turn_resume_matches_the_recorded_continuation() {
+    let name = "pydantic__pydantic-ai/test_pause_turn_web_search_streaming_vcr";
+    let fixture = threadline_testkit::fixtures::fixture(name);
+    let [first, second] = fixture.exchanges.as_slice() else {
+        panic!("two recorded exchanges");
+    };
+    let sse = first.response.body.as_sse().expect("a streamed pause");
+    let first_request = &first.request.as_ref().expect("the first request").body;
+    let continuation = &second.request.as_ref().expect("the continuation").body;
+    let sdk_path = threadline_testkit::fixtures::repo_root()
+        .join(format!("fixtures/sdk-accumulated/{name}.0.json"));
+    let sdk: Value = serde_json::from_str(
+        &std::fs::read_to_string(&sdk_path).expect("the SDK's accumulated message"),
+    )
+    .expect("JSON");
+
+    let t = setup([Step::replay_sse(sse), Step::text("Done.")]).await;
+    let tools: Vec<threadline_wire::Tool> =
+        serde_json::from_value(first_request["tools"].clone()).expect("recorded tools");
+    let mut config = QueryConfig::new(
+        first_request["model"].as_str().expect("a model"),
+        first_request["max_tokens"].as_u64().expect("max_tokens"),
+    );
+    config.thinking =
+        serde_json::from_value(first_request["thinking"].clone()).expect("recorded thinking");
+    let q = t
+        .query(0, config)
+        .with_shaper(move |request: &mut MessagesRequest| {
+            request.tools = Some(tools.clone());
+        });
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::PauseTurnResume]);
+    assert_eq!(out.terminal, Terminal::Completed);
+
+    let mut sent = t.bodies()[1].clone();
+    strip_markers(&mut sent);
+    let ours = last_assistant_blocks(&sent);
+    // As it came.
+    assert_eq!(Some(&ours), sdk["message"]["content"].as_array());
+    // As the recorded continuation sent it (pydantic-ai rebuilds each block from its own
+    // types, so only types and ids are compared): ending with the search still running.
+    let theirs = last_assistant_blocks(continuation);
+    let ids = |blocks: &[Value]| -> Vec<String> {
+        blocks
+            .iter()
+            .map(|b| format!("{} {} {}", b["type"], b["id"], b["tool_use_id"]))
+            .collect()
+    };
+    assert_eq!(ids(&ours), ids(&theirs));
+    assert_eq!(types(&ours).last(), Some(&"server_tool_use"));
+    t.check(&out, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn pause_turn_resumes_are_bounded() {
+    let limit = threadline_query::recovery::MAX_PAUSE_TURN_RESUMES as usize;
+    let t = setup((1..=limit + 2).map(paused)).await;
+    let out = run(t.query(0, config()).with_shaper(with_web_search)).await;
+    assert_eq!(out.path(), vec![Transition::PauseTurnResume; limit]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    t.check(&out, &vec![Some(200); limit + 1], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn pause_turns_count_toward_max_turns() {
+    let t = setup([paused(1), paused(2), Step::text("never asked for")]).await;
+    let q = t
+        .query(0, config().with_max_turns(2))
+        .with_shaper(with_web_search);
+    let out = run(q).await;
+    assert_eq!(out.path(), [Transition::PauseTurnResume]);
+    assert_eq!(out.terminal, Terminal::MaxTurns { limit: 2 });
     t.check(&out, &[Some(200); 2], &[]);
 }
 

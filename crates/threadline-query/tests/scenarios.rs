@@ -12,6 +12,7 @@ use common::{
     reactive_compaction, run, sleep_input, tool_result_texts, tools,
 };
 use futures::future::BoxFuture;
+use serde_json::json;
 use threadline_message::{CompactTrigger, Message};
 use threadline_query::recovery::{INTERRUPTED, MAX_OUTPUT_RECOVERY_ATTEMPTS, STREAM_FAILED};
 use threadline_query::scripted::{Reply, Response, ScriptedService};
@@ -20,7 +21,7 @@ use threadline_query::{
     StepOutcome, StopDecision, Terminal, TokenBudget, ToolSet, Transition,
 };
 use threadline_wire::service::{ServiceError, ServiceErrorKind};
-use threadline_wire::{ApiErrorType, StopReason};
+use threadline_wire::{ApiErrorType, Content, ContentBlock, MessagesRequest, Role, StopReason};
 
 const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
 
@@ -297,6 +298,41 @@ async fn hook_stopped() {
         }
     );
     assert!(out.path().is_empty());
+    check(&out, &service, &ToolSet::new());
+}
+
+#[tokio::test(start_paused = true)]
+async fn pause_turn_resume_sends_the_paused_turn_back() {
+    let service = ScriptedService::new([
+        Reply::stream(
+            Response::new("msg_1")
+                .text("Searching.")
+                .block(json!({"type": "server_tool_use", "id": "srvtoolu_01",
+                    "name": "web_search", "input": {"query": "rust"}}))
+                .stop(StopReason::PauseTurn),
+        ),
+        Reply::stream(
+            Response::new("msg_2")
+                .text("Found it.")
+                .stop(StopReason::EndTurn),
+        ),
+    ]);
+    let q = Query::new(service.clone(), config()).with_shaper(|request: &mut MessagesRequest| {
+        let tool =
+            serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
+                .expect("a server tool definition");
+        request.tools = Some(vec![tool]);
+    });
+    let out = run(q, State::default(), prompt()).await;
+    assert_eq!(out.path(), [Transition::PauseTurnResume]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    let requests = service.requests();
+    let last = requests[1].messages.last().expect("messages");
+    assert_eq!(last.role, Role::Assistant);
+    let Content::Blocks(blocks) = &last.content else {
+        panic!("blocks")
+    };
+    assert!(matches!(blocks.last(), Some(ContentBlock::ServerToolUse(u)) if u.id == "srvtoolu_01"));
     check(&out, &service, &ToolSet::new());
 }
 
