@@ -15,15 +15,15 @@ use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     AutocompactOptions, BudgetOptions, CircuitBreaker, CompactContext, Compacted, DirStore,
     HistoryOnly, MemoryStore, MicrocompactOptions, ReactiveGuard, SideStore, SummarizeError,
-    Summarizer, TailOptions, Thresholds, apply_budget, autocompact, estimate_context,
+    Summarizer, TailOptions, Thresholds, TokenCounter, apply_budget, autocompact, estimate_context,
     microcompact_time_based, overhead_of, reactive_compact, should_autocompact,
 };
 use threadline_message::{CompactTrigger, Message};
 use threadline_normalize::{Options, normalize};
 use threadline_query::{ContextPolicy, PolicyError, StepInput, StepOutcome};
-use threadline_wire::MessagesRequest;
 use threadline_wire::model::Model;
 use threadline_wire::service::{MessagesService, ServiceError};
+use threadline_wire::{CountTokensRequest, MessagesRequest};
 
 use crate::attachments::ContextShaper;
 use crate::model_call::answer_text;
@@ -45,6 +45,24 @@ pub struct Compaction {
     pub microcompact: Option<MicrocompactOptions>,
     /// The summary's tail and re-attachments.
     pub autocompact: AutocompactOptions,
+    /// Counts the request exactly (the API's `count_tokens`) once the estimate is within
+    /// [`EXACT_COUNT_BAND`] of the autocompact threshold; the count decides. `None` (the
+    /// default): the estimate decides alone.
+    pub token_counter: Option<SharedTokenCounter>,
+}
+
+/// How close to the autocompact threshold the estimate must come (this share of it) before
+/// an exact count is asked for: the estimate is off by a few percent either way.
+pub const EXACT_COUNT_BAND: f64 = 0.9;
+
+/// A [`TokenCounter`] the policy can share across runs (and show in `Debug`).
+#[derive(Clone)]
+pub struct SharedTokenCounter(Arc<dyn TokenCounter + Send + Sync>);
+
+impl std::fmt::Debug for SharedTokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedTokenCounter(..)")
+    }
 }
 
 impl Default for Compaction {
@@ -56,6 +74,7 @@ impl Default for Compaction {
             side_dir: None,
             microcompact: Some(MicrocompactOptions::default()),
             autocompact: AutocompactOptions::default(),
+            token_counter: None,
         }
     }
 }
@@ -84,6 +103,16 @@ impl Compaction {
     /// Saves results over the budget under `dir`.
     pub fn with_side_dir(mut self, dir: impl Into<PathBuf>) -> Compaction {
         self.side_dir = Some(dir.into());
+        self
+    }
+
+    /// Counts the request exactly with `counter` near the autocompact threshold (see
+    /// [`Compaction::token_counter`]); a failed count leaves the decision to the estimate.
+    pub fn with_token_counter(
+        mut self,
+        counter: impl TokenCounter + Send + Sync + 'static,
+    ) -> Compaction {
+        self.token_counter = Some(SharedTokenCounter(Arc::new(counter)));
         self
     }
 
@@ -330,13 +359,32 @@ where
             if !self.options.enabled {
                 return Ok(StepOutcome::unchanged());
             }
+            let limit = self.limit();
+            // The estimate decides alone, or says when an exact count is worth asking for.
+            let counter = self.options.token_counter.clone();
+            let from = match &counter {
+                Some(_) => (limit as f64 * EXACT_COUNT_BAND) as u64,
+                None => limit,
+            };
             // The cheap check first: the full request is only built when it is needed.
-            if estimate_context(input.history, self.template.overhead()) < self.limit() {
+            if estimate_context(input.history, self.template.overhead()) < from {
                 return Ok(StepOutcome::unchanged());
             }
             let start = input.boundary.min(input.history.len());
             let base = self.template.request(&input.history[start..]);
-            if !should_autocompact(input.history, &base, self.limit()) {
+            let counted = match &counter {
+                Some(counter) => counter
+                    .0
+                    .count_tokens(CountTokensRequest::from(&base))
+                    .await
+                    .ok(),
+                None => None,
+            };
+            let reached = match counted {
+                Some(tokens) => tokens >= limit,
+                None => should_autocompact(input.history, &base, limit),
+            };
+            if !reached {
                 return Ok(StepOutcome::unchanged());
             }
             let history: &[Message] = input.history;

@@ -106,7 +106,11 @@ mod today;
 #[cfg(feature = "agent")]
 pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
 #[cfg(feature = "agent")]
-pub use compaction::Compaction;
+pub use compaction::{Compaction, EXACT_COUNT_BAND, SharedTokenCounter};
+#[cfg(all(feature = "compact", feature = "client"))]
+mod token_counter;
+#[cfg(all(feature = "compact", feature = "client"))]
+pub use token_counter::ClientTokenCounter;
 
 /// The model an [`Agent`] uses unless told otherwise.
 #[cfg(feature = "agent")]

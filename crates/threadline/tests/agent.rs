@@ -12,10 +12,13 @@ use threadline::attach::Workspace;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
 use threadline::compact::{ReattachOptions, TailOptions};
 use threadline::message::{CompactTrigger, Message, SystemKind};
-use threadline::mock::{MockServer, RecordedRequest, Scenario, Step};
+use threadline::mock::{
+    EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
+};
 use threadline::query::{Event, Terminal, Transition};
 use threadline::tools::ReadFile;
-use threadline::{Agent, Compaction};
+use threadline::wire::{CountTokensRequest, MessagesRequest, Usage};
+use threadline::{Agent, ClientTokenCounter, Compaction};
 
 /// A workspace with a large and a medium file (about 3,000 and 1,000 tokens).
 fn workspace() -> tempfile::TempDir {
@@ -152,6 +155,131 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     assert!(transcript.contains("compact_boundary"));
     assert!(transcript.lines().count() >= 8);
 }
+
+/// The mock's usage, with `count_tokens` answering a fixed count.
+struct FixedCount(u64);
+
+impl UsageModel for FixedCount {
+    fn usage(&self, request: &MessagesRequest, request_bytes: usize, output_tokens: u64) -> Usage {
+        EstimateUsage.usage(request, request_bytes, output_tokens)
+    }
+    fn count_tokens(&self, _request: &CountTokensRequest, _request_bytes: usize) -> u64 {
+        self.0
+    }
+}
+
+async fn mock_counting(steps: Vec<Step>, count: u64) -> MockServer {
+    let config =
+        MockConfig::new(Scenario::new(steps)).with_usage_model(Arc::new(FixedCount(count)));
+    MockServer::start_with(config).await.expect("mock")
+}
+
+fn count_requests(mock: &MockServer) -> usize {
+    mock.requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/count_tokens"))
+        .count()
+}
+
+/// The estimate says the threshold is reached; the API's exact count says it is not, and no
+/// compaction (no summary call) happens.
+#[tokio::test(flavor = "current_thread")]
+async fn an_exact_count_under_the_threshold_spares_a_compaction() {
+    let dir = workspace();
+    let steps = vec![
+        read("big.txt"),
+        read("medium.txt"),
+        Step::text("Both files are read."),
+    ];
+    let mock = mock_counting(steps, 1_000).await;
+    let counter = ClientTokenCounter::new(client(&mock));
+    let compaction = small_compaction(Some(3_900)).with_token_counter(counter);
+    let mut agent = agent(&mock, dir.path(), compaction);
+    let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+    let (terminal, path) = finished(&events);
+    assert_eq!(terminal, Terminal::Completed);
+    assert_eq!(path, [Transition::NextTurn, Transition::NextTurn]);
+    assert!(compactions(&events).is_empty());
+    assert!(count_requests(&mock) >= 1, "the count was asked for");
+    all_accepted(&mock);
+}
+
+/// Below the threshold but within the band, the estimate alone would not compact; the exact
+/// count says the threshold is reached, and the history is compacted.
+#[tokio::test(flavor = "current_thread")]
+async fn an_exact_count_over_the_threshold_compacts_before_the_estimate_would() {
+    let steps = || {
+        vec![
+            read("big.txt"),
+            read("medium.txt"),
+            Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
+            Step::text("Both files are read."),
+        ]
+    };
+    // Without a counter: no compaction at this threshold.
+    let dir = workspace();
+    let mock = mock_counting(steps(), 1_000_000).await;
+    let mut plain = agent(&mock, dir.path(), small_compaction(Some(BAND_THRESHOLD)));
+    let events = run(&mut plain, "Read big.txt, then medium.txt.").await;
+    assert!(compactions(&events).is_empty());
+    assert_eq!(count_requests(&mock), 0);
+
+    // With one that counts more than the threshold: compacted.
+    let dir = workspace();
+    let mock = mock_counting(steps(), 1_000_000).await;
+    let counter = ClientTokenCounter::new(client(&mock));
+    let compaction = small_compaction(Some(BAND_THRESHOLD)).with_token_counter(counter);
+    let mut counting = agent(&mock, dir.path(), compaction);
+    let events = run(&mut counting, "Read big.txt, then medium.txt.").await;
+    let (terminal, _) = finished(&events);
+    assert_eq!(terminal, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    assert!(count_requests(&mock) >= 1);
+    all_accepted(&mock);
+}
+
+/// A counter that always fails: the estimate decides, as if there were no counter.
+struct Unreachable;
+
+impl threadline::compact::TokenCounter for Unreachable {
+    fn count_tokens(
+        &self,
+        _request: CountTokensRequest,
+    ) -> threadline::compact::estimate::CountFuture<'_> {
+        Box::pin(async {
+            Err(threadline::wire::service::ServiceError::new(
+                threadline::wire::service::ServiceErrorKind::Connection,
+                "no route to the API",
+            ))
+        })
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_count_leaves_the_decision_to_the_estimate() {
+    let dir = workspace();
+    let mock = mock_counting(
+        vec![
+            read("big.txt"),
+            read("medium.txt"),
+            Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
+            Step::text("Both files are read."),
+        ],
+        1,
+    )
+    .await;
+    let compaction = small_compaction(Some(3_900)).with_token_counter(Unreachable);
+    let mut counting = agent(&mock, dir.path(), compaction);
+    let events = run(&mut counting, "Read big.txt, then medium.txt.").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    all_accepted(&mock);
+}
+
+/// A threshold just above the largest estimate of the session above (a little over 5,000
+/// tokens: 5,100 is not reached, 5,000 is), so that only the exact count reaches it, while
+/// the estimate is within the band (90 % of it, 4,860).
+const BAND_THRESHOLD: u64 = 5_400;
 
 #[tokio::test(flavor = "current_thread")]
 async fn prompt_too_long_is_recovered_by_a_reactive_compaction() {
