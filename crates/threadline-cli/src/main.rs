@@ -13,6 +13,7 @@ mod commands;
 mod input;
 mod meter;
 mod output;
+mod permission_prompt;
 mod progress;
 mod session;
 
@@ -161,7 +162,8 @@ enum Command {
         /// `ANTHROPIC_API_KEY` is then optional.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
-        /// Let the model run shell commands without asking (otherwise they are refused).
+        /// Let the model run shell commands without asking (otherwise each one asks: `[y/N]`
+        /// on stderr, answered by a line of stdin; no answer refuses it).
         #[arg(long)]
         allow_shell: bool,
         /// Append every message of the session to this JSONL transcript.

@@ -152,3 +152,78 @@ fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
     // Two requests in the session, the totals printed at the end.
     assert!(String::from_utf8_lossy(&output.stderr).contains("2 requests"));
 }
+
+/// Runs the prompt loop with `stdin` against a mock whose model asks for one shell command,
+/// then answers; the transcript.
+fn shell_session(stdin: &[u8]) -> (Output, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_sh, name: Bash, input: {command: "echo granted-$((40+2))"}}
+  - kind: message
+    content:
+      - {type: text, text: "Done."}
+"#,
+    )
+    .expect("scenario");
+    let mock = Mock::start(&scenario);
+    let transcript = dir.path().join("session.jsonl");
+    let mut child = command()
+        .args([
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            transcript.to_str().expect("utf-8 path"),
+        ])
+        .current_dir(dir.path())
+        .env("THREADLINE_DATE", "2026-03-08")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    {
+        use std::io::Write as _;
+        let mut input = child.stdin.take().expect("piped stdin");
+        input.write_all(stdin).expect("stdin written");
+    }
+    let output = child.wait_with_output().expect("it ends");
+    let recorded = std::fs::read_to_string(&transcript).expect("the transcript is written");
+    (output, recorded)
+}
+
+#[test]
+fn a_shell_command_runs_once_the_user_answers_yes() {
+    let (output, recorded) = shell_session(b"say hi\ny\nexit\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("threadline: Run `echo granted-$((40+2))` in "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[y/N]"), "{stderr}");
+    assert!(recorded.contains("granted-42"), "{recorded}");
+    assert!(!recorded.contains("was not granted"), "{recorded}");
+}
+
+#[test]
+fn a_shell_command_is_denied_on_no_and_on_end_of_input() {
+    for stdin in [&b"say hi\nn\nexit\n"[..], &b"say hi\n"[..]] {
+        let (output, recorded) = shell_session(stdin);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("[y/N]"), "{stderr}");
+        assert!(!recorded.contains("granted-42"), "{recorded}");
+        assert!(
+            recorded.contains("Permission to use this tool was not granted."),
+            "{recorded}"
+        );
+    }
+}

@@ -1,8 +1,9 @@
 //! `threadline run [PROMPT]` without `--dry-run`: the agent against the real API
 //! (`ANTHROPIC_API_KEY`) or any base URL (`--base-url`, e.g. a `threadline mock`). With a
 //! PROMPT, one run; without, a prompt loop on stdin until EOF or `exit`. The model's text
-//! streams to stdout, each tool call is a line. Every failure is one line on stderr; the key
-//! is never printed.
+//! streams to stdout, each tool call is a line. Without `--allow-shell`, each shell command
+//! asks first (`[y/N]` on stderr, the answer a line of stdin; end of input denies). Every
+//! failure is one line on stderr; the key is never printed.
 
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use threadline::tools::ShellAccess;
 
 use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
 use crate::meter::{Meter, Metered};
+use crate::permission_prompt::AskOnStdin;
 use crate::progress::{Progress, Style};
 
 /// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set (a mock only
@@ -83,6 +85,10 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
             today: Some(args.date),
         },
     );
+    if !args.allow_shell {
+        // Every shell command asks first; the answer is a line of stdin.
+        builder = builder.permission(AskOnStdin);
+    }
     if let Some(path) = args.transcript {
         builder = builder.transcript(PathBuf::from(path));
     }
