@@ -32,9 +32,9 @@ pub struct QueryConfig {
     pub token_budget: Option<TokenBudget>,
     /// How many times stop hooks may block in one run.
     pub max_stop_hook_blocks: u32,
-    /// Normalization options. By default the loop's own: paused turns are resumed
-    /// ([`Options::resume_paused_turn`]), since every request of a run defines the same
-    /// tools.
+    /// Normalization options. The loop always turns [`Options::resume_paused_turn`] on (a
+    /// paused turn is sent back as it came; every request of a run defines the same tools),
+    /// whatever this says.
     pub normalize: Options,
 }
 

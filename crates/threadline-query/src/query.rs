@@ -14,7 +14,7 @@ use futures::channel::mpsc;
 use futures::future::{Either, FutureExt as _};
 use futures::stream::StreamExt as _;
 use threadline_message::{Level, Message, MessageId, SystemKind, TranscriptWriter};
-use threadline_normalize::Normalizer;
+use threadline_normalize::{Normalizer, Options};
 use threadline_wire::accumulate::{AccumulateError, MessageAccumulator};
 use threadline_wire::service::{EventStream, MessagesService, ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest, StopReason, StreamEvent};
@@ -224,8 +224,9 @@ where
 
     async fn drive(&mut self, st: &mut State, input: Vec<Message>) -> Terminal {
         st.begin_run();
-        if st.normalizer.options() != &self.q.config.normalize {
-            st.normalizer = Normalizer::new(self.q.config.normalize.clone());
+        let options = loop_normalize_options(&self.q.config.normalize);
+        if st.normalizer.options() != &options {
+            st.normalizer = Normalizer::new(options);
         }
         for message in input {
             self.append(st, message);
@@ -301,6 +302,8 @@ where
                 if stop_reason == Some(StopReason::PauseTurn) {
                     return self.pause_turn(st);
                 }
+                // The pauses counted are the ones in a row.
+                st.recovery.pause_turn_resumes = 0;
                 self.end_of_turn(st).await
             }
         }
@@ -771,4 +774,11 @@ fn result_message(tool_use_id: String, output: ToolOutput) -> Message {
         user.tool_use_result = output.raw;
     }
     message
+}
+
+/// The normalization options the loop runs with: the caller's, with paused turns always
+/// resumed ([`Transition::PauseTurnResume`] sends a paused turn back as it came, its running
+/// server tool call included).
+fn loop_normalize_options(options: &Options) -> Options {
+    options.clone().with_resume_paused_turn(true)
 }

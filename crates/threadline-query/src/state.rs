@@ -176,6 +176,18 @@ mod tests {
     }
 
     #[test]
+    fn a_state_journaled_before_the_pause_counter_still_loads() {
+        let state = State::new(vec![Message::user_text("hi")]);
+        let mut json = serde_json::to_value(&state).expect("serializes");
+        let removed = json["recovery"]
+            .as_object_mut()
+            .and_then(|recovery| recovery.remove("pause_turn_resumes"));
+        assert_eq!(removed, Some(serde_json::json!(0)));
+        let back: State = serde_json::from_value(json).expect("an older journal parses");
+        assert_eq!(back.recovery.pause_turn_resumes, 0);
+    }
+
+    #[test]
     fn state_round_trips_through_json() {
         let mut state = State::new(vec![Message::user_text("hi")]);
         state.record(Transition::NextTurn);

@@ -725,7 +725,12 @@ async fn pause_turn_resume_matches_the_recorded_continuation() {
     )
     .expect("JSON");
 
-    let t = setup([Step::replay_sse(sse), Step::text("Done.")]).await;
+    let sse_end = second
+        .response
+        .body
+        .as_sse()
+        .expect("a streamed continuation");
+    let t = setup([Step::replay_sse(sse), Step::replay_sse(sse_end)]).await;
     let tools: Vec<threadline_wire::Tool> =
         serde_json::from_value(first_request["tools"].clone()).expect("recorded tools");
     let mut config = QueryConfig::new(
@@ -760,6 +765,35 @@ async fn pause_turn_resume_matches_the_recorded_continuation() {
     assert_eq!(ids(&ours), ids(&theirs));
     assert_eq!(types(&ours).last(), Some(&"server_tool_use"));
     t.check(&out, &[Some(200); 2], &[]);
+
+    // The recorded continuation begins with the result of the search the pause left
+    // running. When the user writes next, the call and its result stay, as one pair of the
+    // merged assistant turn, and the request is valid.
+    let pending = ours
+        .last()
+        .and_then(|b| b["id"].as_str())
+        .expect("the running search");
+    let mut history = out.state.messages.clone();
+    history.push(Message::user_text("Thanks."));
+    let next = threadline_normalize::normalize(&history, &threadline_normalize::Options::default());
+    let json = serde_json::to_value(&next.messages).expect("json");
+    let pair: Vec<String> = json
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["id"] == pending || b["tool_use_id"] == pending)
+        .map(|b| b["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(pair, ["server_tool_use", "web_search_tool_result"]);
+    let mut request = MessagesRequest::new(
+        first_request["model"].as_str().expect("a model"),
+        1024,
+        next.messages,
+    );
+    request.tools = serde_json::from_value(first_request["tools"].clone()).expect("tools");
+    let model = ModelTable::builtin().resolve(&request.model).model();
+    assert_eq!(validate(&request, model), []);
 }
 
 #[tokio::test(flavor = "current_thread")]

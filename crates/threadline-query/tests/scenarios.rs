@@ -336,6 +336,78 @@ async fn pause_turn_resume_sends_the_paused_turn_back() {
     check(&out, &service, &ToolSet::new());
 }
 
+/// A paused response: the result of the search the previous pause left running (`n - 1`,
+/// unless `first`), some text, and search `n` left running.
+fn paused_reply(n: usize, first: bool) -> Reply {
+    let mut response = Response::new(&format!("msg_p{n}"));
+    if !first {
+        response = response.block(search_result(n - 1));
+    }
+    Reply::stream(
+        response
+            .text("Searching.")
+            .block(json!({"type": "server_tool_use", "id": search_id(n),
+                "name": "web_search", "input": {"query": "rust"}}))
+            .stop(StopReason::PauseTurn),
+    )
+}
+
+/// The response that ends a paused series: the last search's result, then text.
+fn resumed_end(n: usize, text: &str) -> Reply {
+    Reply::stream(
+        Response::new(&format!("msg_e{n}"))
+            .block(search_result(n))
+            .text(text)
+            .stop(StopReason::EndTurn),
+    )
+}
+
+fn search_id(n: usize) -> String {
+    format!("srvtoolu_{n:02}")
+}
+
+fn search_result(n: usize) -> serde_json::Value {
+    json!({"type": "web_search_tool_result", "tool_use_id": search_id(n), "content": []})
+}
+
+fn with_web_search(request: &mut MessagesRequest) {
+    let tool = serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
+        .expect("a server tool definition");
+    request.tools = Some(vec![tool]);
+}
+
+/// The bound counts pauses in a row: a turn that ends between two series starts the count
+/// again.
+#[tokio::test(start_paused = true)]
+async fn pause_turn_resumes_are_counted_in_a_row() {
+    let limit = threadline_query::recovery::MAX_PAUSE_TURN_RESUMES as usize;
+    let series = limit - 1;
+    let mut replies: Vec<Reply> = (0..series).map(|n| paused_reply(n, n == 0)).collect();
+    replies.push(resumed_end(series - 1, "First part."));
+    replies.extend((series..2 * series).map(|n| paused_reply(n, n == series)));
+    replies.push(resumed_end(2 * series - 1, "Done."));
+    let service = ScriptedService::new(replies);
+    let hook = |ctx: threadline_query::StopContext<'_>| {
+        if ctx.stop_hook_active {
+            StopDecision::Allow
+        } else {
+            StopDecision::Block {
+                message: "Keep searching.".into(),
+            }
+        }
+    };
+    let q = Query::new(service.clone(), config())
+        .with_shaper(with_web_search)
+        .with_stop_hook(hook);
+    let out = run(q, State::default(), prompt()).await;
+    let mut expected = vec![Transition::PauseTurnResume; series];
+    expected.push(Transition::StopHookBlocking);
+    expected.extend(vec![Transition::PauseTurnResume; series]);
+    assert_eq!(out.path(), expected);
+    assert_eq!(out.terminal, Terminal::Completed);
+    check(&out, &service, &ToolSet::new());
+}
+
 #[tokio::test(start_paused = true)]
 async fn token_budget_continuation_until_the_target() {
     let service = ScriptedService::new([

@@ -69,6 +69,7 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
     report: &mut Report,
 ) -> Vec<Draft<'a>> {
     rewrite_invalid_ids(&mut drafts, report);
+    let drafts = merge_consecutive_assistants(drafts);
     let paused = if resume_paused_turn {
         paused_turn(&drafts)
     } else {
@@ -121,6 +122,22 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
         }
     }
     fill_empty_users(&mut out, Pass::EnsureToolResultPairing, report);
+    out
+}
+
+/// Consecutive assistant drafts as one, as the API merges consecutive messages of one role
+/// before it checks them: a server tool call left running in one message (a paused turn) is
+/// resolved by the result that begins the next, and the pair stays.
+fn merge_consecutive_assistants(drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
+    let mut out: Vec<Draft<'_>> = Vec::with_capacity(drafts.len());
+    for draft in drafts {
+        match out.last_mut() {
+            Some(previous) if previous.is_assistant() && draft.is_assistant() => {
+                previous.blocks.extend(draft.blocks);
+            }
+            _ => out.push(draft),
+        }
+    }
     out
 }
 
@@ -658,6 +675,24 @@ mod tests {
                 id: "srvtoolu_b".into()
             }]
         );
+    }
+
+    #[test]
+    fn a_resumed_turn_resolves_the_call_its_pause_left_running() {
+        // The paused response ends with a running search; the continuation begins with its
+        // result. Once the user writes again, the pair stays, in one merged assistant turn.
+        let (out, repairs) = paired(&[
+            user("q"),
+            asst(vec![text("Searching."), server_use("srvtoolu_a")]),
+            asst(vec![server_result("srvtoolu_a"), text("Found it.")]),
+            user("thanks"),
+        ]);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Searching.) srv(srvtoolu_a) srvres(srvtoolu_a) text(Found it.) | \
+             U: text(thanks)"
+        );
+        assert!(repairs.is_empty(), "{repairs:?}");
     }
 
     #[test]

@@ -107,7 +107,9 @@ pub fn check(outcome: &Outcome, service: &ScriptedService, tools: &ToolSet) {
 }
 
 /// Every request passed `validate`; consecutive requests share their previous messages
-/// byte for byte (no compaction in between).
+/// byte for byte (no compaction in between), except that the previous request's last message
+/// may have grown at its end (a paused turn the next response continued): its blocks are
+/// then the first blocks of the same message, byte for byte.
 pub fn assert_requests_valid_and_prefix_stable(service: &ScriptedService) {
     assert!(
         service.violations().is_empty(),
@@ -118,9 +120,33 @@ pub fn assert_requests_valid_and_prefix_stable(service: &ScriptedService) {
     for pair in requests.windows(2) {
         let (before, after) = (&pair[0].messages, &pair[1].messages);
         assert!(after.len() >= before.len(), "a request lost messages");
-        let a = serde_json::to_string(before).expect("json");
-        let b = serde_json::to_string(&after[..before.len()]).expect("json");
+        let Some((last, earlier)) = before.split_last() else {
+            continue;
+        };
+        let a = serde_json::to_string(earlier).expect("json");
+        let b = serde_json::to_string(&after[..earlier.len()]).expect("json");
         assert_eq!(a, b, "the prefix changed between two requests");
+        let grown = &after[earlier.len()];
+        assert_eq!(last.role, grown.role, "the last message changed role");
+        let (last_blocks, grown_blocks) = (blocks_json(last), blocks_json(grown));
+        assert!(
+            grown_blocks.starts_with(&last_blocks[..]),
+            "the last message changed, not only grew:\n{last_blocks:?}\n{grown_blocks:?}"
+        );
+    }
+}
+
+/// A message's blocks as JSON strings; string content is one item, the whole content, so
+/// that it can only be equal, never grow.
+fn blocks_json(message: &threadline_wire::MessageParam) -> Vec<String> {
+    match &message.content {
+        threadline_wire::Content::Text(_) => {
+            vec![serde_json::to_string(&message.content).expect("json")]
+        }
+        threadline_wire::Content::Blocks(blocks) => blocks
+            .iter()
+            .map(|b| serde_json::to_string(b).expect("json"))
+            .collect(),
     }
 }
 
