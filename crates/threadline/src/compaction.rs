@@ -367,7 +367,8 @@ where
                 None => limit,
             };
             // The cheap check first: the full request is only built when it is needed.
-            if estimate_context(input.history, self.template.overhead()) < from {
+            let estimate = estimate_context(input.history, self.template.overhead());
+            if estimate < from {
                 return Ok(StepOutcome::unchanged());
             }
             let start = input.boundary.min(input.history.len());
@@ -380,8 +381,11 @@ where
                     .ok(),
                 None => None,
             };
+            // The blocking limit reads the estimate: a count never vetoes a compaction the
+            // estimate says is needed to stay under it.
+            let blocking = self.options.thresholds(self.model()).blocking;
             let reached = match counted {
-                Some(tokens) => tokens >= limit,
+                Some(tokens) => tokens >= limit || estimate >= blocking,
                 None => should_autocompact(input.history, &base, limit),
             };
             if !reached {
