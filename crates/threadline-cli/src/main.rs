@@ -16,6 +16,8 @@ mod output;
 mod permission_prompt;
 mod progress;
 mod session;
+mod stdin_lines;
+mod terminal_text;
 
 /// The message array of an LLM agent, from the command line.
 #[derive(Debug, Parser)]
@@ -162,8 +164,9 @@ enum Command {
         /// `ANTHROPIC_API_KEY` is then optional.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
-        /// Let the model run shell commands without asking (otherwise each one asks: `[y/N]`
-        /// on stderr, answered by a line of stdin; no answer refuses it).
+        /// Let the model run shell commands without asking (otherwise each one asks when stdin
+        /// is a terminal — `[y/N]` on stderr, answered by the next line — and is refused when
+        /// stdin is piped).
         #[arg(long)]
         allow_shell: bool,
         /// Append every message of the session to this JSONL transcript.

@@ -1,16 +1,39 @@
 //! Asking the user before a tool runs, in `threadline run`: the question on stderr, the
-//! answer a line of stdin (`y` or `yes` allows; anything else, or end of input, denies).
+//! answer the next line of stdin (`y` or `yes` allows; anything else, or end of input,
+//! denies). Only when stdin and stderr are a terminal: a piped script's lines are requests,
+//! never answers, and its shell calls are refused as before.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use threadline::query::permission::NOT_GRANTED;
 use threadline::query::{Permission, PermissionCallback, PermissionRequest};
 
-/// Asks on the terminal whenever a tool's verdict is [`Permission::Ask`]; other verdicts
-/// stand. Reading stdin blocks, so it runs on tokio's blocking pool.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct AskOnStdin;
+use crate::stdin_lines::StdinLines;
+use crate::terminal_text::terminal_safe;
+
+/// Set to `1` to ask even when stdin is not a terminal (the tests pipe their answers).
+pub(crate) const ASK_ON_PIPE_VARIABLE: &str = "THREADLINE_ASK_ON_PIPE";
+
+/// Whether this process can ask: stdin and stderr are a terminal (or the tests say so).
+pub(crate) fn can_ask() -> bool {
+    let forced = std::env::var(ASK_ON_PIPE_VARIABLE).is_ok_and(|v| v == "1");
+    forced || (std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+}
+
+/// Asks whenever a tool's verdict is [`Permission::Ask`]; other verdicts stand.
+#[derive(Debug, Clone)]
+pub(crate) struct AskOnStdin {
+    lines: Arc<StdinLines>,
+}
+
+impl AskOnStdin {
+    /// Asking through `lines`, the reader the prompt loop shares.
+    pub(crate) fn new(lines: Arc<StdinLines>) -> AskOnStdin {
+        AskOnStdin { lines }
+    }
+}
 
 impl PermissionCallback for AskOnStdin {
     fn decide<'a>(&'a self, request: PermissionRequest<'a>) -> BoxFuture<'a, Permission> {
@@ -18,18 +41,13 @@ impl PermissionCallback for AskOnStdin {
             let verdict = request.verdict.clone();
             return Box::pin(std::future::ready(verdict));
         };
-        let question = format!("threadline: {} [y/N] ", printable(prompt));
+        let question = format!("threadline: {} [y/N] ", terminal_safe(prompt, false));
         Box::pin(async move {
-            let answer = tokio::task::spawn_blocking(move || {
-                let mut stderr = std::io::stderr();
-                let _ = write!(stderr, "{question}");
-                let _ = stderr.flush();
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line).map(|_| line)
-            })
-            .await;
-            match answer {
-                Ok(Ok(line)) if is_yes(&line) => Permission::Allow,
+            let mut stderr = std::io::stderr();
+            let _ = write!(stderr, "{question}");
+            let _ = stderr.flush();
+            match self.lines.next().await {
+                Some(Ok(line)) if is_yes(&line) => Permission::Allow,
                 _ => Permission::Deny {
                     message: NOT_GRANTED.to_owned(),
                 },
@@ -43,20 +61,6 @@ fn is_yes(line: &str) -> bool {
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
-/// `text` with its control characters escaped: the question quotes what the model wrote,
-/// which must not move the cursor or recolour the terminal.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,14 +72,5 @@ mod tests {
         assert!(!is_yes(""));
         assert!(!is_yes("n\n"));
         assert!(!is_yes("yes please\n"));
-    }
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(
-            printable("Run `rm \u{1b}[2J -rf`?\n"),
-            "Run `rm \\u{1b}[2J -rf`?\\n"
-        );
-        assert_eq!(printable("plain ✓"), "plain ✓");
     }
 }

@@ -11,6 +11,7 @@ use threadline::wire::stream_event::ContentDelta;
 use threadline::wire::{Content, ContentBlock, StreamEvent};
 
 use crate::output::print_line;
+use crate::terminal_text::terminal_safe;
 
 /// How much is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,8 @@ impl Progress {
 
     fn say(&mut self, line: &str) {
         self.end_text();
+        // Lines quote the model (tool inputs, text): nothing in them may drive the terminal.
+        let line = terminal_safe(line, false);
         match self.style {
             Style::Timeline => {
                 let ms = self.started.elapsed().as_millis();
@@ -171,7 +174,7 @@ impl Progress {
                     self.text_open = true;
                     use std::io::Write as _;
                     let mut stdout = std::io::stdout().lock();
-                    let _ = write!(stdout, "{}", text.text);
+                    let _ = write!(stdout, "{}", terminal_safe(&text.text, true));
                     let _ = stdout.flush();
                 }
             }

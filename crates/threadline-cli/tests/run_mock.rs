@@ -155,7 +155,7 @@ fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
 
 /// Runs the prompt loop with `stdin` against a mock whose model asks for one shell command,
 /// then answers; the transcript.
-fn shell_session(stdin: &[u8]) -> (Output, String) {
+fn shell_session(stdin: &[u8], ask_on_pipe: bool) -> (Output, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let scenario = dir.path().join("scenario.yaml");
     std::fs::write(
@@ -184,6 +184,10 @@ steps:
         .current_dir(dir.path())
         .env("THREADLINE_DATE", "2026-03-08")
         .env_remove("ANTHROPIC_API_KEY")
+        .env(
+            "THREADLINE_ASK_ON_PIPE",
+            if ask_on_pipe { "1" } else { "0" },
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -201,7 +205,7 @@ steps:
 
 #[test]
 fn a_shell_command_runs_once_the_user_answers_yes() {
-    let (output, recorded) = shell_session(b"say hi\ny\nexit\n");
+    let (output, recorded) = shell_session(b"say hi\ny\nexit\n", true);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
@@ -216,7 +220,7 @@ fn a_shell_command_runs_once_the_user_answers_yes() {
 #[test]
 fn a_shell_command_is_denied_on_no_and_on_end_of_input() {
     for stdin in [&b"say hi\nn\nexit\n"[..], &b"say hi\n"[..]] {
-        let (output, recorded) = shell_session(stdin);
+        let (output, recorded) = shell_session(stdin, true);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains("[y/N]"), "{stderr}");
@@ -226,4 +230,74 @@ fn a_shell_command_is_denied_on_no_and_on_end_of_input() {
             "{recorded}"
         );
     }
+}
+
+/// Without a terminal (a piped script), nothing is asked: the shell call is refused as
+/// before, and every line stays a request.
+#[test]
+fn a_piped_script_is_never_asked_and_its_lines_stay_requests() {
+    let (output, recorded) = shell_session(b"say hi\ny\nexit\n", false);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("[y/N]"), "{stderr}");
+    assert!(!recorded.contains("granted-42"), "{recorded}");
+    assert!(
+        recorded.contains("Permission to use this tool was not granted."),
+        "{recorded}"
+    );
+    // `y` was the second request, not an answer.
+    assert!(recorded.contains("\"y\""), "{recorded}");
+}
+
+/// A question still waiting when its call is aborted (the stream failed after the shell
+/// call was complete) does not keep a one-shot run from ending, even with stdin left open.
+#[test]
+fn a_pending_question_never_keeps_the_run_from_ending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.yaml");
+    // message_start, content_block_start, ping, four input deltas, content_block_stop: then
+    // an error event instead of the rest of the message.
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_sh, name: Bash, input: {command: "echo granted-$((40+2))"}}
+      - {type: text, text: "never arrives"}
+    fault: {type: error_event, after_events: 8}
+"#,
+    )
+    .expect("scenario");
+    let mock = Mock::start(&scenario);
+    let mut child = command()
+        .args(["run", "--base-url", &mock.base_url, "say hi"])
+        .current_dir(dir.path())
+        .env("THREADLINE_DATE", "2026-03-08")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("THREADLINE_ASK_ON_PIPE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Stdin stays open (nobody answers) until the child has ended or the wait gave up.
+    let stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(stdin);
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let status = status.expect("the run ended on its own");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("[y/N]"), "the question was asked: {stderr}");
 }

@@ -2,12 +2,14 @@
 //! (`ANTHROPIC_API_KEY`) or any base URL (`--base-url`, e.g. a `threadline mock`). With a
 //! PROMPT, one run; without, a prompt loop on stdin until EOF or `exit`. The model's text
 //! streams to stdout, each tool call is a line. Without `--allow-shell`, each shell command
-//! asks first (`[y/N]` on stderr, the answer a line of stdin; end of input denies). Every
-//! failure is one line on stderr; the key is never printed.
+//! asks first when stdin and stderr are a terminal (`[y/N]` on stderr, the answer the next
+//! line of stdin; end of input denies) and is refused otherwise. Every failure is one line
+//! on stderr; the key is never printed.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use futures::StreamExt as _;
 use threadline::Compaction;
@@ -17,8 +19,9 @@ use threadline::tools::ShellAccess;
 
 use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
 use crate::meter::{Meter, Metered};
-use crate::permission_prompt::AskOnStdin;
+use crate::permission_prompt::{AskOnStdin, can_ask};
 use crate::progress::{Progress, Style};
+use crate::stdin_lines::StdinLines;
 
 /// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set (a mock only
 /// checks that there is one).
@@ -85,9 +88,14 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
             today: Some(args.date),
         },
     );
-    if !args.allow_shell {
-        // Every shell command asks first; the answer is a line of stdin.
-        builder = builder.permission(AskOnStdin);
+    // One reader of stdin, shared by the prompt loop and the permission questions.
+    let lines = (args.prompt.is_none() || (!args.allow_shell && can_ask())).then(StdinLines::spawn);
+    if !args.allow_shell
+        && can_ask()
+        && let Some(lines) = &lines
+    {
+        // Every shell command asks first; the answer is the next line of stdin.
+        builder = builder.permission(AskOnStdin::new(Arc::clone(lines)));
     }
     if let Some(path) = args.transcript {
         builder = builder.transcript(PathBuf::from(path));
@@ -102,12 +110,17 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(async {
-        match args.prompt {
-            Some(prompt) => one_run(&mut agent, prompt).await,
-            None => prompt_loop(&mut agent, &meter).await,
+    let code = runtime.block_on(async {
+        match (args.prompt, &lines) {
+            (Some(prompt), _) => one_run(&mut agent, prompt).await,
+            (None, Some(lines)) => prompt_loop(&mut agent, &meter, lines).await,
+            (None, None) => ExitCode::from(2),
         }
-    })
+    });
+    // A question still waiting on the terminal must not hold the process (its reader thread
+    // is not joined).
+    runtime.shutdown_background();
+    code
 }
 
 type LiveAgent = threadline::Agent<Metered<Client>>;
@@ -140,21 +153,19 @@ async fn drive(agent: &mut LiveAgent, prompt: &str) -> Option<Terminal> {
 }
 
 /// Prompts until EOF or `exit`; exit 0 unless stdin fails.
-async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter) -> ExitCode {
+async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter, lines: &StdinLines) -> ExitCode {
     eprintln!("threadline: type a request, or `exit` (Ctrl-D) to stop");
-    let stdin = std::io::stdin();
     loop {
         eprint!("> ");
         let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        match stdin.lock().read_line(&mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(error) => {
+        let line = match lines.next().await {
+            None => break,
+            Some(Ok(line)) => line,
+            Some(Err(error)) => {
                 eprintln!("threadline: run: cannot read stdin: {error}");
                 return ExitCode::from(2);
             }
-        }
+        };
         let line = line.trim();
         if line.is_empty() {
             continue;

@@ -1,0 +1,80 @@
+//! Model-written text made safe to show on a terminal: control characters (escape sequences
+//! that move the cursor, clear lines or recolour) and invisible Unicode format characters
+//! (bidirectional overrides, zero-width characters) are shown escaped, so what the user reads
+//! is what the model wrote — in particular the command a permission question quotes.
+
+use std::borrow::Cow;
+
+/// `text` with every control character escaped (`\u{1b}`), except newlines and tabs when
+/// `keep_lines` (streamed prose), and every invisible format character escaped.
+pub(crate) fn terminal_safe(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        let kept = keep_lines && (c == '\n' || c == '\t');
+        (c.is_control() && !kept) || is_invisible_format(c)
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The Unicode format characters (category Cf) that change how surrounding text is shown
+/// without being visible: soft hyphen, Arabic and Mongolian marks, zero-width characters,
+/// bidirectional embeddings, overrides and isolates, invisible operators, the byte order mark
+/// and interlinear annotations.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        assert!(matches!(
+            terminal_safe("ls -la ✓\nnext\tline", true),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn escapes_and_invisible_characters_are_shown() {
+        assert_eq!(
+            terminal_safe("rm \u{1b}[2K\r-rf", true),
+            "rm \\u{1b}[2K\\u{d}-rf"
+        );
+        assert_eq!(terminal_safe("a\nb", false), "a\\u{a}b");
+        // A right-to-left override that would show `rm -rf /` as something else.
+        assert_eq!(
+            terminal_safe("echo \u{202E}fr- mr", false),
+            "echo \\u{202e}fr- mr"
+        );
+        assert_eq!(
+            terminal_safe("a\u{200B}b\u{FEFF}", false),
+            "a\\u{200b}b\\u{feff}"
+        );
+    }
+}
