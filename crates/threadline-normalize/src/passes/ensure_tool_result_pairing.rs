@@ -28,7 +28,9 @@ type Duplicates = Peekable<IntoIter<(usize, usize)>>;
 /// assistant message. Always the last pass: whatever the passes before did or could not do,
 /// what leaves here pairs up.
 ///
-/// In order:
+/// In order (consecutive assistant messages are first merged into one, as the API merges
+/// them before its checks: a server tool call left running by a paused turn is answered by
+/// the result that begins the continuation):
 /// 1. ids outside the API's patterns (`^[a-zA-Z0-9_-]+$` for `tool_use`,
 ///    `^srvtoolu_[a-zA-Z0-9_]+$` for `server_tool_use`) are rewritten deterministically —
 ///    invalid characters become `_`, and a hash of the original id is appended so distinct
