@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::{Child, Output, Stdio};
 
 use common::{Mock, command};
 
@@ -25,15 +25,51 @@ fn run(args: &[&str], cwd: &Path, key: Option<&str>) -> Output {
     command.output().expect("the binary runs")
 }
 
+/// A mock child playing the scenario `yaml`, written in `dir`.
+fn mock_playing(dir: &Path, yaml: &str) -> Mock {
+    let scenario = dir.join("scenario.yaml");
+    std::fs::write(&scenario, yaml).expect("scenario");
+    Mock::start(&scenario)
+}
+
+/// `threadline run ARGS` in `cwd` with piped stdio, no API key, and asking on a piped stdin
+/// when `ask_on_pipe`.
+fn spawn_run(args: &[&str], cwd: &Path, ask_on_pipe: bool) -> Child {
+    command()
+        .arg("run")
+        .args(args)
+        .current_dir(cwd)
+        .env("THREADLINE_DATE", "2026-03-08")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env(
+            "THREADLINE_ASK_ON_PIPE",
+            if ask_on_pipe { "1" } else { "0" },
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs")
+}
+
+/// Writes `input` to the child's stdin and closes it; its output once it has ended.
+fn feed_and_wait(mut child: Child, input: &[u8]) -> Output {
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("stdin written");
+    }
+    child.wait_with_output().expect("it ends")
+}
+
 #[test]
 fn run_drives_the_agent_against_a_mock_with_real_tools_and_a_transcript() {
     let dir = tempfile::tempdir().expect("tempdir");
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).expect("workspace");
     std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(
-        &scenario,
+    let mock = mock_playing(
+        dir.path(),
         r#"
 steps:
   - kind: message
@@ -47,9 +83,7 @@ steps:
     content:
       - {type: text, text: "You need to buy oat milk."}
 "#,
-    )
-    .expect("scenario");
-    let mock = Mock::start(&scenario);
+    );
     let transcript = dir.path().join("session.jsonl");
     let output = run(
         &[
@@ -86,13 +120,10 @@ steps:
 #[test]
 fn a_model_error_is_one_line_and_exit_1() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(
-        &scenario,
+    let mock = mock_playing(
+        dir.path(),
         "steps:\n  - {kind: error, status: 400, message: \"messages: bad request\"}\n",
-    )
-    .expect("scenario");
-    let mock = Mock::start(&scenario);
+    );
     let output = run(
         &["run", "--base-url", &mock.base_url, "hi"],
         dir.path(),
@@ -120,30 +151,12 @@ fn without_a_key_or_a_base_url_nothing_is_sent_and_the_exit_code_is_2() {
 #[test]
 fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(
-        &scenario,
+    let mock = mock_playing(
+        dir.path(),
         "steps:\n  - {kind: message, content: [{type: text, text: \"First answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Second answer.\"}]}\n",
-    )
-    .expect("scenario");
-    let mock = Mock::start(&scenario);
-    let mut child = command()
-        .args(["run", "--base-url", &mock.base_url])
-        .current_dir(dir.path())
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    {
-        use std::io::Write as _;
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        stdin
-            .write_all(b"one\ntwo\nexit\n")
-            .expect("requests written");
-    }
-    let output = child.wait_with_output().expect("it ends");
+    );
+    let child = spawn_run(&["--base-url", &mock.base_url], dir.path(), false);
+    let output = feed_and_wait(child, b"one\ntwo\nexit\n");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0));
     let first = stdout.find("First answer.").expect("the first answer");
@@ -157,9 +170,8 @@ fn without_a_prompt_requests_are_read_from_stdin_until_exit() {
 /// then answers; the transcript.
 fn shell_session(stdin: &[u8], ask_on_pipe: bool) -> (Output, String) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(
-        &scenario,
+    let mock = mock_playing(
+        dir.path(),
         r#"
 steps:
   - kind: message
@@ -169,36 +181,11 @@ steps:
     content:
       - {type: text, text: "Done."}
 "#,
-    )
-    .expect("scenario");
-    let mock = Mock::start(&scenario);
+    );
     let transcript = dir.path().join("session.jsonl");
-    let mut child = command()
-        .args([
-            "run",
-            "--base-url",
-            &mock.base_url,
-            "--transcript",
-            transcript.to_str().expect("utf-8 path"),
-        ])
-        .current_dir(dir.path())
-        .env("THREADLINE_DATE", "2026-03-08")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env(
-            "THREADLINE_ASK_ON_PIPE",
-            if ask_on_pipe { "1" } else { "0" },
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    {
-        use std::io::Write as _;
-        let mut input = child.stdin.take().expect("piped stdin");
-        input.write_all(stdin).expect("stdin written");
-    }
-    let output = child.wait_with_output().expect("it ends");
+    let transcript_arg = transcript.to_str().expect("utf-8 path");
+    let args = ["--base-url", &mock.base_url, "--transcript", transcript_arg];
+    let output = feed_and_wait(spawn_run(&args, dir.path(), ask_on_pipe), stdin);
     let recorded = std::fs::read_to_string(&transcript).expect("the transcript is written");
     (output, recorded)
 }
@@ -254,11 +241,10 @@ fn a_piped_script_is_never_asked_and_its_lines_stay_requests() {
 #[test]
 fn a_pending_question_never_keeps_the_run_from_ending() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.yaml");
     // message_start, content_block_start, ping, four input deltas, content_block_stop: then
     // an error event instead of the rest of the message.
-    std::fs::write(
-        &scenario,
+    let mock = mock_playing(
+        dir.path(),
         r#"
 steps:
   - kind: message
@@ -267,20 +253,8 @@ steps:
       - {type: text, text: "never arrives"}
     fault: {type: error_event, after_events: 8}
 "#,
-    )
-    .expect("scenario");
-    let mock = Mock::start(&scenario);
-    let mut child = command()
-        .args(["run", "--base-url", &mock.base_url, "say hi"])
-        .current_dir(dir.path())
-        .env("THREADLINE_DATE", "2026-03-08")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("THREADLINE_ASK_ON_PIPE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
+    );
+    let mut child = spawn_run(&["--base-url", &mock.base_url, "say hi"], dir.path(), true);
     // Stdin stays open (nobody answers) until the child has ended or the wait gave up.
     let stdin = child.stdin.take();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
