@@ -50,7 +50,7 @@ impl QueryConfig {
             max_turns: None,
             token_budget: None,
             max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
-            normalize: Options::default().with_resume_paused_turn(true),
+            normalize: Options::default(),
         }
     }
 

@@ -14,7 +14,7 @@ use futures::channel::mpsc;
 use futures::future::{Either, FutureExt as _};
 use futures::stream::StreamExt as _;
 use threadline_message::{Level, Message, MessageId, SystemKind, TranscriptWriter};
-use threadline_normalize::{Normalizer, Options};
+use threadline_normalize::Normalizer;
 use threadline_wire::accumulate::{AccumulateError, MessageAccumulator};
 use threadline_wire::service::{EventStream, MessagesService, ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest, StopReason, StreamEvent};
@@ -32,7 +32,7 @@ use crate::recovery::{
 };
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
-use crate::state::State;
+use crate::state::{State, loop_normalize_options};
 use crate::terminal::Terminal;
 use crate::token_budget;
 use crate::tool::{Tool, ToolOutput, ToolSet};
@@ -774,11 +774,4 @@ fn result_message(tool_use_id: String, output: ToolOutput) -> Message {
         user.tool_use_result = output.raw;
     }
     message
-}
-
-/// The normalization options the loop runs with: the caller's, with paused turns always
-/// resumed ([`Transition::PauseTurnResume`] sends a paused turn back as it came, its running
-/// server tool call included).
-fn loop_normalize_options(options: &Options) -> Options {
-    options.clone().with_resume_paused_turn(true)
 }

@@ -73,7 +73,14 @@ pub struct State {
 }
 
 fn fresh_normalizer() -> Normalizer {
-    Normalizer::new(Options::default().with_resume_paused_turn(true))
+    Normalizer::new(loop_normalize_options(&Options::default()))
+}
+
+/// The normalization options the loop runs with: the caller's, with paused turns always
+/// resumed ([`Transition::PauseTurnResume`](crate::Transition::PauseTurnResume) sends a paused
+/// turn back as it came, its running server tool call included).
+pub(crate) fn loop_normalize_options(options: &Options) -> Options {
+    options.clone().with_resume_paused_turn(true)
 }
 
 impl State {

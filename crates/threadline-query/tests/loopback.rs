@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use common::{
     Calls, Log, Outcome, assert_history_valid, cut_short, prompt, reactive_compaction, sleep_input,
-    tool_result_texts, tools,
+    tool_result_texts, tools, with_web_search,
 };
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
@@ -658,13 +658,6 @@ fn paused(n: usize) -> Step {
         },
     ])
     .with_stop_reason("pause_turn")
-}
-
-/// Adds the `web_search` server tool to every request (the API runs it).
-fn with_web_search(request: &mut MessagesRequest) {
-    let tool = serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
-        .expect("a server tool definition");
-    request.tools.get_or_insert_with(Vec::new).push(tool);
 }
 
 /// The types of the blocks of `body`'s last message, which must be an assistant message.

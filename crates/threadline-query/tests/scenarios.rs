@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{
     Calls, Log, Outcome, assert_history_valid, check, compaction, cut_short, prompt,
-    reactive_compaction, run, sleep_input, tool_result_texts, tools,
+    reactive_compaction, run, sleep_input, tool_result_texts, tools, with_web_search,
 };
 use futures::future::BoxFuture;
 use serde_json::json;
@@ -21,7 +21,7 @@ use threadline_query::{
     StepOutcome, StopDecision, Terminal, TokenBudget, ToolSet, Transition,
 };
 use threadline_wire::service::{ServiceError, ServiceErrorKind};
-use threadline_wire::{ApiErrorType, Content, ContentBlock, MessagesRequest, Role, StopReason};
+use threadline_wire::{ApiErrorType, Content, ContentBlock, Role, StopReason};
 
 const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
 
@@ -317,12 +317,7 @@ async fn pause_turn_resume_sends_the_paused_turn_back() {
                 .stop(StopReason::EndTurn),
         ),
     ]);
-    let q = Query::new(service.clone(), config()).with_shaper(|request: &mut MessagesRequest| {
-        let tool =
-            serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
-                .expect("a server tool definition");
-        request.tools = Some(vec![tool]);
-    });
+    let q = Query::new(service.clone(), config()).with_shaper(with_web_search);
     let out = run(q, State::default(), prompt()).await;
     assert_eq!(out.path(), [Transition::PauseTurnResume]);
     assert_eq!(out.terminal, Terminal::Completed);
@@ -368,12 +363,6 @@ fn search_id(n: usize) -> String {
 
 fn search_result(n: usize) -> serde_json::Value {
     json!({"type": "web_search_tool_result", "tool_use_id": search_id(n), "content": []})
-}
-
-fn with_web_search(request: &mut MessagesRequest) {
-    let tool = serde_json::from_value(json!({"type": "web_search_20250305", "name": "web_search"}))
-        .expect("a server tool definition");
-    request.tools = Some(vec![tool]);
 }
 
 /// The bound counts pauses in a row: a turn that ends between two series starts the count

@@ -322,3 +322,13 @@ pub fn reactive_compaction(
     };
     Box::pin(std::future::ready(Ok(outcome)))
 }
+
+/// A request shaper adding the `web_search` server tool (the API runs it): the tool the
+/// paused-turn tests' server tool calls name.
+pub fn with_web_search(request: &mut threadline_wire::MessagesRequest) {
+    let tool = serde_json::from_value(
+        serde_json::json!({"type": "web_search_20250305", "name": "web_search"}),
+    )
+    .expect("a server tool definition");
+    request.tools.get_or_insert_with(Vec::new).push(tool);
+}
