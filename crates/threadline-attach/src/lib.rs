@@ -62,6 +62,7 @@
 pub mod collector;
 mod context_entries;
 pub mod delta;
+pub mod git;
 pub mod history;
 pub mod mention;
 pub mod source;

@@ -2,12 +2,12 @@
 //! per session (a git status snapshot), so the system prompt stays byte-identical and cached.
 
 use std::path::Path;
-use std::process::Command;
 
 use threadline_wire::content::TextBlock;
 use threadline_wire::request::SystemPrompt;
 
 use crate::context_entries::ContextEntries;
+use crate::git::Git;
 
 /// The most characters one value may have; longer values are cut with a note.
 pub const SYSTEM_VALUE_LIMIT: usize = 2000;
@@ -91,33 +91,35 @@ fn truncate_value(value: String) -> String {
 }
 
 /// A snapshot of the git status of `root` for the system prompt: branch, short status and the
-/// last five commits. `None` when `root` is not in a git work tree or git cannot be run.
+/// last five commits. `None` when `root` is not the top of a git work tree (a repository
+/// *above* the workspace is never described), or git cannot be run or does not answer in time.
 ///
 /// Taken once, at session start (it is a snapshot, and saying so keeps the model from
-/// trusting it later); it runs `git` synchronously.
+/// trusting it later); it runs `git` synchronously through [`Git`], so nothing the
+/// repository's configuration names (fsmonitor, filters, hooks, pagers, …) is run, and each
+/// invocation is bounded in time and output.
 pub fn git_status_snapshot(root: &Path) -> Option<String> {
-    let git = |args: &[&str]| -> Option<String> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .output()
-            .ok()?;
-        output.status.success().then(|| {
-            String::from_utf8_lossy(&output.stdout)
-                .trim_end()
-                .to_owned()
-        })
-    };
-    if git(&["rev-parse", "--is-inside-work-tree"])?.trim() != "true" {
+    let root = root.canonicalize().ok()?;
+    let git = Git::new(&root).ok()?;
+    let run = |args: &[&str]| git.run(args).ok();
+    let top = run(&["rev-parse", "--show-toplevel"])?;
+    // `core.worktree` or a `.git` file can name another work tree; only this one is described.
+    if Path::new(top.trim()).canonicalize().ok()? != root {
         return None;
     }
-    let branch = git(&["symbolic-ref", "--short", "HEAD"])
-        .or_else(|| git(&["rev-parse", "--short", "HEAD"]))
+    let branch = run(&["symbolic-ref", "--short", "HEAD"])
+        .or_else(|| run(&["rev-parse", "--short", "HEAD"]))
         .unwrap_or_default();
-    let status = git(&["status", "--short"]).unwrap_or_default();
-    let commits = git(&["log", "--oneline", "-n", "5"]).unwrap_or_default();
+    let status = run(&["status", "--short", "--ignore-submodules=all"]).unwrap_or_default();
+    let commits = run(&[
+        "log",
+        "--oneline",
+        "--no-show-signature",
+        "--no-decorate",
+        "-n",
+        "5",
+    ])
+    .unwrap_or_default();
     let or_none = |s: String| if s.is_empty() { "(none)".to_owned() } else { s };
     Some(format!(
         "This is the git status at the start of the conversation. It is a snapshot and will \
@@ -149,6 +151,8 @@ mod tests {
         let system = Some(SystemPrompt::Text("s".into()));
         assert_eq!(SystemContext::new().append_to(system.clone()), system);
     }
+
+    use std::process::Command;
 
     #[test]
     fn a_fresh_repository_has_a_snapshot_of_its_branch_and_status() {

@@ -7,6 +7,10 @@ use threadline_attach::{
 };
 use threadline_message::Attachment;
 
+#[cfg(unix)]
+#[path = "security/hostile_git.rs"]
+mod hostile_git;
+
 /// A workspace directory `ws` inside a temporary directory that also holds `outside/secret`.
 fn setup() -> (tempfile::TempDir, Workspace) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -160,3 +160,56 @@ fn a_missing_workspace_is_a_usage_error() {
             .starts_with("threadline: run: /definitely/not/here: not a usable workspace")
     );
 }
+
+/// Runs `git` for a test's set-up.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn a_planted_fsmonitor_does_not_run_when_the_session_starts() {
+    let dir = workspace();
+    let root = project(&dir);
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "AGENTS.md"]);
+    git(&root, &["commit", "-q", "-m", "instructions"]);
+    let marker = dir.path().join("PWNED");
+    git(
+        &root,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch '{}'; false", marker.display()),
+        ],
+    );
+    let output = threadline_in(
+        &[
+            "run",
+            "--dry-run",
+            "--cwd",
+            root.to_str().expect("utf-8 path"),
+            "hi",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Current branch: main"),
+        "the snapshot is still taken: {}",
+        stdout(&output)
+    );
+    assert!(!marker.exists(), "the repository's fsmonitor ran");
+}

@@ -1,0 +1,289 @@
+//! Running `git` read-only in a workspace that may be hostile.
+//!
+//! A repository's own configuration can name programs for git to run: `core.fsmonitor` runs
+//! on every `git status`, a `filter.<driver>.clean` runs for every file whose cached stat data
+//! no longer matches, `status.submoduleSummary` starts more git processes, a
+//! `post-index-change` hook runs when the index is rewritten, a pager, an external diff or a
+//! signature-verification program can run for output. A workspace (or a model that could
+//! write `.git/config` through a file tool) controls all of them. Nothing here may run code
+//! the user did not allow, so every invocation:
+//!
+//! - overrides each setting that names a program through `GIT_CONFIG_COUNT` /
+//!   `GIT_CONFIG_KEY_n` (the precedence of `-c`, above every configuration file):
+//!   `core.fsmonitor=false`, `core.hooksPath=/dev/null`, no pager, no external diff, no
+//!   signature display, no ssh command or credential helper, no submodule summary; and every
+//!   `filter.<driver>.{clean,smudge,process}` the configuration defines (found with
+//!   `git config --get-regexp`, which runs nothing) set to the empty command, which git treats
+//!   as no filter;
+//! - takes no optional locks (`--no-optional-locks`), so the index is never rewritten and no
+//!   index hook can fire, and ignores submodules;
+//! - clears the environment variables that would point git elsewhere (`GIT_DIR`,
+//!   `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_EXTERNAL_DIFF`, …) and sets
+//!   `GIT_CEILING_DIRECTORIES` to the workspace's parent, so a repository *above* the workspace
+//!   is never discovered;
+//! - has no standard input (`GIT_TERMINAL_PROMPT=0`), reads at most [`OUTPUT_LIMIT`] bytes of
+//!   output and is killed after [`TIMEOUT`].
+//!
+//! `safe.directory` is left to git: a repository owned by another user is refused by git
+//! itself, and nothing here widens that.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long one git invocation may take before it is killed.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most bytes of one invocation's standard output that are read; the rest is dropped
+/// (git then stops on a closed pipe).
+pub const OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// Settings whose value names a program (or makes git start one), and the value that turns
+/// each off. Given with `-c` on every invocation.
+const NEUTRAL_SETTINGS: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    // No hook is found under a path that is not a directory.
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.sshCommand", ""),
+    ("core.askPass", ""),
+    ("core.editor", ":"),
+    ("core.untrackedCache", "false"),
+    ("credential.helper", ""),
+    ("diff.external", ""),
+    ("gpg.program", ""),
+    ("gpg.ssh.program", ""),
+    ("gpg.x509.program", ""),
+    ("log.showSignature", "false"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+    ("pager.status", "false"),
+    ("pager.log", "false"),
+];
+
+/// Environment variables that would make git read another repository, index or program than
+/// the workspace's own. Removed from every invocation.
+const CLEARED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+];
+
+/// Why a git invocation gave no output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitError {
+    /// git could not be started (not installed, not on `PATH`).
+    #[error("git cannot be run: {0}")]
+    Spawn(String),
+    /// git ran past [`TIMEOUT`] and was killed.
+    #[error("git did not finish within {0:?} and was killed")]
+    TimedOut(Duration),
+    /// git exited unsuccessfully (not a repository, no commits yet, …), with this exit code
+    /// (none when a signal ended it).
+    #[error("git exited unsuccessfully (code {0:?})")]
+    Failed(Option<i32>),
+    /// Waiting for git failed.
+    #[error("cannot wait for git: {0}")]
+    Wait(String),
+}
+
+/// A read-only git runner for one workspace (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Git {
+    program: PathBuf,
+    root: PathBuf,
+    timeout: Duration,
+    /// Every setting given on each invocation, the repository's filter drivers included.
+    overrides: Vec<(String, String)>,
+}
+
+impl Git {
+    /// A runner for the work tree at `root`, using `git` from `PATH`.
+    ///
+    /// It first asks git which filter drivers the configuration defines (`git config` reads
+    /// configuration and runs nothing), so that each can be turned off; when that question
+    /// fails, no runner is made.
+    pub fn new(root: &Path) -> Result<Git, GitError> {
+        Git::with_program("git", root, TIMEOUT)
+    }
+
+    /// A runner with another git binary and timeout (tests use a stand-in).
+    pub fn with_program(
+        program: impl Into<PathBuf>,
+        root: &Path,
+        timeout: Duration,
+    ) -> Result<Git, GitError> {
+        let mut git = Git {
+            program: program.into(),
+            root: root.to_path_buf(),
+            timeout,
+            overrides: NEUTRAL_SETTINGS
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
+        };
+        let listing = git.run(&[
+            "config",
+            "--includes",
+            "--name-only",
+            "-z",
+            "--get-regexp",
+            r"^filter\..*\.(clean|smudge|process)$",
+        ]);
+        let listing = match listing {
+            Ok(listing) => listing,
+            // `git config --get-regexp` exits 1 when nothing matches.
+            Err(GitError::Failed(Some(1))) => String::new(),
+            Err(error) => return Err(error),
+        };
+        // An empty command is no filter to git. The keys go through the environment, not
+        // `-c`, so a driver name with `=` in it is turned off too.
+        git.overrides.extend(
+            listing
+                .split('\0')
+                .filter(|key| !key.is_empty())
+                .map(|key| (key.to_owned(), String::new())),
+        );
+        Ok(git)
+    }
+
+    /// Runs `git <args>` in the work tree and returns its standard output (lossy UTF-8, at most
+    /// [`OUTPUT_LIMIT`] bytes, trailing white space trimmed).
+    pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        let mut command = Command::new(&self.program);
+        command
+            .arg("-C")
+            .arg(&self.root)
+            .arg("--no-optional-locks")
+            .arg("--no-pager")
+            .args(args);
+        for name in CLEARED_ENV {
+            command.env_remove(name);
+        }
+        // Configuration from the environment has the precedence of `-c`: above every file.
+        command.env("GIT_CONFIG_COUNT", self.overrides.len().to_string());
+        for (i, (key, value)) in self.overrides.iter().enumerate() {
+            command
+                .env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        }
+        if let Some(parent) = self.root.parent() {
+            command.env("GIT_CEILING_DIRECTORIES", parent);
+        }
+        command
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_PAGER", "cat")
+            .env("PAGER", "cat")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let child = command
+            .spawn()
+            .map_err(|e| GitError::Spawn(e.to_string()))?;
+        wait_bounded(child, self.timeout)
+    }
+}
+
+/// Waits for `child` at most `timeout`, reading at most [`OUTPUT_LIMIT`] bytes of its output on
+/// a thread of its own (a stalled child cannot block the caller past the timeout).
+fn wait_bounded(mut child: Child, timeout: Duration) -> Result<String, GitError> {
+    let (sender, receiver) = mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut output = Vec::new();
+            // The limit is the whole point: what is past it is never read.
+            let _ = stdout.take(OUTPUT_LIMIT as u64).read_to_end(&mut output);
+            let _ = sender.send(output);
+        });
+    }
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(GitError::TimedOut(timeout));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(GitError::Wait(e.to_string())),
+        }
+    };
+    if !status.success() {
+        return Err(GitError::Failed(status.code()));
+    }
+    // The child exited; its pipe closes unless a grandchild holds it, so wait only what is
+    // left of the timeout.
+    let left = deadline.saturating_duration_since(Instant::now());
+    let output = receiver
+        .recv_timeout(left.max(Duration::from_millis(100)))
+        .unwrap_or_default();
+    Ok(String::from_utf8_lossy(&output).trim_end().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_git_that_stalls_is_killed_at_the_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = dir.path().join("fake-git");
+        std::fs::write(&fake, "#!/bin/sh\nexec sleep 1000\n").expect("script");
+        let mut permissions = std::fs::metadata(&fake).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&fake, permissions).expect("chmod");
+        let started = Instant::now();
+        // The first invocation (the filter listing) is cut at the timeout, and no runner is
+        // made from a git that cannot answer.
+        assert_eq!(
+            Git::with_program(&fake, dir.path(), Duration::from_millis(300)).map(|_| ()),
+            Err(GitError::TimedOut(Duration::from_millis(300)))
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn output_past_the_limit_is_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = dir.path().join("fake-git");
+        std::fs::write(&fake, "#!/bin/sh\nexec yes threadline\n").expect("script");
+        let mut permissions = std::fs::metadata(&fake).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&fake, permissions).expect("chmod");
+        // `yes` dies of the closed pipe (a signal, not a success) well before the timeout.
+        let started = Instant::now();
+        let result = Git::with_program(&fake, dir.path(), Duration::from_secs(15)).map(|_| ());
+        assert_eq!(result, Err(GitError::Failed(None)));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
