@@ -126,6 +126,18 @@ impl Executor {
         self.start_what_may_run();
     }
 
+    /// Answers `tool_use` with an error at once, without running its tool (the call could
+    /// not be recorded, so its side effect must not happen).
+    pub(crate) fn refuse(&mut self, tool_use: &ToolUseBlock, text: &str) {
+        self.entries.push(Entry {
+            id: tool_use.id.clone(),
+            name: tool_use.name.clone(),
+            safe: false,
+            slot: Slot::Done(ToolOutput::error(text)),
+        });
+        self.start_what_may_run();
+    }
+
     /// Starts queued calls in order while the concurrency rule allows.
     fn start_what_may_run(&mut self) {
         for index in self.delivered..self.entries.len() {
@@ -335,6 +347,18 @@ mod tests {
             ))
         );
         assert!(e.is_finished());
+    }
+
+    #[test]
+    fn a_refused_call_is_answered_in_order_and_never_started() {
+        let mut e = executor();
+        e.enqueue(&tool_use("t1", "write", json!({"x": 1})));
+        e.refuse(&tool_use("t2", "write", json!({"x": 2})), "not recorded");
+        e.abort("stopped");
+        let results: Vec<(String, bool)> = std::iter::from_fn(|| e.take_ready())
+            .map(|(id, out)| (id, out.is_error))
+            .collect();
+        assert_eq!(results, [("t1".into(), true), ("t2".into(), true)]);
     }
 
     #[test]

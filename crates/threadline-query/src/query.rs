@@ -27,8 +27,8 @@ use crate::executor::{ExecEvent, Executor};
 use crate::hooks::{AttachmentHook, NoAttachments, StopContext, StopDecision, StopHook};
 use crate::permission::{NonInteractive, PermissionCallback};
 use crate::recovery::{
-    self, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, PromptTooLongStep, RESUME_DIRECTLY,
-    STREAM_FAILED,
+    self, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, NOT_RECORDED, PromptTooLongStep,
+    RESUME_DIRECTLY, STREAM_FAILED,
 };
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
@@ -210,16 +210,20 @@ where
         let _ = self.out.unbounded_send(event);
     }
 
-    /// Appends to the history and the transcript, then reports.
-    fn append(&mut self, st: &mut State, message: Message) {
+    /// Appends to the history and the transcript, then reports. Whether the message is in
+    /// the transcript (written and flushed; `true` when there is no transcript).
+    fn append(&mut self, st: &mut State, message: Message) -> bool {
+        let mut recorded = true;
         if let Some(writer) = self.q.transcript.as_mut()
             && let Err(error) = writer.append(&message)
         {
+            recorded = false;
             self.emit(Event::Warning(format!("transcript: {error}")));
         }
         st.messages.push(message.clone());
         st.note_appended(st.messages.len() - 1);
         self.emit(Event::Message(message));
+        recorded
     }
 
     async fn drive(&mut self, st: &mut State, input: Vec<Message>) -> Terminal {
@@ -416,10 +420,22 @@ where
                         Ok(Some(done)) => {
                             self.flush(st, &mut pending, &mut fragments);
                             completed.push(done.index);
-                            if let Some(tool_use) = done.as_tool_use() {
-                                executor.enqueue(tool_use);
+                            let tool_use = done.as_tool_use().cloned();
+                            let message = fragment(&acc, done.block);
+                            match tool_use {
+                                // A call is in the transcript before its tool can start
+                                // (invariant 10): a crash after the side effect still
+                                // leaves its record. One that cannot be recorded is not run.
+                                Some(tool_use) => {
+                                    fragments.push(message.id().clone());
+                                    if self.append(st, message) {
+                                        executor.enqueue(&tool_use);
+                                    } else {
+                                        executor.refuse(&tool_use, NOT_RECORDED);
+                                    }
+                                }
+                                None => pending = Some(message),
                             }
-                            pending = Some(fragment(&acc, done.block));
                         }
                         Err(AccumulateError::Api { error, request_id }) => {
                             break Some(
@@ -481,6 +497,7 @@ where
         }
     }
 
+    /// Appends the block held back for the response's stop reason and usage, if any.
     fn flush(
         &mut self,
         st: &mut State,

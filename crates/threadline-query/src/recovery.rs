@@ -28,6 +28,11 @@ pub const RESUME_DIRECTLY: &str = "Output token limit hit. Resume directly — n
 /// The result of a tool use that the user's abort stopped (or never started).
 pub const INTERRUPTED: &str = "[Tool execution interrupted by user]";
 
+/// The result of a tool use that was not run because it could not be written to the
+/// transcript first (a side effect never happens before its call is recorded).
+pub const NOT_RECORDED: &str =
+    "[Tool not run: the call could not be written to the session transcript]";
+
 /// The result of a tool use whose response failed before it was complete.
 pub const STREAM_FAILED: &str =
     "[Tool not run: the model's response failed before it was complete]";

@@ -174,3 +174,118 @@ fn the_interesting_instants() {
         ]
     );
 }
+
+/// A tool that, when it starts, reads the transcript at `path` and logs whether its own call
+/// is already there (`"recorded"`) or not (`"unrecorded"`).
+struct Witness {
+    path: std::path::PathBuf,
+    log: Log,
+}
+
+impl threadline_query::Tool for Witness {
+    fn name(&self) -> &str {
+        "witness"
+    }
+    fn description(&self) -> &str {
+        "Checks the transcript."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
+    fn call(
+        &self,
+        _input: serde_json::Value,
+        ctx: threadline_query::ToolContext,
+    ) -> threadline_query::ToolStream {
+        let recorded = read_transcript(&self.path).is_ok_and(|read| {
+            read.messages.iter().any(|m| {
+                matches!(m, Message::Assistant(a) if a.content.iter().any(|b| matches!(
+                    b,
+                    threadline_wire::ContentBlock::ToolUse(t) if t.id == ctx.tool_use_id
+                )))
+            })
+        });
+        self.log.push(
+            &ctx.tool_use_id,
+            if recorded { "recorded" } else { "unrecorded" },
+        );
+        threadline_query::tool::result(async { threadline_query::ToolOutput::text("seen") })
+    }
+}
+
+/// A response whose first call is followed by a long pause before the next block: the call's
+/// tool starts during the pause.
+fn witness_script() -> Vec<Reply> {
+    vec![
+        Reply::stream(
+            Response::new("msg_1")
+                .slow_text("Checking.", MS(5))
+                .tool_use("toolu_w1", "witness", serde_json::json!({}))
+                .sleep(MS(500))
+                .tool_use("toolu_w2", "witness", serde_json::json!({}))
+                .stop(StopReason::ToolUse),
+        ),
+        Reply::stream(
+            Response::new("msg_2")
+                .slow_text("Done.", MS(5))
+                .stop(StopReason::EndTurn),
+        ),
+    ]
+}
+
+#[test]
+fn every_tool_starts_only_after_its_call_is_in_the_transcript() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("session.jsonl");
+    let log = Log::default();
+    let tools = ToolSet::new().with(Witness {
+        path: path.clone(),
+        log: log.clone(),
+    });
+    let service = ScriptedService::new(witness_script());
+    let query = Query::new(service, QueryConfig::new(MODEL, 1024))
+        .with_tools(tools.clone())
+        .with_transcript(TranscriptWriter::open(&path).expect("transcript"));
+    let out = common::paused_runtime().block_on(run(
+        query,
+        State::default(),
+        vec![Message::user_text("Check.")],
+    ));
+    assert_eq!(out.terminal, Terminal::Completed);
+    assert_eq!(log.order("recorded"), ["toolu_w1", "toolu_w2"]);
+    assert!(log.order("unrecorded").is_empty());
+    let read = read_transcript(&path).expect("readable");
+    assert_eq!(read.messages, out.state.messages);
+    assert_history_valid(&read.messages, &tools);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_call_that_cannot_be_recorded_is_not_run() {
+    let log = Log::default();
+    let tools = ToolSet::new().with(Witness {
+        path: "/dev/null".into(),
+        log: log.clone(),
+    });
+    let service = ScriptedService::new(witness_script());
+    // Every write to /dev/full fails: no call can be recorded.
+    let query = Query::new(service, QueryConfig::new(MODEL, 1024))
+        .with_tools(tools.clone())
+        .with_transcript(TranscriptWriter::open("/dev/full").expect("opens"));
+    let out = common::paused_runtime().block_on(run(
+        query,
+        State::default(),
+        vec![Message::user_text("Check.")],
+    ));
+    assert!(
+        log.order("recorded").is_empty() && log.order("unrecorded").is_empty(),
+        "a tool ran"
+    );
+    let results = common::tool_result_texts(&out.state.messages);
+    assert_eq!(results.len(), 2, "{results:?}");
+    for (_, text, is_error) in results {
+        assert_eq!(text, threadline_query::recovery::NOT_RECORDED);
+        assert!(is_error);
+    }
+    assert_history_valid(&out.state.messages, &tools);
+}

@@ -772,10 +772,13 @@ async fn every_iteration_runs_the_steps_in_order_and_a_compaction_moves_the_wind
             _ => "other",
         })
         .collect();
+    // The tool call is recorded before its tool runs; the response's end (stop reason and
+    // final usage) follows it as a fragment of its own.
     assert_eq!(
         kinds,
         [
             "user",
+            "assistant",
             "assistant",
             "user",
             "attachment",
