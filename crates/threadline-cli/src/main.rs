@@ -58,6 +58,10 @@ enum Command {
         /// FILE is a `/v1/messages/count_tokens` request body.
         #[arg(long)]
         count_tokens: bool,
+        /// For a transcript of a finished session: the user's next message, checked as the
+        /// end of the request that continues it (default: a placeholder).
+        #[arg(long, value_name = "TEXT")]
+        next: Option<String>,
     },
     /// Normalize a session transcript into the request body the model would see.
     ///
@@ -72,6 +76,11 @@ enum Command {
         /// `max_tokens` of the request (default: 8192, capped at the model's maximum).
         #[arg(long, value_name = "N")]
         max_tokens: Option<u64>,
+        /// The user's next message: a finished session (one that ends with the model's
+        /// complete answer) is continued by a request that ends with it. Without it, a
+        /// finished session is reported as such and no request is printed.
+        #[arg(long, value_name = "TEXT")]
+        next: Option<String>,
     },
     /// Report tokens, prompt-cache hits and cost of each request a transcript implies.
     ///
@@ -235,17 +244,20 @@ fn main() -> ExitCode {
             model,
             beta,
             count_tokens,
+            next,
         } => commands::check::run(&commands::check::CheckArgs {
             path: &file,
             model: model.as_deref(),
             beta: beta.as_deref(),
             count_tokens,
+            next: next.as_deref(),
         }),
         Command::Normalize {
             transcript,
             model,
             max_tokens,
-        } => commands::normalize::run(&transcript, model.as_deref(), max_tokens),
+            next,
+        } => commands::normalize::run(&transcript, model.as_deref(), max_tokens, next.as_deref()),
         Command::Inspect {
             transcript,
             json,

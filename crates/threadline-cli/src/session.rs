@@ -26,13 +26,23 @@ pub(crate) struct Session {
     pub(crate) problems: Vec<String>,
 }
 
-/// Whether `text` looks like a JSONL transcript rather than one JSON document.
+/// Whether `text` looks like a JSONL transcript rather than one JSON document: two or more
+/// lines that start with an object, or one object that is no request body (no `messages`, no
+/// fixture `format`) but a transcript record (what a crash right after the prompt leaves).
 pub(crate) fn looks_like_transcript(text: &str) -> bool {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let first_is_object = lines.next().is_some_and(|l| {
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).is_ok()
-    });
-    first_is_object && lines.next().is_some()
+    let Some(first) = lines
+        .next()
+        .and_then(|l| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).ok())
+    else {
+        return false;
+    };
+    if lines.next().is_some() {
+        return true;
+    }
+    !first.contains_key("messages")
+        && !first.contains_key("format")
+        && !read_session(text).messages.is_empty()
 }
 
 /// Reads a transcript of either format.
@@ -97,12 +107,31 @@ fn model_of(messages: &[Message]) -> Option<&str> {
     })
 }
 
-/// The request the session normalizes to, and the normalizer's report.
+/// Where a session's history leaves the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Continuation {
+    /// The history ends where the model speaks next (a prompt, a tool result, a paused turn):
+    /// the request that continues the session is the history itself.
+    Ready,
+    /// The history ends with the model's complete answer: the request that continues the
+    /// session is the history plus the user's next message. The history alone would be a
+    /// prefill, which most current models reject.
+    Finished,
+}
+
+/// The placeholder `check` puts where a finished session's next user message will be, so
+/// that everything before it is checked as the next request will carry it.
+pub(crate) const NEXT_MESSAGE_PLACEHOLDER: &str = "(the next user message)";
+
+/// The request that continues the session, the normalizer's report, and where the history
+/// left it. A finished session's request ends with `next` as the user's next message; with
+/// no `next`, the request is the history alone (see [`Continuation::Finished`]).
 pub(crate) fn build_request(
     session: &Session,
     model: Option<&str>,
     max_tokens: Option<u64>,
-) -> (MessagesRequest, Normalized) {
+    next: Option<&str>,
+) -> (MessagesRequest, Normalized, Continuation) {
     let model = model
         .or_else(|| model_of(&session.messages))
         .unwrap_or(DEFAULT_MODEL)
@@ -112,7 +141,32 @@ pub(crate) fn build_request(
         .model()
         .max_output_tokens;
     let max_tokens = max_tokens.unwrap_or(DEFAULT_MAX_TOKENS.min(limit));
-    let normalized = normalize(&session.messages, &Options::default());
+    let mut normalized = normalize(&session.messages, &Options::default());
+    let continuation = continuation(&session.messages, &normalized);
+    if let (Continuation::Finished, Some(next)) = (continuation, next) {
+        let mut messages = session.messages.clone();
+        messages.push(Message::user_text(next));
+        normalized = normalize(&messages, &Options::default());
+    }
     let request = MessagesRequest::new(model, max_tokens, normalized.messages.clone());
-    (request, normalized)
+    (request, normalized, continuation)
+}
+
+/// Whether the normalized history ends with the model's complete answer.
+fn continuation(messages: &[Message], normalized: &Normalized) -> Continuation {
+    let ends_with_assistant = normalized
+        .messages
+        .last()
+        .is_some_and(|m| m.role == threadline_wire::Role::Assistant);
+    let paused = messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => {
+            Some(a.stop_reason == Some(threadline_wire::StopReason::PauseTurn))
+        }
+        _ => None,
+    });
+    if ends_with_assistant && paused != Some(true) {
+        Continuation::Finished
+    } else {
+        Continuation::Ready
+    }
 }

@@ -88,8 +88,15 @@ fn transcripts_normalize_to_valid_requests() {
         "fixtures/recorded/lanegrid__agtrace/claude_session.jsonl",
         "fixtures/recorded/d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
     ] {
-        let normalized = threadline(&["normalize", transcript]);
+        // A session that ends with the model's answer is reported finished, with no request
+        // printed, until the next message is given.
+        let mut normalized = threadline(&["normalize", transcript]);
         assert_eq!(code(&normalized), 0, "{}", stderr(&normalized));
+        if stderr(&normalized).contains("the session is finished") {
+            assert!(normalized.stdout.is_empty());
+            normalized = threadline(&["normalize", "--next", "Thanks; what next?", transcript]);
+            assert_eq!(code(&normalized), 0, "{}", stderr(&normalized));
+        }
         let request: serde_json::Value = serde_json::from_slice(&normalized.stdout).expect("JSON");
         assert!(
             request["messages"]
@@ -146,6 +153,89 @@ fn a_transcript_cut_after_a_tool_use_is_repaired() {
         stderr(&out)
     );
     let checked = threadline(&["check", file.to_str().expect("utf-8 path")]);
+    assert_eq!(
+        code(&checked),
+        0,
+        "{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+}
+
+/// A threadline transcript of `messages`, in a temporary file.
+fn transcript_of(name: &str, messages: &[threadline_message::Message]) -> std::path::PathBuf {
+    let path = temp_file(name, b"");
+    let mut writer = threadline_message::TranscriptWriter::open(&path).expect("transcript");
+    for message in messages {
+        writer.append(message).expect("appended");
+    }
+    path
+}
+
+#[test]
+fn a_one_line_transcript_is_checked_as_the_session_it_starts() {
+    // What a crash right after the prompt leaves.
+    let path = transcript_of(
+        "one_line.jsonl",
+        &[threadline_message::Message::user_text(
+            "Fix the failing test.",
+        )],
+    );
+    let checked = threadline(&["check", path.to_str().expect("utf-8 path")]);
+    assert_eq!(code(&checked), 0, "{}", stderr(&checked));
+    assert!(
+        stderr(&checked).contains("threadline transcript normalized"),
+        "{}",
+        stderr(&checked)
+    );
+    let normalized = threadline(&["normalize", path.to_str().expect("utf-8 path")]);
+    assert_eq!(code(&normalized), 0, "{}", stderr(&normalized));
+    let request: serde_json::Value = serde_json::from_slice(&normalized.stdout).expect("JSON");
+    assert_eq!(
+        request["messages"][0]["content"][0]["text"],
+        "Fix the failing test."
+    );
+}
+
+#[test]
+fn a_finished_session_is_reported_finished_never_as_a_rejected_prefill() {
+    use threadline_message::Message;
+    let mut answer = Message::assistant_fragment(
+        "msg_1",
+        "claude-opus-4-7",
+        vec![threadline_wire::ContentBlock::text("The test passes now.")],
+    );
+    if let Message::Assistant(a) = &mut answer {
+        a.stop_reason = Some(threadline_wire::StopReason::EndTurn);
+    }
+    let path = transcript_of(
+        "finished.jsonl",
+        &[Message::user_text("Fix the failing test."), answer],
+    );
+    let path = path.to_str().expect("utf-8 path");
+    // The default model (the transcript's) does not accept prefill.
+    let checked = threadline(&["check", path]);
+    assert_eq!(
+        code(&checked),
+        0,
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        stderr(&checked)
+    );
+    assert!(
+        stderr(&checked).contains("the session is finished"),
+        "{}",
+        stderr(&checked)
+    );
+    let normalized = threadline(&["normalize", path]);
+    assert_eq!(code(&normalized), 0, "{}", stderr(&normalized));
+    assert!(
+        normalized.stdout.is_empty(),
+        "no request the API would reject"
+    );
+    let next = threadline(&["normalize", "--next", "Now the docs.", path]);
+    assert_eq!(code(&next), 0, "{}", stderr(&next));
+    let request = temp_file("next.json", &next.stdout);
+    let checked = threadline(&["check", request.to_str().expect("utf-8 path")]);
     assert_eq!(
         code(&checked),
         0,

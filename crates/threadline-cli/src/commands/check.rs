@@ -17,7 +17,9 @@ use threadline_wire::{
 };
 
 use crate::input::read_input;
-use crate::session::{build_request, looks_like_transcript, read_session};
+use crate::session::{
+    Continuation, NEXT_MESSAGE_PLACEHOLDER, build_request, looks_like_transcript, read_session,
+};
 
 /// The `format` of a canonical fixture file.
 const FIXTURE_FORMAT: &str = "threadline-fixture/1";
@@ -32,6 +34,8 @@ pub(crate) struct CheckArgs<'a> {
     pub(crate) beta: Option<&'a str>,
     /// A plain body is a count_tokens request.
     pub(crate) count_tokens: bool,
+    /// A transcript's next user message, when the session is finished.
+    pub(crate) next: Option<&'a str>,
 }
 
 /// One request to check.
@@ -135,13 +139,13 @@ fn check_one(
 /// cannot be checked.
 fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
     let path = args.path;
-    let value: Value = match serde_json::from_slice(bytes) {
-        Ok(value) => value,
-        Err(e) => match std::str::from_utf8(bytes) {
-            Ok(text) if looks_like_transcript(text) => return check_transcript(text, args),
-            _ => return Err(format!("threadline: {path}: not JSON: {e}")),
-        },
-    };
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && looks_like_transcript(text)
+    {
+        return check_transcript(text, args);
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("threadline: {path}: not JSON: {e}"))?;
     let mut warned = BTreeSet::new();
     let mut lines = Vec::new();
     for job in jobs(path, value, args)? {
@@ -169,12 +173,19 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Vec<String>, Str
     for problem in &session.problems {
         eprintln!("threadline: {path}: {problem}");
     }
-    let (request, normalized) = build_request(&session, args.model, None);
+    let next = args.next.unwrap_or(NEXT_MESSAGE_PLACEHOLDER);
+    let (request, normalized, continuation) = build_request(&session, args.model, None, Some(next));
     eprintln!(
         "threadline: {path}: {} transcript normalized; {}",
         session.format,
         normalized.report.summary()
     );
+    if continuation == Continuation::Finished {
+        eprintln!(
+            "threadline: {path}: the session is finished (it ends with the model's complete \
+             answer); checked as the request that continues it with the user's next message"
+        );
+    }
     let mut warned = BTreeSet::new();
     let model = resolve(ModelTable::builtin(), &request.model, &mut warned);
     let options = ValidateOptions::default().with_beta_header(args.beta.unwrap_or_default());
@@ -214,6 +225,7 @@ mod tests {
             model,
             beta: None,
             count_tokens: false,
+            next: None,
         }
     }
 

@@ -2,9 +2,18 @@
 
 use std::process::ExitCode;
 
-use crate::session::{Sidechains, build_request, load_session};
+use crate::session::{Continuation, Sidechains, build_request, load_session};
 
-pub(crate) fn run(path: &str, model: Option<&str>, max_tokens: Option<u64>) -> ExitCode {
+/// Prints the request that continues the session. A finished session (it ends with the
+/// model's complete answer) has no such request until the user's next message is known:
+/// with `next` it is printed, without it the command says so and prints nothing, rather than
+/// a prefill request the API would reject.
+pub(crate) fn run(
+    path: &str,
+    model: Option<&str>,
+    max_tokens: Option<u64>,
+    next: Option<&str>,
+) -> ExitCode {
     let session = match load_session(path, Sidechains::Never) {
         Ok(session) => session,
         Err(line) => {
@@ -12,7 +21,18 @@ pub(crate) fn run(path: &str, model: Option<&str>, max_tokens: Option<u64>) -> E
             return ExitCode::from(2);
         }
     };
-    let (request, normalized) = build_request(&session, model, max_tokens);
+    let (request, normalized, continuation) = build_request(&session, model, max_tokens, next);
+    if continuation == Continuation::Finished && next.is_none() {
+        eprintln!(
+            "threadline: {path}: the session is finished: it ends with the model's complete \
+             answer, so the request that continues it needs the user's next message \
+             (`--next TEXT`); {} transcript, {} messages; {}",
+            session.format,
+            session.messages.len(),
+            normalized.report.summary()
+        );
+        return ExitCode::SUCCESS;
+    }
     match serde_json::to_string_pretty(&request) {
         Ok(json) => crate::output::print_line(&json),
         Err(e) => {
