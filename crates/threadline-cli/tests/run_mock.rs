@@ -275,3 +275,99 @@ steps:
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("[y/N]"), "the question was asked: {stderr}");
 }
+
+/// A response that writes `w.txt`, then stalls in the text after the call: the Write's tool
+/// has run (or is running) while the response is still open.
+const WRITE_THEN_STALL: &str = r#"
+steps:
+  - kind: message
+    delay_ms: 20
+    fault: {type: stall, after_events: 14}
+    content:
+      - {type: text, text: "Writing the file."}
+      - {type: tool_use, id: toolu_write, name: Write, input: {path: w.txt, content: "hello"}}
+      - {type: text, text: "And now a long explanation of what was written."}
+"#;
+
+/// Starts `threadline run` writing `w.txt` in a fresh workspace, calls `kill` with the child
+/// and the workspace, SIGKILLs the child, and checks what it left: a file the Write created
+/// has its call in the transcript, and the transcript is a session `check` accepts.
+fn killed_run(
+    kill: impl FnOnce(&mut Child, &Path),
+) -> Result<bool, proptest::test_runner::TestCaseError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let mock = mock_playing(dir.path(), WRITE_THEN_STALL);
+    let transcript = dir.path().join("session.jsonl");
+    let mut child = command()
+        .args(["run", "--base-url", &mock.base_url, "--transcript"])
+        .arg(&transcript)
+        .arg("Write w.txt.")
+        .current_dir(&workspace)
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    kill(&mut child, &workspace);
+    // `Child::kill` is SIGKILL on unix: no destructor, no flush, no signal handler runs.
+    let _ = child.kill();
+    let _ = child.wait();
+    let wrote = workspace.join("w.txt").exists();
+    let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+    let read = threadline_message::transcript::parse_transcript(&text);
+    let recorded = read.messages.iter().any(|m| {
+        matches!(m, threadline_message::Message::Assistant(a) if a.content.iter().any(|b| matches!(
+            b,
+            threadline_wire::ContentBlock::ToolUse(t) if t.id == "toolu_write"
+        )))
+    });
+    proptest::prop_assert!(
+        !wrote || recorded,
+        "w.txt was written but its call is not in the transcript:\n{text}"
+    );
+    if !read.messages.is_empty() {
+        let checked = command()
+            .arg("check")
+            .arg(&transcript)
+            .output()
+            .expect("check runs");
+        proptest::prop_assert_eq!(
+            checked.status.code(),
+            Some(0),
+            "{}{}\n{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr),
+            text
+        );
+    }
+    Ok(wrote)
+}
+
+#[test]
+fn a_run_killed_after_its_write_ran_has_the_call_in_the_transcript() {
+    let wrote = killed_run(|_child, workspace| {
+        // Kill as soon as the side effect is visible (the response is stalled after it).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !workspace.join("w.txt").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(wrote, "the Write never ran");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    /// SIGKILL at a random instant: before the request, while the text streams, around the
+    /// Write, in the stall.
+    #[test]
+    fn a_run_killed_at_any_instant_loses_no_tool_record(kill_ms in 0u64..900) {
+        killed_run(|_child, _workspace| {
+            std::thread::sleep(std::time::Duration::from_millis(kill_ms));
+        })?;
+    }
+}
