@@ -181,9 +181,11 @@ enum Command {
         /// Append every message of the session to this JSONL transcript.
         #[arg(long, value_name = "FILE")]
         transcript: Option<std::path::PathBuf>,
-        /// At most this many tool-using turns per request.
-        #[arg(long, value_name = "N")]
-        max_turns: Option<u32>,
+        /// At most this many tool-using turns per request, so that a model repeating a
+        /// tool call forever stops (exit 1, `max_turns`).
+        #[arg(long, value_name = "N", default_value_t = commands::run::DEFAULT_MAX_TURNS,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        max_turns: u32,
     },
     /// Run an offline coding session against the embedded mock API, then summarize it.
     ///

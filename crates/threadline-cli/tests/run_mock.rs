@@ -371,3 +371,23 @@ proptest::proptest! {
         })?;
     }
 }
+
+#[test]
+fn a_model_repeating_a_tool_call_forever_stops_at_the_default_turn_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    std::fs::write(workspace.join("notes.txt"), "again\n").expect("notes");
+    // More tool calls than the default limit allows; the mock would answer every one.
+    let step = "  - kind: message\n    content:\n      - {type: tool_use, name: List, input: {}}\n";
+    let yaml = format!("steps:\n{}", step.repeat(130));
+    let mock = mock_playing(dir.path(), &yaml);
+    let output = run(
+        &["run", "--base-url", &mock.base_url, "Loop."],
+        &workspace,
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("max_turns (100)"), "{stderr}");
+}

@@ -42,8 +42,12 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) base_url: Option<&'a str>,
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
-    pub(crate) max_turns: Option<u32>,
+    pub(crate) max_turns: u32,
 }
+
+/// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
+/// tool call forever is stopped (a long real session rarely needs more).
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 100;
 
 pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
     let cwd = match args.cwd {

@@ -37,7 +37,7 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) base_url: Option<&'a str>,
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
-    pub(crate) max_turns: Option<u32>,
+    pub(crate) max_turns: u32,
 }
 
 pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
@@ -100,9 +100,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
     if let Some(path) = args.transcript {
         builder = builder.transcript(PathBuf::from(path));
     }
-    if let Some(turns) = args.max_turns {
-        builder = builder.max_turns(turns);
-    }
+    builder = builder.max_turns(args.max_turns);
     let mut agent = match builder.build() {
         Ok(agent) => agent,
         Err(error) => {
