@@ -51,6 +51,8 @@ const NEUTRAL_SETTINGS: &[(&str, &str)] = &[
     ("core.askPass", ""),
     ("core.editor", ":"),
     ("core.untrackedCache", "false"),
+    // No escape sequences in what the model reads.
+    ("color.ui", "false"),
     ("credential.helper", ""),
     ("diff.external", ""),
     ("gpg.program", ""),
@@ -173,8 +175,13 @@ impl Git {
             .arg("-C")
             .arg(&self.root)
             .arg("--no-optional-locks")
-            .arg("--no-pager")
-            .args(args);
+            .arg("--no-pager");
+        // The same settings as `-c` too, for a git older than `GIT_CONFIG_COUNT` (2.31); a key
+        // with `=` in it cannot be written that way and goes through the environment alone.
+        for (key, value) in self.overrides.iter().filter(|(key, _)| !key.contains('=')) {
+            command.arg("-c").arg(format!("{key}={value}"));
+        }
+        command.args(args);
         for name in CLEARED_ENV {
             command.env_remove(name);
         }
