@@ -51,8 +51,12 @@
 //! - A source that fails, panics or runs past its timeout adds nothing and is reported; the
 //!   other sources' attachments are unaffected ([`Collector`]).
 //! - Nothing outside the workspace is read: `..`, absolute paths outside the root and symbolic
-//!   links leading out are refused before any content is read; no file is read past its byte
-//!   limit ([`Workspace`]).
+//!   links leading out are refused before any content is read — and before anything outside
+//!   is even looked at, so a link out gets the same refusal whether its target exists or
+//!   not; no file is read past its byte limit ([`Workspace`]).
+//! - A write resolved by [`Workspace::resolve_for_write`] never lands on a control path
+//!   (`.git` at any depth, agent and tool configuration: [`ControlPaths`]), through a link,
+//!   a case alias or otherwise.
 //! - Delta announcements are derived from the history alone ([`delta`]).
 //! - The same state gives the same attachments, in the same order, byte for byte: sources are
 //!   reported in the order they were added, listings and sets are sorted, and no clock is read
@@ -61,6 +65,7 @@
 
 pub mod collector;
 mod context_entries;
+pub mod control_paths;
 pub mod delta;
 pub mod git;
 pub mod history;
@@ -86,4 +91,6 @@ pub use sources::todo_reminders::TodoReminders;
 pub use sources::token_usage::TokenUsage;
 pub use system_context::{SystemContext, git_status_snapshot};
 pub use user_context::{CONTEXT_CAVEAT, UserContext};
-pub use workspace::{Limits, PathKind, Refusal, Resolved, Truncation, Workspace};
+pub use workspace::{
+    ControlPaths, DEFAULT_CONTROL_PATHS, Limits, PathKind, Refusal, Resolved, Truncation, Workspace,
+};

@@ -61,8 +61,8 @@ fn unquoted(after: &str) -> (&str, usize) {
 
 /// Attaches the files and directories `@`-mentioned in the user's input, read inside the
 /// workspace within its [`Limits`]. A mention that would leave the workspace (`..`, an
-/// absolute path outside it, a symbolic link leading out), a binary file, a device or a
-/// missing path is refused and reported; a file or listing past a limit is cut, marked
+/// absolute path outside it, a symbolic link leading out — refused alike whether its target
+/// exists or not), a binary file, a device or a missing path is refused and reported; a file or listing past a limit is cut, marked
 /// `truncated` and reported.
 #[derive(Debug, Clone, Default)]
 pub struct FileMentions {

@@ -1,13 +1,34 @@
 //! The workspace root, and reading inside it without ever reading outside it or past a limit.
 //!
 //! Every path a user or a model names goes through [`Workspace::resolve`]: a `..` component is
-//! refused before the file system is touched, an absolute path must lie under the root, and the
-//! canonical form (every symbolic link followed) must still lie under the canonical root. Reads
-//! then open the canonical path and pull at most `max_bytes + 1` bytes, so a 50 MB file costs
-//! the limit, not 50 MB.
+//! refused before the file system is touched, an absolute path must lie under the root, and
+//! the path is then followed from the root one component at a time, each symbolic link's
+//! target spliced in, so that a link leading out is refused *before* anything outside is
+//! looked at — whether its outside target exists or not, the answer is the same
+//! [`Refusal::SymlinkEscape`] (no existence oracle outside the workspace). Reads then open
+//! the canonical path and pull at most `max_bytes + 1` bytes, so a 50 MB file costs the
+//! limit, not 50 MB.
+//!
+//! Writes go through [`Workspace::resolve_for_write`]: the same confinement for a path that
+//! may not exist yet, and then the workspace's [`ControlPaths`] policy (`.git` at any depth,
+//! agent and tool configuration), so a tool that may write files cannot plant something that
+//! git or an agent runs later. Reading control paths stays allowed.
+//!
+//! What is not protected: the checks and the later open are separate system calls, so a
+//! process racing them (a shell command the user allowed) can swap a directory for a link
+//! in between; the policy guards the files that make tools run programs on their own, not
+//! the project's source, which the user's own builds run.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
+
+pub use crate::control_paths::{ControlPaths, DEFAULT_CONTROL_PATHS};
+
+/// At most this many symbolic links are followed while resolving one path (Linux's
+/// `MAXSYMLINKS`); a loop of links ends here.
+pub const MAX_LINK_HOPS: usize = 40;
 
 use tokio::io::AsyncReadExt as _;
 
@@ -85,6 +106,15 @@ pub enum Refusal {
     /// The file system refused.
     #[error("cannot be read: {0}")]
     Unreadable(String),
+    /// The path is, or lies under, a control path of the workspace (a write or an edit was
+    /// refused; see [`ControlPaths`]).
+    #[error(
+        "a control path of the workspace (`{pattern}`: git, agent or tool configuration that can make programs run): the file tools do not write it"
+    )]
+    ControlPath {
+        /// The control path it matched, as configured (`.git`).
+        pattern: String,
+    },
 }
 
 impl Refusal {
@@ -167,10 +197,27 @@ pub struct Listing {
     pub truncated: Option<Truncation>,
 }
 
-/// The workspace root: the one directory inside which paths are resolved and read.
+/// The workspace root: the one directory inside which paths are resolved and read, and its
+/// policy of control paths the file tools never write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     root: PathBuf,
+    control: ControlPaths,
+}
+
+/// What following a path found.
+enum Walked {
+    /// Everything exists: the canonical path (no links in it), under the root.
+    Found(PathBuf),
+    /// `dir` (canonical, under the root) exists; `rest` (its first name included) does not.
+    Missing { dir: PathBuf, rest: Vec<Part> },
+}
+
+/// One step of a path being followed.
+enum Part {
+    Name(OsString),
+    /// `..`, only ever from a link's target (a given path with `..` is refused lexically).
+    Parent,
 }
 
 impl Workspace {
@@ -184,7 +231,22 @@ impl Workspace {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root })
+        Ok(Workspace {
+            root,
+            control: ControlPaths::default(),
+        })
+    }
+
+    /// This workspace with another control-path policy ([`ControlPaths::default`] unless
+    /// set; [`ControlPaths::none`] turns the policy off).
+    pub fn with_control_paths(mut self, control: ControlPaths) -> Workspace {
+        self.control = control;
+        self
+    }
+
+    /// The control-path policy.
+    pub fn control_paths(&self) -> &ControlPaths {
+        &self.control
     }
 
     /// The canonical root.
@@ -193,29 +255,17 @@ impl Workspace {
     }
 
     /// Resolves `path` (relative to the root, or absolute under it) to a file or directory
-    /// inside the workspace, or says why not. Reads metadata only, never content.
+    /// inside the workspace, or says why not. Reads metadata only, never content, and never
+    /// looks at anything outside the root: a symbolic link is followed one component at a
+    /// time, and a link whose target leaves the root is refused as
+    /// [`Refusal::SymlinkEscape`] before its target is looked at, so the answer is the same
+    /// whether or not the outside target exists.
     pub fn resolve(&self, path: &str) -> Result<Resolved, Refusal> {
-        if path.is_empty() {
-            return Err(Refusal::Empty);
-        }
-        let given = Path::new(path);
-        if given.components().any(|c| c == Component::ParentDir) {
-            return Err(Refusal::ParentTraversal);
-        }
-        let joined = if given.is_absolute() {
-            // Lexically first, so that nothing outside is even looked at.
-            if !given.starts_with(&self.root) {
-                return Err(Refusal::OutsideWorkspace);
-            }
-            given.to_path_buf()
-        } else {
-            self.root.join(given)
+        let relative = self.lexical(path)?;
+        let canonical = match self.walk(&relative)? {
+            Walked::Found(canonical) => canonical,
+            Walked::Missing { .. } => return Err(Refusal::NotFound),
         };
-        let canonical = std::fs::canonicalize(&joined).map_err(|e| io_refusal(&e))?;
-        let Ok(relative) = canonical.strip_prefix(&self.root) else {
-            return Err(Refusal::SymlinkEscape);
-        };
-        let relative = relative_text(relative);
         let metadata = std::fs::metadata(&canonical).map_err(|e| io_refusal(&e))?;
         let kind = if metadata.is_file() {
             PathKind::File
@@ -225,10 +275,176 @@ impl Workspace {
             return Err(Refusal::NotRegular);
         };
         Ok(Resolved {
+            relative: relative_text(canonical.strip_prefix(&self.root).unwrap_or(&canonical)),
             canonical,
-            relative,
             kind,
         })
+    }
+
+    /// Resolves `path` for writing: the canonical path of the file to write, which exists as
+    /// a regular file inside the workspace or does not exist and would be created inside it
+    /// (with its missing parent directories). The same confinement as
+    /// [`resolve`](Self::resolve), and then the [`ControlPaths`] policy: a path that is, or
+    /// lies under, a control path — as given or once its links are followed — is refused as
+    /// [`Refusal::ControlPath`].
+    pub fn resolve_for_write(&self, path: &str) -> Result<PathBuf, Refusal> {
+        let relative = self.lexical(path)?;
+        if relative.as_os_str().is_empty() {
+            return Err(Refusal::NotRegular);
+        }
+        if let Some(pattern) = self.control.matching(&relative) {
+            return Err(Refusal::ControlPath {
+                pattern: pattern.to_owned(),
+            });
+        }
+        let target = match self.walk(&relative)? {
+            Walked::Found(canonical) => {
+                let metadata = std::fs::metadata(&canonical).map_err(|e| io_refusal(&e))?;
+                if !metadata.is_file() {
+                    return Err(Refusal::NotRegular);
+                }
+                canonical
+            }
+            Walked::Missing { dir, rest } => {
+                let mut target = dir;
+                for part in rest {
+                    match part {
+                        Part::Name(name) => target.push(name),
+                        // Below a missing directory, `..` (from a link's target) cannot be
+                        // followed: where it lands depends on what would be created.
+                        Part::Parent => return Err(Refusal::NotFound),
+                    }
+                }
+                target
+            }
+        };
+        let inside = target.strip_prefix(&self.root).unwrap_or(&target);
+        if inside.as_os_str().is_empty() {
+            return Err(Refusal::NotRegular);
+        }
+        if let Some(pattern) = self.control.matching(inside) {
+            return Err(Refusal::ControlPath {
+                pattern: pattern.to_owned(),
+            });
+        }
+        Ok(target)
+    }
+
+    /// Whether `relative` (a path below the root, as given or resolved) is, or lies under, a
+    /// control path of the workspace's policy.
+    pub fn is_control_path(&self, relative: impl AsRef<Path>) -> bool {
+        self.control.matching(relative.as_ref()).is_some()
+    }
+
+    /// The path relative to the root, checked lexically: not empty, no `..`, an absolute
+    /// path under the root. Nothing on disk is looked at.
+    fn lexical(&self, path: &str) -> Result<PathBuf, Refusal> {
+        if path.is_empty() {
+            return Err(Refusal::Empty);
+        }
+        let given = Path::new(path);
+        if given.components().any(|c| c == Component::ParentDir) {
+            return Err(Refusal::ParentTraversal);
+        }
+        let relative = if given.is_absolute() {
+            // Lexically first, so that nothing outside is even looked at.
+            given
+                .strip_prefix(&self.root)
+                .map_err(|_| Refusal::OutsideWorkspace)?
+        } else {
+            given
+        };
+        Ok(relative
+            .components()
+            .filter(|c| matches!(c, Component::Normal(_)))
+            .collect())
+    }
+
+    /// Follows `relative` from the root one component at a time, as the kernel would, but
+    /// without ever looking outside the root: each symbolic link's target is read
+    /// (`readlink`, which looks at the link, not its target) and spliced into the rest of the
+    /// path; a target that is absolute outside the root, or whose `..` climbs above it, is an
+    /// escape, refused before anything there is looked at.
+    fn walk(&self, relative: &Path) -> Result<Walked, Refusal> {
+        let mut pending: VecDeque<Part> = relative
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(Part::Name(name.to_os_string())),
+                _ => None,
+            })
+            .collect();
+        // The real directories below the root reached so far (never a link).
+        let mut reached: Vec<OsString> = Vec::new();
+        let mut hops = 0usize;
+        while let Some(part) = pending.pop_front() {
+            let name = match part {
+                Part::Parent => {
+                    if reached.pop().is_none() {
+                        return Err(Refusal::SymlinkEscape);
+                    }
+                    continue;
+                }
+                Part::Name(name) => name,
+            };
+            let here = self.join(&reached).join(&name);
+            let metadata = match std::fs::symlink_metadata(&here) {
+                Ok(metadata) => metadata,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    pending.push_front(Part::Name(name));
+                    return Ok(Walked::Missing {
+                        dir: self.join(&reached),
+                        rest: pending.into_iter().collect(),
+                    });
+                }
+                Err(e) => return Err(io_refusal(&e)),
+            };
+            if !metadata.file_type().is_symlink() {
+                if !pending.is_empty() && !metadata.is_dir() {
+                    return Err(Refusal::Unreadable(
+                        std::io::ErrorKind::NotADirectory.to_string(),
+                    ));
+                }
+                reached.push(name);
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(Refusal::Unreadable(format!(
+                    "more than {MAX_LINK_HOPS} symbolic links"
+                )));
+            }
+            let target = std::fs::read_link(&here).map_err(|e| io_refusal(&e))?;
+            let target = if target.is_absolute() {
+                // Only a target under the root's canonical path is followed; any other
+                // absolute target is outside (even one that would lead back in through
+                // another link: refusing it looks at nothing outside).
+                let Ok(inside) = target.strip_prefix(&self.root) else {
+                    return Err(Refusal::SymlinkEscape);
+                };
+                reached.clear();
+                inside.to_path_buf()
+            } else {
+                target
+            };
+            for component in target.components().rev() {
+                match component {
+                    Component::Normal(name) => pending.push_front(Part::Name(name.to_os_string())),
+                    Component::ParentDir => pending.push_front(Part::Parent),
+                    Component::CurDir => {}
+                    // An absolute path was stripped of the root above.
+                    Component::RootDir | Component::Prefix(_) => {
+                        return Err(Refusal::SymlinkEscape);
+                    }
+                }
+            }
+        }
+        Ok(Walked::Found(self.join(&reached)))
+    }
+
+    fn join(&self, parts: &[OsString]) -> PathBuf {
+        let mut path = self.root.clone();
+        path.extend(parts);
+        path
     }
 
     /// Reads the text of a resolved file without blocking the async runtime: at most
@@ -410,6 +626,108 @@ mod tests {
             .expect("text");
         assert_eq!(read.content.len(), 4096);
         assert_eq!(read.truncated, Some(Truncation::Bytes { limit: 4096 }));
+    }
+
+    /// A workspace `ws` beside `outside/` (holding `secret`) in one temporary directory.
+    #[cfg(unix)]
+    fn beside_outside() -> (tempfile::TempDir, Workspace, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("ws")).expect("ws");
+        std::fs::create_dir_all(dir.path().join("outside/dir")).expect("outside");
+        std::fs::write(dir.path().join("outside/secret"), "x").expect("secret");
+        std::fs::write(dir.path().join("outside/dir/there"), "x").expect("there");
+        let workspace = Workspace::new(dir.path().join("ws")).expect("workspace");
+        let outside = std::fs::canonicalize(dir.path().join("outside")).expect("outside");
+        (dir, workspace, outside)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_is_refused_alike_whether_its_target_exists_or_not() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws, outside) = beside_outside();
+        let root = ws.root().to_path_buf();
+        symlink(outside.join("secret"), root.join("exists")).expect("link");
+        symlink(outside.join("missing"), root.join("missing")).expect("link");
+        symlink("../outside/secret", root.join("rel_exists")).expect("link");
+        symlink("../outside/missing", root.join("rel_missing")).expect("link");
+        symlink(outside.join("dir"), root.join("dir")).expect("link");
+        // Pairs that differ only in whether the outside target exists.
+        let pairs = [
+            ("exists", "missing"),
+            ("rel_exists", "rel_missing"),
+            ("dir/there", "dir/not_there"),
+            ("dir", "missing/deeper"),
+        ];
+        for (there, absent) in pairs {
+            let a = ws.resolve(there).expect_err("refused");
+            let b = ws.resolve(absent).expect_err("refused");
+            assert_eq!(a, Refusal::SymlinkEscape, "{there}");
+            assert_eq!(a.to_string(), b.to_string(), "{there} / {absent}");
+            let a = ws.resolve_for_write(there).expect_err("refused");
+            let b = ws.resolve_for_write(absent).expect_err("refused");
+            assert_eq!(a, Refusal::SymlinkEscape, "write {there}");
+            assert_eq!(a.to_string(), b.to_string(), "write {there} / {absent}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_that_stay_inside_resolve_to_their_target_and_loops_end() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws, _outside) = beside_outside();
+        let root = ws.root().to_path_buf();
+        std::fs::create_dir_all(root.join("a/b")).expect("dirs");
+        std::fs::write(root.join("a/b/f.txt"), "f").expect("file");
+        symlink("a/b", root.join("ab")).expect("link");
+        symlink("../a/b/f.txt", root.join("a/up")).expect("link");
+        symlink(root.join("a"), root.join("abs")).expect("link");
+        symlink("loop2", root.join("loop1")).expect("link");
+        symlink("loop1", root.join("loop2")).expect("link");
+        assert_eq!(
+            ws.resolve("ab/f.txt").expect("inside").relative,
+            "a/b/f.txt"
+        );
+        assert_eq!(ws.resolve("a/up").expect("inside").relative, "a/b/f.txt");
+        assert_eq!(
+            ws.resolve("abs/b").expect("inside").kind,
+            PathKind::Directory
+        );
+        assert_eq!(ws.resolve("ab/nope"), Err(Refusal::NotFound));
+        assert!(matches!(ws.resolve("loop1"), Err(Refusal::Unreadable(_))));
+        // A write through an inside link lands on its target.
+        assert_eq!(
+            ws.resolve_for_write("ab/new/g.txt").expect("allowed"),
+            root.join("a/b/new/g.txt")
+        );
+    }
+
+    #[test]
+    fn writes_to_control_paths_are_refused_and_the_policy_is_configurable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        for path in [
+            ".git/config",
+            "sub/.git/hooks/pre-commit",
+            ".GIT/config",
+            ".mcp.json",
+        ] {
+            assert!(
+                matches!(ws.resolve_for_write(path), Err(Refusal::ControlPath { .. })),
+                "{path}"
+            );
+        }
+        assert!(ws.is_control_path(".claude/settings.json"));
+        let open = ws
+            .clone()
+            .with_control_paths(ControlPaths::none().with("secrets"));
+        assert!(open.resolve_for_write(".git/config").is_ok());
+        assert_eq!(
+            open.resolve_for_write("a/secrets/k"),
+            Err(Refusal::ControlPath {
+                pattern: "secrets".into()
+            })
+        );
     }
 
     #[test]
