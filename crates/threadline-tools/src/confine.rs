@@ -1,78 +1,23 @@
 //! Where a write may go: inside the workspace, never through `..`, an absolute path outside
-//! it, or a symbolic link (existing or dangling) that leads out.
+//! it, or a symbolic link (existing or dangling) that leads out, and never onto a control path
+//! of the workspace (`.git` at any depth, agent and tool configuration; see
+//! [`threadline_attach::ControlPaths`]).
 //!
-//! Reads go through [`Workspace::resolve`], which requires the target to exist. A write may
-//! create its file (and missing parent directories), so here the deepest *existing* ancestor
-//! is resolved by the workspace (which follows links and checks the result), and what is
-//! below it must not exist at all — not even as a dangling link.
+//! The resolution is [`Workspace::resolve_for_write`]: the path is followed from the root one
+//! component at a time (links spliced in, nothing outside the root looked at); what does not
+//! exist yet is created below the deepest directory that does. The control-path policy is
+//! checked on the path as given and on the path the links lead to, so `link -> .git` does
+//! not open `.git/config`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
-use threadline_attach::{PathKind, Refusal, Workspace};
+use threadline_attach::{Refusal, Workspace};
 
 /// Resolves `path` for writing: the canonical path of the file to write, which exists as a
-/// regular file inside the workspace or does not exist and would be created inside it.
+/// regular file inside the workspace or does not exist and would be created inside it, and
+/// is not a control path.
 pub fn resolve_for_write(workspace: &Workspace, path: &str) -> Result<PathBuf, Refusal> {
-    if path.is_empty() {
-        return Err(Refusal::Empty);
-    }
-    let given = Path::new(path);
-    if given.components().any(|c| c == Component::ParentDir) {
-        return Err(Refusal::ParentTraversal);
-    }
-    let relative = if given.is_absolute() {
-        given
-            .strip_prefix(workspace.root())
-            .map_err(|_| Refusal::OutsideWorkspace)?
-            .to_path_buf()
-    } else {
-        given.to_path_buf()
-    };
-    let parts: Vec<&std::ffi::OsStr> = relative
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(part) => Some(part),
-            _ => None,
-        })
-        .collect();
-    if parts.is_empty() {
-        return Err(Refusal::NotRegular);
-    }
-    // The deepest prefix that exists in any form (a dangling link counts as existing).
-    let mut existing = parts.len();
-    loop {
-        let candidate: PathBuf = workspace
-            .root()
-            .join(parts[..existing].iter().collect::<PathBuf>());
-        if existing == 0 || std::fs::symlink_metadata(&candidate).is_ok() {
-            break;
-        }
-        existing -= 1;
-    }
-    let base = if existing == 0 {
-        workspace.root().to_path_buf()
-    } else {
-        let prefix: PathBuf = parts[..existing].iter().collect();
-        let text = prefix.to_string_lossy().into_owned();
-        let resolved = workspace.resolve(&text).map_err(|refusal| match refusal {
-            // It exists (`symlink_metadata` saw it) yet cannot be followed: a dangling link.
-            Refusal::NotFound => Refusal::SymlinkEscape,
-            other => other,
-        })?;
-        if existing == parts.len() {
-            return match resolved.kind {
-                PathKind::File => Ok(resolved.canonical),
-                PathKind::Directory => Err(Refusal::NotRegular),
-            };
-        }
-        if resolved.kind != PathKind::Directory {
-            return Err(Refusal::NotRegular);
-        }
-        resolved.canonical
-    };
-    Ok(parts[existing..]
-        .iter()
-        .fold(base, |path, part| path.join(part)))
+    workspace.resolve_for_write(path)
 }
 
 #[cfg(test)]
