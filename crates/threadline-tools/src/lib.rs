@@ -8,6 +8,24 @@
 //! `grep-searcher`): `.gitignore` and hidden files are respected and links are not followed.
 //! `Bash` asks permission (through the loop's permission callback) unless allowed up front.
 //!
+//! # Bounds
+//!
+//! - **Memory:** one call of a file tool holds at most [`MAX_TOOL_CALL_BYTES`] (64 MiB),
+//!   whatever the file: `Read` pulls at most its byte limit (256 KiB by default, at most
+//!   [`read::MAX_READ_BYTES`]) and never the rest of the file; `Grep` searches through a
+//!   line buffer capped at [`grep::MAX_GREP_HEAP_BYTES`] (a file with a longer line is
+//!   skipped and named), cuts each line before copying it and cuts its answer; `Write` and
+//!   `Edit` handle at most [`write::MAX_WRITE_BYTES`]; walks visit at most [`MAX_VISITED`]
+//!   entries. Tools the loop runs concurrently each have this bound.
+//! - **Control paths:** `Write` and `Edit` refuse the workspace's control paths (`.git` at
+//!   any depth — a worktree's `.git` file too —, `.gitmodules`, `.claude`, `.mcp.json`,
+//!   `.threadline`; [`threadline_attach::ControlPaths`]), through links and case aliases
+//!   too, so file permission never becomes shell permission (a planted `core.fsmonitor` or
+//!   hook). Reading them stays allowed.
+//!
+//! Not protected: a command the user allowed can do anything the user can; the project's
+//! sources and build files are writable (a build the user runs later runs them).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use futures::StreamExt as _;
@@ -57,6 +75,11 @@ pub use read::ReadFile;
 pub use shell::Shell;
 pub use walk::MAX_VISITED;
 pub use write::WriteFile;
+
+/// The most memory one call of a file tool (`Read`, `LS`, `Glob`, `Grep`, `Write`, `Edit`)
+/// holds, whatever the files hold (64 MiB); a documented bound, held by a test that
+/// measures a child process's peak resident memory.
+pub const MAX_TOOL_CALL_BYTES: usize = 64 * 1024 * 1024;
 
 /// Whether `Bash` runs commands without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,9 @@
 //! `Read`: a file's lines, numbered, from an optional line offset, within byte and line
 //! limits.
+//!
+//! Memory: at most the byte limit plus one byte is read (never the whole file, however long
+//! its lines), and the limit is clamped to [`MAX_READ_BYTES`], so one call holds a few times
+//! that at most, whatever the file.
 
 use std::sync::Arc;
 
@@ -11,6 +15,10 @@ use crate::text::{refused, truncation_note};
 
 /// At most this many lines are returned by default (the model may ask for fewer).
 pub const DEFAULT_READ_LINES: usize = 2_000;
+
+/// The highest byte limit [`ReadFile::with_max_bytes`] accepts (8 MiB); a higher one is
+/// clamped, so a Read's memory stays bounded.
+pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Reads a text file inside the workspace.
 #[derive(Debug, Clone)]
@@ -28,9 +36,9 @@ impl ReadFile {
         }
     }
 
-    /// With another byte limit.
+    /// With another byte limit (at most [`MAX_READ_BYTES`]).
     pub fn with_max_bytes(mut self, max_bytes: u64) -> ReadFile {
-        self.max_bytes = max_bytes;
+        self.max_bytes = max_bytes.min(MAX_READ_BYTES);
         self
     }
 }

@@ -1,5 +1,6 @@
 //! Issue 13's findings against the built-in tools, each on real things: a real `git init`
-//! repository, real symbolic links.
+//! repository, real symbolic links, and peak memory measured on a real
+//! child process (this test binary re-run in one test's child mode).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,8 +12,14 @@ use serde_json::{Value, json};
 use threadline_attach::Workspace;
 use threadline_query::tool::Tool;
 use threadline_query::{ToolContext, ToolEvent, ToolOutput};
-use threadline_tools::{EditFile, Grep, ListDir, ReadFile, WriteFile};
+use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, WriteFile};
 use threadline_wire::Content;
+
+/// The variable that puts this binary in one test's child mode (its value: the test's name).
+const CHILD: &str = "THREADLINE_TOOLS_HARDENING_CHILD";
+
+/// The file a child-mode test works on.
+const CHILD_FILE: &str = "THREADLINE_TOOLS_HARDENING_FILE";
 
 async fn call(tool: &dyn Tool, input: Value) -> ToolOutput {
     let events: Vec<ToolEvent> = tool
@@ -30,6 +37,154 @@ fn text(output: &ToolOutput) -> &str {
         Content::Text(t) => t,
         Content::Blocks(_) => panic!("text expected"),
     }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// Whether this process is `test`'s child.
+fn is_child(test: &str) -> bool {
+    std::env::var(CHILD).is_ok_and(|name| name == test)
+}
+
+/// Runs `test` alone in a child process of this binary with `envs` added; its stdout.
+fn run_child(test: &str, envs: &[(&str, &str)]) -> String {
+    let output = Command::new(std::env::current_exe().expect("current exe"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, test)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "child {test} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The value a child printed as `KEY=value` to the end of a line (the test harness may have
+/// printed the test's name before it on the same line).
+fn printed<'a>(stdout: &'a str, key: &str) -> &'a str {
+    let marker = format!("{key}=");
+    stdout
+        .lines()
+        .find_map(|line| Some(line.split_once(&marker)?.1))
+        .unwrap_or_else(|| panic!("the child printed no {key}: {stdout}"))
+}
+
+// ---- finding 4: memory bounded on long lines ----
+
+/// A 200 MB file of one line (`a`s, then `needle` and the only newline), written in 1 MiB
+/// chunks.
+fn one_long_line(dir: &Path) -> PathBuf {
+    use std::io::Write as _;
+    let path = dir.join("long.txt");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..200 {
+        file.write_all(&chunk).expect("write");
+    }
+    file.write_all(b"needle\n").expect("write");
+    file.flush().expect("flush");
+    path
+}
+
+/// The peak resident memory of this process so far, in bytes (`VmHWM`).
+#[cfg(target_os = "linux")]
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kb * 1024
+}
+
+/// In the child: the tool call on `CHILD_FILE`'s workspace, then the answer's head and the
+/// peak RSS printed.
+#[cfg(target_os = "linux")]
+fn child_tool_call(tool: fn(Arc<Workspace>) -> Box<dyn Tool>, input: Value) {
+    let file = PathBuf::from(std::env::var(CHILD_FILE).expect("file"));
+    let ws = Arc::new(Workspace::new(file.parent().expect("dir")).expect("workspace"));
+    let output = block_on(call(tool(ws).as_ref(), input));
+    let head: String = text(&output).chars().take(300).collect();
+    println!("ANSWER={}", head.replace('\n', "\\n"));
+    println!("PEAK={}", peak_rss());
+}
+
+/// In the parent: the child's answer and peak RSS for one tool call on a 200 MB line.
+#[cfg(target_os = "linux")]
+fn measured(test: &str) -> (String, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = one_long_line(dir.path());
+    let stdout = run_child(test, &[(CHILD_FILE, file.to_str().expect("utf-8"))]);
+    let peak = printed(&stdout, "PEAK").parse().expect("a number");
+    (printed(&stdout, "ANSWER").to_owned(), peak)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn grep_on_a_200_mb_single_line_file_stays_under_the_memory_bound() {
+    const NAME: &str = "grep_on_a_200_mb_single_line_file_stays_under_the_memory_bound";
+    if is_child(NAME) {
+        return child_tool_call(|ws| Box::new(Grep::new(ws)), json!({"pattern": "needle"}));
+    }
+    let (answer, peak) = measured(NAME);
+    assert!(
+        peak < MAX_TOOL_CALL_BYTES as u64,
+        "peak RSS {peak} bytes, over {MAX_TOOL_CALL_BYTES}"
+    );
+    // The file was not searched, and the answer says why.
+    assert!(
+        answer.starts_with("(no matches)\\n[not searched: a line longer than"),
+        "{answer}"
+    );
+    assert!(answer.contains("long.txt"), "{answer}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn read_on_a_200_mb_single_line_file_stays_under_the_memory_bound() {
+    const NAME: &str = "read_on_a_200_mb_single_line_file_stays_under_the_memory_bound";
+    if is_child(NAME) {
+        return child_tool_call(
+            |ws| Box::new(ReadFile::new(ws).with_max_bytes(u64::MAX)),
+            json!({"path": "long.txt"}),
+        );
+    }
+    let (answer, peak) = measured(NAME);
+    assert!(
+        peak < MAX_TOOL_CALL_BYTES as u64,
+        "peak RSS {peak} bytes, over {MAX_TOOL_CALL_BYTES}"
+    );
+    assert!(answer.starts_with("     1\taaaa"), "{answer}");
+}
+
+#[tokio::test]
+async fn grep_cuts_long_matching_lines_before_copying_and_still_finds_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A 1 MiB line (under the heap limit) with the match at its end, and a short one.
+    let mut long = "b".repeat(1 << 20);
+    long.push_str("needle\nneedle short\n");
+    std::fs::write(dir.path().join("f.txt"), long).expect("write");
+    let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let out = call(&Grep::new(ws), json!({"pattern": "needle"})).await;
+    let lines: Vec<&str> = text(&out).lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let cut = format!(
+        "f.txt:1:{}…",
+        "b".repeat(threadline_tools::grep::MAX_GREP_LINE_BYTES)
+    );
+    assert_eq!(lines[0], cut);
+    assert_eq!(lines[1], "f.txt:2:needle short");
 }
 
 // ---- finding 1: the file tools never write control paths ----
