@@ -1,5 +1,11 @@
 //! `Bash`: a shell command in the workspace root, with a timeout, bounded output, and a
 //! permission question unless commands were allowed up front.
+//!
+//! The command's environment is this process's, less the variables withheld: by default the
+//! API's credentials ([`DEFAULT_WITHHELD_ENV`]), so a command the model runs cannot read the
+//! key (issue 13, finding 9). The list is configurable ([`Shell::with_withheld_env`],
+//! [`Shell::withhold_env`]); passing a credential on is an explicit choice
+//! ([`Shell::with_withheld_env`] without it).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -23,20 +29,52 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// a chatty command cannot block on a full pipe).
 pub const MAX_OUTPUT_BYTES: usize = 30_000;
 
+/// The variables a command does not inherit unless asked: the API key and the API's bearer
+/// token.
+pub const DEFAULT_WITHHELD_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+
 /// Runs `sh -c COMMAND` in the workspace root.
 #[derive(Debug, Clone)]
 pub struct Shell {
     workspace: Arc<Workspace>,
     allowed: bool,
+    withheld: Vec<String>,
 }
 
 impl Shell {
-    /// A shell that asks permission for every command.
+    /// A shell that asks permission for every command and withholds
+    /// [`DEFAULT_WITHHELD_ENV`] from it.
     pub fn new(workspace: Arc<Workspace>) -> Shell {
         Shell {
             workspace,
             allowed: false,
+            withheld: DEFAULT_WITHHELD_ENV.iter().map(|&v| v.to_owned()).collect(),
         }
+    }
+
+    /// Withholds exactly these variables from every command (replacing the list; an empty
+    /// list passes the whole environment on, credentials included).
+    pub fn with_withheld_env<I, S>(mut self, names: I) -> Shell
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.withheld = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Withholds `name` too (the user's own secrets: `GITHUB_TOKEN`, …).
+    pub fn withhold_env(mut self, name: impl Into<String>) -> Shell {
+        let name = name.into();
+        if !self.withheld.contains(&name) {
+            self.withheld.push(name);
+        }
+        self
+    }
+
+    /// The variables withheld from every command.
+    pub fn withheld_env(&self) -> &[String] {
+        &self.withheld
     }
 
     /// Whether commands run without asking (the command line's `--allow-shell`).
@@ -83,6 +121,7 @@ impl Tool for Shell {
 
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
+        let withheld = self.withheld.clone();
         tool::result(async move {
             let command = input["command"].as_str().unwrap_or_default().to_owned();
             let timeout = Duration::from_millis(
@@ -91,7 +130,7 @@ impl Tool for Shell {
                     .unwrap_or(DEFAULT_TIMEOUT_MS)
                     .clamp(1, MAX_TIMEOUT_MS),
             );
-            let work = Box::pin(run(&workspace, &command, timeout));
+            let work = Box::pin(run(&workspace, &command, timeout, &withheld));
             let cancelled = Box::pin(ctx.cancel.cancelled());
             match futures::future::select(work, cancelled).await {
                 futures::future::Either::Left((output, _)) => output,
@@ -103,8 +142,16 @@ impl Tool for Shell {
     }
 }
 
-async fn run(workspace: &Workspace, command: &str, timeout: Duration) -> ToolOutput {
+async fn run(
+    workspace: &Workspace,
+    command: &str,
+    timeout: Duration,
+    withheld: &[String],
+) -> ToolOutput {
     let mut cmd = tokio::process::Command::new("sh");
+    for name in withheld {
+        cmd.env_remove(name);
+    }
     cmd.arg("-c")
         .arg(command)
         .current_dir(workspace.root())

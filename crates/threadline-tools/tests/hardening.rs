@@ -1,5 +1,5 @@
 //! Issue 13's findings against the built-in tools, each on real things: a real `git init`
-//! repository, real symbolic links, and peak memory measured on a real
+//! repository, real symbolic links, a real `sh` child, and peak memory measured on a real
 //! child process (this test binary re-run in one test's child mode).
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use threadline_attach::Workspace;
 use threadline_query::tool::Tool;
 use threadline_query::{ToolContext, ToolEvent, ToolOutput};
-use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, WriteFile};
+use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, Shell, WriteFile};
 use threadline_wire::Content;
 
 /// The variable that puts this binary in one test's child mode (its value: the test's name).
@@ -345,4 +345,57 @@ async fn a_link_out_gets_one_error_whether_the_outside_target_exists_or_not() {
         }
     }
     assert!(!outside.path().join("missing.txt").exists());
+}
+
+// ---- finding 9: the shell's child does not inherit the API's credentials ----
+
+#[cfg(unix)]
+#[test]
+fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
+    const NAME: &str = "the_shell_child_does_not_inherit_the_api_key_unless_asked";
+    if is_child(NAME) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+        let command = "echo key=${ANTHROPIC_API_KEY-unset} token=${ANTHROPIC_AUTH_TOKEN-unset} \
+                       mine=${MY_SECRET-unset} other=${OTHER-unset}";
+        let input = json!({ "command": command });
+        let shells = [
+            ("DEFAULT", Shell::new(Arc::clone(&ws))),
+            (
+                "LISTED",
+                Shell::new(Arc::clone(&ws)).withhold_env("MY_SECRET"),
+            ),
+            (
+                "PASSED",
+                Shell::new(Arc::clone(&ws)).with_withheld_env(Vec::<String>::new()),
+            ),
+        ];
+        for (label, shell) in shells {
+            let shell = shell.allow_without_asking(true);
+            let out = block_on(call(&shell, input.clone()));
+            println!("{label}={}", text(&out).replace('\n', " ").trim_end());
+        }
+        return;
+    }
+    let stdout = run_child(
+        NAME,
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-api03-test-key"),
+            ("ANTHROPIC_AUTH_TOKEN", "token-value"),
+            ("MY_SECRET", "mine-value"),
+            ("OTHER", "kept"),
+        ],
+    );
+    assert_eq!(
+        printed(&stdout, "DEFAULT"),
+        "exit code: 0 key=unset token=unset mine=mine-value other=kept"
+    );
+    assert_eq!(
+        printed(&stdout, "LISTED"),
+        "exit code: 0 key=unset token=unset mine=unset other=kept"
+    );
+    assert_eq!(
+        printed(&stdout, "PASSED"),
+        "exit code: 0 key=sk-ant-api03-test-key token=token-value mine=mine-value other=kept"
+    );
 }
