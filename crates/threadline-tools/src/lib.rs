@@ -46,7 +46,7 @@
 //! let read = tools.get("Read").expect("Read");
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! let events: Vec<ToolEvent> = rt.block_on(
-//!     read.call(serde_json::json!({"path": "notes.txt"}), ToolContext::new("toolu_1")).collect(),
+//!     read.call(serde_json::json!({"file_path": "notes.txt"}), ToolContext::new("toolu_1")).collect(),
 //! );
 //! let ToolEvent::Result(output) = &events[0] else { panic!("a result") };
 //! assert_eq!(output.content, threadline_wire::Content::Text("     1\tone\n     2\ttwo\n".into()));

@@ -1,6 +1,10 @@
 //! `Read`: a file's lines, numbered, from an optional line offset, within byte and line
 //! limits.
 //!
+//! The file is named by `file_path`, the name Claude Code's Read tool uses and the one the
+//! synthetic Read calls of `@` mentions and compaction re-attachments carry, so the model sees
+//! one name for one tool; `path` is still accepted as an alias.
+//!
 //! Memory: at most the byte limit plus one byte is read (never the whole file, however long
 //! its lines), and the limit is clamped to [`MAX_READ_BYTES`], so one call holds a few times
 //! that at most, whatever the file.
@@ -15,6 +19,9 @@ use crate::text::{refused, truncation_note};
 
 /// At most this many lines are returned by default (the model may ask for fewer).
 pub const DEFAULT_READ_LINES: usize = 2_000;
+
+/// The input property naming the file (Claude Code's name, and the synthetic Read calls').
+pub const FILE_PATH: &str = "file_path";
 
 /// The highest byte limit [`ReadFile::with_max_bytes`] accepts (8 MiB); a higher one is
 /// clamped, so a Read's memory stays bounded.
@@ -49,18 +56,21 @@ impl Tool for ReadFile {
     }
 
     fn description(&self) -> &str {
-        "Reads a text file in the workspace. Lines are numbered from 1; `offset` is the first line to show and `limit` how many (at most 2000)."
+        "Reads a text file in the workspace, named by `file_path` (relative to the workspace root, or absolute inside it). Lines are numbered from 1; `offset` is the first line to show and `limit` how many (at most 2000)."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "The file, relative to the workspace root."},
+                FILE_PATH: {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root (required)."},
+                "path": {"type": "string", "minLength": 1, "description": "An alias of `file_path`, accepted for older callers."},
                 "offset": {"type": "integer", "minimum": 1},
                 "limit": {"type": "integer", "minimum": 1, "maximum": DEFAULT_READ_LINES}
             },
-            "required": ["path"],
+            // Not `required: ["file_path"]`: the loop checks inputs against this schema, and
+            // an input naming the file by its alias `path` must pass; the call itself says
+            // when neither is given.
             "additionalProperties": false
         })
     }
@@ -75,7 +85,9 @@ impl Tool for ReadFile {
             .with_max_bytes(self.max_bytes)
             .with_max_lines(usize::MAX);
         tool::result(async move {
-            let path = input["path"].as_str().unwrap_or_default();
+            let Some(path) = input[FILE_PATH].as_str().or_else(|| input["path"].as_str()) else {
+                return ToolOutput::error(format!("missing required property `{FILE_PATH}`"));
+            };
             let offset = input["offset"].as_u64().map_or(1, |n| n.max(1) as usize);
             let limit = input["limit"]
                 .as_u64()

@@ -157,7 +157,7 @@ fn read_on_a_200_mb_single_line_file_stays_under_the_memory_bound() {
     if is_child(NAME) {
         return child_tool_call(
             |ws| Box::new(ReadFile::new(ws).with_max_bytes(u64::MAX)),
-            json!({"path": "long.txt"}),
+            json!({"file_path": "long.txt"}),
         );
     }
     let (answer, peak) = measured(NAME);
@@ -289,7 +289,7 @@ async fn write_and_edit_refuse_control_paths_of_a_real_repository() {
     // Ordinary files of the same repository are written, and control files can be read.
     let out = call(&write, json!({"path": "src/git.rs", "content": "x\n"})).await;
     assert!(!out.is_error, "{}", text(&out));
-    let out = call(&ReadFile::new(ws), json!({"path": ".git/HEAD"})).await;
+    let out = call(&ReadFile::new(ws), json!({"file_path": ".git/HEAD"})).await;
     assert!(text(&out).contains("ref: refs/heads/"), "{}", text(&out));
 }
 
@@ -308,7 +308,7 @@ async fn a_link_out_gets_one_error_whether_the_outside_target_exists_or_not() {
     symlink(outside.path().join("missing.txt"), root.join("gone")).expect("link");
     let ws = Arc::new(Workspace::new(root).expect("workspace"));
     let tools: Vec<(Box<dyn Tool>, &str)> = vec![
-        (Box::new(ReadFile::new(Arc::clone(&ws))), "path"),
+        (Box::new(ReadFile::new(Arc::clone(&ws))), "file_path"),
         (Box::new(ListDir::new(Arc::clone(&ws))), "path"),
         (Box::new(WriteFile::new(Arc::clone(&ws))), "path"),
         (Box::new(EditFile::new(Arc::clone(&ws))), "path"),
@@ -398,4 +398,51 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
         printed(&stdout, "PASSED"),
         "exit code: 0 key=sk-ant-api03-test-key token=token-value mine=mine-value other=kept"
     );
+}
+
+// ---- finding 10: one name for the Read tool's file ----
+
+#[test]
+fn the_read_schema_names_the_file_as_the_synthetic_read_call_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let schema = ReadFile::new(ws).input_schema();
+    let rendered = threadline_normalize::render_attachment(&threadline_message::Attachment::File {
+        path: "src/lib.rs".into(),
+        content: "x".into(),
+        truncated: false,
+    });
+    let prefix = "Called the Read tool with the following input: ";
+    let input: Value = rendered
+        .iter()
+        .find_map(|block| {
+            let start = block.find(prefix)? + prefix.len();
+            let end = block[start..].find('\n')? + start;
+            serde_json::from_str(&block[start..end]).ok()
+        })
+        .expect("a synthetic Read input");
+    let keys: Vec<&String> = input.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["file_path"]);
+    assert!(
+        schema["properties"].get("file_path").is_some(),
+        "the schema's properties: {}",
+        schema["properties"]
+    );
+    // The synthetic input passes the loop's own check of the schema.
+    assert!(threadline_query::schema::check(&schema, &input).is_ok());
+}
+
+#[tokio::test]
+async fn read_takes_file_path_and_still_accepts_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.txt"), "one\n").expect("write");
+    let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let read = ReadFile::new(ws);
+    for input in [json!({"file_path": "a.txt"}), json!({"path": "a.txt"})] {
+        assert!(threadline_query::schema::check(&read.input_schema(), &input).is_ok());
+        assert_eq!(text(&call(&read, input).await), "     1\tone\n");
+    }
+    let missing = call(&read, json!({})).await;
+    assert!(missing.is_error);
+    assert_eq!(text(&missing), "missing required property `file_path`");
 }
