@@ -12,6 +12,16 @@
 //! the first byte). Usage comes from a pluggable [`UsageModel`]: by default the prompt-cache
 //! simulator of `threadline-cache` ([`SimulatedUsage`]), so cache hits in tests are realistic.
 //!
+//! Everything a client controls is bounded by [`ServerLimits`] (defaults in its table): a
+//! body past 32 MiB (the API's limit) is answered 413 `request_too_large` — at once from its
+//! `content-length`, else as soon as the bytes read pass the limit, never buffered whole; the
+//! body bytes all requests hold at once share a budget (past it: 529 `overloaded_error`); a
+//! rejected body (a failed check, too large, refused) is never recorded; the recording keeps
+//! at most 10 000 requests and 64 MiB of bodies, dropping the oldest first
+//! ([`MockServer::request_count()`] still counts every request); headers must arrive within
+//! 30 s, a connection with no request in flight closes after 30 s, and at most 128
+//! connections are served, a new one closing the longest-idle one.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> std::io::Result<()> {
@@ -24,14 +34,38 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Tighter limits, for a test of a client's handling of them:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! use std::time::Duration;
+//! use threadline_mock::{MockConfig, MockServer, Scenario, ServerLimits, Step};
+//!
+//! let limits = ServerLimits::default()
+//!     .with_max_body_bytes(1024 * 1024)
+//!     .with_max_recorded_requests(100)
+//!     .with_idle_timeout(Duration::from_secs(5));
+//! let config = MockConfig::new(Scenario::new([Step::text("Hi")])).with_limits(limits);
+//! let server = MockServer::start_with(config).await?;
+//! assert_eq!(server.connection_count(), 0);
+//! assert_eq!(server.dropped_request_count(), 0);
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
+mod connections;
+mod limits;
+mod recording;
 mod respond;
 pub mod scenario;
 mod server;
 mod simulated_usage;
 pub mod usage;
 
+pub use limits::ServerLimits;
 pub use scenario::{
     Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step, StreamFault,
 };

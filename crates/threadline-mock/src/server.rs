@@ -1,4 +1,5 @@
-//! The HTTP server: routing, request checks, scripted answers, recording.
+//! The HTTP server: routing, request checks, scripted answers, recording, within the
+//! [`ServerLimits`].
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -12,28 +13,32 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body::{Body, Frame};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::validate::{
     ValidateOptions, Violation, validate_count_tokens_with, validate_with,
 };
 use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::connections::{Connections, RequestGuard, Slot};
+use crate::limits::{SMALL_BODY_BYTES, ServerLimits};
+use crate::recording::Recording;
 use crate::respond::{self, Ending};
 use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
 use crate::simulated_usage::SimulatedUsage;
 use crate::usage::UsageModel;
 
-/// The largest request body accepted, as the API's 32 MB.
-const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+/// How long a connection told to close may take to finish what it has in flight.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// A request the mock received. Credentials are recorded as `[redacted]`.
+/// A request the mock received. Credentials are recorded as `[redacted]`; a body the mock
+/// rejected (a failed check, too large, refused under load) is not kept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
     /// `POST`, …
@@ -44,9 +49,10 @@ pub struct RecordedRequest {
     pub version: String,
     /// Headers by lower-case name (`x-api-key` and `authorization` redacted).
     pub headers: BTreeMap<String, String>,
-    /// The body as JSON, when it was JSON.
+    /// The body as JSON, when it was JSON and passed the mock's checks (and fits
+    /// [`ServerLimits::max_recorded_bytes`]).
     pub body: Option<Value>,
-    /// The body's size in bytes.
+    /// The body's size in bytes (for a body too large, the bytes read before it was refused).
     pub body_bytes: usize,
     /// What the mock answered (the status, or `None` for a reset).
     pub status: Option<u16>,
@@ -60,6 +66,8 @@ pub struct MockConfig {
     pub scenario: Scenario,
     /// Where usage comes from.
     pub usage: Arc<dyn UsageModel>,
+    /// The bounds on bodies, recordings and connections.
+    pub limits: ServerLimits,
 }
 
 impl std::fmt::Debug for MockConfig {
@@ -67,6 +75,7 @@ impl std::fmt::Debug for MockConfig {
         f.debug_struct("MockConfig")
             .field("addr", &self.addr)
             .field("scenario", &self.scenario)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +87,7 @@ impl MockConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             scenario,
             usage: Arc::new(SimulatedUsage::new()),
+            limits: ServerLimits::default(),
         }
     }
 
@@ -92,14 +102,23 @@ impl MockConfig {
         self.usage = usage;
         self
     }
+
+    /// This configuration with other limits.
+    pub fn with_limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
 }
 
 struct State {
     scenario: Scenario,
     next_step: AtomicU64,
     counter: AtomicU64,
-    requests: Mutex<Vec<RecordedRequest>>,
+    recording: Mutex<Recording>,
     usage: Arc<dyn UsageModel>,
+    limits: ServerLimits,
+    /// Permits are body bytes past each body's first [`SMALL_BODY_BYTES`].
+    body_budget: Arc<Semaphore>,
 }
 
 impl State {
@@ -121,9 +140,9 @@ impl State {
         }
     }
 
-    fn requests(&self) -> MutexGuard<'_, Vec<RecordedRequest>> {
+    fn recording(&self) -> MutexGuard<'_, Recording> {
         // A panic while holding the lock cannot leave the list half-written: pushes are atomic.
-        self.requests
+        self.recording
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -133,6 +152,7 @@ impl State {
 pub struct MockServer {
     addr: SocketAddr,
     state: Arc<State>,
+    connections: Arc<Connections>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -160,15 +180,33 @@ impl MockServer {
     pub async fn start_with(config: MockConfig) -> std::io::Result<MockServer> {
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
+        let limits = config.limits;
         let state = Arc::new(State {
             scenario: config.scenario,
             next_step: AtomicU64::new(0),
             counter: AtomicU64::new(0),
-            requests: Mutex::new(Vec::new()),
+            recording: Mutex::new(Recording::new(
+                limits.max_recorded_requests,
+                limits.max_recorded_bytes,
+            )),
             usage: config.usage,
+            body_budget: Arc::new(Semaphore::new(
+                limits.max_buffered_body_bytes.min(Semaphore::MAX_PERMITS),
+            )),
+            limits,
         });
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
-        Ok(MockServer { addr, state, task })
+        let connections = Connections::new(state.limits.max_connections);
+        let task = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&state),
+            Arc::clone(&connections),
+        ));
+        Ok(MockServer {
+            addr,
+            state,
+            connections,
+            task,
+        })
     }
 
     /// The address it listens on.
@@ -181,14 +219,28 @@ impl MockServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request received so far, in arrival order.
+    /// The requests kept so far, in arrival order: every request received, unless the
+    /// [`ServerLimits`] on recordings dropped the oldest ones (see
+    /// [`dropped_request_count`](Self::dropped_request_count)).
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.state.requests().clone()
+        self.state.recording().kept().iter().cloned().collect()
     }
 
-    /// How many requests were received so far.
+    /// How many requests were received so far, kept or dropped from the recording.
     pub fn request_count(&self) -> usize {
-        self.state.requests().len()
+        self.state.recording().received()
+    }
+
+    /// How many recorded requests were dropped (oldest first) to stay within
+    /// [`ServerLimits::max_recorded_requests`] and [`ServerLimits::max_recorded_bytes`].
+    pub fn dropped_request_count(&self) -> usize {
+        self.state.recording().dropped()
+    }
+
+    /// How many connections are being served now (at most
+    /// [`ServerLimits::max_connections`]).
+    pub fn connection_count(&self) -> usize {
+        self.connections.count()
     }
 
     /// Runs until the server task ends (it ends only when aborted).
@@ -197,33 +249,56 @@ impl MockServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+async fn accept_loop(listener: TcpListener, state: Arc<State>, connections: Arc<Connections>) {
     // Connection tasks live in this set: aborting the accept loop drops it, closing them all.
-    let mut connections = JoinSet::new();
+    let mut tasks = JoinSet::new();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
         };
         let Ok((stream, _peer)) = accepted else {
-            // Out of file descriptors and the like: back off briefly, keep serving.
+            // Out of file descriptors and the like: give up the longest-idle connection's,
+            // back off briefly, keep serving.
+            connections.evict_longest_idle();
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let state = Arc::clone(&state);
-        connections.spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let state = Arc::clone(&state);
-                async move { handle(state, request).await }
-            });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            // Errors here are the faults the scenario injected, or a client that went away.
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
+        // Over the connection limit this closes an idle connection, or waits for one to end.
+        let slot = connections.slot().await;
+        tasks.spawn(serve_connection(stream, slot, Arc::clone(&state)));
     }
+}
+
+/// Serves one connection until it ends, is idle too long, or its slot is asked back.
+async fn serve_connection(stream: TcpStream, slot: Slot, state: Arc<State>) {
+    let limits = state.limits.clone();
+    let activity = Arc::clone(&slot.activity);
+    let service = hyper::service::service_fn(move |request| {
+        let guard = activity.request_started();
+        let state = Arc::clone(&state);
+        async move { handle(state, request, guard).await }
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    // Errors here are the faults the scenario injected, or a client that went away.
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        () = slot.activity.idle_expired(limits.idle_timeout) => {}
+        () = slot.activity.close_requested() => {}
+    }
+    // Idle: HTTP/1.1 closes at once, HTTP/2 says GOAWAY; a request that started meanwhile
+    // gets a short grace.
+    connection.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(CLOSE_GRACE, connection).await;
+    drop(slot);
 }
 
 /// The answer body: whole, or streamed from a task.
@@ -293,8 +368,125 @@ fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A response body that keeps its request counted as in flight on the connection until it
+/// has been sent (or dropped), so an idle timeout never cuts a stream.
+struct InFlightBody {
+    inner: MockBody,
+    _guard: RequestGuard,
+}
+
+impl Body for InFlightBody {
+    type Data = Bytes;
+    type Error = Abort;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Abort>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 async fn handle(
     state: Arc<State>,
+    request: Request<Incoming>,
+    guard: RequestGuard,
+) -> Result<Response<MockBody>, Abort> {
+    let answer = answer_request(&state, request).await;
+    answer.map(|response| {
+        response.map(|inner| {
+            InFlightBody {
+                inner,
+                _guard: guard,
+            }
+            .boxed()
+        })
+    })
+}
+
+/// Why a request body was not read to its end.
+enum BodyRefused {
+    /// Past [`ServerLimits::max_body_bytes`], after this many bytes were read.
+    TooLarge(usize),
+    /// Past the shared budget of body bytes.
+    Overloaded,
+    /// The client went away or was too slow.
+    Failed,
+}
+
+/// The body bytes and the share of the body budget they hold.
+struct ReadBody {
+    bytes: Vec<u8>,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+/// Reads a body within the limits: nothing when `content-length` is already too large, never
+/// more than one frame past the limit, and nothing held past a body's first
+/// [`SMALL_BODY_BYTES`] without its share of the shared budget (taken before the memory is).
+async fn read_body(
+    mut body: Incoming,
+    declared: Option<u64>,
+    max: usize,
+    budget: &Arc<Semaphore>,
+) -> Result<ReadBody, BodyRefused> {
+    if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
+        return Err(BodyRefused::TooLarge(0));
+    }
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut charge = |capacity: usize| -> Result<(), BodyRefused> {
+        let wanted = capacity.saturating_sub(SMALL_BODY_BYTES);
+        let have = held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
+        if wanted <= have {
+            return Ok(());
+        }
+        let more = u32::try_from(wanted - have).map_err(|_| BodyRefused::Overloaded)?;
+        let permit = Arc::clone(budget)
+            .try_acquire_many_owned(more)
+            .map_err(|_| BodyRefused::Overloaded)?;
+        match &mut held {
+            Some(held) => held.merge(permit),
+            None => held = Some(permit),
+        }
+        Ok(())
+    };
+    let mut bytes = Vec::new();
+    if let Some(declared) = declared.and_then(|n| usize::try_from(n).ok()) {
+        charge(declared)?;
+        bytes.reserve_exact(declared);
+    }
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| BodyRefused::Failed)?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        let len = bytes.len().saturating_add(data.len());
+        if len > max {
+            return Err(BodyRefused::TooLarge(bytes.len()));
+        }
+        if len > bytes.capacity() {
+            // Grow as a `Vec` would, but never past the limit, and pay before allocating.
+            let capacity = len.max(bytes.capacity().saturating_mul(2)).min(max);
+            charge(capacity)?;
+            bytes.reserve_exact(capacity - bytes.len());
+        }
+        bytes.extend_from_slice(&data);
+    }
+    Ok(ReadBody {
+        bytes,
+        _budget: held,
+    })
+}
+
+async fn answer_request(
+    state: &State,
     request: Request<Incoming>,
 ) -> Result<Response<MockBody>, Abort> {
     let (parts, body) = request.into_parts();
@@ -308,24 +500,58 @@ async fn handle(
         status: None,
     };
     let request_id = state.next_id("req");
-    let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            record.status = Some(413);
-            state.requests().push(record);
-            return Ok(api_error(
-                ApiErrorType::RequestTooLarge,
-                "Request exceeds the maximum allowed number of bytes.",
-                &request_id,
-            ));
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let limits = &state.limits;
+    let read = tokio::time::timeout(
+        limits.body_read_timeout,
+        read_body(body, declared, limits.max_body_bytes, &state.body_budget),
+    )
+    .await
+    .unwrap_or(Err(BodyRefused::Failed));
+    let body = match read {
+        Ok(body) => body,
+        Err(refused) => {
+            let answer = match refused {
+                BodyRefused::TooLarge(read) => {
+                    record.body_bytes = read;
+                    Ok(api_error(
+                        ApiErrorType::RequestTooLarge,
+                        "Request exceeds the maximum allowed number of bytes.",
+                        &request_id,
+                    ))
+                }
+                BodyRefused::Overloaded => Ok(api_error(
+                    ApiErrorType::Overloaded,
+                    "Overloaded",
+                    &request_id,
+                )),
+                BodyRefused::Failed => Err(Abort),
+            };
+            record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
+            state.recording().push(record);
+            return answer;
         }
     };
+    let bytes = body.bytes.as_slice();
     record.body_bytes = bytes.len();
-    record.body = serde_json::from_slice(&bytes).ok();
-    let answer = answer(&state, &parts, &bytes, &request_id).await;
+    let (answer, verdict) = answer(state, &parts, bytes, &request_id).await;
+    if verdict == Verdict::Accepted && bytes.len() <= limits.max_recorded_bytes {
+        record.body = serde_json::from_slice(bytes).ok();
+    }
     record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
-    state.requests().push(record);
+    state.recording().push(record);
     answer
+}
+
+/// Whether the request passed the mock's checks (its body is worth keeping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Accepted,
+    Rejected,
 }
 
 async fn answer(
@@ -333,25 +559,26 @@ async fn answer(
     parts: &http::request::Parts,
     bytes: &[u8],
     request_id: &str,
-) -> Result<Response<MockBody>, Abort> {
+) -> (Result<Response<MockBody>, Abort>, Verdict) {
+    let rejected = |response| (Ok(response), Verdict::Rejected);
     let path = parts.uri.path();
     let count_tokens = match (parts.method.as_str(), path) {
         ("POST", "/v1/messages") => false,
         ("POST", "/v1/messages/count_tokens") => true,
-        _ => return Ok(api_error(ApiErrorType::NotFound, "Not Found", request_id)),
+        _ => return rejected(api_error(ApiErrorType::NotFound, "Not Found", request_id)),
     };
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let has_key = header("x-api-key").is_some_and(|k| !k.is_empty())
         || header("authorization").is_some_and(|a| a.starts_with("Bearer "));
     if !has_key {
-        return Ok(api_error(
+        return rejected(api_error(
             ApiErrorType::Authentication,
             "x-api-key header is required",
             request_id,
         ));
     }
     if header("anthropic-version").is_none() {
-        return Ok(api_error(
+        return rejected(api_error(
             ApiErrorType::InvalidRequest,
             "anthropic-version: header is required",
             request_id,
@@ -366,11 +593,14 @@ async fn answer(
             |r, model| validate_count_tokens_with(r, model, &options),
         ) {
             Ok(request) => request,
-            Err((kind, message)) => return Ok(api_error(kind, &message, request_id)),
+            Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
         };
         let tokens = state.usage.count_tokens(&request, bytes.len());
         let body = serde_json::to_vec(&json!({"input_tokens": tokens})).expect("JSON serializes");
-        return Ok(json_response(StatusCode::OK, request_id, body));
+        return (
+            Ok(json_response(StatusCode::OK, request_id, body)),
+            Verdict::Accepted,
+        );
     }
     let request = match accepted::<MessagesRequest>(
         bytes,
@@ -378,9 +608,9 @@ async fn answer(
         |r, model| validate_with(r, model, &options),
     ) {
         Ok(request) => request,
-        Err((kind, message)) => return Ok(api_error(kind, &message, request_id)),
+        Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
     };
-    match state.take_step() {
+    let response = match state.take_step() {
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
@@ -391,7 +621,8 @@ async fn answer(
             bytes.len(),
             request_id,
         )),
-    }
+    };
+    (response, Verdict::Accepted)
 }
 
 /// The request in `bytes`, or the API's error type and message for the first thing wrong
