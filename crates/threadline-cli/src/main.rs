@@ -226,6 +226,9 @@ enum Command {
         /// The scenario file (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         scenario: Option<std::path::PathBuf>,
+        /// Bounds on bodies, recordings, connections and timeouts.
+        #[command(flatten)]
+        limits: commands::mock::LimitArgs,
     },
 }
 
@@ -309,6 +312,10 @@ fn main() -> ExitCode {
         }),
         Command::Replay { fixture } => commands::replay::run(&fixture),
         Command::Demo { keep } => commands::demo::run(&commands::demo::DemoArgs { keep }),
-        Command::Mock { addr, scenario } => commands::mock::run(addr, scenario.as_deref()),
+        Command::Mock {
+            addr,
+            scenario,
+            limits,
+        } => commands::mock::run(addr, scenario.as_deref(), &limits),
     }
 }

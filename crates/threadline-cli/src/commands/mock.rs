@@ -1,17 +1,73 @@
-//! `threadline mock --addr ADDR [--scenario FILE]`: the mock Messages API on loopback.
+//! `threadline mock --addr ADDR [--scenario FILE] [LIMITS]`: the mock Messages API on loopback.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use threadline_mock::{MockConfig, MockServer, Scenario, Step};
+use threadline_mock::{MockConfig, MockServer, Scenario, ServerLimits, Step};
+
+/// The mock's bounds on what clients send (`threadline_mock::ServerLimits`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LimitArgs {
+    /// The largest request body; a larger one is answered 413 `request_too_large`.
+    #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// Body bytes all requests may hold at once (each body's first 64 KiB not counted);
+    /// past it a request is answered 529 `overloaded_error`.
+    #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_buffered_body_bytes)]
+    max_buffered_body_bytes: usize,
+    /// Recorded requests kept (oldest dropped first).
+    #[arg(long, value_name = "N", default_value_t = ServerLimits::default().max_recorded_requests)]
+    max_recorded_requests: usize,
+    /// Body bytes the recorded requests may hold (oldest dropped first).
+    #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_recorded_bytes)]
+    max_recorded_bytes: usize,
+    /// Connections served at once; a new one over it closes the longest-idle connection.
+    #[arg(long, value_name = "N", default_value_t = ServerLimits::default().max_connections)]
+    max_connections: usize,
+    /// Seconds a client may take to send a request's headers.
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "30")]
+    header_read_timeout: Duration,
+    /// Seconds a connection may stay without a request in flight.
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "30")]
+    idle_timeout: Duration,
+    /// Seconds a request's body may take to arrive.
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60")]
+    body_read_timeout: Duration,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> ServerLimits {
+        ServerLimits::default()
+            .with_max_body_bytes(self.max_body_bytes)
+            .with_max_buffered_body_bytes(self.max_buffered_body_bytes)
+            .with_max_recorded_requests(self.max_recorded_requests)
+            .with_max_recorded_bytes(self.max_recorded_bytes)
+            .with_max_connections(self.max_connections)
+            .with_header_read_timeout(self.header_read_timeout)
+            .with_idle_timeout(self.idle_timeout)
+            .with_body_read_timeout(self.body_read_timeout)
+    }
+}
+
+/// A positive number of seconds (`0.5`, `30`).
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(duration) if !duration.is_zero() => Ok(duration),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
+}
 
 /// The scenario without `--scenario`: the same short answer to every request.
 fn default_scenario() -> Scenario {
     Scenario::new([Step::text("Hello from the threadline mock.")]).repeating_last()
 }
 
-pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>) -> ExitCode {
+pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>, limits: &LimitArgs) -> ExitCode {
     let scenario = match scenario {
         Some(path) => match Scenario::from_file(path) {
             Ok(scenario) => scenario,
@@ -33,7 +89,10 @@ pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>) -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let server = match MockServer::start_with(MockConfig::new(scenario).with_addr(addr)).await {
+        let config = MockConfig::new(scenario)
+            .with_addr(addr)
+            .with_limits(limits.limits());
+        let server = match MockServer::start_with(config).await {
             Ok(server) => server,
             Err(error) => {
                 eprintln!("threadline: cannot listen on {addr}: {error}");
@@ -57,4 +116,60 @@ pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>) -> ExitCode {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+
+    #[test]
+    fn the_flags_default_to_the_mock_crate_defaults() {
+        let parsed = Wrapper::try_parse_from(["mock"]).expect("no flags parse");
+        assert_eq!(parsed.limits.limits(), ServerLimits::default());
+    }
+
+    #[test]
+    fn each_flag_sets_its_limit() {
+        let parsed = Wrapper::try_parse_from([
+            "mock",
+            "--max-body-bytes=1",
+            "--max-buffered-body-bytes=2",
+            "--max-recorded-requests=3",
+            "--max-recorded-bytes=4",
+            "--max-connections=5",
+            "--header-read-timeout=0.5",
+            "--idle-timeout=6",
+            "--body-read-timeout=7",
+        ])
+        .expect("flags parse");
+        let expected = ServerLimits::default()
+            .with_max_body_bytes(1)
+            .with_max_buffered_body_bytes(2)
+            .with_max_recorded_requests(3)
+            .with_max_recorded_bytes(4)
+            .with_max_connections(5)
+            .with_header_read_timeout(Duration::from_millis(500))
+            .with_idle_timeout(Duration::from_secs(6))
+            .with_body_read_timeout(Duration::from_secs(7));
+        assert_eq!(parsed.limits.limits(), expected);
+    }
+
+    #[test]
+    fn a_timeout_must_be_a_positive_number_of_seconds() {
+        for bad in ["0", "-1", "soon", "NaN", "1e400"] {
+            let flag = format!("--idle-timeout={bad}");
+            assert!(
+                Wrapper::try_parse_from(["mock", flag.as_str()]).is_err(),
+                "{bad} was accepted"
+            );
+        }
+    }
 }
