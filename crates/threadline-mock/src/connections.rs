@@ -135,19 +135,24 @@ impl Connections {
 
     /// Asks the connection idle longest to close; `false` when none is idle.
     pub(crate) fn evict_longest_idle(&self) -> bool {
+        self.evict_idle(1) > 0
+    }
+
+    /// Asks up to `count` connections, the longest idle first, to close; how many were asked.
+    pub(crate) fn evict_idle(&self, count: usize) -> usize {
         let open = self.open();
-        let longest = open
+        let mut idle: Vec<_> = open
             .values()
             .filter(|activity| activity.is_idle() && !activity.closing.load(Ordering::Relaxed))
-            .max_by_key(|activity| activity.idle_for());
-        match longest {
-            Some(activity) => {
-                activity.closing.store(true, Ordering::Relaxed);
-                activity.close.notify_one();
-                true
-            }
-            None => false,
+            .map(|activity| (activity.idle_for(), activity))
+            .collect();
+        idle.sort_unstable_by_key(|(idle_for, _)| std::cmp::Reverse(*idle_for));
+        let asked = idle.len().min(count);
+        for (_, activity) in idle.into_iter().take(count) {
+            activity.closing.store(true, Ordering::Relaxed);
+            activity.close.notify_one();
         }
+        asked
     }
 
     /// A slot for a new connection: at once if one is free, else after closing idle

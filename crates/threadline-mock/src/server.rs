@@ -37,6 +37,9 @@ use crate::usage::UsageModel;
 /// How long a connection told to close may take to finish what it has in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// How many idle connections are closed when `accept` fails (out of file descriptors).
+const EVICTED_ON_ACCEPT_FAILURE: usize = 16;
+
 /// A request the mock received. Credentials are recorded as `[redacted]`; a body the mock
 /// rejected (a failed check, too large, refused under load) is not kept.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,10 +261,12 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, connections: Arc<
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
         };
         let Ok((stream, _peer)) = accepted else {
-            // Out of file descriptors and the like: give up the longest-idle connection's,
-            // back off briefly, keep serving.
-            connections.evict_longest_idle();
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            // Out of file descriptors and the like: close a batch of the longest-idle
+            // connections to free theirs (a connection waiting in the backlog may be a real
+            // request), back off briefly, keep serving.
+            let evicted = connections.evict_idle(EVICTED_ON_ACCEPT_FAILURE);
+            let pause = if evicted > 0 { 1 } else { 10 };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
             continue;
         };
         let _ = stream.set_nodelay(true);

@@ -33,7 +33,7 @@ fn status_kb(field: &str) -> u64 {
 
 /// Raises the soft limit on open files as far as the hard limit allows (the clients' and the
 /// server's sockets are all in this process).
-fn raise_open_file_limit(wanted: u64) -> u64 {
+pub(crate) fn raise_open_file_limit(wanted: u64) -> u64 {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);
     let hard = limit.maximum.unwrap_or(u64::MAX);
