@@ -6,7 +6,11 @@ use std::time::Duration;
 /// Bodies up to this size are always read; only the bytes of larger ones draw from the shared
 /// [`ServerLimits::max_buffered_body_bytes`] budget, so a small request is never refused because
 /// large uploads are in flight.
-pub(crate) const SMALL_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const SMALL_BODY_BYTES: usize = 16 * 1024;
+
+/// Requests one HTTP/2 connection may have in flight at once (hyper's default is 200), so
+/// that requests in flight stay within `max_connections` × this.
+pub(crate) const MAX_HTTP2_STREAMS: u32 = 32;
 
 /// The limits of a [`MockServer`](crate::MockServer). Every size and duration a client controls
 /// is bounded here (invariant 12); [`ServerLimits::default()`] gives the values below.
@@ -21,6 +25,8 @@ pub(crate) const SMALL_BODY_BYTES: usize = 64 * 1024;
 /// | [`header_read_timeout`](Self::header_read_timeout) | 30 s | the connection is closed |
 /// | [`idle_timeout`](Self::idle_timeout) | 30 s | the connection is closed |
 /// | [`max_connections`](Self::max_connections) | 128 | the longest-idle connection is closed |
+///
+/// An HTTP/2 connection carries at most 32 requests at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerLimits {
@@ -30,10 +36,14 @@ pub struct ServerLimits {
     /// kept).
     pub max_body_bytes: usize,
     /// How many body bytes all requests together may hold in memory while they are read and
-    /// checked. The first 64 KiB of each body do not count, so small requests always get
+    /// checked. The first 16 KiB of each body do not count, so small requests always get
     /// through; a request whose body would pass the budget is answered 529
-    /// `overloaded_error` (the API's own answer under load, which clients retry). Must be at
-    /// least `max_body_bytes` for a maximal body to be accepted.
+    /// `overloaded_error` (the API's own answer under load, which clients retry). A declared
+    /// `content-length` is paid in full when the headers arrive (so the refusal comes before
+    /// the body is sent and the buffer is allocated once); an undeclared body pays as it
+    /// grows. Body memory is thus at most this plus 16 KiB per request in flight (at most
+    /// `max_connections`, times 32 streams on HTTP/2). Must be at least `max_body_bytes` for
+    /// a maximal body to be accepted.
     pub max_buffered_body_bytes: usize,
     /// How long a request's body may take to arrive, from its headers to its last byte.
     /// A slower one is answered with a closed connection (recorded with no status).

@@ -27,7 +27,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::connections::{Connections, RequestGuard, Slot};
-use crate::limits::{SMALL_BODY_BYTES, ServerLimits};
+use crate::limits::{MAX_HTTP2_STREAMS, SMALL_BODY_BYTES, ServerLimits};
 use crate::recording::Recording;
 use crate::respond::{self, Ending};
 use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
@@ -290,7 +290,10 @@ async fn serve_connection(stream: TcpStream, slot: Slot, state: Arc<State>) {
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_HTTP2_STREAMS);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     // Errors here are the faults the scenario injected, or a client that went away.

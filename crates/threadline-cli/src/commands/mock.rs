@@ -13,7 +13,7 @@ pub(crate) struct LimitArgs {
     /// The largest request body; a larger one is answered 413 `request_too_large`.
     #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_body_bytes)]
     max_body_bytes: usize,
-    /// Body bytes all requests may hold at once (each body's first 64 KiB not counted);
+    /// Body bytes all requests may hold at once (each body's first 16 KiB not counted);
     /// past it a request is answered 529 `overloaded_error`.
     #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_buffered_body_bytes)]
     max_buffered_body_bytes: usize,
