@@ -56,6 +56,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod body;
 mod connections;
 mod limits;
 mod recording;

@@ -23,11 +23,12 @@ use threadline_wire::validate::{
 };
 use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::body::{BodyRefused, read_body};
 use crate::connections::{Connections, RequestGuard, Slot};
-use crate::limits::{MAX_HTTP2_STREAMS, SMALL_BODY_BYTES, ServerLimits};
+use crate::limits::{MAX_HTTP2_STREAMS, ServerLimits};
 use crate::recording::Recording;
 use crate::respond::{self, Ending};
 use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
@@ -120,7 +121,7 @@ struct State {
     recording: Mutex<Recording>,
     usage: Arc<dyn UsageModel>,
     limits: ServerLimits,
-    /// Permits are body bytes past each body's first [`SMALL_BODY_BYTES`].
+    /// Permits are body bytes past each body's first 16 KiB (see [`read_body`]).
     body_budget: Arc<Semaphore>,
 }
 
@@ -417,79 +418,6 @@ async fn handle(
             }
             .boxed()
         })
-    })
-}
-
-/// Why a request body was not read to its end.
-enum BodyRefused {
-    /// Past [`ServerLimits::max_body_bytes`], after this many bytes were read.
-    TooLarge(usize),
-    /// Past the shared budget of body bytes.
-    Overloaded,
-    /// The client went away or was too slow.
-    Failed,
-}
-
-/// The body bytes and the share of the body budget they hold.
-struct ReadBody {
-    bytes: Vec<u8>,
-    _budget: Option<OwnedSemaphorePermit>,
-}
-
-/// Reads a body within the limits: nothing when `content-length` is already too large, never
-/// more than one frame past the limit, and nothing held past a body's first
-/// [`SMALL_BODY_BYTES`] without its share of the shared budget (taken before the memory is).
-async fn read_body(
-    mut body: Incoming,
-    declared: Option<u64>,
-    max: usize,
-    budget: &Arc<Semaphore>,
-) -> Result<ReadBody, BodyRefused> {
-    if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
-        return Err(BodyRefused::TooLarge(0));
-    }
-    let mut held: Option<OwnedSemaphorePermit> = None;
-    let mut charge = |capacity: usize| -> Result<(), BodyRefused> {
-        let wanted = capacity.saturating_sub(SMALL_BODY_BYTES);
-        let have = held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
-        if wanted <= have {
-            return Ok(());
-        }
-        let more = u32::try_from(wanted - have).map_err(|_| BodyRefused::Overloaded)?;
-        let permit = Arc::clone(budget)
-            .try_acquire_many_owned(more)
-            .map_err(|_| BodyRefused::Overloaded)?;
-        match &mut held {
-            Some(held) => held.merge(permit),
-            None => held = Some(permit),
-        }
-        Ok(())
-    };
-    let mut bytes = Vec::new();
-    if let Some(declared) = declared.and_then(|n| usize::try_from(n).ok()) {
-        charge(declared)?;
-        bytes.reserve_exact(declared);
-    }
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| BodyRefused::Failed)?;
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers
-        };
-        let len = bytes.len().saturating_add(data.len());
-        if len > max {
-            return Err(BodyRefused::TooLarge(bytes.len()));
-        }
-        if len > bytes.capacity() {
-            // Grow as a `Vec` would, but never past the limit, and pay before allocating.
-            let capacity = len.max(bytes.capacity().saturating_mul(2)).min(max);
-            charge(capacity)?;
-            bytes.reserve_exact(capacity - bytes.len());
-        }
-        bytes.extend_from_slice(&data);
-    }
-    Ok(ReadBody {
-        bytes,
-        _budget: held,
     })
 }
 
