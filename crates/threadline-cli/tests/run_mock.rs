@@ -391,3 +391,57 @@ fn a_model_repeating_a_tool_call_forever_stops_at_the_default_turn_limit() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("max_turns (100)"), "{stderr}");
 }
+
+/// A server that echoes the key back — in a 401's message, or in an `error` event after some
+/// text — gets it neither on stderr, nor on stdout, nor into the transcript: for an `sk-ant-`
+/// key and for a key of no known shape (which only the client knows to remove).
+#[test]
+fn a_key_the_server_echoes_is_printed_nowhere_and_never_recorded() {
+    const PLAIN_KEY: &str = "cli-proxy-token-THEKEY-0123456789";
+    for key in [SECRET, PLAIN_KEY] {
+        for answer in [
+            format!("  - {{kind: error, status: 401, message: \"invalid x-api-key: {key}\"}}\n"),
+            format!(
+                "  - kind: message\n    content:\n      - {{type: text, text: \"Some text before the echo.\"}}\n    fault: {{type: error_event, after_events: 4, error_type: authentication_error, message: \"invalid x-api-key: {key}\"}}\n"
+            ),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mock = mock_playing(dir.path(), &format!("steps:\n{answer}"));
+            let transcript = dir.path().join("session.jsonl");
+            let output = run(
+                &[
+                    "run",
+                    "--base-url",
+                    &mock.base_url,
+                    "--transcript",
+                    transcript.to_str().expect("utf-8 path"),
+                    "hi",
+                ],
+                dir.path(),
+                Some(key),
+            );
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{answer}\n{stdout}\n{stderr}"
+            );
+            assert!(stderr.contains("invalid x-api-key: "), "{stderr}");
+            assert!(stderr.contains("[redacted]"), "{stderr}");
+            let recorded = std::fs::read_to_string(&transcript).expect("the transcript is written");
+            for (what, text) in [
+                ("stdout", &*stdout),
+                ("stderr", &*stderr),
+                ("transcript", &*recorded),
+            ] {
+                assert!(
+                    !text.contains(key)
+                        && !text.contains("THEKEY")
+                        && !text.contains("secret-never"),
+                    "the key is in {what}:\n{text}"
+                );
+            }
+        }
+    }
+}

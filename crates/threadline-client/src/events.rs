@@ -21,6 +21,8 @@ use threadline_wire::sse::{SseDecoder, SseError};
 use threadline_wire::{Message, StopReason, StreamEvent};
 
 use crate::config::Limits;
+use crate::secret::Redactor;
+use threadline_wire::secret::Redact;
 
 /// After `message_stop`, at most this much trailing body is read (to let the connection be
 /// reused) before the body is dropped.
@@ -47,11 +49,19 @@ impl Progress {
     }
 
     /// Updates the state with an event, or turns it into the error it means.
-    fn observe(&mut self, event: &StreamEvent, span: &tracing::Span) -> Result<(), ServiceError> {
+    fn observe(
+        &mut self,
+        event: &StreamEvent,
+        span: &tracing::Span,
+        redactor: &Redactor,
+    ) -> Result<(), ServiceError> {
         match event {
             StreamEvent::MessageStart(start) => {
                 self.started = true;
-                span.record("message_id", start.message.id.as_str());
+                span.record(
+                    "message_id",
+                    redactor.redact(start.message.id.as_str()).as_ref(),
+                );
                 if let Some(usage) = &start.message.usage {
                     record_usage(span, usage);
                 }
@@ -62,7 +72,7 @@ impl Progress {
             StreamEvent::ContentBlockStop(stop) => self.open.retain(|(i, _)| *i != stop.index),
             StreamEvent::MessageDelta(delta) => {
                 if let Some(reason) = &delta.delta.stop_reason {
-                    span.record("stop_reason", reason.as_str());
+                    span.record("stop_reason", redactor.redact(reason.as_str()).as_ref());
                     self.stop_reason = Some(reason.clone());
                 }
                 if let Some(usage) = &delta.usage {
@@ -149,6 +159,7 @@ pub(crate) struct SseEventStream<B> {
     eof: bool,
     done: bool,
     span: tracing::Span,
+    redactor: Redactor,
 }
 
 impl<B> SseEventStream<B>
@@ -156,7 +167,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    pub(crate) fn new(body: B, limits: Limits, span: tracing::Span) -> Self {
+    pub(crate) fn new(body: B, limits: Limits, span: tracing::Span, redactor: Redactor) -> Self {
         SseEventStream {
             body: Box::pin(body),
             decoder: SseDecoder::with_max_event_size(limits.max_event_bytes),
@@ -167,6 +178,7 @@ where
             eof: false,
             done: false,
             span,
+            redactor,
         }
     }
 
@@ -176,21 +188,22 @@ where
         message: Message,
         limits: Limits,
         span: tracing::Span,
+        redactor: Redactor,
     ) -> Self {
-        let mut stream = SseEventStream::new(body, limits, span);
+        let mut stream = SseEventStream::new(body, limits, span, redactor);
         stream.ready = message_events(message).into();
         stream
     }
 
     fn finish(&mut self, error: ServiceError) -> Poll<Option<Result<StreamEvent, ServiceError>>> {
         self.done = true;
-        let error = self.progress.fail(error);
+        let error = self.redactor.error(self.progress.fail(error));
         tracing::debug!(parent: &self.span, error = %error, "stream failed");
         Poll::Ready(Some(Err(error)))
     }
 
     fn deliver(&mut self, event: StreamEvent) -> Poll<Option<Result<StreamEvent, ServiceError>>> {
-        if let Err(error) = self.progress.observe(&event, &self.span) {
+        if let Err(error) = self.progress.observe(&event, &self.span, &self.redactor) {
             return self.finish(error);
         }
         self.progress.delivered = true;

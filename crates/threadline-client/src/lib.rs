@@ -13,7 +13,10 @@
 //! - [`HttpTransport`]: one HTTP exchange, the body decoded incrementally and yielded as it
 //!   arrives.
 //!
-//! The API key never appears in logs, `Debug`, `Display` or errors ([`ApiKey`]). Every request
+//! The API key never appears in logs, `Debug`, `Display` or errors ([`ApiKey`]), not even when
+//! a server echoes it back: every error built from a response, a header or a transport
+//! failure has the key (and any `sk-ant-` shaped secret) redacted before it is logged or
+//! returned, and so have the server-sent values recorded in the span. Every request
 //! runs in a `tracing` span `anthropic.messages` with the model, status, request id, stop
 //! reason and usage.
 //!
@@ -112,7 +115,9 @@ impl Client {
     /// Sends `request` and accumulates the whole message.
     pub async fn message(&self, request: MessagesRequest) -> Result<Message, ServiceError> {
         let stream = self.stream(request).await?;
-        collect_message(stream).await
+        collect_message(stream)
+            .await
+            .map_err(|e| self.transport.redactor().error(e))
     }
 
     /// `POST /v1/messages/count_tokens` (not retried, not limited).

@@ -2,10 +2,19 @@
 //!
 //! The key is kept only as a sensitive [`http::HeaderValue`] (hyper's HPACK encoder never
 //! indexes it) and every formatting of it prints `[redacted]`.
+//!
+//! A server can still echo the key back (a 401 saying `invalid x-api-key: <the key>`), so
+//! every error the client builds from a response, a header or a transport failure goes
+//! through the client's [`Redactor`] before it is logged or returned: the exact key (and its
+//! percent-encoded form) becomes `[redacted]`, and anything shaped like an Anthropic key
+//! (`sk-ant-…`) becomes `sk-ant-…[redacted]` ([`threadline_wire::secret`]).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use http::HeaderValue;
+use threadline_wire::secret::{Redact, percent_encoded, redact_exact, redact_key_shapes};
+use threadline_wire::service::ServiceError;
 
 /// An API key (or bearer token). `Debug` and `Display` print `[redacted]`; the value is
 /// reachable only as a header value, never as a `&str`.
@@ -36,6 +45,11 @@ impl ApiKey {
     pub fn from_env(name: &str) -> Option<Result<Self, InvalidApiKey>> {
         let value = std::env::var(name).ok()?;
         Some(ApiKey::new(&value))
+    }
+
+    /// The key's own bytes (for the bearer token too: the token, not the header).
+    fn secret_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
     }
 
     pub(crate) fn header_value(&self) -> &HeaderValue {
@@ -88,5 +102,89 @@ impl Auth {
             Auth::Bearer(token) => Some((http::header::AUTHORIZATION, token.bearer_value())),
             Auth::None => None,
         }
+    }
+}
+
+/// Removes the client's credential, and any key-shaped secret, from text the client emits.
+/// The credential stays a sensitive header value here too; `Debug` prints only a count.
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    secrets: Vec<HeaderValue>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
+impl Redactor {
+    /// The redactor for a client authenticating with `auth`.
+    pub(crate) fn for_auth(auth: &Auth) -> Self {
+        let key = match auth {
+            Auth::ApiKey(key) | Auth::Bearer(key) => key,
+            Auth::None => return Redactor::default(),
+        };
+        let mut secrets = vec![key.0.clone()];
+        if let Some(encoded) = percent_encoded(key.secret_bytes())
+            && let Ok(mut value) = HeaderValue::from_str(&encoded)
+        {
+            value.set_sensitive(true);
+            secrets.push(value);
+        }
+        Redactor { secrets }
+    }
+
+    /// `error` with the credential and every key-shaped secret removed from all its texts.
+    pub(crate) fn error(&self, error: ServiceError) -> ServiceError {
+        error.redacted(self)
+    }
+}
+
+impl Redact for Redactor {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.secrets {
+            let replaced = match redact_exact(&out, secret.as_bytes()) {
+                Cow::Owned(replaced) => Some(replaced),
+                Cow::Borrowed(_) => None,
+            };
+            if let Some(replaced) = replaced {
+                out = Cow::Owned(replaced);
+            }
+        }
+        let replaced = match redact_key_shapes(&out) {
+            Cow::Owned(replaced) => Some(replaced),
+            Cow::Borrowed(_) => None,
+        };
+        if let Some(replaced) = replaced {
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_redactor_removes_the_key_its_encoding_and_key_shapes() {
+        let key = ApiKey::new("proxy/token+0123456789").expect("a key");
+        let redactor = Redactor::for_auth(&Auth::Bearer(key));
+        assert_eq!(
+            redactor.redact(
+                "a proxy/token+0123456789 b proxy%2Ftoken%2B0123456789 c sk-ant-api03-abcdefgh"
+            ),
+            "a [redacted] b [redacted] c sk-ant-…[redacted]"
+        );
+        assert!(matches!(redactor.redact("clean"), Cow::Borrowed(_)));
+        assert_eq!(format!("{redactor:?}"), "Redactor { secrets: 2 }");
+        assert_eq!(
+            Redactor::for_auth(&Auth::None).redact("sk-ant-api03-abcdefgh"),
+            "sk-ant-…[redacted]"
+        );
     }
 }

@@ -5,7 +5,9 @@
 //! request id, and otherwise waits for the first event before it answers: so every failure
 //! before any event (a reset, an empty body, an `error` event first) is a failure of the call,
 //! which the retry layer may resend, and every failure after it is one of the stream, which
-//! nothing resends.
+//! nothing resends. Every error it returns or logs, and every server-sent value it records in
+//! its span (request id, message id, stop reason), has passed through the client's
+//! [`Redactor`]: a server that echoes the key never gets it into a log or an error.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use tracing::Instrument;
 
 use crate::config::{ClientConfig, Limits};
 use crate::events::SseEventStream;
+use crate::secret::Redactor;
 use crate::timeout::{TimeoutError, TimeoutPhase};
 
 type Connector = HttpsConnector<HttpConnector>;
@@ -47,6 +50,7 @@ struct Inner {
     headers: HeaderMap,
     limits: Limits,
     connect_timeout: Duration,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -149,6 +153,7 @@ impl HttpTransport {
                 headers,
                 limits: config.limits,
                 connect_timeout: config.timeouts.connect,
+                redactor: Redactor::for_auth(&config.auth),
             }),
         })
     }
@@ -161,8 +166,19 @@ impl HttpTransport {
         request
     }
 
+    /// The redactor of this client's credential.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
     /// `POST /v1/messages/count_tokens`: the input tokens the request would count.
     pub async fn count_tokens(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
+        self.count_tokens_once(request)
+            .await
+            .map_err(|e| self.inner.redactor.error(e))
+    }
+
+    async fn count_tokens_once(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
         let body = serde_json::to_vec(request).map_err(|e| {
             ServiceError::new(
                 ServiceErrorKind::Decode,
@@ -213,14 +229,17 @@ impl HttpTransport {
             return ServiceError::new(ServiceErrorKind::Timeout, timeout.to_string())
                 .with_source(timeout);
         }
+        // The transport's error chain may quote what the peer sent.
         let what = if error.is_connect() {
             "cannot connect"
         } else {
             "the connection failed before the response"
         };
         let detail = error_chain(&error);
-        ServiceError::new(ServiceErrorKind::Connection, format!("{what}: {detail}"))
-            .with_source(error)
+        self.inner.redactor.error(
+            ServiceError::new(ServiceErrorKind::Connection, format!("{what}: {detail}"))
+                .with_source(error),
+        )
     }
 
     async fn error_response(&self, response: Response<Incoming>) -> ServiceError {
@@ -256,7 +275,7 @@ impl HttpTransport {
                 _ => {}
             }
         }
-        with_request_id(error, &headers)
+        self.inner.redactor.error(with_request_id(error, &headers))
     }
 
     async fn call_messages(
@@ -276,7 +295,9 @@ impl HttpTransport {
             .await?;
         let status = response.status();
         span.record("status", status.as_u16());
-        let request_id = header_str(response.headers(), "request-id").map(str::to_owned);
+        let redactor = &self.inner.redactor;
+        let request_id = header_str(response.headers(), "request-id")
+            .map(|id| threadline_wire::secret::Redact::redact(redactor, id).into_owned());
         if let Some(id) = &request_id {
             span.record("request_id", id.as_str());
         }
@@ -291,7 +312,7 @@ impl HttpTransport {
         let mut stream = if is_json {
             let bytes = read_limited(response.into_body(), clamp(limits.max_response_bytes))
                 .await
-                .map_err(|e| attach(e, request_id.as_deref()))?;
+                .map_err(|e| attach(redactor.error(e), request_id.as_deref()))?;
             let message: Message = serde_json::from_slice(&bytes).map_err(|e| {
                 attach(
                     ServiceError::new(
@@ -308,12 +329,14 @@ impl HttpTransport {
                 message,
                 limits,
                 span.clone(),
+                redactor.clone(),
             )
         } else {
             SseEventStream::new(
                 response.into_body().map_err(BodyError).boxed_unsync(),
                 limits,
                 span.clone(),
+                redactor.clone(),
             )
         };
         // Wait for the first event: a failure before it is the call's, and may be retried.
@@ -488,7 +511,16 @@ impl tower_service::Service<MessagesRequest> for HttpTransport {
             cache_creation_input_tokens = tracing::field::Empty,
         );
         let this = self.clone();
-        Box::pin(this.call_messages(request).instrument(span))
+        Box::pin(
+            async move {
+                let redactor = this.inner.redactor.clone();
+                // Every path already redacts; this is the guard for any path added later.
+                this.call_messages(request)
+                    .await
+                    .map_err(|e| redactor.error(e))
+            }
+            .instrument(span),
+        )
     }
 }
 

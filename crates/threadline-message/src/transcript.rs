@@ -12,6 +12,13 @@
 //!   read as usual;
 //! * blank lines, a `\r` before the newline and a UTF-8 byte-order mark are accepted silently.
 //!
+//! What the writer writes is guarded: every line passes through the key-shape redactor
+//! ([`threadline_wire::secret::redact_key_shapes_in_bytes`]), so anything shaped like an
+//! Anthropic key (`sk-ant-` and at least eight key characters) is written as
+//! `sk-ant-…[redacted]` — whatever carried it (a model's text, a tool's output, an error a
+//! server echoed). The line stays valid JSON. This is the last line of defence; the client
+//! already removes its own key from the errors it builds.
+//!
 //! ```
 //! use threadline_message::transcript::{TranscriptWriter, read_transcript, LineProblemKind};
 //! use threadline_message::Message;
@@ -37,10 +44,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+use threadline_wire::secret::redact_key_shapes_in_bytes;
 
 use crate::header::MessageId;
 use crate::message::Message;
@@ -106,7 +116,8 @@ impl WriterOptions {
     }
 }
 
-/// Appends messages to a JSONL transcript, one whole line per message.
+/// Appends messages to a JSONL transcript, one whole line per message, with key-shaped
+/// secrets redacted (see the [module docs](self)).
 ///
 /// One writer per file: the writer assumes nobody else appends while it is open (it rolls a
 /// failed write back to the length it last wrote).
@@ -144,12 +155,9 @@ impl TranscriptWriter {
             path: path.clone(),
             source,
         };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(open_error)?;
+        let mut open = OpenOptions::new();
+        open.read(true).append(true).create(true);
+        let mut file = open.open(&path).map_err(open_error)?;
         let len = file.metadata().map_err(open_error)?.len();
         let cut = if len > 0 {
             let mut last = [0u8; 1];
@@ -176,8 +184,9 @@ impl TranscriptWriter {
         Ok(writer)
     }
 
-    /// Appends `message` as one line: serialized to a buffer first, then written with a single
-    /// `write_all`, flushed, and synced if [`WriterOptions::sync_data`] is set.
+    /// Appends `message` as one line: serialized to a buffer first, key-shaped secrets
+    /// redacted, then written with a single `write_all`, flushed, and synced if
+    /// [`WriterOptions::sync_data`] is set.
     pub fn append(&mut self, message: &Message) -> Result<(), TranscriptError> {
         let mut buffer = std::mem::take(&mut self.buffer);
         buffer.clear();
@@ -188,6 +197,9 @@ impl TranscriptWriter {
         let result = match serialized {
             Ok(()) => {
                 buffer.push(b'\n');
+                if let Cow::Owned(redacted) = redact_key_shapes_in_bytes(&buffer) {
+                    buffer = redacted;
+                }
                 self.write_line(&buffer)
             }
             Err(source) => Err(TranscriptError::Serialize {

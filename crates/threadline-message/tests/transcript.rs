@@ -515,3 +515,43 @@ proptest! {
         prop_assert!(all_malformed, "{:?}", read.problems);
     }
 }
+
+/// A key a server, a model or a tool put in front of the writer: every line is written with it
+/// redacted, stays JSON and reads back as the same kind of message.
+#[test]
+fn a_key_shaped_secret_is_redacted_from_every_line_written() {
+    const KEY: &str = "sk-ant-api03-THEKEY-0123456789_abcdef";
+    let file = TempFile::new("redacted");
+    let tool_use: ContentBlock = serde_json::from_value(json!({
+        "type": "tool_use", "id": "toolu_1", "name": "Bash",
+        "input": {"command": format!("echo {KEY}"), KEY: KEY},
+    }))
+    .expect("a tool use");
+    let messages = vec![
+        Message::user_text(format!("my key is {KEY}, and again:{KEY}")),
+        Message::assistant(vec![ContentBlock::text(format!("`{KEY}`")), tool_use]),
+        Message::tool_result("toolu_1", Content::Text(format!("{KEY}\n")), false),
+        Message::system(SystemKind::ApiError {
+            message: format!("API error 401 authentication_error: invalid x-api-key: {KEY}"),
+            attempt: 1,
+            max_attempts: 1,
+            retry_in_ms: None,
+        }),
+    ];
+    let mut writer = TranscriptWriter::open(&file.0).expect("opens");
+    writer.append_all(&messages).expect("written");
+    drop(writer);
+
+    let text = std::fs::read_to_string(&file.0).expect("readable");
+    assert!(!text.contains("THEKEY"), "{text}");
+    assert_eq!(text.matches("sk-ant-…[redacted]").count(), 8, "{text}");
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every line is still JSON");
+    }
+    let read = read_transcript(&file.0).expect("reads");
+    assert!(read.problems.is_empty(), "{:?}", read.problems);
+    assert_eq!(read.messages.len(), messages.len());
+    for (back, written) in read.messages.iter().zip(&messages) {
+        assert_eq!(back.id(), written.id());
+    }
+}

@@ -1127,3 +1127,47 @@ async fn hook_stopped_after_too_many_blocks() {
     assert!(matches!(out.terminal, Terminal::HookStopped { .. }));
     t.check(&out, &[Some(200); 3], &[]);
 }
+
+/// A server that echoes the key back — in a 401's message, then in an `error` event after
+/// some text — over real HTTP: neither the terminal, nor any event, nor the transcript the
+/// loop writes holds the key. The key has no `sk-ant-` shape, so only the client's own
+/// redaction of its credential can remove it.
+#[tokio::test]
+async fn a_key_the_server_echoes_reaches_neither_the_transcript_nor_the_terminal() {
+    const KEY: &str = "loopback-token-THEKEY-0123456789";
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (index, step) in [
+        Step::error(401, format!("invalid x-api-key: {KEY}")),
+        Step::text("Some text, then the server echoes the key.")
+            .with_chunk_chars(8)
+            .with_fault(StreamFault::ErrorEvent {
+                after_events: 4,
+                error_type: Some("authentication_error".to_owned()),
+                message: Some(format!("invalid x-api-key: {KEY}")),
+            }),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let t = setup([step]).await;
+        let client = client_with(&t.mock, 2, |mut config| {
+            config.auth = Auth::ApiKey(ApiKey::new(KEY).expect("a key"));
+            config
+        });
+        let path = dir.path().join(format!("run-{index}.jsonl"));
+        let query = query(client, config(), &t.tools)
+            .with_transcript(threadline_message::TranscriptWriter::open(&path).expect("opens"));
+        let out = run(query).await;
+        assert!(
+            matches!(out.terminal, Terminal::ModelError { .. }),
+            "{:?}",
+            out.terminal
+        );
+        let shown = format!("{}\n{:?}\n{:?}", out.terminal, out.terminal, out.events);
+        let transcript = std::fs::read_to_string(&path).expect("the transcript is written");
+        assert!(shown.contains("[redacted]"), "{shown}");
+        assert!(transcript.contains("[redacted]"), "{transcript}");
+        assert!(!shown.contains("THEKEY"), "{shown}");
+        assert!(!transcript.contains("THEKEY"), "{transcript}");
+    }
+}

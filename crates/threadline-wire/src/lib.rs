@@ -51,6 +51,7 @@ pub mod model;
 pub mod partial_json;
 pub mod request;
 pub mod response;
+pub mod secret;
 pub mod service;
 pub mod sse;
 pub mod stream_event;

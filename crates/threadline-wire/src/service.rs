@@ -7,6 +7,12 @@
 //! questions a caller asks: may I retry, when, was it an overload, was the prompt too long and
 //! by how much.
 //!
+//! No secret survives in a [`ServiceError`]: every text it is given (message, request id,
+//! error type, the `Display` and `Debug` of every cause) passes through the key-shape
+//! redactor ([`secret::redact_key_shapes`](crate::secret::redact_key_shapes)), so an `sk-ant-`
+//! key a server echoes never reaches a log, a terminal or a transcript through an error; a
+//! service that knows its own credential removes it too with [`ServiceError::redacted`].
+//!
 //! ```
 //! use std::time::Duration;
 //! use threadline_wire::service::ServiceError;
@@ -31,6 +37,7 @@ use futures_core::Stream;
 
 use crate::api_error::{ApiErrorResponse, ApiErrorType};
 use crate::request::MessagesRequest;
+use crate::secret::{KeyShapes, Redact, redact_error_chain};
 use crate::stream_event::StreamEvent;
 
 /// The response of a [`MessagesService`]: the events of one streamed message.
@@ -84,13 +91,13 @@ pub struct ServiceError {
 }
 
 impl ServiceError {
-    /// An error of the given kind with a message.
+    /// An error of the given kind with a message (key-shaped secrets redacted).
     pub fn new(kind: ServiceErrorKind, message: impl Into<String>) -> Self {
         ServiceError {
             kind,
             status: None,
             api_type: None,
-            message: message.into(),
+            message: redact_string(message.into(), &KeyShapes),
             request_id: None,
             retry_after: None,
             should_retry: None,
@@ -107,8 +114,8 @@ impl ServiceError {
     ) -> Self {
         ServiceError {
             status: Some(status),
-            api_type: Some(body.error.kind),
-            request_id: body.request_id,
+            api_type: Some(redact_api_type(body.error.kind, &KeyShapes)),
+            request_id: body.request_id.map(|id| redact_string(id, &KeyShapes)),
             retry_after,
             ..ServiceError::new(ServiceErrorKind::Api, body.error.message)
         }
@@ -120,15 +127,43 @@ impl ServiceError {
         request_id: Option<String>,
     ) -> Self {
         ServiceError {
-            api_type: Some(error.kind),
-            request_id,
+            api_type: Some(redact_api_type(error.kind, &KeyShapes)),
+            request_id: request_id.map(|id| redact_string(id, &KeyShapes)),
             ..ServiceError::new(ServiceErrorKind::Api, error.message)
         }
     }
 
-    /// Attaches the underlying cause.
+    /// Attaches the underlying cause. If any text of its chain holds a key-shaped secret, the
+    /// chain is kept as redacted text instead (and can no longer be downcast).
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+        self.source = Some(redact_error_chain(Box::new(source), &KeyShapes));
+        self
+    }
+
+    /// This error with every text it holds passed through `redact`: the message, the request
+    /// id, an unknown error type, and the `Display` and `Debug` of every cause (a cause whose
+    /// texts change is replaced by its redacted text). A service that holds a credential
+    /// calls this on every error it builds from what a server sent.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use threadline_wire::secret::{Redact, redact_exact};
+    /// use threadline_wire::service::{ServiceError, ServiceErrorKind};
+    ///
+    /// struct Token;
+    /// impl Redact for Token {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         redact_exact(text, b"proxy-token-0123456789")
+    ///     }
+    /// }
+    /// let echoed = ServiceError::new(ServiceErrorKind::Api, "bad token proxy-token-0123456789");
+    /// assert_eq!(echoed.redacted(&Token).message(), "bad token [redacted]");
+    /// ```
+    pub fn redacted(mut self, redact: &dyn Redact) -> Self {
+        self.message = redact_string(self.message, redact);
+        self.request_id = self.request_id.map(|id| redact_string(id, redact));
+        self.api_type = self.api_type.map(|kind| redact_api_type(kind, redact));
+        self.source = self.source.map(|source| redact_error_chain(source, redact));
         self
     }
 
@@ -145,9 +180,9 @@ impl ServiceError {
         self
     }
 
-    /// Records the request id.
+    /// Records the request id (key-shaped secrets redacted).
     pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
-        self.request_id = Some(request_id.into());
+        self.request_id = Some(redact_string(request_id.into(), &KeyShapes));
         self
     }
 
@@ -233,6 +268,20 @@ impl ServiceError {
             return None;
         }
         parse_prompt_too_long(&self.message)
+    }
+}
+
+fn redact_string(text: String, redact: &dyn Redact) -> String {
+    match redact.redact(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(redacted) => redacted,
+    }
+}
+
+fn redact_api_type(kind: ApiErrorType, redact: &dyn Redact) -> ApiErrorType {
+    match kind {
+        ApiErrorType::Other(text) => ApiErrorType::Other(redact_string(text, redact)),
+        known => known,
     }
 }
 
@@ -326,6 +375,35 @@ mod tests {
             api(400, ApiErrorType::InvalidRequest, "other").prompt_too_long(),
             None
         );
+    }
+
+    #[test]
+    fn no_text_of_an_error_keeps_a_key_shaped_secret() {
+        const KEY: &str = "sk-ant-api03-THEKEY-0123456789abcdef";
+        let body: ApiErrorResponse = serde_json::from_value(serde_json::json!({
+            "type": "error",
+            "error": {"type": format!("weird_{KEY}"), "message": format!("invalid x-api-key: {KEY}")},
+            "request_id": format!("req_{KEY}"),
+        }))
+        .expect("an envelope");
+        let error = ServiceError::from_api_response(401, body, None)
+            .with_source(std::io::Error::other(format!("echo {KEY}")));
+        let event = ServiceError::from_error_event(
+            ApiErrorResponse::new(ApiErrorType::Authentication, KEY).error,
+            Some(KEY.to_owned()),
+        );
+        let plain =
+            ServiceError::new(ServiceErrorKind::Connection, KEY).with_request_id(KEY.to_owned());
+        for error in [error, event, plain] {
+            let mut text = format!("{error}\n{error:?}\n{:?}", error.api_error_type());
+            let mut source = std::error::Error::source(&error);
+            while let Some(e) = source {
+                text.push_str(&format!("\n{e}\n{e:?}"));
+                source = e.source();
+            }
+            assert!(!text.contains("THEKEY"), "{text}");
+            assert!(text.contains("sk-ant-…[redacted]"), "{text}");
+        }
     }
 
     #[test]
