@@ -97,13 +97,30 @@ pub fn side_file_name(tool_use_id: &str) -> String {
 }
 
 impl SideStore for DirStore {
+    /// Writes the file (mode [`SIDE_FILE_MODE`] when it is created on unix, in a directory
+    /// created with mode [`SIDE_DIR_MODE`]; existing ones keep theirs).
     fn store(&mut self, tool_use_id: &str, content: &str) -> io::Result<String> {
-        std::fs::create_dir_all(&self.dir)?;
+        let mut dir = std::fs::DirBuilder::new();
+        dir.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, SIDE_DIR_MODE);
+        dir.create(&self.dir)?;
         let path = self.dir.join(side_file_name(tool_use_id));
-        std::fs::write(&path, content)?;
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, SIDE_FILE_MODE);
+        io::Write::write_all(&mut open.open(&path)?, content.as_bytes())?;
         Ok(path.display().to_string())
     }
 }
+
+/// The mode a [`DirStore`] creates its files with on unix: a tool's output may hold what
+/// only the user should read.
+pub const SIDE_FILE_MODE: u32 = 0o600;
+
+/// The mode a [`DirStore`] creates its directory with on unix.
+pub const SIDE_DIR_MODE: u32 = 0o700;
 
 /// A [`SideStore`] keeping results in memory, by file name (tests, dry runs).
 #[derive(Debug, Clone, Default)]
@@ -399,5 +416,29 @@ mod tests {
     #[test]
     fn hostile_ids_cannot_leave_the_directory() {
         assert_eq!(side_file_name("../../etc/passwd"), "______etc_passwd.txt");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn side_files_are_created_for_their_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &std::path::Path| {
+            std::fs::metadata(path)
+                .expect("exists")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("tool-results");
+        let mut store = DirStore::new(&dir);
+        let path = store.store("toolu_1", "secret output").expect("stored");
+        assert_eq!(mode(std::path::Path::new(&path)), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        // Rewritten in place: the content changes, a mode the user set stays.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        store.store("toolu_1", "again").expect("stored");
+        assert_eq!(std::fs::read_to_string(&path).expect("readable"), "again");
+        assert_eq!(mode(std::path::Path::new(&path)), 0o640);
     }
 }

@@ -17,7 +17,8 @@
 //! Anthropic key (`sk-ant-` and at least eight key characters) is written as
 //! `sk-ant-…[redacted]` — whatever carried it (a model's text, a tool's output, an error a
 //! server echoed). The line stays valid JSON. This is the last line of defence; the client
-//! already removes its own key from the errors it builds.
+//! already removes its own key from the errors it builds. A new transcript is created with
+//! mode `0600` on unix (only its owner may read it); an existing file keeps its mode.
 //!
 //! ```
 //! use threadline_message::transcript::{TranscriptWriter, read_transcript, LineProblemKind};
@@ -116,6 +117,9 @@ impl WriterOptions {
     }
 }
 
+/// The mode a new transcript is created with on unix: read and write for its owner only.
+pub const TRANSCRIPT_MODE: u32 = 0o600;
+
 /// Appends messages to a JSONL transcript, one whole line per message, with key-shaped
 /// secrets redacted (see the [module docs](self)).
 ///
@@ -141,7 +145,8 @@ impl TranscriptWriter {
         Self::open_with(path, WriterOptions::default())
     }
 
-    /// Opens `path` for appending, creating it if needed.
+    /// Opens `path` for appending, creating it if needed (with mode [`TRANSCRIPT_MODE`] on
+    /// unix; an existing file keeps its mode).
     ///
     /// If the file ends with a line cut by a crash (no final newline), a newline is written
     /// first: the cut line then reads as one malformed line instead of swallowing the next
@@ -157,6 +162,8 @@ impl TranscriptWriter {
         };
         let mut open = OpenOptions::new();
         open.read(true).append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, TRANSCRIPT_MODE);
         let mut file = open.open(&path).map_err(open_error)?;
         let len = file.metadata().map_err(open_error)?.len();
         let cut = if len > 0 {

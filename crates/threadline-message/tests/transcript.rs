@@ -555,3 +555,32 @@ fn a_key_shaped_secret_is_redacted_from_every_line_written() {
         assert_eq!(back.id(), written.id());
     }
 }
+
+/// A transcript holds what the user and the tools said: a new one is readable by its owner
+/// only; an existing file's mode is left as the user set it.
+#[cfg(unix)]
+#[test]
+fn a_new_transcript_is_created_0600_and_an_existing_one_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| {
+        std::fs::metadata(path)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let fresh = TempFile::new("mode-new");
+    TranscriptWriter::open(&fresh.0)
+        .expect("opens")
+        .append(&Message::user_text("hi"))
+        .expect("written");
+    assert_eq!(mode(&fresh.0), 0o600);
+
+    let existing = TempFile::with_bytes("mode-existing", b"");
+    std::fs::set_permissions(&existing.0, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    TranscriptWriter::open(&existing.0)
+        .expect("opens")
+        .append(&Message::user_text("hi"))
+        .expect("written");
+    assert_eq!(mode(&existing.0), 0o640);
+}
