@@ -297,7 +297,8 @@ impl Prefix {
                         eligible: bool,
                         thinking: bool| {
             *state = mix(*state, own_hash);
-            cumulative += tokens;
+            // Saturating: an unseen prefix inferred from a hostile recorded usage may be huge.
+            cumulative = cumulative.saturating_add(tokens);
             pieces.push(PrefixPiece {
                 location,
                 own_hash,

@@ -56,9 +56,11 @@ pub struct Predicted {
 }
 
 impl Predicted {
-    /// All input tokens.
+    /// All input tokens (saturating).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
     }
 
     /// Cache read ÷ all input tokens (0 without input).
@@ -224,7 +226,7 @@ impl<'m> Simulator<'m> {
             // Cached before the first request: the breakpoint closest to the warm size (at most
             // a tenth over it, for the estimate's error).
             let warm = self.config.unseen.warm_tokens;
-            let limit = warm + warm / 10;
+            let limit = warm.saturating_add(warm / 10);
             let closest = breakpoints
                 .iter()
                 .filter(|&&(p, _)| prefix.pieces[p].cumulative_tokens <= limit)
@@ -233,7 +235,7 @@ impl<'m> Simulator<'m> {
                 self.entries.insert(
                     prefix.pieces[p].prefix_hash,
                     Entry {
-                        expires: at_ms + Ttl::FiveMinutes.millis(),
+                        expires: at_ms.saturating_add(Ttl::FiveMinutes.millis()),
                         ttl: Ttl::FiveMinutes,
                     },
                 );
@@ -258,7 +260,7 @@ impl<'m> Simulator<'m> {
         let cache_break = self.explain(at_ms, prefix, request, hit, &breakpoints);
         for q in hits {
             if let Some(entry) = self.entries.get_mut(&prefix.pieces[q].prefix_hash) {
-                entry.expires = entry.expires.max(at_ms + entry.ttl.millis());
+                entry.expires = entry.expires.max(at_ms.saturating_add(entry.ttl.millis()));
             }
         }
         let cum = |p: Option<usize>| p.map_or(0, |p| prefix.pieces[p].cumulative_tokens);
@@ -274,22 +276,25 @@ impl<'m> Simulator<'m> {
             .rev()
             .find(|&&(_, t)| t == Ttl::OneHour)
             .map(|&(p, _)| p);
-        let write_1h = last_1h.map_or(0, |b| cum(Some(b)) - read);
-        let write_5m = last_bp.map_or(0, |c| cum(Some(c)) - read.max(cum(last_1h)));
+        let write_1h = last_1h.map_or(0, |b| cum(Some(b)).saturating_sub(read));
+        let write_5m = last_bp.map_or(0, |c| cum(Some(c)).saturating_sub(read.max(cum(last_1h))));
         for &(p, ttl) in &after {
             let entry = self
                 .entries
                 .entry(prefix.pieces[p].prefix_hash)
                 .or_insert(Entry { expires: 0, ttl });
-            entry.expires = entry.expires.max(at_ms + ttl.millis());
+            entry.expires = entry.expires.max(at_ms.saturating_add(ttl.millis()));
             if ttl == Ttl::OneHour {
                 entry.ttl = Ttl::OneHour;
             }
         }
         let covered = read.max(cum(last_bp));
         let usage = Predicted {
-            input_tokens: prefix.total_tokens() - covered + self.config.tail_tokens,
-            cache_creation_input_tokens: write_1h + write_5m,
+            input_tokens: prefix
+                .total_tokens()
+                .saturating_sub(covered)
+                .saturating_add(self.config.tail_tokens),
+            cache_creation_input_tokens: write_1h.saturating_add(write_5m),
             ephemeral_5m_input_tokens: write_5m,
             ephemeral_1h_input_tokens: write_1h,
             cache_read_input_tokens: read,
@@ -386,7 +391,10 @@ impl Calibration {
     pub fn from_first(request: &MessagesRequest, recorded: &Usage) -> Calibration {
         let visible = Prefix::of(request, &Estimate, UnseenPrefix::default()).total_tokens();
         let read = recorded.cache_read_input_tokens.unwrap_or(0);
-        let cached = recorded.cache_creation_input_tokens.unwrap_or(0) + read;
+        let cached = recorded
+            .cache_creation_input_tokens
+            .unwrap_or(0)
+            .saturating_add(read);
         let tail = if cached > 0 {
             recorded.input_tokens.unwrap_or(0).min(64)
         } else {
@@ -421,10 +429,13 @@ impl Calibration {
     }
 }
 
-/// The read share of a sequence of usages: cache reads ÷ all input tokens.
+/// The read share of a sequence of usages: cache reads ÷ all input tokens (sums saturate).
 pub fn hit_ratio<'a>(usages: impl IntoIterator<Item = &'a Predicted>) -> f64 {
     let (read, total) = usages.into_iter().fold((0u64, 0u64), |(r, t), u| {
-        (r + u.cache_read_input_tokens, t + u.total())
+        (
+            r.saturating_add(u.cache_read_input_tokens),
+            t.saturating_add(u.total()),
+        )
     });
     if total == 0 {
         0.0
@@ -440,5 +451,46 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<super::Simulator<'static>>();
         send_sync::<crate::Planner>();
+    }
+
+    /// Recorded usage near `u64::MAX` (a damaged transcript, a hostile server): calibration,
+    /// the simulator's steps and the hit ratio saturate instead of overflowing.
+    #[test]
+    fn usage_near_u64_max_saturates() {
+        use super::*;
+        use threadline_wire::{ContentBlock, MessageParam};
+        let request = MessagesRequest::new(
+            "claude-sonnet-4-6",
+            1024,
+            vec![MessageParam::user(vec![ContentBlock::text("hi")])],
+        );
+        let huge = Usage {
+            input_tokens: Some(u64::MAX - 1),
+            cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
+            cache_read_input_tokens: Some(u64::MAX),
+            ..Usage::default()
+        };
+        assert_eq!(huge.total_input_tokens(), u64::MAX);
+        let calibration = Calibration::from_first(&request, &huge);
+        let model = threadline_wire::model::ModelTable::builtin()
+            .resolve("claude-sonnet-4-6")
+            .model()
+            .clone();
+        let mut simulator = calibration.simulator(&model);
+        let steps: Vec<Predicted> = (0..3)
+            .map(|i| simulator.step(u64::MAX - 1 + i.min(1), &request).usage)
+            .collect();
+        assert!(steps.iter().all(|s| s.total() > 0));
+        let ratio = hit_ratio(&steps);
+        assert!((0.0..=1.0).contains(&ratio), "{ratio}");
+        let max = Predicted {
+            input_tokens: u64::MAX,
+            cache_creation_input_tokens: u64::MAX,
+            ephemeral_5m_input_tokens: 0,
+            ephemeral_1h_input_tokens: 0,
+            cache_read_input_tokens: u64::MAX,
+        };
+        assert_eq!(max.total(), u64::MAX);
+        assert_eq!(hit_ratio([&max, &max]), 1.0);
     }
 }

@@ -30,9 +30,16 @@ pub(crate) struct Totals {
 }
 
 impl Totals {
+    /// All input tokens: uncached, written and read (saturating).
+    pub(crate) fn all_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_write_tokens)
+            .saturating_add(self.cache_read_tokens)
+    }
+
     /// The share of input tokens read from the cache.
     pub(crate) fn cache_read_share(&self) -> f64 {
-        let all = self.input_tokens + self.cache_write_tokens + self.cache_read_tokens;
+        let all = self.all_input_tokens();
         if all == 0 {
             0.0
         } else {
@@ -41,10 +48,17 @@ impl Totals {
     }
 
     fn add(&mut self, usage: &Usage, model: &str) {
-        self.input_tokens += usage.input_tokens.unwrap_or(0);
-        self.cache_write_tokens += usage.cache_creation_input_tokens.unwrap_or(0);
-        self.cache_read_tokens += usage.cache_read_input_tokens.unwrap_or(0);
-        self.output_tokens += usage.output_tokens.unwrap_or(0);
+        // Saturating: the counts are the server's, and a hostile one may send u64::MAX.
+        let add = |total: &mut u64, tokens: Option<u64>| {
+            *total = total.saturating_add(tokens.unwrap_or(0));
+        };
+        add(&mut self.input_tokens, usage.input_tokens);
+        add(
+            &mut self.cache_write_tokens,
+            usage.cache_creation_input_tokens,
+        );
+        add(&mut self.cache_read_tokens, usage.cache_read_input_tokens);
+        add(&mut self.output_tokens, usage.output_tokens);
         let table = threadline::wire::model::ModelTable::builtin();
         self.cost += table.resolve(model).model().cost(usage);
     }
@@ -149,5 +163,25 @@ mod tests {
         assert!((totals.cost - model.cost(&usage)).abs() < 1e-12);
         assert!(totals.cost > 0.0);
         assert_eq!(Totals::default().cache_read_share(), 0.0);
+    }
+
+    #[test]
+    fn totals_saturate_instead_of_wrapping() {
+        let mut totals = Totals::default();
+        let huge = Usage {
+            input_tokens: Some(u64::MAX - 1),
+            output_tokens: Some(u64::MAX),
+            cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
+            cache_read_input_tokens: Some(u64::MAX),
+            ..Usage::default()
+        };
+        totals.add(&huge, "claude-sonnet-4-5");
+        totals.add(&huge, "claude-sonnet-4-5");
+        assert_eq!(totals.input_tokens, u64::MAX);
+        assert_eq!(totals.cache_write_tokens, u64::MAX);
+        assert_eq!(totals.output_tokens, u64::MAX);
+        assert_eq!(totals.all_input_tokens(), u64::MAX);
+        assert!((totals.cache_read_share() - 1.0).abs() < 1e-9);
+        assert!(totals.cost.is_finite());
     }
 }

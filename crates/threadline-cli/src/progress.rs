@@ -199,9 +199,7 @@ impl Progress {
                 }
                 if let (Some(stop), Some(usage)) = (&assistant.stop_reason, &assistant.usage) {
                     let read = usage.cache_read_input_tokens.unwrap_or(0);
-                    let context = usage.input_tokens.unwrap_or(0)
-                        + usage.cache_creation_input_tokens.unwrap_or(0)
-                        + read;
+                    let context = usage.total_input_tokens();
                     self.say(&format!(
                         "response ended ({}): {context} tokens in, {read} of them read from the cache",
                         stop.as_str()

@@ -107,6 +107,52 @@ fn fragments_of_one_response_are_one_request() {
     );
 }
 
+/// A transcript whose recorded usage is near `u64::MAX` (damaged, or written from a hostile
+/// server's answers): the totals saturate instead of wrapping (or, in a debug build,
+/// panicking).
+#[test]
+fn usage_near_u64_max_saturates_in_the_totals() {
+    use threadline_message::{Message, TranscriptWriter};
+    use threadline_wire::{ContentBlock, StopReason, Usage};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("huge.jsonl");
+    let mut writer = TranscriptWriter::open(&path).expect("opens");
+    for turn in 0..2 {
+        let mut answer = Message::assistant_fragment(
+            format!("msg_{turn}"),
+            "claude-sonnet-4-6",
+            vec![ContentBlock::text("ok")],
+        );
+        if let Message::Assistant(assistant) = &mut answer {
+            assistant.stop_reason = Some(StopReason::EndTurn);
+            assistant.usage = Some(Box::new(Usage {
+                input_tokens: Some(u64::MAX - 1),
+                output_tokens: Some(u64::MAX),
+                cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
+                cache_read_input_tokens: Some(u64::MAX),
+                ..Usage::default()
+            }));
+        }
+        writer
+            .append_all(&[Message::user_text(format!("question {turn}")), answer])
+            .expect("written");
+    }
+    drop(writer);
+    let report = report(path.to_str().expect("UTF-8 path"));
+    let recorded = &report["totals"]["recorded"];
+    for field in [
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ] {
+        assert_eq!(
+            recorded[field].as_u64(),
+            Some(u64::MAX),
+            "{field}: {report}"
+        );
+    }
+}
+
 #[test]
 fn the_table_has_a_row_per_request_and_totals() {
     let out = threadline(&[

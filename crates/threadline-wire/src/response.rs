@@ -87,11 +87,13 @@ impl Default for Usage {
 }
 
 impl Usage {
-    /// All input tokens: uncached + cache writes + cache reads.
+    /// All input tokens: uncached + cache writes + cache reads (saturating at `u64::MAX`: the
+    /// counts come from a server or a transcript, either of which may be hostile).
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens.unwrap_or(0)
-            + self.cache_creation_input_tokens.unwrap_or(0)
-            + self.cache_read_input_tokens.unwrap_or(0)
+        self.input_tokens
+            .unwrap_or(0)
+            .saturating_add(self.cache_creation_input_tokens.unwrap_or(0))
+            .saturating_add(self.cache_read_input_tokens.unwrap_or(0))
     }
 
     /// The share of input tokens read from the cache, in `0.0..=1.0` (0 when there was no

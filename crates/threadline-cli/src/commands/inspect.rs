@@ -254,7 +254,8 @@ fn break_json(found: &threadline_cache::CacheBreak) -> Value {
 }
 
 fn add(total: &mut Usage, usage: &Usage) {
-    let sum = |a: Option<u64>, b: Option<u64>| Some(a.unwrap_or(0) + b.unwrap_or(0));
+    // Saturating: a damaged or hostile transcript may record counts near u64::MAX.
+    let sum = |a: Option<u64>, b: Option<u64>| Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0)));
     total.input_tokens = sum(total.input_tokens, usage.input_tokens);
     total.cache_creation_input_tokens = sum(
         total.cache_creation_input_tokens,

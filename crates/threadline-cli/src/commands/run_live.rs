@@ -180,7 +180,7 @@ async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter, lines: &StdinLines) -
     eprintln!(
         "threadline: {} requests, {} tokens in ({:.0}% read from the cache), {} out, ${:.4}",
         totals.answered,
-        totals.input_tokens + totals.cache_write_tokens + totals.cache_read_tokens,
+        totals.all_input_tokens(),
         totals.cache_read_share() * 100.0,
         totals.output_tokens,
         totals.cost
