@@ -21,6 +21,12 @@
 //!   [`LineProblemKind::BrokenChain`], so a lost line loses only itself. Records on other
 //!   branches are counted in [`ImportResult::skipped_off_chain`]; a `uuid` seen twice (a
 //!   resumed session copies records) is taken from its last occurrence.
+//! * **Cycles.** A record that is its own ancestor (it names itself as its parent, or its
+//!   `parentUuid` chain comes back to it) is reported as [`LineProblemKind::ParentCycle`]:
+//!   when the main chain runs into a cycle, the walk stops after going round it once (the
+//!   cycle's records are imported) and the record closing it is reported; a cycle no chain
+//!   leads to is on no chain, and each of its records is reported as dropped. The walk visits
+//!   each record at most once, so it ends on any graph.
 //! * **Sidechains** (sub-agent conversations) are left out and counted in
 //!   [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is set:
 //!   then every sidechain record is imported too, at its place in the file.
@@ -395,14 +401,22 @@ fn place_records(records: &[Record], include_sidechains: bool) -> (Vec<Place>, V
         })
         .map(|(i, _)| i);
 
+    let cycles = on_cycle(records, &by_uuid);
     let mut on_chain = vec![false; records.len()];
     let mut bridges = Vec::new();
     let mut next = leaf;
+    let mut previous: Option<usize> = None;
     while let Some(index) = next {
         if on_chain[index] {
-            break; // a cycle
+            // Back at a record of the chain: a cycle, closed by the record before naming an
+            // ancestor of its own (unless a bridge led there: then it is a branch joining).
+            if let Some(closing) = previous.filter(|&c| cycles[c]) {
+                bridges.push(cycle_problem(&records[closing], closing == index, false));
+            }
+            break;
         }
         on_chain[index] = true;
+        previous = Some(index);
         let Some(parent_id) = parent(&records[index].object) else {
             break; // a root
         };
@@ -427,6 +441,15 @@ fn place_records(records: &[Record], include_sidechains: bool) -> (Vec<Place>, V
         });
     }
 
+    // Cycles no chain leads to: their records are on no chain; say so instead of dropping
+    // them silently.
+    for (index, record) in records.iter().enumerate() {
+        if cycles[index] && !on_chain[index] && !is_sidechain(&record.object) {
+            let self_parented = parent(&record.object) == uuid(&record.object);
+            bridges.push(cycle_problem(record, self_parented, true));
+        }
+    }
+
     let places = records
         .iter()
         .zip(on_chain)
@@ -447,6 +470,56 @@ fn place_records(records: &[Record], include_sidechains: bool) -> (Vec<Place>, V
         })
         .collect();
     (places, bridges)
+}
+
+fn cycle_problem(record: &Record, self_parented: bool, dropped: bool) -> LineProblem {
+    LineProblem {
+        line: record.line,
+        kind: LineProblemKind::ParentCycle {
+            uuid: uuid(&record.object).unwrap_or_default().to_owned(),
+            self_parented,
+            dropped,
+        },
+    }
+}
+
+/// Which records are their own ancestor. Each record has at most one parent (the last record
+/// with the `uuid` it names), so the records and their parents form a functional graph: one
+/// walk per record, each record visited once over all walks (O(N)).
+fn on_cycle(records: &[Record], by_uuid: &HashMap<&str, usize>) -> Vec<bool> {
+    const UNSEEN: usize = usize::MAX;
+    const DONE: usize = usize::MAX - 1;
+    let parent_of =
+        |index: usize| parent(&records[index].object).and_then(|p| by_uuid.get(p).copied());
+    let mut cycle = vec![false; records.len()];
+    // UNSEEN, DONE, or the position of the record on the current walk.
+    let mut state = vec![UNSEEN; records.len()];
+    let mut walk = Vec::new();
+    for start in 0..records.len() {
+        walk.clear();
+        let mut current = Some(start);
+        while let Some(index) = current {
+            match state[index] {
+                UNSEEN => {
+                    state[index] = walk.len();
+                    walk.push(index);
+                    current = parent_of(index);
+                }
+                DONE => break,
+                position => {
+                    // Back on this walk: everything from there on is the cycle.
+                    for &on in &walk[position..] {
+                        cycle[on] = true;
+                    }
+                    break;
+                }
+            }
+        }
+        for &index in &walk {
+            state[index] = DONE;
+        }
+    }
+    cycle
 }
 
 // --- mapping records -------------------------------------------------------------------------

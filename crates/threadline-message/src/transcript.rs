@@ -319,6 +319,18 @@ pub enum LineProblemKind {
         /// Why it did not parse.
         error: String,
     },
+    /// (Imports only.) The record is its own ancestor: following `parentUuid` from it comes
+    /// back to it (or it names itself as its parent).
+    ParentCycle {
+        /// The record's `uuid`.
+        uuid: String,
+        /// It names itself as its parent.
+        self_parented: bool,
+        /// It was left out: no record outside the cycle leads to it, so it is on no chain
+        /// (and counted in `skipped_off_chain`). Otherwise the main chain ran into the cycle
+        /// and stopped there, the cycle's records imported.
+        dropped: bool,
+    },
 }
 
 impl fmt::Display for LineProblem {
@@ -338,6 +350,22 @@ impl fmt::Display for LineProblem {
             ),
             LineProblemKind::BadBlock { index, error } => {
                 write!(f, "content block {index} kept as unknown: {error}")
+            }
+            LineProblemKind::ParentCycle {
+                uuid,
+                self_parented,
+                dropped,
+            } => {
+                if *self_parented {
+                    write!(f, "record {uuid} names itself as its parent")?;
+                } else {
+                    write!(f, "record {uuid} is on a parentUuid cycle")?;
+                }
+                if *dropped {
+                    f.write_str("; dropped")
+                } else {
+                    f.write_str("; the chain stops there")
+                }
             }
         }
     }

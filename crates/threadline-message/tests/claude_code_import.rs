@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 use threadline_message::claude_code::{
     ImportOptions, ImportResult, SessionSummary, import_claude_code, import_claude_code_file,
@@ -405,6 +406,146 @@ fn branches_keep_the_newest_leaf_and_duplicates_count_once() {
         imported.skipped_off_chain, 4,
         "a1, x and the first a2 and y"
     );
+}
+
+#[test]
+fn cyclic_and_self_parented_records_are_reported_never_dropped_silently() {
+    let text = jsonl(&[
+        record("user", "s", Some("s"), "names itself as its parent"),
+        record("user", "c1", Some("c2"), "a cycle nothing leads to"),
+        record("assistant", "c2", Some("c1"), "its other half"),
+        record("user", "u", None, "hello"),
+        record("assistant", "a", Some("u"), "hi"),
+        record("user", "v", Some("a"), "the main chain's leaf"),
+    ]);
+    let imported = import(&text);
+    assert_eq!(ids(&imported.messages), ["u", "a", "v"]);
+    assert_eq!(imported.skipped_off_chain, 3);
+    let lines: Vec<usize> = imported.problems.iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 2, 3], "{:?}", imported.problems);
+    assert_eq!(
+        imported.problems[0].to_string(),
+        "line 1: record s names itself as its parent; dropped"
+    );
+    assert_eq!(
+        imported.problems[1].to_string(),
+        "line 2: record c1 is on a parentUuid cycle; dropped"
+    );
+
+    // A chain that runs into a cycle: imported up to once round it, and the record closing
+    // the cycle is reported.
+    let text = jsonl(&[
+        record("user", "p", Some("q"), "one end of the cycle"),
+        record("assistant", "q", Some("p"), "the other"),
+        record("user", "x", Some("p"), "the leaf"),
+    ]);
+    let imported = import(&text);
+    assert_eq!(ids(&imported.messages), ["p", "q", "x"]);
+    assert_eq!(imported.problems.len(), 1, "{:?}", imported.problems);
+    assert_eq!(
+        imported.problems[0].to_string(),
+        "line 2: record q is on a parentUuid cycle; the chain stops there"
+    );
+}
+
+/// One record of a random parent graph: its kind, its `uuid` (from a small pool, so that
+/// duplicates happen; or none), its parent (from the pool, itself, one not in the file, or
+/// none), whether the parent is a `logicalParentUuid`, and whether it is a sidechain.
+fn graph_record() -> impl Strategy<Value = (bool, Option<u8>, Option<u8>, bool, bool)> {
+    (
+        any::<bool>(),
+        prop_oneof![9 => (0u8..8).prop_map(Some), 1 => Just(None)],
+        prop_oneof![6 => (0u8..9).prop_map(Some), 1 => Just(None)],
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.15),
+    )
+}
+
+proptest! {
+    /// On any parent graph (cycles, self-parents, duplicates, lost parents, sidechains) the
+    /// import ends, accounts for every record, and every record that is its own ancestor is
+    /// either imported or reported as a cycle — and only such records are.
+    #[test]
+    fn every_record_on_a_parent_cycle_is_imported_or_reported(
+        graph in prop::collection::vec(graph_record(), 1..24),
+    ) {
+        let name = |i: u8| if i == 8 { "lost".to_owned() } else { format!("r{i}") };
+        let records: Vec<Value> = graph
+            .iter()
+            .enumerate()
+            .map(|(line, &(assistant, id, parent, logical, sidechain))| {
+                let id = id.map_or_else(String::new, name);
+                let parent = parent.map(name);
+                let mut value = record(
+                    if assistant { "assistant" } else { "user" },
+                    &id,
+                    None,
+                    &format!("line {}", line + 1),
+                );
+                let key = if logical { "logicalParentUuid" } else { "parentUuid" };
+                value[key] = parent.map_or(Value::Null, Value::String);
+                value["isSidechain"] = Value::Bool(sidechain);
+                if id.is_empty() {
+                    value.as_object_mut().expect("an object").remove("uuid");
+                }
+                value
+            })
+            .collect();
+        let imported = import(&jsonl(&records));
+
+        prop_assert_eq!(
+            imported.messages.len() + imported.opaque.len() + imported.skipped_sidechain
+                + imported.skipped_off_chain,
+            records.len()
+        );
+        // The oracle: the last record of each uuid, each record's parent, and brute force.
+        let uuid_of = |r: &Value| r["uuid"].as_str().filter(|u| !u.is_empty()).map(str::to_owned);
+        let parent_of = |r: &Value| {
+            ["parentUuid", "logicalParentUuid"]
+                .iter()
+                .find_map(|k| r[*k].as_str().filter(|u| !u.is_empty()).map(str::to_owned))
+        };
+        let mut last = std::collections::HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if let Some(u) = uuid_of(r) {
+                last.insert(u, i);
+            }
+        }
+        let next = |i: usize| parent_of(&records[i]).and_then(|p| last.get(&p).copied());
+        let on_cycle = |i: usize| {
+            let mut j = next(i);
+            for _ in 0..records.len() {
+                match j {
+                    Some(k) if k == i => return true,
+                    Some(k) => j = next(k),
+                    None => return false,
+                }
+            }
+            false
+        };
+        let imported_ids: BTreeSet<&str> =
+            imported.messages.iter().map(|m| m.id().0.as_str()).collect();
+        for (i, r) in records.iter().enumerate() {
+            if !on_cycle(i) || r["isSidechain"] == true {
+                continue;
+            }
+            let uuid = uuid_of(r).expect("a record on a cycle has a uuid");
+            let reported = imported.problems.iter().any(|p| {
+                p.line == i + 1
+                    && matches!(&p.kind, LineProblemKind::ParentCycle { uuid: u, dropped: true, .. } if *u == uuid)
+            });
+            prop_assert!(
+                imported_ids.contains(uuid.as_str()) || reported,
+                "line {} ({}) is on a cycle, neither imported nor reported: {:?}",
+                i + 1, uuid, imported.problems
+            );
+        }
+        for problem in &imported.problems {
+            if let LineProblemKind::ParentCycle { .. } = problem.kind {
+                prop_assert!(on_cycle(problem.line - 1), "{}", problem);
+            }
+        }
+    }
 }
 
 #[test]
