@@ -89,14 +89,29 @@ pub(crate) fn load_session(path: &str, sidechains: Sidechains) -> Result<Session
         session.messages = imported.messages;
     }
     if session.messages.is_empty() {
-        return Err(format!(
-            "threadline: {path}: no messages found (is this a transcript?)"
+        return Err(no_messages(
+            path,
+            "no messages found (is this a transcript?)",
+            &session.problems,
         ));
     }
     for problem in &session.problems {
         eprintln!("threadline: {path}: {problem}");
     }
     Ok(session)
+}
+
+/// The one-line error for a transcript that gave no message: `what`, and the first problem
+/// the reader reported (a file where no line parses says why its first line did not).
+pub(crate) fn no_messages(path: &str, what: &str, problems: &[String]) -> String {
+    match problems {
+        [] => format!("threadline: {path}: {what}"),
+        [only] => format!("threadline: {path}: {what}; {only}"),
+        [first, ..] => format!(
+            "threadline: {path}: {what}; the first of {} problems: {first}",
+            problems.len()
+        ),
+    }
 }
 
 /// The model the session last talked to, if it says.

@@ -45,6 +45,58 @@ fn unreadable_input_is_one_line_and_exit_2() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
 
+/// A file where no line is a message says why: the error names line 1 and its parse error
+/// (our JSONL reader), or the Claude Code importer's first problem.
+#[test]
+fn a_file_with_no_message_names_its_first_lines_problem() {
+    let garbage = temp_file("no-message.jsonl", "<html> not JSON\n{broken\nnor this\n");
+    let garbage = garbage.to_str().expect("utf-8 path");
+    for args in [
+        &["normalize", garbage][..],
+        &["inspect", garbage],
+        &["compact", garbage, "--model", "claude-sonnet-4-5"],
+    ] {
+        let sub = args[0];
+        let out = threadline(args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{sub}: {err}");
+        assert_eq!(err.lines().count(), 1, "{sub}: {err}");
+        assert!(
+            err.contains("no messages found")
+                && err.contains("the first of 3 problems: line 1: malformed, skipped: expected value at line 1 column 1"),
+            "{sub}: {err}"
+        );
+    }
+    // JSON objects, none of them a message: `check` reads it as a transcript too.
+    let objects = temp_file("objects.jsonl", "{\"hello\": 1}\n{\"world\": 2}\n");
+    let out = threadline(&["check", objects.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains(
+            "no messages found in the transcript; the first of 2 problems: line 1: malformed"
+        ),
+        "{err}"
+    );
+    // A Claude Code file whose records form a cycle: the import's report says so.
+    let cycle = temp_file(
+        "cycle.jsonl",
+        concat!(
+            r#"{"type":"user","uuid":"a","parentUuid":"b","sessionId":"s","message":{"role":"user","content":"x"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"b","parentUuid":"a","sessionId":"s","message":{"role":"user","content":"y"}}"#,
+            "\n",
+        ),
+    );
+    let out = threadline(&["normalize", cycle.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("line 1: record a is on a parentUuid cycle; dropped"),
+        "{err}"
+    );
+}
+
 #[test]
 fn check_reports_in_the_apis_words() {
     let clean = threadline(&[

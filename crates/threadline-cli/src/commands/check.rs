@@ -166,8 +166,10 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Vec<String>, Str
     let path = args.path;
     let session = read_session(text);
     if session.messages.is_empty() {
-        return Err(format!(
-            "threadline: {path}: no messages found in the transcript"
+        return Err(crate::session::no_messages(
+            path,
+            "no messages found in the transcript",
+            &session.problems,
         ));
     }
     for problem in &session.problems {
