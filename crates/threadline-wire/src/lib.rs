@@ -1,6 +1,7 @@
 //! The Anthropic Messages API as Rust values: request and response types that survive
 //! whatever the API adds, an incremental SSE decoder, the stream accumulator, the model table,
-//! the pre-flight validator and the service contract. No I/O, no async runtime.
+//! the pre-flight validator and the service contract, and the redaction of secrets from what
+//! leaves the process ([`secret`]). No I/O, no async runtime.
 //!
 //! ```
 //! use threadline_wire::message_stream::MessageStreamReader;
