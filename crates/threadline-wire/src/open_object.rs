@@ -11,6 +11,9 @@
 //! delta. Here fields are read straight from the map; only an object whose tag is not its first
 //! key is buffered, and only up to the tag.
 //!
+//! A field given twice is an error, and so is a tagged object's tag given twice (whatever the
+//! tag names): keeping either copy would change what the object is when written back.
+//!
 //! Optional fields are `Option<T>`. An explicit `null` for an optional field is remembered in
 //! [`Extra`] (so `"stop_sequence": null` round-trips) and is shadowed as soon as the typed field
 //! is set.
@@ -79,10 +82,11 @@ pub fn from_buffered<'de, T: Deserialize<'de>, E: de::Error>(
     T::deserialize(value).map_err(E::custom)
 }
 
-/// Collects the rest of a map whose tag names no known variant into one JSON object.
+/// Collects the rest of a map whose tag names no known variant into one JSON object. A second
+/// tag is an error: kept, it would change what the object is when written back.
 #[doc(hidden)]
 pub fn collect_unknown<'de, A: MapAccess<'de>>(
-    tag_key: &str,
+    tag_key: &'static str,
     tag: String,
     buffered: Vec<(String, serde_json::Value)>,
     mut map: A,
@@ -93,6 +97,9 @@ pub fn collect_unknown<'de, A: MapAccess<'de>>(
     }
     object.insert(tag_key.to_owned(), serde_json::Value::String(tag));
     while let Some(key) = map.next_key::<MapKey<'de>>()? {
+        if key.as_str() == tag_key {
+            return Err(de::Error::duplicate_field(tag_key));
+        }
         let value: serde_json::Value = map.next_value()?;
         object.insert(key.into_owned(), value);
     }
@@ -137,10 +144,13 @@ macro_rules! wire_struct {
         }
 
         impl $name {
+            /// Reads the fields: those `buffered` before an enum's tag, then the rest of `map`.
+            /// `tag` is the enclosing enum's tag key, already read: a second one is an error.
             #[doc(hidden)]
             pub fn __from_map<'de, A: serde::de::MapAccess<'de>>(
                 buffered: Vec<(String, serde_json::Value)>,
                 mut map: A,
+                tag: Option<&'static str>,
             ) -> Result<Self, A::Error> {
                 #[allow(unused_imports)]
                 use serde::de::Error as _;
@@ -164,6 +174,11 @@ macro_rules! wire_struct {
                     }
                 }
                 while let Some(key) = map.next_key::<$crate::open_object::MapKey<'de>>()? {
+                    if let Some(tag) = tag
+                        && key.as_str() == tag
+                    {
+                        return Err(A::Error::duplicate_field(tag));
+                    }
                     match key.as_str() {
                         $( $crate::__json_name!($rfield $($rjson)?) => {
                             if $rfield.is_some() {
@@ -235,7 +250,7 @@ macro_rules! wire_struct {
                         f.write_str(concat!("a JSON object (", stringify!($name), ")"))
                     }
                     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$name, A::Error> {
-                        $name::__from_map(Vec::new(), map)
+                        $name::__from_map(Vec::new(), map, None)
                     }
                 }
                 deserializer.deserialize_map(StructVisitor)
@@ -308,7 +323,7 @@ macro_rules! wire_enum {
                             }
                             let tag = map.next_value::<$crate::open_object::MapKey<'de>>()?;
                             return match tag.as_str() {
-                                $( $value => Ok($name::$variant(<$payload>::__from_map(buffered, map)?)), )*
+                                $( $value => Ok($name::$variant(<$payload>::__from_map(buffered, map, Some($tag))?)), )*
                                 _ => Ok($name::Unknown($crate::open_object::collect_unknown(
                                     $tag, tag.into_owned(), buffered, map,
                                 )?)),
@@ -445,5 +460,52 @@ mod tests {
         assert!(serde_json::from_str::<Sample>(r#"{"count":1}"#).is_err());
         assert!(serde_json::from_str::<Shape>(r#"{"name":"a"}"#).is_err());
         assert!(serde_json::from_str::<Sample>(r#"{"name":"a","name":"b"}"#).is_err());
+    }
+
+    /// Found by the `request_json` fuzz target: a tag given twice. Kept, the second tag
+    /// silently changed what the object is when written back (an unknown block became a
+    /// `tool_use` without an `id`, which then failed to parse), or was dropped. A repeated tag
+    /// is refused like any repeated field.
+    #[test]
+    fn a_repeated_tag_is_an_error() {
+        for input in [
+            // unknown first tag, known second one
+            r#"{"text":"t","type":"ten5","input":{},"name":"n","type":"sample"}"#,
+            // known first tag, unknown second one
+            r#"{"type":"sample","name":"a","type":"hologram"}"#,
+            // both unknown
+            r#"{"type":"hologram","type":"mirage"}"#,
+            // the payload names a field like the tag
+            r#"{"type":"sample","name":"a","count":1,"type":"other"}"#,
+        ] {
+            let error = serde_json::from_str::<Shape>(input).expect_err(input);
+            assert!(
+                error.to_string().contains("duplicate field `type`"),
+                "{input}: {error}"
+            );
+        }
+    }
+
+    /// The `request_json` fuzz target's crash input, reduced: the request parsed, but its
+    /// serialization did not parse back.
+    #[test]
+    fn fuzz_request_with_a_repeated_block_tag_is_refused() {
+        let body = r#"{"model":"claude-sonnet-4-6","max_tokens":4096,"messages":[
+            {"content":[{"text":"What is the rate?","type":"text"}],"role":"user"},
+            {"content":[{"text":"Let me look.","type":"ten5wTNBYA8Reni8rbmnHT",
+              "input":{"from_currency":"USD"},"name":"get_exchange_rate","type":"tool_use"}],
+             "role":"assistant"}]}"#;
+        let parsed = serde_json::from_str::<crate::MessagesRequest>(body);
+        match parsed {
+            Err(error) => assert!(
+                error.to_string().contains("duplicate field `type`"),
+                "{error}"
+            ),
+            Ok(request) => {
+                let text = serde_json::to_string(&request).expect("serializes");
+                let again = serde_json::from_str::<crate::MessagesRequest>(&text);
+                panic!("accepted; written back as {text}, which parses as {again:?}");
+            }
+        }
     }
 }
