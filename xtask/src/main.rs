@@ -7,12 +7,15 @@
 //!   one live exchange with the real API (needs `ANTHROPIC_API_KEY`; never run by CI).
 //! * `cargo xtask bench [--quick]` runs the criterion benches and prints the
 //!   performance ratios listed in `xtask/src/bench.rs`.
+//! * `cargo xtask fuzz --seconds N [--target NAME]` builds the cargo-fuzz targets of `fuzz/`
+//!   and runs each for N seconds, reporting executions and findings (`xtask/src/fuzz.rs`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
 mod cache_bench;
 mod ci;
 mod fixtures;
+mod fuzz;
 mod record;
 mod sources;
 mod util;
@@ -38,6 +41,8 @@ enum Command {
     Fixtures(FixturesArgs),
     /// Run the criterion benches and report the ratios in `xtask/src/bench.rs`.
     Bench(BenchArgs),
+    /// Run each fuzz target for a bounded time and report executions and findings.
+    Fuzz(fuzz::FuzzArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
             None => fixtures::generate_command(&util::repo_root()),
         },
         Command::Bench(args) => bench::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
         Command::Ci => ci::run(),
     };
     match result {
@@ -186,5 +192,51 @@ mod tests {
         ));
         assert!(matches!(parse(&["ci"]).expect("ci").command, Command::Ci));
         assert!(parse(&["nope"]).is_err());
+    }
+
+    #[test]
+    fn fuzz_arguments_parse() {
+        let cli = parse(&["fuzz", "--seconds", "10"]).expect("fuzz --seconds");
+        let Command::Fuzz(args) = cli.command else {
+            panic!("expected fuzz, got {:?}", cli.command);
+        };
+        assert_eq!(args.seconds, 10);
+        assert!(args.targets.is_empty());
+        assert_eq!(args.max_len, fuzz::DEFAULT_MAX_LEN);
+        assert_eq!(args.rss_limit_mb, fuzz::DEFAULT_RSS_LIMIT_MB);
+        assert_eq!(args.timeout, fuzz::DEFAULT_TIMEOUT_SECS);
+
+        let cli = parse(&[
+            "fuzz",
+            "--seconds",
+            "120",
+            "--target",
+            "request_json",
+            "--target",
+            "sse_accumulate",
+            "--max-len",
+            "4096",
+            "--rss-limit-mb",
+            "1024",
+            "--timeout",
+            "5",
+        ])
+        .expect("every fuzz option");
+        let Command::Fuzz(args) = cli.command else {
+            panic!("expected fuzz, got {:?}", cli.command);
+        };
+        assert_eq!(args.targets, ["request_json", "sse_accumulate"]);
+        assert_eq!(
+            (args.max_len, args.rss_limit_mb, args.timeout),
+            (4096, 1024, 5)
+        );
+
+        assert!(parse(&["fuzz"]).is_err(), "--seconds is required");
+        assert!(parse(&["fuzz", "--seconds", "0"]).is_err(), "zero seconds");
+        assert!(parse(&["fuzz", "--seconds", "x"]).is_err());
+        assert!(
+            parse(&["fuzz", "--seconds", "1", "--target", "nope"]).is_err(),
+            "unknown target"
+        );
     }
 }
