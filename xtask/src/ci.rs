@@ -7,6 +7,9 @@
 //! 4. `cargo xtask fixtures --check` (run in-process)
 //! 5. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
 //! 6. `cargo test --workspace --doc`
+//! 7. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
+//!    ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
+//!    (installs cargo-fuzz pinned if missing)
 //!
 //! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
 //! already set), so that CI is reproducible: a run passes or fails the same way every time.
@@ -17,11 +20,16 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::fixtures;
+use crate::{fixtures, fuzz};
 use crate::util::{Failure, XResult, repo_root};
 
 /// The proptest seed CI runs with (see the module documentation).
 pub(crate) const PROPTEST_SEED: &str = "20261130";
+
+/// How long CI runs each fuzz target, and the libFuzzer seed it runs them with.
+pub(crate) const FUZZ_SECONDS: u64 = 10;
+/// See [`FUZZ_SECONDS`].
+pub(crate) const FUZZ_SEED: u32 = 20261201;
 
 /// One CI step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +42,8 @@ pub(crate) enum Step {
     FixturesCheck,
     /// nextest if installed, else `cargo test --workspace`.
     Tests,
+    /// `cargo xtask fuzz` for [`FUZZ_SECONDS`] per target with [`FUZZ_SEED`], in-process.
+    Fuzz,
 }
 
 impl Step {
@@ -44,6 +54,9 @@ impl Step {
             Self::Deny => "cargo deny check licenses bans sources".to_owned(),
             Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
             Self::Tests => "cargo nextest run --workspace (or cargo test --workspace)".to_owned(),
+            Self::Fuzz => {
+                format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
+            }
         }
     }
 }
@@ -64,6 +77,7 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::FixturesCheck,
         Step::Tests,
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
+        Step::Fuzz,
     ]
 }
 
@@ -118,6 +132,17 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
             println!("fixtures: up to date: {summary}");
             Ok(())
         }
+        Step::Fuzz => {
+            println!("ci: $ {}", step.describe());
+            fuzz::run(&fuzz::FuzzArgs {
+                seconds: FUZZ_SECONDS,
+                targets: Vec::new(),
+                max_len: fuzz::DEFAULT_MAX_LEN,
+                rss_limit_mb: fuzz::DEFAULT_RSS_LIMIT_MB,
+                timeout: fuzz::DEFAULT_TIMEOUT_SECS,
+                seed: Some(FUZZ_SEED),
+            })
+        }
         Step::Tests => {
             if has_subcommand(root, "nextest") {
                 run_cargo(root, &["nextest", "run", "--workspace"])
@@ -165,6 +190,7 @@ mod tests {
                 "cargo xtask fixtures --check",
                 "cargo nextest run --workspace (or cargo test --workspace)",
                 "cargo test --workspace --doc",
+                "cargo xtask fuzz --seconds 10 --seed 20261201",
             ]
         );
     }

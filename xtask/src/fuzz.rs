@@ -69,6 +69,11 @@ pub(crate) struct FuzzArgs {
     /// The time one input may take before it is reported as a hang.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub(crate) timeout: u64,
+    /// libFuzzer's random seed (`-seed`): the same seed, corpus and binary explore the same
+    /// inputs in the same order, so a short run is reproducible (CI uses one). Default: a new
+    /// seed each run.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u32>,
 }
 
 impl FuzzArgs {
@@ -156,6 +161,9 @@ pub(crate) fn libfuzzer_args(
         format!("-timeout={}", args.timeout).into(),
         "-print_final_stats=1".into(),
     ];
+    if let Some(seed) = args.seed {
+        out.push(format!("-seed={seed}").into());
+    }
     let mut prefix = OsString::from("-artifact_prefix=");
     prefix.push(artifacts.as_os_str());
     prefix.push("/");
@@ -633,6 +641,7 @@ stat::peak_rss_mb:              40
             max_len: 100,
             rss_limit_mb: 512,
             timeout: 3,
+            seed: Some(9),
         };
         let got: Vec<String> = libfuzzer_args(
             &args,
@@ -650,6 +659,7 @@ stat::peak_rss_mb:              40
                 "-rss_limit_mb=512",
                 "-timeout=3",
                 "-print_final_stats=1",
+                "-seed=9",
                 "-artifact_prefix=a/x/",
                 "c",
                 "s",
