@@ -2,7 +2,9 @@
 //!
 //! Every failure is one clear line on stderr and a documented exit code; nothing panics on bad
 //! input. Exit codes: 0 success, 1 the input was read but is broken or invalid, 2 the input
-//! could not be read (or the arguments are wrong).
+//! could not be read (or the arguments are wrong, or it is larger than `--max-input-bytes`).
+//! Output that could not be written completely (a full disk, a closed pipe) is exit code 1
+//! when the command would have succeeded.
 
 use std::process::ExitCode;
 
@@ -25,6 +27,16 @@ mod terminal_text;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The largest input read from a file or stdin, in bytes (default 268435456 = 256 MiB);
+    /// a larger or endless input (`/dev/zero`) is refused with exit code 2.
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        default_value_t = input::DEFAULT_MAX_INPUT_BYTES,
+        hide_default_value = true
+    )]
+    max_input_bytes: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -242,7 +254,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match cli.command {
+    input::set_max_input_bytes(cli.max_input_bytes);
+    let code = match cli.command {
         Command::Accumulate { file } => commands::accumulate::run(&file),
         Command::Check {
             file,
@@ -317,5 +330,7 @@ fn main() -> ExitCode {
             scenario,
             limits,
         } => commands::mock::run(addr, scenario.as_deref(), &limits),
-    }
+    };
+    // A write to stdout that failed makes the run a failure, whatever the command said.
+    output::finish(code)
 }

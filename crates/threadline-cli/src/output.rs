@@ -1,14 +1,56 @@
-//! Writing to stdout without panicking when the reader goes away (`threadline … | head`).
+//! Writing to stdout: every write goes through here, so a failed write (a full disk, a closed
+//! pipe) is seen once and turns the exit code into a failure ([`finish`]).
 
 use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Writes `line` and a newline to stdout. A closed pipe ends the output quietly (the reader
-/// has what it wanted); any other failure is one line on stderr.
-pub(crate) fn print_line(line: &str) {
+/// Whether a write to stdout failed: the output is incomplete.
+static FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Records a failed write. The first failure is one line on stderr, except for a closed pipe
+/// (the reader has what it wanted: `threadline … | head`), which ends the output quietly.
+fn failed(error: &std::io::Error) {
+    if !FAILED.swap(true, Ordering::SeqCst) && error.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("threadline: cannot write to stdout: {error}");
+    }
+}
+
+/// Writes `text` to stdout as it is and flushes it (streamed model text). After a failed
+/// write nothing more is written.
+pub(crate) fn print(text: &str) {
+    if FAILED.load(Ordering::SeqCst) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = writeln!(stdout, "{line}")
-        && e.kind() != std::io::ErrorKind::BrokenPipe
+    if let Err(error) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
     {
-        eprintln!("threadline: cannot write to stdout: {e}");
+        failed(&error);
+    }
+}
+
+/// Writes `line` and a newline to stdout. After a failed write nothing more is written.
+pub(crate) fn print_line(line: &str) {
+    if FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = writeln!(stdout, "{line}") {
+        failed(&error);
+    }
+}
+
+/// The process's exit code once the command returned `code`: stdout is flushed, and when any
+/// write to it failed, a success becomes exit code 1 (the output is incomplete).
+pub(crate) fn finish(code: ExitCode) -> ExitCode {
+    if let Err(error) = std::io::stdout().lock().flush() {
+        failed(&error);
+    }
+    if FAILED.load(Ordering::SeqCst) && code == ExitCode::SUCCESS {
+        ExitCode::from(1)
+    } else {
+        code
     }
 }

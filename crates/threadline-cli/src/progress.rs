@@ -172,10 +172,7 @@ impl Progress {
             StreamEvent::ContentBlockDelta(delta) if self.style == Style::Conversation => {
                 if let ContentDelta::Text(text) = &delta.delta {
                     self.text_open = true;
-                    use std::io::Write as _;
-                    let mut stdout = std::io::stdout().lock();
-                    let _ = write!(stdout, "{}", terminal_safe(&text.text, true));
-                    let _ = stdout.flush();
+                    crate::output::print(&terminal_safe(&text.text, true));
                 }
             }
             _ => {}

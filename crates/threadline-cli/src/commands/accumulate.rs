@@ -1,10 +1,16 @@
 //! `threadline accumulate FILE`: raw SSE bytes to the final message.
+//!
+//! SSE is streamed through the wire crate's incremental reader as it is read (so its per-event
+//! bound cuts a runaway event early); a canonical fixture is read whole. Both stop at the
+//! input limit (`--max-input-bytes`).
 
 use std::process::ExitCode;
 
-use threadline_wire::message_stream::read_message;
+use std::io::Read as _;
 
-use crate::input::read_input;
+use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
+
+use crate::input::{open_input, too_large};
 
 /// The SSE bodies in the input: the input itself, or every SSE body of a canonical fixture.
 fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
@@ -26,25 +32,84 @@ fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
         .collect()
 }
 
+/// The input, read: a body held whole (a canonical fixture, or a JSON document), or the result
+/// of a stream read as it came, or why reading stopped (one printable line, exit code 2).
+enum Input {
+    Whole(Vec<u8>),
+    Streamed(Box<Result<threadline_wire::Message, StreamReadError>>),
+}
+
+/// Reads the input: SSE is fed to the incremental reader chunk by chunk (its per-event bound
+/// applies as the bytes come, and nothing is held but the message); an input that starts with
+/// `{` (a fixture) is read whole. Both stop at the input limit.
+fn read(path: &str) -> Result<Input, String> {
+    let mut input = open_input(path)?;
+    let cannot = |e: std::io::Error| format!("threadline: cannot read {path}: {e}");
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut leading = Vec::new();
+    // The leading whitespace, then the first chunk that says which format this is.
+    let first = loop {
+        let n = input.read(&mut chunk).map_err(cannot)?;
+        if n == 0 {
+            break None;
+        }
+        leading.extend_from_slice(&chunk[..n]);
+        if let Some(&byte) = leading.iter().find(|b| !b.is_ascii_whitespace()) {
+            break Some(byte);
+        }
+        if input.over_limit() {
+            return Err(too_large(path));
+        }
+    };
+    if first.is_none_or(|byte| byte == b'{') {
+        input.read_to_end(&mut leading).map_err(cannot)?;
+        if input.over_limit() {
+            return Err(too_large(path));
+        }
+        return Ok(Input::Whole(leading));
+    }
+    let mut reader = MessageStreamReader::new();
+    let mut pushed = reader.push(&leading, |_, _| {});
+    while pushed.is_ok() {
+        if input.over_limit() {
+            return Err(too_large(path));
+        }
+        let n = input.read(&mut chunk).map_err(cannot)?;
+        if n == 0 {
+            break;
+        }
+        pushed = reader.push(&chunk[..n], |_, _| {});
+    }
+    if input.over_limit() {
+        return Err(too_large(path));
+    }
+    Ok(Input::Streamed(Box::new(
+        pushed.and_then(|()| reader.finish()),
+    )))
+}
+
 pub(crate) fn run(path: &str) -> ExitCode {
-    let bytes = match read_input(path) {
-        Ok(bytes) => bytes,
+    let bodies = match read(path) {
+        Ok(Input::Whole(bytes)) => sse_bodies(&bytes)
+            .into_iter()
+            .map(|(label, body)| (label, read_message(&body)))
+            .collect(),
+        Ok(Input::Streamed(result)) => vec![(None, *result)],
         Err(line) => {
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
-    let bodies = sse_bodies(&bytes);
     if bodies.is_empty() {
         eprintln!("threadline: {path}: the fixture holds no SSE response");
         return ExitCode::from(1);
     }
     let mut failed = false;
-    for (label, body) in bodies {
+    for (label, result) in bodies {
         let prefix = label
             .map(|l| format!("{path}: {l}: "))
             .unwrap_or_else(|| format!("{path}: "));
-        match read_message(&body) {
+        match result {
             Ok(message) => print_json(&message),
             Err(error) => {
                 failed = true;

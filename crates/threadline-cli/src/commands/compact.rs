@@ -150,13 +150,16 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
             } else {
                 let scripted;
                 let summarizer: &dyn Summarizer = match args.summary {
-                    Some(file) => match fs::read_to_string(file) {
+                    Some(file) => match crate::input::read_input(file).and_then(|bytes| {
+                        String::from_utf8(bytes)
+                            .map_err(|_| format!("threadline: --summary {file}: not UTF-8 text"))
+                    }) {
                         Ok(text) => {
                             scripted = ScriptedSummarizer::new([Ok(text)]);
                             &scripted
                         }
-                        Err(e) => {
-                            eprintln!("threadline: --summary {file}: {e}");
+                        Err(line) => {
+                            eprintln!("{line}");
                             return ExitCode::from(2);
                         }
                     },

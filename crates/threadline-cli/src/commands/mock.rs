@@ -69,7 +69,12 @@ fn default_scenario() -> Scenario {
 
 pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>, limits: &LimitArgs) -> ExitCode {
     let scenario = match scenario {
-        Some(path) => match Scenario::from_file(path) {
+        // The mock's loader reads the file whole: refuse one over the input limit (or
+        // endless, `/dev/zero`) before it does.
+        Some(path) => match crate::input::read_input(&path.display().to_string())
+            .map_err(|line| line.trim_start_matches("threadline: ").to_owned())
+            .and_then(|_| Scenario::from_file(path).map_err(|e| e.to_string()))
+        {
             Ok(scenario) => scenario,
             Err(error) => {
                 eprintln!("threadline: {error}");
