@@ -6,6 +6,7 @@
 //! API (the prompt-cache simulator, `threadline inspect`). Tools and system prompt are not in
 //! a transcript and are left to the caller.
 
+use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
 use threadline_message::{Message, SystemKind};
@@ -33,6 +34,9 @@ pub struct ImpliedRequest {
 /// The requests `messages` implies, in order. API-error responses imply none, and neither
 /// does a response at the very start (nothing was sent before it).
 ///
+/// Each request owns a copy of its messages, so the result grows with the square of the
+/// session; [`ImpliedRequests`] walks the same requests one at a time, borrowed.
+///
 /// ```
 /// use threadline_message::Message;
 /// use threadline_normalize::implied_requests;
@@ -52,46 +56,145 @@ pub struct ImpliedRequest {
 /// assert_eq!(requests[1].messages.len(), 3);
 /// ```
 pub fn implied_requests(messages: &[Message]) -> Vec<ImpliedRequest> {
-    let mut normalizer = Normalizer::new(Options::default());
+    let mut walk = ImpliedRequests::new(messages);
     let mut out = Vec::new();
-    let mut previous_key: Option<String> = None;
-    let mut compacted = false;
-    for (i, message) in messages.iter().enumerate() {
-        if let Message::System(system) = message
-            && matches!(system.kind, SystemKind::CompactBoundary { .. })
-        {
-            compacted = true;
-        }
-        let Message::Assistant(assistant) = message else {
-            continue;
-        };
-        if assistant.is_api_error {
-            continue;
-        }
-        let key = response_key(message);
-        if key.is_some() && key == previous_key {
-            continue;
-        }
-        previous_key.clone_from(&key);
-        if i == 0 {
-            continue;
-        }
-        let recorded = messages[i..]
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant(a) if response_key(m) == key => a.usage.as_deref().cloned(),
-                _ => None,
-            })
-            .next();
+    while let Some(request) = walk.next_request() {
         out.push(ImpliedRequest {
-            messages: normalizer.update(&messages[..i]).to_vec(),
-            at_ms: millis(&messages[i - 1]).or_else(|| millis(message)),
-            recorded,
-            after_compaction: std::mem::take(&mut compacted),
-            key,
+            key: request.key,
+            messages: request.messages.to_vec(),
+            at_ms: request.at_ms,
+            recorded: request.recorded,
+            after_compaction: request.after_compaction,
         });
     }
     out
+}
+
+/// One request of an [`ImpliedRequests`] walk: what [`ImpliedRequest`] holds, with the
+/// messages borrowed from the walk's normalizer.
+#[derive(Debug)]
+pub struct ImpliedView<'a> {
+    /// What the response's fragments share (see [`ImpliedRequest::key`]).
+    pub key: Option<String>,
+    /// The messages before the response, normalized with the default [`Options`].
+    pub messages: &'a [MessageParam],
+    /// How many leading `messages` are the previous request's, unchanged (0 for the first,
+    /// and whenever the normalizer had to start over): a caller deriving something per
+    /// message keeps it for these.
+    pub unchanged: usize,
+    /// When it was sent (see [`ImpliedRequest::at_ms`]).
+    pub at_ms: Option<u64>,
+    /// The usage the transcript recorded for the response.
+    pub recorded: Option<Usage>,
+    /// Whether a compaction boundary came since the previous request.
+    pub after_compaction: bool,
+}
+
+/// The requests a transcript implies, one at a time: each request's messages are the
+/// incremental [`Normalizer`]'s, borrowed until the next one, so a walk over a whole session
+/// costs time and memory in proportion to the session (not to the sum of its requests).
+///
+/// ```
+/// use threadline_message::Message;
+/// use threadline_normalize::ImpliedRequests;
+/// use threadline_wire::ContentBlock;
+///
+/// let session = vec![
+///     Message::user_text("Hi"),
+///     Message::assistant_fragment("msg_01", "claude-sonnet-4-6", vec![ContentBlock::text("Hello")]),
+///     Message::user_text("Bye"),
+///     Message::assistant_fragment("msg_02", "claude-sonnet-4-6", vec![ContentBlock::text("Bye")]),
+/// ];
+/// let mut walk = ImpliedRequests::new(&session);
+/// let first = walk.next_request().expect("one");
+/// assert_eq!((first.messages.len(), first.unchanged), (1, 0));
+/// let second = walk.next_request().expect("two");
+/// assert_eq!(second.messages.len(), 3);
+/// assert!(walk.next_request().is_none());
+/// ```
+#[derive(Debug)]
+pub struct ImpliedRequests<'s> {
+    messages: &'s [Message],
+    normalizer: Normalizer,
+    /// For each assistant message, the usage of the first message from it on that shares its
+    /// response key and recorded one (found in one backward pass).
+    recorded: Vec<Option<&'s Usage>>,
+    next: usize,
+    previous_key: Option<String>,
+    compacted: bool,
+}
+
+impl<'s> ImpliedRequests<'s> {
+    /// A walk over the requests `messages` implies.
+    pub fn new(messages: &'s [Message]) -> Self {
+        let mut recorded = vec![None; messages.len()];
+        let mut latest: HashMap<Option<&str>, &Usage> = HashMap::new();
+        for (i, message) in messages.iter().enumerate().rev() {
+            if let Message::Assistant(a) = message {
+                let key = key_of(message);
+                if let Some(usage) = a.usage.as_deref() {
+                    latest.insert(key, usage);
+                }
+                recorded[i] = latest.get(&key).copied();
+            }
+        }
+        ImpliedRequests {
+            messages,
+            normalizer: Normalizer::new(Options::default()),
+            recorded,
+            next: 0,
+            previous_key: None,
+            compacted: false,
+        }
+    }
+
+    /// The next request, or `None` after the last.
+    pub fn next_request(&mut self) -> Option<ImpliedView<'_>> {
+        let messages = self.messages;
+        while let Some(message) = messages.get(self.next) {
+            let i = self.next;
+            self.next += 1;
+            if let Message::System(system) = message
+                && matches!(system.kind, SystemKind::CompactBoundary { .. })
+            {
+                self.compacted = true;
+            }
+            let Message::Assistant(assistant) = message else {
+                continue;
+            };
+            if assistant.is_api_error {
+                continue;
+            }
+            let key = response_key(message);
+            if key.is_some() && key == self.previous_key {
+                continue;
+            }
+            self.previous_key.clone_from(&key);
+            if i == 0 {
+                continue;
+            }
+            let recorded = self.recorded.get(i).copied().flatten().cloned();
+            let after_compaction = std::mem::take(&mut self.compacted);
+            self.normalizer.update(&messages[..i]);
+            return Some(ImpliedView {
+                key,
+                unchanged: self.normalizer.unchanged_prefix(),
+                messages: self.normalizer.messages(),
+                at_ms: millis(&messages[i - 1]).or_else(|| millis(message)),
+                recorded,
+                after_compaction,
+            });
+        }
+        None
+    }
+}
+
+/// [`response_key`], borrowed.
+fn key_of(message: &Message) -> Option<&str> {
+    match message {
+        Message::Assistant(a) => a.request_id.as_deref().or(a.api_message_id.as_deref()),
+        _ => None,
+    }
 }
 
 /// An assistant message's request id, else its API message id.
@@ -138,6 +241,40 @@ mod tests {
             assert!(!request.after_compaction);
             assert_eq!(request.recorded, None);
         }
+    }
+
+    #[test]
+    fn the_walk_gives_each_request_and_what_it_shares_with_the_one_before() {
+        // Images past the media cap make later requests replace the oldest ones in place,
+        // an id repeated across the boundary makes the normalizer start over: `unchanged`
+        // must stay true through both.
+        let mut session = Vec::new();
+        for turn in 0..160 {
+            session.push(Message::user_blocks(vec![
+                ContentBlock::text(format!("turn {turn}")),
+                crate::testing::image(),
+            ]));
+            session.push(fragment(&format!("msg_{turn}"), "a"));
+            if turn == 90 {
+                session.push(session[0].clone());
+            }
+        }
+        let batch = implied_requests(&session);
+        let mut walk = ImpliedRequests::new(&session);
+        let mut previous: Vec<MessageParam> = Vec::new();
+        for (index, expected) in batch.iter().enumerate() {
+            let view = walk.next_request().expect("as many requests");
+            assert_eq!(view.messages, expected.messages.as_slice());
+            assert_eq!(view.key, expected.key);
+            assert!(view.unchanged <= previous.len().min(view.messages.len()));
+            assert_eq!(view.messages[..view.unchanged], previous[..view.unchanged]);
+            if (1..50).contains(&index) {
+                // Below the cap, each request keeps all but the last two turns.
+                assert!(view.unchanged + 4 >= view.messages.len(), "{index}");
+            }
+            previous = view.messages.to_vec();
+        }
+        assert!(walk.next_request().is_none());
     }
 
     #[test]

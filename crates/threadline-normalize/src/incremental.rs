@@ -161,6 +161,8 @@ pub struct Normalizer {
     boundary: Option<Boundary>,
     prefix: Prefix,
     last: IncrementalUpdate,
+    /// How many leading messages of `output` equal the previous update's.
+    unchanged: usize,
 }
 
 /// Where the prefix ends: input message `input` begins output message `output`.
@@ -227,6 +229,7 @@ impl Normalizer {
             boundary: None,
             prefix: Prefix::default(),
             last: IncrementalUpdate::Nothing,
+            unchanged: 0,
         }
     }
 
@@ -245,6 +248,7 @@ impl Normalizer {
             self.full(messages, FullReason::NotAppended);
         } else if messages.len() == self.seen.len {
             self.last = IncrementalUpdate::Unchanged;
+            self.unchanged = self.output.len();
         } else if let Err(reason) = self.tail(messages) {
             self.full(messages, reason);
         }
@@ -262,6 +266,15 @@ impl Normalizer {
         &self.last
     }
 
+    /// How many leading messages of the last update's result are the update before's,
+    /// unchanged: everything before the boundary after a tail update (less any prefix message
+    /// whose oldest media the cap replaced), everything when the array was the one seen last,
+    /// none after a full normalization. A caller deriving something per message (sizes,
+    /// hashes) can keep what it derived for these and redo only the rest.
+    pub fn unchanged_prefix(&self) -> usize {
+        self.unchanged
+    }
+
     /// Forgets everything: the next update normalizes the whole array. Needed after an edit
     /// that changes a message in place and keeps every id (see the module documentation).
     pub fn reset(&mut self) {
@@ -275,6 +288,7 @@ impl Normalizer {
         self.boundary = None;
         self.output = Vec::new();
         self.last = IncrementalUpdate::Full { reason };
+        self.unchanged = 0;
         self.splice(
             messages,
             run,
@@ -322,12 +336,15 @@ impl Normalizer {
         if prefix_excess > self.prefix.media_dropped && !self.prefix.media_tracked {
             return Err(FullReason::MediaUntracked);
         }
+        let mut unchanged = boundary.output;
         for location in self.prefix.media[self.prefix.media_dropped..prefix_excess]
             .iter()
             .flatten()
         {
+            unchanged = unchanged.min(location.message);
             omit_media(&mut self.output, location);
         }
+        self.unchanged = unchanged;
         self.prefix.media_dropped = prefix_excess;
         self.last = IncrementalUpdate::Tail {
             from: boundary.input,

@@ -105,7 +105,7 @@ use threadline_message::Message;
 use threadline_wire::MessageParam;
 
 pub use draft::{INTERNAL_TIMESTAMP, to_internal};
-pub use implied::{ImpliedRequest, implied_requests};
+pub use implied::{ImpliedRequest, ImpliedRequests, ImpliedView, implied_requests};
 pub use incremental::{FullReason, IncrementalUpdate, Normalizer};
 pub use passes::render_attachments::render_attachment;
 pub use report::{Pass, Repair, RepairKind, Report};
