@@ -8,6 +8,9 @@
 //! * [`simulator`] — predicts `input_tokens`, `cache_creation_input_tokens` (5m / 1h) and
 //!   `cache_read_input_tokens` of each request of a session, and its cost, by the documented
 //!   rules; tokens from a pluggable [`TokenCounter`].
+//! * [`session`] — the same planning and simulation for the requests of one growing
+//!   conversation, redoing only what changed since the previous request (a session replayed
+//!   in time proportional to its size).
 //! * [`breaks`] — the first block that changed between two requests, and why; the simulator
 //!   adds expiry, lookback and minimum-length misses.
 //! * [`oracle`] — the best hit ratio any placement could reach for a session (the benchmark's
@@ -41,6 +44,7 @@ pub mod breaks;
 pub mod oracle;
 pub mod planner;
 pub mod prefix;
+pub mod session;
 pub mod simulator;
 pub mod system;
 pub mod tokens;
@@ -49,5 +53,6 @@ pub mod tools;
 pub use breaks::{BreakCause, CacheBreak, diff};
 pub use planner::{LookbackAware, Mark, Plan, Planner, Seed, Stable1h, Strategy};
 pub use prefix::{Location, Prefix, Ttl, UnseenPrefix};
+pub use session::SessionSimulator;
 pub use simulator::{Calibration, Predicted, SimConfig, Simulator, Step, hit_ratio};
 pub use tokens::{Estimate, ExactCounts, Scaled, TokenCounter};

@@ -251,14 +251,14 @@ pub fn is_deferred(tool: &Tool) -> bool {
     }
 }
 
-fn mix(state: u64, value: u64) -> u64 {
+pub(crate) fn mix(state: u64, value: u64) -> u64 {
     let mut h = DefaultHasher::new();
     state.hash(&mut h);
     value.hash(&mut h);
     h.finish()
 }
 
-fn hash_of<T: serde::Serialize>(value: &T) -> u64 {
+pub(crate) fn hash_of<T: serde::Serialize>(value: &T) -> u64 {
     let mut h = DefaultHasher::new();
     hash_json(value, &mut h);
     h.finish()

@@ -427,6 +427,22 @@ impl Calibration {
             self.config,
         )
     }
+
+    /// A [`SessionSimulator`](crate::SessionSimulator) for `model` (requests naming
+    /// `model_id`) with this calibration and the (scaled) estimate: the same predictions as
+    /// [`Calibration::simulator`] with the default planner, for a growing conversation.
+    pub fn session_simulator<'m>(
+        &self,
+        model: &'m Model,
+        model_id: &str,
+    ) -> crate::SessionSimulator<'m> {
+        crate::SessionSimulator::new(
+            model,
+            model_id,
+            crate::tokens::Scaled::new(Estimate, self.scale),
+            self.config,
+        )
+    }
 }
 
 /// The read share of a sequence of usages: cache reads ÷ all input tokens (sums saturate).

@@ -1,0 +1,651 @@
+//! The requests of one growing conversation, planned and simulated without flattening each
+//! request again: [`SessionSimulator`].
+//!
+//! Replaying a session request by request with a [`Planner`](crate::Planner) and a
+//! [`Simulator`](crate::Simulator) flattens every request whole ([`Prefix::of`] serializes
+//! and hashes each block), keeps the previous request's flattened form and compares them from
+//! the first piece: each request costs as much as the conversation so far, and a session of
+//! `n` requests costs `n²`. A [`SessionSimulator`] keeps the flattened conversation between
+//! requests. The caller says how many leading messages are the previous request's, unchanged
+//! (the incremental normalizer knows: [`ImpliedView::unchanged`]); only the rest is
+//! flattened again, the break detection starts where the two requests may differ, the marker
+//! placement looks at the end only, and expired cache entries are dropped in batches. Each
+//! request then costs what changed, and a session costs what it holds.
+//!
+//! It gives exactly what a [`Planner::default()`](crate::Planner) (the [`LookbackAware`]
+//! strategy) followed by [`Simulator::step`](crate::Simulator::step) give for the request
+//! `MessagesRequest::new(model_id, _, messages)` — no tools, no system prompt, no
+//! `tool_choice` or thinking settings: what a transcript shows; its agent's tools and system
+//! prompt are the [`UnseenPrefix`](crate::UnseenPrefix) of the [`SimConfig`]. (Tested against
+//! the two over generated sessions.)
+//!
+//! [`ImpliedView::unchanged`]: https://docs.rs/threadline-normalize
+//! [`LookbackAware`]: crate::LookbackAware
+
+use std::collections::HashMap;
+
+use threadline_wire::content::Content;
+use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, Role};
+
+use crate::breaks::{BreakCause, CacheBreak};
+use crate::planner::{HISTORY, LOOKBACK};
+use crate::prefix::{
+    Location, Prefix, PrefixPiece, Ttl, clear_marker, hash_of, is_eligible, marker_slot, mix,
+    piece_hash,
+};
+use crate::simulator::{Predicted, SimConfig, Step};
+use crate::tokens::{Piece, TokenCounter};
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    expires: u64,
+    ttl: Ttl,
+}
+
+/// What is kept of each message between requests.
+#[derive(Debug, Clone, Copy)]
+struct MessageInfo {
+    /// Its first piece.
+    start: usize,
+    /// The last message up to and including it that starts a turn (a user message with
+    /// something other than tool results).
+    prompt: Option<usize>,
+}
+
+/// What is kept of each piece beyond [`PrefixPiece`].
+#[derive(Debug, Clone, Copy)]
+struct PieceInfo {
+    /// The message it belongs to.
+    message: usize,
+    /// Whether the planner's marker would be set on it (eligible, with a marker slot).
+    markable: bool,
+    /// The last eligible piece at or before it.
+    last_eligible: Option<usize>,
+}
+
+/// What the previous request left.
+#[derive(Debug, Clone, Copy)]
+struct LastRequest {
+    /// The furthest position it left cached (its last effective breakpoint), if any.
+    cached_to: Option<usize>,
+    /// The tokens up to its last breakpoint (effective or not), if it had one.
+    last_breakpoint_tokens: Option<u64>,
+    at: u64,
+}
+
+/// Plans the markers of, and simulates the prompt cache for, the requests of one
+/// conversation, each a few messages longer than the one before. See the [module
+/// documentation](self).
+///
+/// ```
+/// use threadline_cache::{Estimate, Planner, SessionSimulator, SimConfig, Simulator};
+/// use threadline_wire::model::ModelTable;
+/// use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+///
+/// let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
+/// let mut session = SessionSimulator::new(model, "claude-sonnet-4-6", Estimate, SimConfig::default());
+/// let (mut planner, mut sim) = (Planner::default(), Simulator::new(model));
+/// let mut messages = vec![MessageParam::user(vec![ContentBlock::text("Read me. ".repeat(2000))])];
+/// for turn in 0..4u64 {
+///     // All but the last message are the previous request's.
+///     let unchanged = messages.len().saturating_sub(1);
+///     let step = session.step(turn * 60_000, &messages, unchanged);
+///     let mut request = MessagesRequest::new("claude-sonnet-4-6", 1024, messages.clone());
+///     planner.plan(&mut request);
+///     assert_eq!(step, sim.step(turn * 60_000, &request));
+///     messages.push(MessageParam::assistant(vec![ContentBlock::text("Done.")]));
+///     messages.push(MessageParam::user(vec![ContentBlock::text("Again.")]));
+/// }
+/// ```
+pub struct SessionSimulator<'m> {
+    model: &'m Model,
+    counter: Box<dyn TokenCounter + Send + Sync + 'm>,
+    config: SimConfig,
+    /// Whether the model drops earlier turns' thinking from the prompt.
+    strips_thinking: bool,
+    /// The hash state and tokens after the unseen pieces and the section settings.
+    base_state: u64,
+    base_tokens: u64,
+    /// The unseen pieces.
+    header: usize,
+    /// The flattened request: the unseen pieces, then every block of every message.
+    pieces: Vec<PrefixPiece>,
+    info: Vec<PieceInfo>,
+    messages: Vec<MessageInfo>,
+    /// Messages before this one have their thinking stripped (0: none).
+    strip: usize,
+    /// The pieces the planner marked in the last request.
+    marked: Vec<usize>,
+    /// A marked piece whose marker changed its count: its message is flattened again.
+    recount_from: Option<usize>,
+    /// The planner's memory: message blocks marked, with their prefix hash then.
+    written: Vec<(usize, u64)>,
+    entries: HashMap<u64, Entry>,
+    /// Entries that expired by this time are gone, whether or not they are still in the map.
+    pruned_at: u64,
+    /// The map's size after the last sweep.
+    swept_len: usize,
+    last: Option<LastRequest>,
+}
+
+impl std::fmt::Debug for SessionSimulator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionSimulator")
+            .field("model", &self.model.id)
+            .field("config", &self.config)
+            .field("pieces", &self.pieces.len())
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `message` starts a turn: a user message with something other than tool results
+/// (as [`crate::prefix::strips_prior_thinking`] reads it).
+fn is_prompt(message: &MessageParam) -> bool {
+    message.role == Role::User
+        && match &message.content {
+            Content::Text(_) => true,
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .any(|b| !matches!(b, ContentBlock::ToolResult(_))),
+        }
+}
+
+impl<'m> SessionSimulator<'m> {
+    /// A session for `model`, whose requests name `model_id` (the id as sent: it is part of
+    /// every cache key), counting tokens with `counter`, with `config`'s unseen prefix and
+    /// tail.
+    pub fn new(
+        model: &'m Model,
+        model_id: &str,
+        counter: impl TokenCounter + Send + Sync + 'm,
+        config: SimConfig,
+    ) -> Self {
+        let empty = MessagesRequest::new(model_id, 1024, Vec::new());
+        let header_prefix = Prefix::of(&empty, &counter, config.unseen);
+        let pieces = header_prefix.pieces;
+        // The state `Prefix::of` reaches before the first message block.
+        let mut state = mix(0x7468_7265_6164, hash_of(&empty.model));
+        if let Some(last) = pieces.last() {
+            state = last.prefix_hash;
+        }
+        state = mix(state, hash_of(&empty.tool_choice));
+        state = mix(
+            state,
+            mix(
+                hash_of(&empty.thinking),
+                hash_of(&empty.output_config.as_ref().map(|o| &o.effort)),
+            ),
+        );
+        let info = pieces
+            .iter()
+            .map(|_| PieceInfo {
+                message: 0,
+                markable: false,
+                last_eligible: None,
+            })
+            .collect();
+        SessionSimulator {
+            model,
+            counter: Box::new(counter),
+            config,
+            strips_thinking: !ModelTable::builtin()
+                .resolve(model_id)
+                .model()
+                .keeps_prior_thinking,
+            base_state: state,
+            base_tokens: pieces.last().map_or(0, |p| p.cumulative_tokens),
+            header: pieces.len(),
+            pieces,
+            info,
+            messages: Vec::new(),
+            strip: 0,
+            marked: Vec::new(),
+            recount_from: None,
+            written: Vec::new(),
+            entries: HashMap::new(),
+            pruned_at: 0,
+            swept_len: 0,
+            last: None,
+        }
+    }
+
+    /// The model simulated.
+    pub fn model(&self) -> &'m Model {
+        self.model
+    }
+
+    /// Forgets where earlier requests put markers (after a compaction), as
+    /// [`Planner::reset`](crate::Planner::reset) does. The cache is kept.
+    pub fn reset_planner(&mut self) {
+        self.written.clear();
+    }
+
+    /// Plans the markers of the request made of `messages` sent at `at_ms` (never
+    /// decreasing), predicts its usage and updates the cache. `unchanged`: how many leading
+    /// `messages` are the previous call's, unchanged (0 when unknown; more than the truth
+    /// gives wrong answers).
+    pub fn step(&mut self, at_ms: u64, messages: &[MessageParam], unchanged: usize) -> Step {
+        let (cut, old_tail) = self.flatten(messages, unchanged);
+        let applied = self.plan(messages);
+        self.simulate(at_ms, cut, &old_tail, &applied)
+    }
+
+    /// Flattens `messages` from the first one that may differ; returns where the pieces
+    /// began to be redone and the previous request's pieces from there.
+    fn flatten(
+        &mut self,
+        messages: &[MessageParam],
+        unchanged: usize,
+    ) -> (usize, Vec<PrefixPiece>) {
+        let mut dirty = unchanged.min(self.messages.len()).min(messages.len());
+        if let Some(message) = self.recount_from.take() {
+            dirty = dirty.min(message);
+        }
+        // Which turn is the current one decides whose thinking is stripped.
+        let prompt_at = |infos: &[MessageInfo], from: usize| {
+            let mut prompt = from
+                .checked_sub(1)
+                .and_then(|m| infos.get(m))
+                .and_then(|i| i.prompt);
+            for (m, message) in messages.iter().enumerate().skip(from) {
+                if is_prompt(message) {
+                    prompt = Some(m);
+                }
+            }
+            prompt
+        };
+        let strip = if self.strips_thinking {
+            prompt_at(&self.messages, dirty).unwrap_or(0)
+        } else {
+            0
+        };
+        if strip != self.strip {
+            dirty = dirty.min(strip.min(self.strip));
+        }
+        self.strip = strip;
+        let cut = self
+            .messages
+            .get(dirty)
+            .map_or(self.pieces.len(), |m| m.start);
+        self.messages.truncate(dirty);
+        let old_tail = self.pieces.split_off(cut);
+        self.info.truncate(cut);
+        for position in std::mem::take(&mut self.marked) {
+            if let Some(piece) = self.pieces.get_mut(position) {
+                piece.marker = None;
+            }
+        }
+        let (mut state, mut cumulative) = self
+            .pieces
+            .get(self.header..)
+            .and_then(<[PrefixPiece]>::last)
+            .map_or((self.base_state, self.base_tokens), |p| {
+                (p.prefix_hash, p.cumulative_tokens)
+            });
+        let mut last_eligible = self.info.last().and_then(|i| i.last_eligible);
+        for (message, param) in messages.iter().enumerate().skip(dirty) {
+            let previous = message
+                .checked_sub(1)
+                .and_then(|m| self.messages.get(m))
+                .and_then(|i| i.prompt);
+            self.messages.push(MessageInfo {
+                start: self.pieces.len(),
+                prompt: if is_prompt(param) {
+                    Some(message)
+                } else {
+                    previous
+                },
+            });
+            let text;
+            let blocks: &[ContentBlock] = match &param.content {
+                Content::Text(t) => {
+                    text = [ContentBlock::text(t.clone())];
+                    &text
+                }
+                Content::Blocks(blocks) => blocks,
+            };
+            let role = hash_of(&param.role);
+            let stripped = message < strip && param.role == Role::Assistant;
+            for (index, block) in blocks.iter().enumerate() {
+                if stripped && block.is_thinking() {
+                    continue;
+                }
+                // The planner clears every marker before it flattens the request.
+                let mut bare = block.clone();
+                clear_marker(&mut bare);
+                let mut own = mix(piece_hash(Piece::Block(&bare)), role);
+                if index == 0 {
+                    own = mix(own, 0x6d73_6773_7461_7274);
+                }
+                let tokens = self.counter.count(Piece::Block(&bare), own);
+                state = mix(state, own);
+                cumulative += tokens;
+                let eligible = is_eligible(&bare);
+                let position = self.pieces.len();
+                if eligible {
+                    last_eligible = Some(position);
+                }
+                self.info.push(PieceInfo {
+                    message,
+                    markable: eligible && marker_slot(&mut bare).is_some(),
+                    last_eligible,
+                });
+                self.pieces.push(PrefixPiece {
+                    location: Location::Message {
+                        message,
+                        block: index,
+                    },
+                    own_hash: own,
+                    prefix_hash: state,
+                    tokens,
+                    cumulative_tokens: cumulative,
+                    marker: None,
+                    eligible,
+                    thinking: bare.is_thinking(),
+                });
+            }
+        }
+        (cut, old_tail)
+    }
+
+    /// The default planner's markers ([`crate::LookbackAware`] on a request without tools or
+    /// system prompt): the last eligible block, and the latest earlier write when that is a
+    /// lookback or more before it. Returns the positions marked, in order.
+    fn plan(&mut self, messages: &[MessageParam]) -> Vec<usize> {
+        let header = self.header;
+        // Positions as the planner sees them: without the unseen pieces.
+        let moving = self
+            .pieces
+            .len()
+            .checked_sub(1)
+            .filter(|&last| last >= header)
+            .and_then(|last| self.info[last].last_eligible)
+            .filter(|&p| p >= header)
+            .map(|p| p - header);
+        let bridge = moving.and_then(|moving| {
+            let latest = self
+                .written
+                .iter()
+                .filter(|&&(p, hash)| {
+                    p < moving
+                        && self
+                            .pieces
+                            .get(p + header)
+                            .is_some_and(|now| now.prefix_hash == hash && now.eligible)
+                })
+                .map(|&(p, _)| p)
+                .max()?;
+            (moving >= latest + LOOKBACK).then_some(latest)
+        });
+        let applied: Vec<usize> = bridge
+            .into_iter()
+            .chain(moving)
+            .map(|p| p + header)
+            .filter(|&p| self.info[p].markable)
+            .collect();
+        for &position in &applied {
+            let entry = (position - header, self.pieces[position].prefix_hash);
+            if !self.written.contains(&entry) {
+                self.written.push(entry);
+            }
+        }
+        if self.written.len() > HISTORY {
+            self.written.drain(..self.written.len() - HISTORY);
+        }
+        for &position in &applied {
+            self.pieces[position].marker = Some(Ttl::FiveMinutes);
+            self.recount_marked(messages, position);
+        }
+        self.marked.clone_from(&applied);
+        applied
+    }
+
+    /// The simulator counts the request as planned: a marker may change a block's count (a
+    /// block the estimate measures by its JSON). Then the counts after it move, and its
+    /// message is flattened again next time.
+    fn recount_marked(&mut self, messages: &[MessageParam], position: usize) {
+        let Location::Message { message, block } = self.pieces[position].location else {
+            return;
+        };
+        let Some(param) = messages.get(message) else {
+            return;
+        };
+        let mut marked = match &param.content {
+            Content::Text(t) => ContentBlock::text(t.clone()),
+            Content::Blocks(blocks) => match blocks.get(block) {
+                Some(b) => b.clone(),
+                None => return,
+            },
+        };
+        clear_marker(&mut marked);
+        if let Some(slot) = marker_slot(&mut marked) {
+            *slot = Some(Box::new(Ttl::FiveMinutes.marker()));
+        }
+        let piece = &self.pieces[position];
+        let tokens = self.counter.count(Piece::Block(&marked), piece.own_hash);
+        if tokens == piece.tokens {
+            return;
+        }
+        let delta = tokens as i128 - piece.tokens as i128;
+        self.pieces[position].tokens = tokens;
+        for later in &mut self.pieces[position..] {
+            later.cumulative_tokens = (later.cumulative_tokens as i128 + delta).max(0) as u64;
+        }
+        let message = self.info[position].message;
+        self.recount_from = Some(self.recount_from.map_or(message, |m| m.min(message)));
+    }
+
+    /// [`crate::Simulator::step_prefix`] on the pieces, `applied` being the planner's markers
+    /// and `old_tail` the previous request's pieces from `cut` on.
+    fn simulate(
+        &mut self,
+        at_ms: u64,
+        cut: usize,
+        old_tail: &[PrefixPiece],
+        applied: &[usize],
+    ) -> Step {
+        let pieces = &self.pieces;
+        let minimum = self.model.min_cacheable_tokens;
+        let unseen_marks = if self.config.unseen.marked {
+            self.header
+        } else {
+            0
+        };
+        let all: Vec<(usize, Ttl)> = (0..unseen_marks)
+            .chain(applied.iter().copied())
+            .map(|p| (p, Ttl::FiveMinutes))
+            .collect();
+        let breakpoints: Vec<(usize, Ttl)> = all
+            .iter()
+            .copied()
+            .filter(|&(p, _)| pieces[p].cumulative_tokens >= minimum)
+            .collect();
+        if self.last.is_none() && self.config.unseen.warm_tokens > 0 {
+            let warm = self.config.unseen.warm_tokens;
+            let limit = warm + warm / 10;
+            let closest = breakpoints
+                .iter()
+                .filter(|&&(p, _)| pieces[p].cumulative_tokens <= limit)
+                .min_by_key(|&&(p, _)| pieces[p].cumulative_tokens.abs_diff(warm));
+            if let Some(&(p, _)) = closest {
+                self.entries.insert(
+                    pieces[p].prefix_hash,
+                    Entry {
+                        expires: at_ms + Ttl::FiveMinutes.millis(),
+                        ttl: Ttl::FiveMinutes,
+                    },
+                );
+            }
+        }
+        let alive = |entries: &HashMap<u64, Entry>, hash: u64| {
+            entries.get(&hash).is_some_and(|e| e.expires > at_ms)
+        };
+        let mut hit: Option<usize> = None;
+        let mut hits = Vec::new();
+        for &(p, _) in &breakpoints {
+            let from = p.saturating_sub(LOOKBACK - 1);
+            if let Some(q) = (from..=p)
+                .rev()
+                .find(|&q| alive(&self.entries, pieces[q].prefix_hash))
+            {
+                hits.push(q);
+                hit = Some(hit.map_or(q, |h: usize| h.max(q)));
+            }
+        }
+        let cache_break = self.explain(at_ms, cut, old_tail, hit, &breakpoints);
+        let pieces = &self.pieces;
+        for q in hits {
+            if let Some(entry) = self.entries.get_mut(&pieces[q].prefix_hash) {
+                entry.expires = entry.expires.max(at_ms + entry.ttl.millis());
+            }
+        }
+        let cum = |p: Option<usize>| p.map_or(0, |p| pieces[p].cumulative_tokens);
+        let read = cum(hit);
+        let after: Vec<(usize, Ttl)> = breakpoints
+            .iter()
+            .copied()
+            .filter(|&(p, _)| hit.is_none_or(|h| p > h))
+            .collect();
+        let last_bp = after.last().map(|&(p, _)| p);
+        let last_1h = after
+            .iter()
+            .rev()
+            .find(|&&(_, t)| t == Ttl::OneHour)
+            .map(|&(p, _)| p);
+        let write_1h = last_1h.map_or(0, |b| cum(Some(b)) - read);
+        let write_5m = last_bp.map_or(0, |c| cum(Some(c)) - read.max(cum(last_1h)));
+        let pruned_at = self.pruned_at;
+        for &(p, ttl) in &after {
+            let entry = self
+                .entries
+                .entry(pieces[p].prefix_hash)
+                .or_insert(Entry { expires: 0, ttl });
+            if entry.expires <= pruned_at {
+                // Expired before: gone, as if swept.
+                *entry = Entry { expires: 0, ttl };
+            }
+            entry.expires = entry.expires.max(at_ms + ttl.millis());
+            if ttl == Ttl::OneHour {
+                entry.ttl = Ttl::OneHour;
+            }
+        }
+        let total = pieces.last().map_or(0, |p| p.cumulative_tokens);
+        let covered = read.max(cum(last_bp));
+        let usage = Predicted {
+            input_tokens: total - covered + self.config.tail_tokens,
+            cache_creation_input_tokens: write_1h + write_5m,
+            ephemeral_5m_input_tokens: write_5m,
+            ephemeral_1h_input_tokens: write_1h,
+            cache_read_input_tokens: read,
+        };
+        self.last = Some(LastRequest {
+            cached_to: last_bp.or(hit),
+            last_breakpoint_tokens: all.last().map(|&(p, _)| pieces[p].cumulative_tokens),
+            at: at_ms,
+        });
+        // Sweeping the map on every request would cost its size each time: sweep when it has
+        // doubled, and treat what expired by now as gone until then.
+        self.pruned_at = at_ms;
+        if self.entries.len() > 2 * self.swept_len + 64 {
+            self.entries.retain(|_, e| e.expires > at_ms);
+            self.swept_len = self.entries.len();
+        }
+        Step {
+            cost: usage.cost(self.model, 0),
+            usage,
+            cache_break,
+        }
+    }
+
+    /// Why this request read less than the previous one left cached (the simulator's
+    /// `explain`, with [`crate::breaks::first_difference`] started at `cut`: the pieces before
+    /// it are the previous request's).
+    fn explain(
+        &self,
+        at_ms: u64,
+        cut: usize,
+        old_tail: &[PrefixPiece],
+        hit: Option<usize>,
+        breakpoints: &[(usize, Ttl)],
+    ) -> Option<CacheBreak> {
+        let last = self.last.as_ref()?;
+        let minimum = self.model.min_cacheable_tokens;
+        let Some(cached_to) = last.cached_to else {
+            return last.last_breakpoint_tokens.map(|tokens| CacheBreak {
+                location: None,
+                cause: BreakCause::BelowMinimum { tokens, minimum },
+            });
+        };
+        let old_len = cut + old_tail.len();
+        let old = |i: usize| {
+            if i < cut {
+                &self.pieces[i]
+            } else {
+                &old_tail[i - cut]
+            }
+        };
+        if old_len > 0 {
+            for i in cut..=cached_to.min(old_len - 1) {
+                let old = old(i);
+                let Some(new) = self.pieces.get(i) else {
+                    return Some(CacheBreak {
+                        location: Some(old.location),
+                        cause: BreakCause::MessagesRemoved,
+                    });
+                };
+                if old.prefix_hash == new.prefix_hash {
+                    continue;
+                }
+                let same_piece = old.own_hash == new.own_hash && old.location == new.location;
+                let first_message = self.pieces.len() > self.header && i == self.header;
+                let cause = if old.thinking && !new.thinking && old.own_hash != new.own_hash {
+                    BreakCause::PriorThinkingStripped
+                } else if same_piece && i == 0 {
+                    BreakCause::ModelChanged
+                } else if same_piece && first_message {
+                    BreakCause::ThinkingChanged
+                } else if matches!(old.location, Location::Unseen { .. }) {
+                    BreakCause::SystemChanged
+                } else {
+                    BreakCause::MessageRewritten
+                };
+                return Some(CacheBreak {
+                    location: Some(new.location),
+                    cause,
+                });
+            }
+        }
+        if hit.is_some_and(|h| h >= cached_to) {
+            return None;
+        }
+        let hash = old(cached_to).prefix_hash;
+        let idle_ms = at_ms.saturating_sub(last.at);
+        let expired = self.entries.get(&hash).is_none_or(|e| e.expires <= at_ms);
+        if expired {
+            return Some(CacheBreak {
+                location: None,
+                cause: BreakCause::TtlExpired { idle_ms },
+            });
+        }
+        if breakpoints.is_empty() {
+            return Some(CacheBreak {
+                location: None,
+                cause: BreakCause::NoMarker,
+            });
+        }
+        let nearest = breakpoints
+            .iter()
+            .map(|&(p, _)| p)
+            .filter(|&p| p >= cached_to)
+            .min()
+            .unwrap_or(cached_to);
+        Some(CacheBreak {
+            location: None,
+            cause: BreakCause::LookbackExceeded {
+                blocks: nearest - cached_to,
+            },
+        })
+    }
+}
