@@ -142,6 +142,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "context for normalize_batch_100k_vs_10k: Vec::clone of the internal array at 100k messages vs at 10k, the floor of any normalizer returning an owned request (ours_time / baseline_time; no target)",
     },
     RatioSpec {
+        name: "inspect_100k_vs_10k",
+        group: "inspect_scaling",
+        ours: "records_100k",
+        baseline: "records_10k",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "threadline inspect's analysis (read the transcript, plan and simulate every implied request, render the report) at 100k tiny chat records vs at 10k (ours_time / baseline_time; target <= 12, i.e. linear)",
+    },
+    RatioSpec {
         name: "client_small_stream_vs_hyper",
         group: "client_loopback_small_stream",
         ours: "ours",

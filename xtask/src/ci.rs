@@ -20,8 +20,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::{fixtures, fuzz};
 use crate::util::{Failure, XResult, repo_root};
+use crate::{fixtures, fuzz};
 
 /// The proptest seed CI runs with (see the module documentation).
 pub(crate) const PROPTEST_SEED: &str = "20261130";

@@ -10,23 +10,23 @@ use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The default input limit: 256 MiB.
-pub(crate) const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The input limit of this process (set once from the command line).
 static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
 
 /// Sets the input limit (`--max-input-bytes`).
-pub(crate) fn set_max_input_bytes(bytes: u64) {
+pub fn set_max_input_bytes(bytes: u64) {
     MAX_INPUT_BYTES.store(bytes, Ordering::SeqCst);
 }
 
 /// The input limit in bytes.
-pub(crate) fn max_input_bytes() -> u64 {
+pub fn max_input_bytes() -> u64 {
     MAX_INPUT_BYTES.load(Ordering::SeqCst)
 }
 
 /// The line saying that `path` is over the limit.
-pub(crate) fn too_large(path: &str) -> String {
+pub fn too_large(path: &str) -> String {
     format!(
         "threadline: {path}: the input is larger than the limit of {} bytes (raise it with --max-input-bytes)",
         max_input_bytes()
@@ -35,14 +35,14 @@ pub(crate) fn too_large(path: &str) -> String {
 
 /// An input being read: at most one byte more than the limit comes out of it, so a reader can
 /// tell "exactly the limit" from "over it" ([`BoundedInput::over_limit`]).
-pub(crate) struct BoundedInput {
+pub struct BoundedInput {
     inner: std::io::Take<Box<dyn Read>>,
     read: u64,
 }
 
 impl BoundedInput {
     /// Whether more than the limit was read.
-    pub(crate) fn over_limit(&self) -> bool {
+    pub fn over_limit(&self) -> bool {
         self.read > max_input_bytes()
     }
 }
@@ -57,7 +57,7 @@ impl Read for BoundedInput {
 
 /// Opens `path` (stdin for `-`) for reading, cut one byte after the limit; the error is one
 /// printable line.
-pub(crate) fn open_input(path: &str) -> Result<BoundedInput, String> {
+pub fn open_input(path: &str) -> Result<BoundedInput, String> {
     let reader: Box<dyn Read> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -74,7 +74,7 @@ pub(crate) fn open_input(path: &str) -> Result<BoundedInput, String> {
 
 /// The bytes of `path`, or of stdin for `-`, at most the limit; the error is one printable
 /// line (unreadable, or larger than the limit).
-pub(crate) fn read_input(path: &str) -> Result<Vec<u8>, String> {
+pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let mut input = open_input(path)?;
     let mut bytes = Vec::new();
     input.read_to_end(&mut bytes).map_err(|e| {

@@ -12,14 +12,15 @@ use clap::{Parser, Subcommand};
 
 mod agent_setup;
 mod commands;
-mod input;
 mod meter;
 mod output;
 mod permission_prompt;
 mod progress;
-mod session;
 mod stdin_lines;
 mod terminal_text;
+
+// The library's modules, where the commands expect them (`crate::session`, `crate::input`).
+use threadline_cli::{input, session};
 
 /// The message array of an LLM agent, from the command line.
 #[derive(Debug, Parser)]

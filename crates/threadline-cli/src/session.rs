@@ -17,19 +17,19 @@ const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
 const DEFAULT_MAX_TOKENS: u64 = 8192;
 
 /// A transcript, read.
-pub(crate) struct Session {
+pub struct Session {
     /// The internal messages.
-    pub(crate) messages: Vec<Message>,
+    pub messages: Vec<Message>,
     /// `claude-code` or `threadline`.
-    pub(crate) format: &'static str,
+    pub format: &'static str,
     /// Lines skipped or imported imperfectly, one printable line each.
-    pub(crate) problems: Vec<String>,
+    pub problems: Vec<String>,
 }
 
 /// Whether `text` looks like a JSONL transcript rather than one JSON document: two or more
 /// lines that start with an object, or one object that is no request body (no `messages`, no
 /// fixture `format`) but a transcript record (what a crash right after the prompt leaves).
-pub(crate) fn looks_like_transcript(text: &str) -> bool {
+pub fn looks_like_transcript(text: &str) -> bool {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let Some(first) = lines
         .next()
@@ -46,7 +46,7 @@ pub(crate) fn looks_like_transcript(text: &str) -> bool {
 }
 
 /// Reads a transcript of either format.
-pub(crate) fn read_session(text: &str) -> Session {
+pub fn read_session(text: &str) -> Session {
     if is_claude_code_transcript(text) {
         let imported = import_claude_code(text, &ImportOptions::default());
         Session {
@@ -66,7 +66,7 @@ pub(crate) fn read_session(text: &str) -> Session {
 
 /// What to read of a Claude Code transcript whose main chain is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sidechains {
+pub enum Sidechains {
     /// Nothing: such a transcript has no messages.
     Never,
     /// Its sidechains (a sub-agent's file, where every record is on one).
@@ -76,7 +76,7 @@ pub(crate) enum Sidechains {
 /// Reads the transcript at `path` (`-` for stdin) for a command, and prints the problems found
 /// in it to stderr, one line each. The error is the one printable line saying why there is no
 /// session (unreadable, not UTF-8, no messages); the command exits with code 2.
-pub(crate) fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+pub fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, String> {
     let bytes = read_input(path)?;
     let text =
         String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
@@ -103,7 +103,7 @@ pub(crate) fn load_session(path: &str, sidechains: Sidechains) -> Result<Session
 
 /// The one-line error for a transcript that gave no message: `what`, and the first problem
 /// the reader reported (a file where no line parses says why its first line did not).
-pub(crate) fn no_messages(path: &str, what: &str, problems: &[String]) -> String {
+pub fn no_messages(path: &str, what: &str, problems: &[String]) -> String {
     match problems {
         [] => format!("threadline: {path}: {what}"),
         [only] => format!("threadline: {path}: {what}; {only}"),
@@ -124,7 +124,7 @@ fn model_of(messages: &[Message]) -> Option<&str> {
 
 /// Where a session's history leaves the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Continuation {
+pub enum Continuation {
     /// The history ends where the model speaks next (a prompt, a tool result, a paused turn):
     /// the request that continues the session is the history itself.
     Ready,
@@ -136,12 +136,12 @@ pub(crate) enum Continuation {
 
 /// The placeholder `check` puts where a finished session's next user message will be, so
 /// that everything before it is checked as the next request will carry it.
-pub(crate) const NEXT_MESSAGE_PLACEHOLDER: &str = "(the next user message)";
+pub const NEXT_MESSAGE_PLACEHOLDER: &str = "(the next user message)";
 
 /// The request that continues the session, the normalizer's report, and where the history
 /// left it. A finished session's request ends with `next` as the user's next message; with
 /// no `next`, the request is the history alone (see [`Continuation::Finished`]).
-pub(crate) fn build_request(
+pub fn build_request(
     session: &Session,
     model: Option<&str>,
     max_tokens: Option<u64>,

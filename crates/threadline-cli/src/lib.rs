@@ -1,0 +1,22 @@
+//! The library half of the `threadline` command line: what its commands share that is worth
+//! calling without the binary — the bounded input reader, reading a session transcript of
+//! either format, and the `inspect` analysis (the token, prompt-cache and cost report of a
+//! transcript, benchmarked by `benches/inspect.rs`).
+//!
+//! ```
+//! use threadline_cli::{inspect, session};
+//!
+//! let transcript = concat!(
+//!     r#"{"type":"user","id":"u1","timestamp":"2026-01-01T00:00:00Z","content":[{"type":"text","text":"Hi"}]}"#, "\n",
+//!     r#"{"type":"assistant","id":"a1","timestamp":"2026-01-01T00:00:01Z","api_message_id":"msg_1","model":"claude-sonnet-4-6","content":[{"type":"text","text":"Hello"}]}"#, "\n",
+//! );
+//! let session = session::read_session(transcript);
+//! let report = inspect::report(&session, None);
+//! assert_eq!(report["totals"]["requests"], 1);
+//! assert!(inspect::render_text(&report).starts_with("model claude-sonnet-4-6"));
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod input;
+pub mod inspect;
+pub mod session;
