@@ -675,6 +675,7 @@ stat::peak_rss_mb:              40
             max_len: DEFAULT_MAX_LEN,
             rss_limit_mb: DEFAULT_RSS_LIMIT_MB,
             timeout: DEFAULT_TIMEOUT_SECS,
+            seed: None,
         };
         assert_eq!(args.selected(), TARGETS);
         args.targets = vec!["claude_code_import".into(), "sse_accumulate".into()];
