@@ -321,7 +321,8 @@ impl<'m> SessionSimulator<'m> {
                 }
                 let tokens = self.counter.count(Piece::Block(&bare), own);
                 state = mix(state, own);
-                cumulative += tokens;
+                // Saturating: an unseen prefix inferred from a hostile usage may be huge.
+                cumulative = cumulative.saturating_add(tokens);
                 let eligible = is_eligible(&bare);
                 let position = self.pieces.len();
                 if eligible {
@@ -431,7 +432,8 @@ impl<'m> SessionSimulator<'m> {
         let delta = tokens as i128 - piece.tokens as i128;
         self.pieces[position].tokens = tokens;
         for later in &mut self.pieces[position..] {
-            later.cumulative_tokens = (later.cumulative_tokens as i128 + delta).max(0) as u64;
+            later.cumulative_tokens =
+                (later.cumulative_tokens as i128 + delta).clamp(0, u64::MAX as i128) as u64;
         }
         let message = self.info[position].message;
         self.recount_from = Some(self.recount_from.map_or(message, |m| m.min(message)));
@@ -464,7 +466,7 @@ impl<'m> SessionSimulator<'m> {
             .collect();
         if self.last.is_none() && self.config.unseen.warm_tokens > 0 {
             let warm = self.config.unseen.warm_tokens;
-            let limit = warm + warm / 10;
+            let limit = warm.saturating_add(warm / 10);
             let closest = breakpoints
                 .iter()
                 .filter(|&&(p, _)| pieces[p].cumulative_tokens <= limit)
@@ -473,7 +475,7 @@ impl<'m> SessionSimulator<'m> {
                 self.entries.insert(
                     pieces[p].prefix_hash,
                     Entry {
-                        expires: at_ms + Ttl::FiveMinutes.millis(),
+                        expires: at_ms.saturating_add(Ttl::FiveMinutes.millis()),
                         ttl: Ttl::FiveMinutes,
                     },
                 );
@@ -498,7 +500,7 @@ impl<'m> SessionSimulator<'m> {
         let pieces = &self.pieces;
         for q in hits {
             if let Some(entry) = self.entries.get_mut(&pieces[q].prefix_hash) {
-                entry.expires = entry.expires.max(at_ms + entry.ttl.millis());
+                entry.expires = entry.expires.max(at_ms.saturating_add(entry.ttl.millis()));
             }
         }
         let cum = |p: Option<usize>| p.map_or(0, |p| pieces[p].cumulative_tokens);
@@ -514,8 +516,8 @@ impl<'m> SessionSimulator<'m> {
             .rev()
             .find(|&&(_, t)| t == Ttl::OneHour)
             .map(|&(p, _)| p);
-        let write_1h = last_1h.map_or(0, |b| cum(Some(b)) - read);
-        let write_5m = last_bp.map_or(0, |c| cum(Some(c)) - read.max(cum(last_1h)));
+        let write_1h = last_1h.map_or(0, |b| cum(Some(b)).saturating_sub(read));
+        let write_5m = last_bp.map_or(0, |c| cum(Some(c)).saturating_sub(read.max(cum(last_1h))));
         let pruned_at = self.pruned_at;
         for &(p, ttl) in &after {
             let entry = self
@@ -526,7 +528,7 @@ impl<'m> SessionSimulator<'m> {
                 // Expired before: gone, as if swept.
                 *entry = Entry { expires: 0, ttl };
             }
-            entry.expires = entry.expires.max(at_ms + ttl.millis());
+            entry.expires = entry.expires.max(at_ms.saturating_add(ttl.millis()));
             if ttl == Ttl::OneHour {
                 entry.ttl = Ttl::OneHour;
             }
@@ -534,8 +536,10 @@ impl<'m> SessionSimulator<'m> {
         let total = pieces.last().map_or(0, |p| p.cumulative_tokens);
         let covered = read.max(cum(last_bp));
         let usage = Predicted {
-            input_tokens: total - covered + self.config.tail_tokens,
-            cache_creation_input_tokens: write_1h + write_5m,
+            input_tokens: total
+                .saturating_sub(covered)
+                .saturating_add(self.config.tail_tokens),
+            cache_creation_input_tokens: write_1h.saturating_add(write_5m),
             ephemeral_5m_input_tokens: write_5m,
             ephemeral_1h_input_tokens: write_1h,
             cache_read_input_tokens: read,
