@@ -72,6 +72,35 @@ pub enum ScenarioError {
     },
 }
 
+/// The largest scenario or fixture file [`Scenario::from_file`] reads (256 MiB): a file a
+/// scenario names is input like any other, bounded.
+pub const MAX_SCENARIO_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// `path` as UTF-8 text, at most [`MAX_SCENARIO_FILE_BYTES`] of it: one byte more is an error,
+/// and what lies past it is never read.
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the limit of {MAX_SCENARIO_FILE_BYTES} bytes"),
+        )
+    };
+    let file = std::fs::File::open(path)?;
+    // A regular file says its size: one over the limit is refused unread.
+    if file.metadata()?.len() > MAX_SCENARIO_FILE_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SCENARIO_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SCENARIO_FILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 impl Scenario {
     /// A scenario of these steps.
     pub fn new(steps: impl IntoIterator<Item = Step>) -> Self {
@@ -89,8 +118,11 @@ impl Scenario {
 
     /// Reads a scenario from a JSON (`.json`) or YAML (anything else) file. Fixture paths are
     /// resolved against the file's folder, then the working directory, and loaded at once.
+    ///
+    /// The scenario file and every fixture it names are read up to [`MAX_SCENARIO_FILE_BYTES`];
+    /// a larger one is refused before more of it is read.
     pub fn from_file(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        let text = read_bounded(path).map_err(|source| ScenarioError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -334,7 +366,7 @@ impl FixtureStep {
             .iter()
             .find(|p| p.is_file())
             .ok_or_else(|| format!("fixture {} not found", path.display()))?;
-        let text = std::fs::read_to_string(file)
+        let text = read_bounded(file)
             .map_err(|e| format!("cannot read fixture {}: {e}", file.display()))?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| format!("fixture {} is not JSON: {e}", file.display()))?;
@@ -467,6 +499,31 @@ impl Step {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fixture_over_the_limit_is_refused_without_being_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A sparse file one byte over the limit, refused from its size (reading it would take
+        // 256 MiB).
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(super::MAX_SCENARIO_FILE_BYTES + 1))
+            .expect("sparse file");
+        let scenario = dir.path().join("scenario.yaml");
+        std::fs::write(&scenario, "steps:\n  - kind: fixture\n    path: big.json\n")
+            .expect("scenario");
+        let error = super::Scenario::from_file(&scenario)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.contains("larger than the limit of 268435456 bytes"),
+            "{error}"
+        );
+        let error = super::Scenario::from_file(&big)
+            .expect_err("refused")
+            .to_string();
+        assert!(error.contains("larger than the limit"), "{error}");
+    }
+
     use super::*;
 
     #[test]
