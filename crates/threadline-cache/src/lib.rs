@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 pub mod breaks;
+mod cache_table;
 pub mod oracle;
 pub mod planner;
 pub mod prefix;

@@ -22,26 +22,19 @@
 //! [`ImpliedView::unchanged`]: https://docs.rs/threadline-normalize
 //! [`LookbackAware`]: crate::LookbackAware
 
-use std::collections::HashMap;
-
 use threadline_wire::content::Content;
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, Role};
 
 use crate::breaks::{BreakCause, CacheBreak};
+use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
     Location, Prefix, PrefixPiece, Ttl, clear_marker, hash_of, is_eligible, marker_slot, mix,
     piece_hash,
 };
-use crate::simulator::{Predicted, SimConfig, Step};
+use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
-
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    expires: u64,
-    ttl: Ttl,
-}
 
 /// What is kept of each message between requests.
 #[derive(Debug, Clone, Copy)]
@@ -121,7 +114,7 @@ pub struct SessionSimulator<'m> {
     recount_from: Option<usize>,
     /// The planner's memory: message blocks marked, with their prefix hash then.
     written: Vec<(usize, u64)>,
-    entries: HashMap<u64, Entry>,
+    entries: CacheTable,
     /// Entries that expired by this time are gone, whether or not they are still in the map.
     pruned_at: u64,
     /// The map's size after the last sweep.
@@ -204,7 +197,7 @@ impl<'m> SessionSimulator<'m> {
             marked: Vec::new(),
             recount_from: None,
             written: Vec::new(),
-            entries: HashMap::new(),
+            entries: CacheTable::default(),
             pruned_at: 0,
             swept_len: 0,
             last: None,
@@ -466,84 +459,22 @@ impl<'m> SessionSimulator<'m> {
             .collect();
         if self.last.is_none() && self.config.unseen.warm_tokens > 0 {
             let warm = self.config.unseen.warm_tokens;
-            let limit = warm.saturating_add(warm / 10);
-            let closest = breakpoints
-                .iter()
-                .filter(|&&(p, _)| pieces[p].cumulative_tokens <= limit)
-                .min_by_key(|&&(p, _)| pieces[p].cumulative_tokens.abs_diff(warm));
-            if let Some(&(p, _)) = closest {
-                self.entries.insert(
-                    pieces[p].prefix_hash,
-                    Entry {
-                        expires: at_ms.saturating_add(Ttl::FiveMinutes.millis()),
-                        ttl: Ttl::FiveMinutes,
-                    },
-                );
-            }
+            self.entries.warm_start(pieces, &breakpoints, warm, at_ms);
         }
-        let alive = |entries: &HashMap<u64, Entry>, hash: u64| {
-            entries.get(&hash).is_some_and(|e| e.expires > at_ms)
-        };
-        let mut hit: Option<usize> = None;
-        let mut hits = Vec::new();
-        for &(p, _) in &breakpoints {
-            let from = p.saturating_sub(LOOKBACK - 1);
-            if let Some(q) = (from..=p)
-                .rev()
-                .find(|&q| alive(&self.entries, pieces[q].prefix_hash))
-            {
-                hits.push(q);
-                hit = Some(hit.map_or(q, |h: usize| h.max(q)));
-            }
-        }
+        let (hit, hits) = self.entries.reads(pieces, &breakpoints, at_ms);
         let cache_break = self.explain(at_ms, cut, old_tail, hit, &breakpoints);
         let pieces = &self.pieces;
-        for q in hits {
-            if let Some(entry) = self.entries.get_mut(&pieces[q].prefix_hash) {
-                entry.expires = entry.expires.max(at_ms.saturating_add(entry.ttl.millis()));
-            }
-        }
-        let cum = |p: Option<usize>| p.map_or(0, |p| pieces[p].cumulative_tokens);
-        let read = cum(hit);
-        let after: Vec<(usize, Ttl)> = breakpoints
-            .iter()
-            .copied()
-            .filter(|&(p, _)| hit.is_none_or(|h| p > h))
-            .collect();
-        let last_bp = after.last().map(|&(p, _)| p);
-        let last_1h = after
-            .iter()
-            .rev()
-            .find(|&&(_, t)| t == Ttl::OneHour)
-            .map(|&(p, _)| p);
-        let write_1h = last_1h.map_or(0, |b| cum(Some(b)).saturating_sub(read));
-        let write_5m = last_bp.map_or(0, |c| cum(Some(c)).saturating_sub(read.max(cum(last_1h))));
-        let pruned_at = self.pruned_at;
-        for &(p, ttl) in &after {
-            let entry = self
-                .entries
-                .entry(pieces[p].prefix_hash)
-                .or_insert(Entry { expires: 0, ttl });
-            if entry.expires <= pruned_at {
-                // Expired before: gone, as if swept.
-                *entry = Entry { expires: 0, ttl };
-            }
-            entry.expires = entry.expires.max(at_ms.saturating_add(ttl.millis()));
-            if ttl == Ttl::OneHour {
-                entry.ttl = Ttl::OneHour;
-            }
-        }
-        let total = pieces.last().map_or(0, |p| p.cumulative_tokens);
-        let covered = read.max(cum(last_bp));
-        let usage = Predicted {
-            input_tokens: total
-                .saturating_sub(covered)
-                .saturating_add(self.config.tail_tokens),
-            cache_creation_input_tokens: write_1h.saturating_add(write_5m),
-            ephemeral_5m_input_tokens: write_5m,
-            ephemeral_1h_input_tokens: write_1h,
-            cache_read_input_tokens: read,
-        };
+        let written = self.entries.write(
+            pieces,
+            &breakpoints,
+            &hits,
+            hit,
+            at_ms,
+            self.pruned_at,
+            self.config.tail_tokens,
+        );
+        let usage = written.usage;
+        let last_bp = written.last_breakpoint;
         self.last = Some(LastRequest {
             cached_to: last_bp.or(hit),
             last_breakpoint_tokens: all.last().map(|&(p, _)| pieces[p].cumulative_tokens),
@@ -553,7 +484,7 @@ impl<'m> SessionSimulator<'m> {
         // doubled, and treat what expired by now as gone until then.
         self.pruned_at = at_ms;
         if self.entries.len() > 2 * self.swept_len + 64 {
-            self.entries.retain(|_, e| e.expires > at_ms);
+            self.entries.sweep(at_ms);
             self.swept_len = self.entries.len();
         }
         Step {
@@ -621,35 +552,13 @@ impl<'m> SessionSimulator<'m> {
                 });
             }
         }
-        if hit.is_some_and(|h| h >= cached_to) {
-            return None;
-        }
-        let hash = old(cached_to).prefix_hash;
-        let idle_ms = at_ms.saturating_sub(last.at);
-        let expired = self.entries.get(&hash).is_none_or(|e| e.expires <= at_ms);
-        if expired {
-            return Some(CacheBreak {
-                location: None,
-                cause: BreakCause::TtlExpired { idle_ms },
-            });
-        }
-        if breakpoints.is_empty() {
-            return Some(CacheBreak {
-                location: None,
-                cause: BreakCause::NoMarker,
-            });
-        }
-        let nearest = breakpoints
-            .iter()
-            .map(|&(p, _)| p)
-            .filter(|&p| p >= cached_to)
-            .min()
-            .unwrap_or(cached_to);
-        Some(CacheBreak {
-            location: None,
-            cause: BreakCause::LookbackExceeded {
-                blocks: nearest - cached_to,
-            },
-        })
+        self.entries.unchanged_prefix_break(
+            old(cached_to).prefix_hash,
+            cached_to,
+            hit,
+            breakpoints,
+            last.at,
+            at_ms,
+        )
     }
 }

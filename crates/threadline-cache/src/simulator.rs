@@ -19,14 +19,12 @@
 //! * tokens come from a pluggable [`TokenCounter`]; an unseen prefix (a transcript's tools and
 //!   system prompt) can be given, and a constant tail of uncached tokens the API adds.
 
-use std::collections::HashMap;
-
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::Model;
 use threadline_wire::response::{CacheCreation, Usage};
 
 use crate::breaks::{BreakCause, CacheBreak, first_difference};
-use crate::planner::LOOKBACK;
+use crate::cache_table::CacheTable;
 use crate::prefix::{Prefix, Ttl, UnseenPrefix};
 use crate::tokens::{Estimate, TokenCounter};
 
@@ -107,12 +105,6 @@ pub struct Step {
     pub cache_break: Option<CacheBreak>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    expires: u64,
-    ttl: Ttl,
-}
-
 #[derive(Debug)]
 struct Last {
     prefix: Prefix,
@@ -151,7 +143,7 @@ pub struct Simulator<'m> {
     model: &'m Model,
     counter: Box<dyn TokenCounter + Send + Sync + 'm>,
     config: SimConfig,
-    entries: HashMap<u64, Entry>,
+    entries: CacheTable,
     last: Option<Last>,
 }
 
@@ -181,7 +173,7 @@ impl<'m> Simulator<'m> {
             model,
             counter: Box::new(counter),
             config,
-            entries: HashMap::new(),
+            entries: CacheTable::default(),
             last: None,
         }
     }
@@ -223,89 +215,31 @@ impl<'m> Simulator<'m> {
             .filter(|&(p, _)| prefix.pieces[p].cumulative_tokens >= minimum)
             .collect();
         if self.last.is_none() && self.config.unseen.warm_tokens > 0 {
-            // Cached before the first request: the breakpoint closest to the warm size (at most
-            // a tenth over it, for the estimate's error).
             let warm = self.config.unseen.warm_tokens;
-            let limit = warm.saturating_add(warm / 10);
-            let closest = breakpoints
-                .iter()
-                .filter(|&&(p, _)| prefix.pieces[p].cumulative_tokens <= limit)
-                .min_by_key(|&&(p, _)| prefix.pieces[p].cumulative_tokens.abs_diff(warm));
-            if let Some(&(p, _)) = closest {
-                self.entries.insert(
-                    prefix.pieces[p].prefix_hash,
-                    Entry {
-                        expires: at_ms.saturating_add(Ttl::FiveMinutes.millis()),
-                        ttl: Ttl::FiveMinutes,
-                    },
-                );
-            }
+            self.entries
+                .warm_start(&prefix.pieces, &breakpoints, warm, at_ms);
         }
-        let alive = |entries: &HashMap<u64, Entry>, hash: u64| {
-            entries.get(&hash).is_some_and(|e| e.expires > at_ms)
-        };
-        // Reads: the longest live prefix within the lookback of some breakpoint.
-        let mut hit: Option<usize> = None;
-        let mut hits = Vec::new();
-        for &(p, _) in &breakpoints {
-            let from = p.saturating_sub(LOOKBACK - 1);
-            if let Some(q) = (from..=p)
-                .rev()
-                .find(|&q| alive(&self.entries, prefix.pieces[q].prefix_hash))
-            {
-                hits.push(q);
-                hit = Some(hit.map_or(q, |h: usize| h.max(q)));
-            }
-        }
+        let (hit, hits) = self.entries.reads(&prefix.pieces, &breakpoints, at_ms);
         let cache_break = self.explain(at_ms, prefix, request, hit, &breakpoints);
-        for q in hits {
-            if let Some(entry) = self.entries.get_mut(&prefix.pieces[q].prefix_hash) {
-                entry.expires = entry.expires.max(at_ms.saturating_add(entry.ttl.millis()));
-            }
-        }
-        let cum = |p: Option<usize>| p.map_or(0, |p| prefix.pieces[p].cumulative_tokens);
-        let read = cum(hit);
-        let after: Vec<(usize, Ttl)> = breakpoints
-            .iter()
-            .copied()
-            .filter(|&(p, _)| hit.is_none_or(|h| p > h))
-            .collect();
-        let last_bp = after.last().map(|&(p, _)| p);
-        let last_1h = after
-            .iter()
-            .rev()
-            .find(|&&(_, t)| t == Ttl::OneHour)
-            .map(|&(p, _)| p);
-        let write_1h = last_1h.map_or(0, |b| cum(Some(b)).saturating_sub(read));
-        let write_5m = last_bp.map_or(0, |c| cum(Some(c)).saturating_sub(read.max(cum(last_1h))));
-        for &(p, ttl) in &after {
-            let entry = self
-                .entries
-                .entry(prefix.pieces[p].prefix_hash)
-                .or_insert(Entry { expires: 0, ttl });
-            entry.expires = entry.expires.max(at_ms.saturating_add(ttl.millis()));
-            if ttl == Ttl::OneHour {
-                entry.ttl = Ttl::OneHour;
-            }
-        }
-        let covered = read.max(cum(last_bp));
-        let usage = Predicted {
-            input_tokens: prefix
-                .total_tokens()
-                .saturating_sub(covered)
-                .saturating_add(self.config.tail_tokens),
-            cache_creation_input_tokens: write_1h.saturating_add(write_5m),
-            ephemeral_5m_input_tokens: write_5m,
-            ephemeral_1h_input_tokens: write_1h,
-            cache_read_input_tokens: read,
-        };
+        // Every expired entry is swept after each request, so none is stale here.
+        let written = self.entries.write(
+            &prefix.pieces,
+            &breakpoints,
+            &hits,
+            hit,
+            at_ms,
+            0,
+            self.config.tail_tokens,
+        );
+        let usage = written.usage;
+        let last_bp = written.last_breakpoint;
         let cached_to = last_bp.or(hit);
         self.last = Some(Last {
             prefix: prefix.clone(),
             cached_to,
             at: at_ms,
         });
-        self.entries.retain(|_, e| e.expires > at_ms);
+        self.entries.sweep(at_ms);
         Step {
             cost: usage.cost(self.model, 0),
             usage,
@@ -338,36 +272,14 @@ impl<'m> Simulator<'m> {
         if let Some(found) = first_difference(&last.prefix, prefix, cached_to, request) {
             return Some(found);
         }
-        if hit.is_some_and(|h| h >= cached_to) {
-            return None;
-        }
-        let hash = last.prefix.pieces[cached_to].prefix_hash;
-        let idle_ms = at_ms.saturating_sub(last.at);
-        let expired = self.entries.get(&hash).is_none_or(|e| e.expires <= at_ms);
-        if expired {
-            return Some(CacheBreak {
-                location: None,
-                cause: BreakCause::TtlExpired { idle_ms },
-            });
-        }
-        if breakpoints.is_empty() {
-            return Some(CacheBreak {
-                location: None,
-                cause: BreakCause::NoMarker,
-            });
-        }
-        let nearest = breakpoints
-            .iter()
-            .map(|&(p, _)| p)
-            .filter(|&p| p >= cached_to)
-            .min()
-            .unwrap_or(cached_to);
-        Some(CacheBreak {
-            location: None,
-            cause: BreakCause::LookbackExceeded {
-                blocks: nearest - cached_to,
-            },
-        })
+        self.entries.unchanged_prefix_break(
+            last.prefix.pieces[cached_to].prefix_hash,
+            cached_to,
+            hit,
+            breakpoints,
+            last.at,
+            at_ms,
+        )
     }
 }
 
