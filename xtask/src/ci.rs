@@ -16,11 +16,10 @@
 //! Local `cargo test` runs keep proptest's random seeds and keep finding new cases; a case
 //! found there is kept in the test's `.proptest-regressions` file and replayed everywhere.
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::util::{Failure, XResult, repo_root};
+use crate::util::{self, Failure, XResult, cargo, repo_root};
 use crate::{fixtures, fuzz};
 
 /// The proptest seed CI runs with (see the module documentation).
@@ -81,28 +80,14 @@ pub(crate) fn steps() -> Vec<Step> {
     ]
 }
 
-fn cargo() -> OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
 fn run_cargo(root: &Path, args: &[&str]) -> XResult<()> {
-    println!("ci: $ cargo {}", args.join(" "));
-    let mut command = Command::new(cargo());
-    command.args(args).current_dir(root);
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        command.env("PROPTEST_RNG_SEED", PROPTEST_SEED);
-    }
-    let status = command
-        .status()
-        .map_err(|e| Failure::new(format!("cannot run cargo {}: {e}", args.join(" "))))?;
-    if status.success() {
-        Ok(())
+    let seed = std::env::var_os("PROPTEST_RNG_SEED").is_none();
+    let env: &[(&str, &str)] = if seed {
+        &[("PROPTEST_RNG_SEED", PROPTEST_SEED)]
     } else {
-        Err(Failure::new(format!(
-            "`cargo {}` failed ({status})",
-            args.join(" ")
-        )))
-    }
+        &[]
+    };
+    util::run_cargo("ci", root, args, env)
 }
 
 /// Whether `cargo <subcommand> --version` works.

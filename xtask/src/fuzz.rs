@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{Context, Failure, XResult, read_text, rel_path, repo_root, write_file};
+use crate::util::{Context, Failure, XResult, cargo, read_text, rel_path, repo_root, write_file};
 
 /// The cargo-fuzz release installed when `cargo fuzz` is missing.
 pub(crate) const CARGO_FUZZ_VERSION: &str = "0.13.2";
@@ -172,11 +172,6 @@ pub(crate) fn libfuzzer_args(
     out
 }
 
-fn cargo() -> OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// `cargo fuzz --version`, if cargo-fuzz is installed.
 fn cargo_fuzz_version(root: &Path) -> Option<String> {
     let output = Command::new(cargo())
         .args(["fuzz", "--version"])
@@ -191,20 +186,7 @@ fn cargo_fuzz_version(root: &Path) -> Option<String> {
 }
 
 fn run_cargo(root: &Path, args: &[&str]) -> XResult<()> {
-    println!("fuzz: $ cargo {}", args.join(" "));
-    let status = Command::new(cargo())
-        .args(args)
-        .current_dir(root)
-        .status()
-        .context(|| format!("cannot run cargo {}", args.join(" ")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::new(format!(
-            "`cargo {}` failed ({status})",
-            args.join(" ")
-        )))
-    }
+    crate::util::run_cargo("fuzz", root, args, &[])
 }
 
 /// Installs cargo-fuzz if it is missing.

@@ -169,6 +169,38 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     )
 }
 
+/// The cargo that runs xtask (`$CARGO`), or `cargo` from `PATH`.
+pub(crate) fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Runs `cargo <args>` in `root`, printed first as `<label>: $ cargo <args>`, with `env` set;
+/// fails with the command line when cargo cannot run or does not succeed.
+pub(crate) fn run_cargo(
+    label: &str,
+    root: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> XResult<()> {
+    println!("{label}: $ cargo {}", args.join(" "));
+    let mut command = std::process::Command::new(cargo());
+    command.args(args).current_dir(root);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let status = command
+        .status()
+        .map_err(|e| Failure::new(format!("cannot run cargo {}: {e}", args.join(" "))))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "`cargo {}` failed ({status})",
+            args.join(" ")
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
