@@ -2,42 +2,24 @@
 //! repository, real symbolic links, a real `sh` child, and peak memory measured on a real
 //! child process (this test binary re-run in one test's child mode).
 
+mod common;
+
+use common::{call, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline_attach::Workspace;
 use threadline_query::tool::Tool;
-use threadline_query::{ToolContext, ToolEvent, ToolOutput};
 use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, Shell, WriteFile};
-use threadline_wire::Content;
 
 /// The variable that puts this binary in one test's child mode (its value: the test's name).
 const CHILD: &str = "THREADLINE_TOOLS_HARDENING_CHILD";
 
 /// The file a child-mode test works on.
 const CHILD_FILE: &str = "THREADLINE_TOOLS_HARDENING_FILE";
-
-async fn call(tool: &dyn Tool, input: Value) -> ToolOutput {
-    let events: Vec<ToolEvent> = tool
-        .call(input, ToolContext::new("toolu_1"))
-        .collect()
-        .await;
-    match events.into_iter().last() {
-        Some(ToolEvent::Result(output)) => output,
-        other => panic!("no result: {other:?}"),
-    }
-}
-
-fn text(output: &ToolOutput) -> &str {
-    match &output.content {
-        Content::Text(t) => t,
-        Content::Blocks(_) => panic!("text expected"),
-    }
-}
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

@@ -1,17 +1,18 @@
 //! Each built-in tool on a real directory: what it answers, its limits, and its refusals
 //! (the security cases: `..`, absolute paths outside, links leading out).
 
+mod common;
+
+use common::{call, text};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
-use serde_json::{Value, json};
+use serde_json::json;
 use threadline_attach::Workspace;
+use threadline_query::Permission;
 use threadline_query::tool::Tool;
-use threadline_query::{Permission, ToolContext, ToolEvent, ToolOutput};
 use threadline_tools::{EditFile, Glob, Grep, ListDir, ReadFile, Shell, WriteFile};
-use threadline_wire::Content;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -50,24 +51,6 @@ fn fixture() -> Fixture {
         _dir: dir,
         outside,
         ws,
-    }
-}
-
-async fn call(tool: &dyn Tool, input: Value) -> ToolOutput {
-    let events: Vec<ToolEvent> = tool
-        .call(input, ToolContext::new("toolu_1"))
-        .collect()
-        .await;
-    match events.into_iter().last() {
-        Some(ToolEvent::Result(output)) => output,
-        other => panic!("no result: {other:?}"),
-    }
-}
-
-fn text(output: &ToolOutput) -> &str {
-    match &output.content {
-        Content::Text(t) => t,
-        Content::Blocks(_) => panic!("text expected"),
     }
 }
 
