@@ -161,6 +161,8 @@ const INDEX_GENERATED: &str =
 pub(crate) enum RecordingFormat {
     /// pydantic-ai VCR YAML cassette.
     VcrYaml,
+    /// Ruby VCR 6 cassette (`http_interactions:`; bodies as `body.string`, `!binary` base64).
+    RubyVcrYaml,
     /// anthropic-sdk-python inline-snapshot JSON (list of request/response).
     InlineSnapshot,
     /// Raw SSE text, response only.
@@ -180,6 +182,7 @@ impl RecordingFormat {
     pub(crate) fn id(self) -> &'static str {
         match self {
             Self::VcrYaml => "vcr-yaml",
+            Self::RubyVcrYaml => "ruby-vcr-yaml",
             Self::InlineSnapshot => "inline-snapshot-json",
             Self::SseText => "sse-text",
             Self::Nock => "nock-json",
@@ -194,6 +197,9 @@ impl RecordingFormat {
         match self {
             Self::VcrYaml => {
                 "Converted from a VCR YAML cassette: JSON bodies (stored as YAML `parsed_body`) are re-serialized with sorted keys; SSE bodies are byte-exact copies of `body.string`, whitespace padding included; headers other than the kept ones dropped."
+            }
+            Self::RubyVcrYaml => {
+                "Converted from a Ruby VCR 6 cassette: `body.string` decoded (Ruby's `!binary` tag is base64, decoded to the UTF-8 text it holds); JSON bodies re-serialized with sorted keys; SSE bodies byte-exact; headers other than the kept ones dropped (the filtered `X-Api-Key` with them)."
             }
             Self::InlineSnapshot => {
                 "Converted from an inline-snapshot JSON recording: JSON bodies re-serialized with sorted keys; SSE bodies byte-exact; headers other than the kept ones dropped."
@@ -219,7 +225,15 @@ impl RecordingFormat {
 fn detect_format(file: &str, text: &str) -> XResult<RecordingFormat> {
     let lower = file.to_ascii_lowercase();
     if lower.ends_with(".yaml") || lower.ends_with(".yml") {
-        return Ok(RecordingFormat::VcrYaml);
+        // Ruby's VCR names its list `http_interactions`, Python's vcrpy `interactions`.
+        let ruby = text
+            .lines()
+            .any(|line| line.starts_with("http_interactions:"));
+        return Ok(if ruby {
+            RecordingFormat::RubyVcrYaml
+        } else {
+            RecordingFormat::VcrYaml
+        });
     }
     if lower.ends_with(".jsonl") {
         return Ok(RecordingFormat::Transcript);
@@ -450,6 +464,89 @@ pub(crate) fn read_vcr_yaml(text: &str, ctx: &str) -> XResult<Vec<Exchange>> {
     Ok(out)
 }
 
+/// Ruby VCR 6 cassette: `http_interactions`, each with `request` (`method`, `uri`, `body:
+/// {encoding, string}`, `headers: {Name: [value]}`) and `response` (`status: {code}`,
+/// `headers`, `body: {encoding, string}`). A body VCR could not store as UTF-8 text is
+/// tagged `!binary` and holds base64.
+pub(crate) fn read_ruby_vcr_yaml(text: &str, ctx: &str) -> XResult<Vec<Exchange>> {
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(text).context(|| format!("{ctx}: not a valid YAML cassette"))?;
+    let doc = ruby_yaml_to_json(doc, ctx)?;
+    let interactions = field(&doc, "http_interactions", ctx)?
+        .as_array()
+        .ok_or_else(|| Failure::new(format!("{ctx}: `http_interactions` is not a list")))?;
+    let mut out = Vec::with_capacity(interactions.len());
+    for (i, interaction) in interactions.iter().enumerate() {
+        let ctx = format!("{ctx} interaction {i}");
+        let req = field(interaction, "request", &ctx)?;
+        let resp = field(interaction, "response", &ctx)?;
+        let (endpoint, query) = split_url(str_field(req, "uri", &ctx)?, &ctx)?;
+        let request = Request {
+            method: str_field(req, "method", &ctx)?.to_ascii_uppercase(),
+            endpoint,
+            query,
+            headers: filter_headers(header_pairs(req.get("headers")), is_kept_request_header),
+            body: request_body(req.get("body").and_then(|b| b.get("string")), &ctx)?,
+        };
+        let status = status_from(field(field(resp, "status", &ctx)?, "code", &ctx)?, &ctx)?;
+        let headers = filter_headers(header_pairs(resp.get("headers")), is_kept_response_header);
+        let body = field(field(resp, "body", &ctx)?, "string", &ctx)?;
+        out.push(Exchange {
+            request: Some(request),
+            response: response_from_body(Some(status), headers, body, &ctx)?,
+        });
+    }
+    Ok(out)
+}
+
+/// A Ruby YAML document as JSON: `!binary` scalars decoded from base64 (they must hold UTF-8,
+/// as every HTTP body of the API does); any other tag is refused rather than guessed at.
+fn ruby_yaml_to_json(value: serde_yaml::Value, ctx: &str) -> XResult<Value> {
+    use base64::Engine as _;
+    use serde_yaml::Value as Yaml;
+    Ok(match value {
+        Yaml::Null => Value::Null,
+        Yaml::Bool(b) => Value::Bool(b),
+        Yaml::Number(n) => {
+            serde_json::to_value(&n).map_err(|e| Failure::new(format!("{ctx}: number {n}: {e}")))?
+        }
+        Yaml::String(s) => Value::String(s),
+        Yaml::Sequence(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| ruby_yaml_to_json(item, ctx))
+                .collect::<XResult<_>>()?,
+        ),
+        Yaml::Mapping(map) => {
+            let mut out = serde_json::Map::new();
+            for (key, value) in map {
+                let Yaml::String(key) = key else {
+                    return Err(Failure::new(format!("{ctx}: a mapping key is not text")));
+                };
+                out.insert(key, ruby_yaml_to_json(value, ctx)?);
+            }
+            Value::Object(out)
+        }
+        Yaml::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            match (tag.as_str(), tagged.value) {
+                ("!binary", Yaml::String(encoded)) => {
+                    let compact: String = encoded.chars().filter(|c| !c.is_whitespace()).collect();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(compact)
+                        .context(|| format!("{ctx}: a `!binary` value is not base64"))?;
+                    Value::String(String::from_utf8(bytes).map_err(|_| {
+                        Failure::new(format!("{ctx}: a `!binary` value is not UTF-8"))
+                    })?)
+                }
+                (tag, _) => {
+                    return Err(Failure::new(format!("{ctx}: unsupported YAML tag {tag}")));
+                }
+            }
+        }
+    })
+}
+
 /// anthropic-sdk-python inline-snapshot JSON.
 pub(crate) fn read_inline_snapshot(text: &str, ctx: &str) -> XResult<Vec<Exchange>> {
     let doc: Value = serde_json::from_str(text).context(|| format!("{ctx}: not JSON"))?;
@@ -576,6 +673,7 @@ pub(crate) fn read_response_body(text: &str, ctx: &str) -> XResult<Vec<Exchange>
 fn read_exchanges(format: RecordingFormat, text: &str, ctx: &str) -> XResult<Vec<Exchange>> {
     match format {
         RecordingFormat::VcrYaml => read_vcr_yaml(text, ctx),
+        RecordingFormat::RubyVcrYaml => read_ruby_vcr_yaml(text, ctx),
         RecordingFormat::InlineSnapshot => read_inline_snapshot(text, ctx),
         RecordingFormat::SseText => read_sse_text(text, ctx),
         RecordingFormat::Nock => read_nock(text, ctx),
@@ -1088,6 +1186,61 @@ version: 1
             response.headers.keys().collect::<Vec<_>>(),
             vec!["content-type", "request-id"]
         );
+    }
+
+    #[test]
+    fn ruby_vcr_cassette_decodes_binary_bodies_and_drops_the_key() {
+        // `{"ok":true}` in base64, split over two lines as Ruby's YAML writes it.
+        let yaml = r#"---
+http_interactions:
+- request:
+    method: post
+    uri: https://api.anthropic.com/v1/messages
+    body:
+      encoding: UTF-8
+      string: '{"model":"claude-x","max_tokens":1}'
+    headers:
+      X-Api-Key:
+      - "<ANTHROPIC_API_KEY>"
+      Anthropic-Beta:
+      - compact-2026-01-12
+  response:
+    status:
+      code: 200
+      message: OK
+    headers:
+      Content-Type:
+      - application/json
+    body:
+      encoding: ASCII-8BIT
+      string: !binary |-
+        eyJvayI6
+        dHJ1ZX0=
+  recorded_at: Wed, 19 Aug 2026 14:35:17 GMT
+recorded_with: VCR 6.4.0
+"#;
+        assert_eq!(
+            detect_format("x.yml", yaml).expect("detected"),
+            RecordingFormat::RubyVcrYaml
+        );
+        let exchanges = read_ruby_vcr_yaml(yaml, "t").expect("cassette parses");
+        assert_eq!(exchanges.len(), 1);
+        let request = exchanges[0].request.as_ref().expect("request recorded");
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.body["model"], "claude-x");
+        assert_eq!(
+            request.headers.iter().collect::<Vec<_>>(),
+            vec![(
+                &"anthropic-beta".to_owned(),
+                &"compact-2026-01-12".to_owned()
+            )]
+        );
+        assert_eq!(
+            exchanges[0].response.body,
+            Some(serde_json::json!({"ok": true}))
+        );
+        let bad = yaml.replace("eyJvayI6", "eyJvay*6");
+        assert!(read_ruby_vcr_yaml(&bad, "t").is_err());
     }
 
     #[test]

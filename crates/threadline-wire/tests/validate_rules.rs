@@ -1502,7 +1502,8 @@ fn recorded_requests_pass_unless_the_api_rejected_them_and_then_with_its_words()
         violations,
     } in &recorded
     {
-        if *status == Some(400) {
+        let error_text = error.as_deref().unwrap_or_default();
+        if *status == Some(400) && !error_text.starts_with("prompt is too long") {
             let error = error
                 .as_deref()
                 .unwrap_or_else(|| panic!("{name}: a 400 without error.message"));
@@ -1515,7 +1516,10 @@ fn recorded_requests_pass_unless_the_api_rejected_them_and_then_with_its_words()
             reproduced.push(name.as_str());
         } else {
             // Accepted (2xx), or refused for reasons that are not the request's shape (429 rate
-            // limit, 404 unknown model).
+            // limit, 404 unknown model), or "prompt is too long": that one depends on the API's
+            // token count, not on the shape, and the recorded body's text was replaced by a
+            // short placeholder before recording (SOURCES.md, crmne/ruby_llm), so offline the
+            // request is small and valid.
             assert!(
                 violations.is_empty(),
                 "{name} (status {status:?}) was accepted by the API but: {violations:#?}"
