@@ -19,4 +19,5 @@
 
 pub mod input;
 pub mod inspect;
+pub mod project;
 pub mod session;

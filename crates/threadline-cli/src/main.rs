@@ -20,7 +20,7 @@ mod stdin_lines;
 mod terminal_text;
 
 // The library's modules, where the commands expect them (`crate::session`, `crate::input`).
-use threadline_cli::{input, session};
+use threadline_cli::{input, project, session};
 
 /// The message array of an LLM agent, from the command line.
 #[derive(Debug, Parser)]
@@ -38,6 +38,28 @@ struct Cli {
         hide_default_value = true
     )]
     max_input_bytes: u64,
+}
+
+/// Which transcript of a Claude Code project directory a command reads.
+#[derive(Debug, clap::Args)]
+struct SessionPick {
+    /// With a project directory as TRANSCRIPT: the session to read (its id).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// With --session: read this subagent's transcript instead (its id, as `sessions` lists).
+    #[arg(long, value_name = "AGENT_ID", requires = "session")]
+    agent: Option<String>,
+}
+
+impl SessionPick {
+    /// The transcript file to read, or the line saying why there is none (exit code 2).
+    fn resolve(&self, transcript: &str) -> Result<String, ExitCode> {
+        project::resolve_transcript(transcript, self.session.as_deref(), self.agent.as_deref())
+            .map_err(|line| {
+                eprintln!("{line}");
+                ExitCode::from(2)
+            })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,8 +103,11 @@ enum Command {
     /// TRANSCRIPT is a threadline transcript or a Claude Code transcript (detected). The
     /// request body JSON goes to stdout, a one-line summary of the repairs to stderr.
     Normalize {
-        /// The transcript (`-` reads stdin).
+        /// The transcript (`-` reads stdin), or a Claude Code project directory with
+        /// `--session`.
         transcript: String,
+        #[command(flatten)]
+        pick: SessionPick,
         /// The model to build the request for (default: the transcript's last model).
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
@@ -104,14 +129,33 @@ enum Command {
     /// cache-read share). The tools and system prompt a transcript does not contain are
     /// inferred from the first recorded usage.
     Inspect {
-        /// The transcript (`-` reads stdin).
+        /// The transcript (`-` reads stdin), or a Claude Code project directory with
+        /// `--session`.
         transcript: String,
+        #[command(flatten)]
+        pick: SessionPick,
         /// Print one JSON object instead of the table.
         #[arg(long)]
         json: bool,
         /// Simulate this model instead of the one the transcript names.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
+    },
+    /// List the sessions of a Claude Code project directory.
+    ///
+    /// DIR is a project directory (`~/.claude/projects/<project>/`): one `<session-id>.jsonl`
+    /// per session, and its subagents' transcripts (`agent-<id>.jsonl` beside it in Claude
+    /// Code 2.0, `<session-id>/subagents/agent-<id>.jsonl` in 2.1). For each session: id,
+    /// start, messages, model, tokens (each request counted once) and title (its last title
+    /// record, else its first prompt); its agents below it (`acompact` agents are the
+    /// compaction's summary requests). `normalize` and `inspect` take `DIR --session ID
+    /// [--agent AGENT_ID]`. Exit code 0: listed; 2: DIR cannot be listed.
+    Sessions {
+        /// The project directory.
+        dir: String,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Apply one compaction layer to a transcript; write the result as a threadline transcript.
     ///
@@ -273,15 +317,26 @@ fn main() -> ExitCode {
         }),
         Command::Normalize {
             transcript,
+            pick,
             model,
             max_tokens,
             next,
-        } => commands::normalize::run(&transcript, model.as_deref(), max_tokens, next.as_deref()),
+        } => match pick.resolve(&transcript) {
+            Ok(path) => {
+                commands::normalize::run(&path, model.as_deref(), max_tokens, next.as_deref())
+            }
+            Err(code) => code,
+        },
         Command::Inspect {
             transcript,
+            pick,
             json,
             model,
-        } => commands::inspect::run(&transcript, json, model.as_deref()),
+        } => match pick.resolve(&transcript) {
+            Ok(path) => commands::inspect::run(&path, json, model.as_deref()),
+            Err(code) => code,
+        },
+        Command::Sessions { dir, json } => commands::sessions::run(&dir, json),
         Command::Compact {
             transcript,
             model,

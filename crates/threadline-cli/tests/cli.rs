@@ -2,6 +2,7 @@
 //! shipped fixtures and on broken input.
 
 mod common;
+mod project;
 
 use common::{code, repo, stderr, temp_file, threadline};
 

@@ -23,6 +23,7 @@
 
 pub mod attachment;
 pub mod claude_code;
+pub mod claude_code_project;
 pub mod header;
 pub mod message;
 pub mod system;

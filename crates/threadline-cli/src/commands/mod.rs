@@ -10,3 +10,4 @@ pub(crate) mod normalize;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod run_live;
+pub(crate) mod sessions;

@@ -1,0 +1,170 @@
+//! `threadline sessions DIR [--json]`: the sessions of a Claude Code project directory.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use threadline_message::claude_code::{ImportOptions, ImportResult, import_claude_code_file};
+use threadline_message::claude_code_project::{AgentFile, AgentKind, SessionFiles, scan_project};
+
+use crate::project::{Overview, overview};
+
+/// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
+pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
+    let project = match scan_project(dir) {
+        Ok(project) => project,
+        Err(error) => {
+            eprintln!("threadline: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    for problem in &project.problems {
+        eprintln!("threadline: {}: {}", problem.path.display(), problem.reason);
+    }
+    let options = ImportOptions::default();
+    let mut rows = Vec::new();
+    for session in &project.sessions {
+        rows.push(session_row(session, &options));
+    }
+    // The oldest first; a session whose start is unknown after those that have one.
+    rows.sort_by(|a, b| {
+        let key = |r: &Value| {
+            (
+                r["start"].as_str().map_or(1, |_| 0),
+                r["start"].as_str().unwrap_or_default().to_owned(),
+                r["id"].as_str().unwrap_or_default().to_owned(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let orphans: Vec<Value> = project
+        .orphan_agents
+        .iter()
+        .map(|agent| agent_row(agent, &options))
+        .collect();
+    if json_output {
+        let report = json!({
+            "project": dir,
+            "sessions": rows,
+            "orphan_agents": orphans,
+            "problems": project.problems.iter().map(|p| json!({
+                "path": p.path.display().to_string(),
+                "reason": p.reason,
+            })).collect::<Vec<_>>(),
+        });
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => crate::output::print_line(&text),
+            Err(e) => {
+                eprintln!("threadline: cannot print the list: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        crate::output::print_line(&render(&rows, &orphans));
+    }
+    ExitCode::SUCCESS
+}
+
+fn import(path: &Path, options: &ImportOptions) -> Result<ImportResult, String> {
+    import_claude_code_file(path, options).map_err(|e| e.to_string())
+}
+
+fn session_row(session: &SessionFiles, options: &ImportOptions) -> Value {
+    let mut row = match &session.path {
+        Some(path) => file_row(path, options),
+        None => json!({"path": null, "error": "no session file (only its agents' files)"}),
+    };
+    row["id"] = json!(session.id);
+    row["agents"] = Value::Array(
+        session
+            .agents
+            .iter()
+            .map(|agent| agent_row(agent, options))
+            .collect(),
+    );
+    row
+}
+
+fn agent_row(agent: &AgentFile, options: &ImportOptions) -> Value {
+    let mut row = file_row(&agent.path, options);
+    row["id"] = json!(agent.id);
+    row["kind"] = json!(match agent.kind {
+        AgentKind::Compaction => "compaction",
+        _ => "subagent",
+    });
+    row["agent_type"] = json!(agent.agent_type());
+    row["description"] = json!(agent.description());
+    row
+}
+
+fn file_row(path: &Path, options: &ImportOptions) -> Value {
+    let mut row = match import(path, options) {
+        Ok(imported) => overview_json(&overview(&imported)),
+        Err(error) => json!({"error": error}),
+    };
+    row["path"] = json!(path.display().to_string());
+    row
+}
+
+fn overview_json(overview: &Overview) -> Value {
+    json!({
+        "title": overview.title,
+        "start": overview.start,
+        "messages": overview.messages,
+        "model": overview.model,
+        "tokens": {
+            "input": overview.usage.input_tokens,
+            "cache_creation": overview.usage.cache_creation_input_tokens,
+            "cache_read": overview.usage.cache_read_input_tokens,
+            "output": overview.usage.output_tokens,
+            "total": overview.usage.total(),
+        },
+        "requests": overview.usage.requests,
+    })
+}
+
+/// The table: one line per session, its agents indented below it.
+fn render(rows: &[Value], orphans: &[Value]) -> String {
+    let mut out = String::from(
+        "SESSION                               START                     MESSAGES  MODEL                       TOKENS  TITLE\n",
+    );
+    for row in rows {
+        out.push_str(&line(row, ""));
+        for agent in row["agents"].as_array().into_iter().flatten() {
+            out.push_str(&line(agent, "  agent "));
+        }
+    }
+    for agent in orphans {
+        out.push_str(&line(agent, "? agent "));
+    }
+    if rows.is_empty() && orphans.is_empty() {
+        out.push_str("(no sessions)\n");
+    }
+    out.pop();
+    out
+}
+
+fn line(row: &Value, prefix: &str) -> String {
+    let id = format!("{prefix}{}", row["id"].as_str().unwrap_or_default());
+    if let Some(error) = row["error"].as_str() {
+        return format!("{id:<37} {error}\n");
+    }
+    let kind = match row["kind"].as_str() {
+        Some("compaction") => "(compaction) ",
+        _ => "",
+    };
+    let title: String = row["title"]
+        .as_str()
+        .unwrap_or("-")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(60)
+        .collect();
+    format!(
+        "{id:<37} {:<25} {:>8}  {:<25} {:>8}  {kind}{title}\n",
+        row["start"].as_str().unwrap_or("-"),
+        row["messages"].as_u64().unwrap_or(0),
+        row["model"].as_str().unwrap_or("-"),
+        row["tokens"]["total"].as_u64().unwrap_or(0),
+    )
+}
