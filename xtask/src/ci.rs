@@ -10,6 +10,8 @@
 //! 7. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
 //!    ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
 //!    (installs cargo-fuzz pinned if missing)
+//! 8. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
+//!    transcript checked in headless Chromium (installs Debian's `chromium` if missing)
 //!
 //! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
 //! already set), so that CI is reproducible: a run passes or fails the same way every time.
@@ -20,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{fixtures, fuzz};
+use crate::{e2e, fixtures, fuzz};
 
 /// The proptest seed CI runs with (see the module documentation).
 pub(crate) const PROPTEST_SEED: &str = "20261130";
@@ -43,6 +45,8 @@ pub(crate) enum Step {
     Tests,
     /// `cargo xtask fuzz` for [`FUZZ_SECONDS`] per target with [`FUZZ_SEED`], in-process.
     Fuzz,
+    /// `cargo xtask e2e`, in-process.
+    E2e,
 }
 
 impl Step {
@@ -56,6 +60,7 @@ impl Step {
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
             }
+            Self::E2e => "cargo xtask e2e".to_owned(),
         }
     }
 }
@@ -77,6 +82,7 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::Tests,
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
         Step::Fuzz,
+        Step::E2e,
     ]
 }
 
@@ -128,6 +134,15 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 seed: Some(FUZZ_SEED),
             })
         }
+        Step::E2e => {
+            println!("ci: $ cargo xtask e2e");
+            e2e::run(
+                root,
+                &e2e::E2eArgs {
+                    update_screenshot: false,
+                },
+            )
+        }
         Step::Tests => {
             if has_subcommand(root, "nextest") {
                 run_cargo(root, &["nextest", "run", "--workspace"])
@@ -176,6 +191,7 @@ mod tests {
                 "cargo nextest run --workspace (or cargo test --workspace)",
                 "cargo test --workspace --doc",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",
+                "cargo xtask e2e",
             ]
         );
     }

@@ -14,6 +14,7 @@
 mod bench;
 mod cache_bench;
 mod ci;
+mod e2e;
 mod fixtures;
 mod fuzz;
 mod record;
@@ -43,6 +44,9 @@ enum Command {
     Bench(BenchArgs),
     /// Run each fuzz target for a bounded time and report executions and findings.
     Fuzz(fuzz::FuzzArgs),
+    /// Render `threadline inspect --html` of every fixture transcript in headless Chromium
+    /// (installed from the distribution when missing) and check each page drew.
+    E2e(e2e::E2eArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         },
         Command::Bench(args) => bench::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::E2e(args) => e2e::run(&util::repo_root(), &args),
         Command::Ci => ci::run(),
     };
     match result {

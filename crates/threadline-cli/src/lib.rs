@@ -19,5 +19,6 @@
 
 pub mod input;
 pub mod inspect;
+pub mod inspect_html;
 pub mod project;
 pub mod session;

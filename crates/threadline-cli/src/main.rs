@@ -137,6 +137,11 @@ enum Command {
         /// Print one JSON object instead of the table.
         #[arg(long)]
         json: bool,
+        /// Also write the report as one self-contained HTML page (a timeline of every
+        /// request's tokens, recorded beside predicted, with cache breaks, idle gaps,
+        /// compaction thresholds and the cost accumulating).
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
         /// Simulate this model instead of the one the transcript names.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
@@ -331,9 +336,10 @@ fn main() -> ExitCode {
             transcript,
             pick,
             json,
+            html,
             model,
         } => match pick.resolve(&transcript) {
-            Ok(path) => commands::inspect::run(&path, json, model.as_deref()),
+            Ok(path) => commands::inspect::run(&path, json, html.as_deref(), model.as_deref()),
             Err(code) => code,
         },
         Command::Sessions { dir, json } => commands::sessions::run(&dir, json),

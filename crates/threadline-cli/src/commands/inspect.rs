@@ -3,10 +3,16 @@
 use std::process::ExitCode;
 
 use threadline_cli::inspect::{render_text, report};
+use threadline_cli::inspect_html::render_html;
 
 use crate::session::{Sidechains, load_session};
 
-pub(crate) fn run(path: &str, json_output: bool, model: Option<&str>) -> ExitCode {
+pub(crate) fn run(
+    path: &str,
+    json_output: bool,
+    html: Option<&std::path::Path>,
+    model: Option<&str>,
+) -> ExitCode {
     let session = match load_session(path, Sidechains::WhenNoMainChain) {
         Ok(session) => session,
         Err(line) => {
@@ -17,6 +23,12 @@ pub(crate) fn run(path: &str, json_output: bool, model: Option<&str>) -> ExitCod
     let report = report(&session, model);
     if let Some(warning) = report["model_warning"].as_str() {
         eprintln!("threadline: {warning}");
+    }
+    if let Some(out) = html
+        && let Err(e) = std::fs::write(out, render_html(&report, path))
+    {
+        eprintln!("threadline: cannot write {}: {e}", out.display());
+        return ExitCode::from(1);
     }
     if json_output {
         match serde_json::to_string_pretty(&report) {
