@@ -1,7 +1,9 @@
 //! The deterministic (non-timing) ratios of `cargo xtask bench`: the prompt-cache strategies'
-//! hit ratios versus the best the simulator allows, computed by
-//! `crates/threadline-cache/examples/strategy_bench.rs`, which prints one JSON object whose
-//! `ratios` array holds `{name, value, what, better}` entries. They are printed as the
+//! hit ratios versus the best the simulator allows
+//! (`crates/threadline-cache/examples/strategy_bench.rs`) and threadline's planning against
+//! what the fixture transcripts recorded (`crates/threadline-cli/examples/plan_bench.rs`),
+//! each printing one JSON object whose `ratios` array holds `{name, value, what, better}`
+//! entries. They are printed as the
 //! criterion ratios are (`ratio <name> <value>` and an explanation line) and written to
 //! `target/bench-ratios.json` under `simulated`.
 
@@ -64,17 +66,37 @@ pub(crate) fn render(ratio: &SimulatedRatio) -> String {
     )
 }
 
-/// Runs the example (release build) and returns its ratios.
+/// The examples that print deterministic ratios: (package, example, takes `--quick`).
+pub(crate) const EXAMPLES: &[(&str, &str, bool)] = &[
+    ("threadline-cache", "strategy_bench", true),
+    ("threadline-cli", "plan_bench", false),
+];
+
+/// Runs every example of [`EXAMPLES`] (release build) and returns their ratios, in order.
 pub(crate) fn run(root: &Path, quick: bool) -> XResult<Vec<SimulatedRatio>> {
+    let mut ratios = Vec::new();
+    for &(package, example, takes_quick) in EXAMPLES {
+        ratios.extend(run_example(root, package, example, quick && takes_quick)?);
+    }
+    Ok(ratios)
+}
+
+/// Runs one example (release build) and returns its ratios.
+fn run_example(
+    root: &Path,
+    package: &str,
+    example: &str,
+    quick: bool,
+) -> XResult<Vec<SimulatedRatio>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut args = vec![
         "run",
         "--quiet",
         "--release",
         "-p",
-        "threadline-cache",
+        package,
         "--example",
-        "strategy_bench",
+        example,
     ];
     if quick {
         args.extend(["--", "--quick"]);
@@ -84,10 +106,10 @@ pub(crate) fn run(root: &Path, quick: bool) -> XResult<Vec<SimulatedRatio>> {
         .args(&args)
         .current_dir(root)
         .output()
-        .context(|| "cannot run the strategy_bench example".to_owned())?;
+        .context(|| format!("cannot run the {example} example"))?;
     if !output.status.success() {
         return Err(Failure::new(format!(
-            "strategy_bench failed ({}): {}",
+            "{example} failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         )));

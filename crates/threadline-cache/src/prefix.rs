@@ -70,6 +70,13 @@ pub enum Ttl {
     OneHour,
 }
 
+impl Default for Ttl {
+    /// Five minutes: the API's default lifetime.
+    fn default() -> Self {
+        Ttl::FiveMinutes
+    }
+}
+
 impl Ttl {
     /// The lifetime in milliseconds.
     pub fn millis(self) -> u64 {
@@ -274,6 +281,8 @@ pub struct UnseenPrefix {
     /// Whether it ends with breakpoints of its own (the agent cached its tools and system
     /// prompt); without, it is plain uncached input.
     pub marked: bool,
+    /// The lifetime of those breakpoints (five minutes unless the agent asks for an hour).
+    pub ttl: Ttl,
 }
 
 impl Prefix {
@@ -315,7 +324,7 @@ impl Prefix {
         for (index, tokens) in parts.into_iter().enumerate() {
             if tokens > 0 {
                 let own = mix(0x756e_7365_656e + index as u64, tokens);
-                let marker = unseen.marked.then_some(Ttl::FiveMinutes);
+                let marker = unseen.marked.then_some(unseen.ttl);
                 push(
                     &mut pieces,
                     &mut state,

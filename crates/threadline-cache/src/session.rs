@@ -448,9 +448,10 @@ impl<'m> SessionSimulator<'m> {
         } else {
             0
         };
+        let unseen_ttl = self.config.unseen.ttl;
         let all: Vec<(usize, Ttl)> = (0..unseen_marks)
-            .chain(applied.iter().copied())
-            .map(|p| (p, Ttl::FiveMinutes))
+            .map(|p| (p, unseen_ttl))
+            .chain(applied.iter().map(|&p| (p, Ttl::FiveMinutes)))
             .collect();
         let breakpoints: Vec<(usize, Ttl)> = all
             .iter()

@@ -324,6 +324,7 @@ impl Calibration {
                     tokens,
                     warm_tokens: read,
                     marked: cached > 0,
+                    ttl: Ttl::FiveMinutes,
                 },
                 tail_tokens: tail,
             },

@@ -51,7 +51,16 @@ fn model_of(messages: &[Message]) -> Option<&str> {
     })
 }
 
-fn usage_json(usage: &Usage) -> Value {
+/// The model the report simulates: the flag's, else the transcript's first, else the default.
+pub fn model_id_for(session: &Session, model_flag: Option<&str>) -> String {
+    model_flag
+        .or_else(|| model_of(&session.messages))
+        .unwrap_or(DEFAULT_MODEL)
+        .to_owned()
+}
+
+/// A usage as the report shows it.
+pub fn usage_json(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input_tokens.unwrap_or(0),
         "cache_creation_input_tokens": usage.cache_creation_input_tokens.unwrap_or(0),
@@ -63,7 +72,7 @@ fn usage_json(usage: &Usage) -> Value {
 
 /// The calibration inferred from the first recorded usage (see the module docs): the first
 /// request that recorded one, as `model_id` would be sent it (unplanned).
-fn calibrate(messages: &[Message], model_id: &str) -> Calibration {
+pub fn calibrate(messages: &[Message], model_id: &str) -> Calibration {
     let mut walk = ImpliedRequests::new(messages);
     while let Some(implied) = walk.next_request() {
         if let Some(usage) = &implied.recorded {
@@ -85,10 +94,7 @@ fn calibrate(messages: &[Message], model_id: &str) -> Calibration {
 /// and simulated by a `threadline_cache::SessionSimulator`, which redoes only what changed
 /// since the previous request.
 pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
-    let model_id = model_flag
-        .or_else(|| model_of(&session.messages))
-        .unwrap_or(DEFAULT_MODEL)
-        .to_owned();
+    let model_id = model_id_for(session, model_flag);
     let resolved = ModelTable::builtin().resolve(&model_id);
     let model: &Model = resolved.model();
     let calibration = calibrate(&session.messages, &model_id);
@@ -297,6 +303,7 @@ pub fn render_text(report: &Value) -> String {
         "pred %",
         "cost $"
     ));
+    let planned = report["plan"].is_object();
     for row in report["requests"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "{:>4}  {:<34} {:>24} {:>24} {:>7} {:>7} {:>10.5}  {}\n",
@@ -312,6 +319,15 @@ pub fn render_text(report: &Value) -> String {
                 .unwrap_or(0.0),
             row["cache_break"]["description"].as_str().unwrap_or(""),
         ));
+        if planned {
+            out.push_str(&format!(
+                "      re-planned {:>45} {:>15} {:>10.5}  {}\n",
+                tokens(&row["planned"]),
+                share(&row["planned_share"]),
+                row["cost"]["planned"].as_f64().unwrap_or(0.0),
+                row["planned_cache_break"].as_str().unwrap_or(""),
+            ));
+        }
     }
     let totals = &report["totals"];
     let cost = |v: &Value| v.as_f64().map_or("-".to_owned(), |c| format!("${c:.4}"));

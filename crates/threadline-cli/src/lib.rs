@@ -20,5 +20,6 @@
 pub mod input;
 pub mod inspect;
 pub mod inspect_html;
+pub mod inspect_plan;
 pub mod project;
 pub mod session;

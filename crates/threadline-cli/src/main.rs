@@ -40,6 +40,15 @@ struct Cli {
     max_input_bytes: u64,
 }
 
+/// A `--plan` strategy by name.
+fn plan_strategy(name: &str) -> Result<threadline_cli::inspect_plan::PlanStrategy, String> {
+    use threadline_cli::inspect_plan::PlanStrategy;
+    PlanStrategy::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = PlanStrategy::ALL.iter().map(|(n, _)| *n).collect();
+        format!("unknown strategy {name:?} (one of: {})", names.join(", "))
+    })
+}
+
 /// Which transcript of a Claude Code project directory a command reads.
 #[derive(Debug, clap::Args)]
 struct SessionPick {
@@ -142,6 +151,11 @@ enum Command {
         /// compaction thresholds and the cost accumulating).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
+        /// Also re-plan every request with this cache strategy (`default`, `seed`,
+        /// `lookback_aware`, `stable_1h`) and compare its cache-read share and input cost with
+        /// the recorded ones, per request and in total, with the difference in dollars.
+        #[arg(long, value_name = "STRATEGY", value_parser = plan_strategy)]
+        plan: Option<threadline_cli::inspect_plan::PlanStrategy>,
         /// Simulate this model instead of the one the transcript names.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
@@ -337,9 +351,16 @@ fn main() -> ExitCode {
             pick,
             json,
             html,
+            plan,
             model,
         } => match pick.resolve(&transcript) {
-            Ok(path) => commands::inspect::run(&path, json, html.as_deref(), model.as_deref()),
+            Ok(path) => commands::inspect::run(&commands::inspect::InspectArgs {
+                path: &path,
+                json,
+                html: html.as_deref(),
+                plan,
+                model: model.as_deref(),
+            }),
             Err(code) => code,
         },
         Command::Sessions { dir, json } => commands::sessions::run(&dir, json),

@@ -2,13 +2,14 @@
 //! every fixture Claude Code transcript recorded (target: `share_mae` ≤ 0.05 per transcript).
 
 mod common;
+mod plan;
 
 use serde_json::Value;
 
 use common::{repo, threadline};
 
 /// The raw Claude Code transcripts listed in `fixtures/canonical/index.json`.
-fn transcripts() -> Vec<String> {
+pub(crate) fn transcripts() -> Vec<String> {
     let index: Value = serde_json::from_str(
         &std::fs::read_to_string(repo().join("fixtures/canonical/index.json")).expect("index"),
     )

@@ -1,36 +1,46 @@
-//! `threadline inspect TRANSCRIPT [--json]`: the report of [`threadline_cli::inspect`], printed.
+//! `threadline inspect TRANSCRIPT [--json] [--html FILE] [--plan STRATEGY]`: the report of
+//! [`threadline_cli::inspect`], printed.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use threadline_cli::inspect::{render_text, report};
 use threadline_cli::inspect_html::render_html;
+use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
 use crate::session::{Sidechains, load_session};
 
-pub(crate) fn run(
-    path: &str,
-    json_output: bool,
-    html: Option<&std::path::Path>,
-    model: Option<&str>,
-) -> ExitCode {
-    let session = match load_session(path, Sidechains::WhenNoMainChain) {
+/// What `inspect` was asked.
+pub(crate) struct InspectArgs<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) json: bool,
+    pub(crate) html: Option<&'a Path>,
+    pub(crate) plan: Option<PlanStrategy>,
+    pub(crate) model: Option<&'a str>,
+}
+
+pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
+    let session = match load_session(args.path, Sidechains::WhenNoMainChain) {
         Ok(session) => session,
         Err(line) => {
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
-    let report = report(&session, model);
+    let mut report = report(&session, args.model);
+    if let Some(strategy) = args.plan {
+        add_plan(&mut report, &session, args.model, strategy);
+    }
     if let Some(warning) = report["model_warning"].as_str() {
         eprintln!("threadline: {warning}");
     }
-    if let Some(out) = html
-        && let Err(e) = std::fs::write(out, render_html(&report, path))
+    if let Some(out) = args.html
+        && let Err(e) = std::fs::write(out, render_html(&report, args.path))
     {
         eprintln!("threadline: cannot write {}: {e}", out.display());
         return ExitCode::from(1);
     }
-    if json_output {
+    if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(json) => crate::output::print_line(&json),
             Err(e) => {
@@ -40,6 +50,9 @@ pub(crate) fn run(
         }
     } else {
         crate::output::print_line(&render_text(&report));
+        if report["plan"].is_object() {
+            crate::output::print_line(&render_plan(&report));
+        }
     }
     ExitCode::SUCCESS
 }
