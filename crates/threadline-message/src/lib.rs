@@ -26,6 +26,7 @@ pub mod claude_code;
 pub mod claude_code_project;
 pub mod header;
 pub mod message;
+pub mod session_ops;
 pub mod system;
 pub mod transcript;
 
@@ -39,6 +40,7 @@ pub use message::{
     AssistantMessage, AttachmentMessage, MISSING_TOOL_RESULT, Message, ProgressMessage,
     SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
+pub use session_ops::{Forked, Rewound, SessionInfo, SessionOpError, fork, rewind, summarize};
 pub use system::{CompactTrigger, Level, SystemKind};
 pub use transcript::{
     LineProblem, LineProblemKind, ReadOptions, TranscriptError, TranscriptRead, TranscriptWriter,

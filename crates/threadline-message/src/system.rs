@@ -92,4 +92,18 @@ pub enum SystemKind {
         /// Milliseconds.
         duration_ms: u64,
     },
+    /// This session was forked from another one (see [`crate::session_ops::fork`]): the
+    /// first record of a fork. Never sent to the model.
+    ForkedFrom {
+        /// The source session's id (its transcript's file stem).
+        session: String,
+        /// The source message the fork ends with (its id in the source session).
+        message: MessageId,
+    },
+    /// A title given to the session (the last one wins in a listing). Never sent to the
+    /// model.
+    Title {
+        /// The title.
+        title: String,
+    },
 }

@@ -100,6 +100,14 @@ pub enum TranscriptError {
     },
 }
 
+impl TranscriptError {
+    /// The transcript could not be created because the path exists
+    /// ([`TranscriptWriter::create_new`]).
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, TranscriptError::Open { source, .. } if source.kind() == io::ErrorKind::AlreadyExists)
+    }
+}
+
 /// Knobs of [`TranscriptWriter`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -155,13 +163,38 @@ impl TranscriptWriter {
         path: impl AsRef<Path>,
         options: WriterOptions,
     ) -> Result<Self, TranscriptError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_inner(path.as_ref(), options, false)
+    }
+
+    /// Creates a new transcript at `path` (mode [`TRANSCRIPT_MODE`] on unix), refusing a
+    /// path that exists: the error is then [`TranscriptError::Open`] with an
+    /// [`io::ErrorKind::AlreadyExists`] cause (see [`TranscriptError::is_already_exists`]).
+    /// For writing a whole new session (a fork, a rewind, an import) without ever
+    /// overwriting or extending another one.
+    pub fn create_new(
+        path: impl AsRef<Path>,
+        options: WriterOptions,
+    ) -> Result<Self, TranscriptError> {
+        Self::open_inner(path.as_ref(), options, true)
+    }
+
+    fn open_inner(
+        path: &Path,
+        options: WriterOptions,
+        create_new: bool,
+    ) -> Result<Self, TranscriptError> {
+        let path = path.to_path_buf();
         let open_error = |source| TranscriptError::Open {
             path: path.clone(),
             source,
         };
         let mut open = OpenOptions::new();
-        open.read(true).append(true).create(true);
+        open.read(true).append(true);
+        if create_new {
+            open.create_new(true);
+        } else {
+            open.create(true);
+        }
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut open, TRANSCRIPT_MODE);
         let mut file = open.open(&path).map_err(open_error)?;

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use serde_json::json;
+mod session_ops;
+
 use threadline_message::transcript::{
     LineProblem, LineProblemKind, ReadOptions, TranscriptError, TranscriptWriter, WriterOptions,
     parse_transcript, read_transcript, read_transcript_with,
@@ -125,6 +127,13 @@ fn every_kind() -> Vec<Message> {
         },
         SystemKind::TurnDuration {
             duration_ms: 88_947,
+        },
+        SystemKind::ForkedFrom {
+            session: "3f1c-source".into(),
+            message: MessageId::from("m7"),
+        },
+        SystemKind::Title {
+            title: "Fix the \"flaky\" test".into(),
         },
     ];
     let attachments = [
