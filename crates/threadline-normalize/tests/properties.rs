@@ -10,9 +10,12 @@
 //!   following message (`common::check_pairing`);
 //! * (e) normalizing twice gives byte-identical JSON.
 //!
+//! The session operations' properties (fork, rewind) are in `session_ops/mod.rs`.
+//!
 //! Shrunk failures are pasted below the properties as regression tests.
 
 mod common;
+mod session_ops;
 
 use common::{MODEL, check_pairing, check_texts_kept, check_valid_with_tools};
 use proptest::prelude::*;
