@@ -81,6 +81,7 @@ pub struct AgentBuilder<S> {
     transcript: Option<PathBuf>,
     cancel: CancellationToken,
     today: Option<String>,
+    history: Vec<Message>,
 }
 
 impl<S> std::fmt::Debug for AgentBuilder<S> {
@@ -91,6 +92,7 @@ impl<S> std::fmt::Debug for AgentBuilder<S> {
             .field("workspace", &self.workspace)
             .field("compaction", &self.compaction)
             .field("transcript", &self.transcript)
+            .field("history", &self.history.len())
             .finish_non_exhaustive()
     }
 }
@@ -227,6 +229,15 @@ where
         self
     }
 
+    /// Starts the session from `messages` (a resumed session: a transcript read back, a
+    /// fork, an import) instead of an empty history. The first run continues after them;
+    /// they are not written to the [`transcript`](Self::transcript) again (only what the runs
+    /// add is appended).
+    pub fn history(mut self, messages: Vec<Message>) -> Self {
+        self.history = messages;
+        self
+    }
+
     /// Today's date, `YYYY-MM-DD` (default: the UTC date of the clock).
     pub fn today(mut self, date: impl Into<String>) -> Self {
         self.today = Some(date.into());
@@ -301,6 +312,8 @@ where
                 message: e.to_string(),
             })?;
         }
+        let mut state = State::default();
+        state.messages = self.history;
         Ok(Agent {
             service: self.service,
             config,
@@ -318,7 +331,7 @@ where
             shaper,
             transcript: self.transcript,
             cancel: self.cancel,
-            state: Arc::new(Mutex::new(State::default())),
+            state: Arc::new(Mutex::new(state)),
         })
     }
 }
@@ -420,6 +433,7 @@ where
             transcript: None,
             cancel: CancellationToken::new(),
             today: None,
+            history: Vec::new(),
         }
     }
 

@@ -428,3 +428,41 @@ async fn stop_hooks_are_kept_across_runs() {
     assert_eq!(service.requests().len(), 3);
     assert!(service.violations().is_empty());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_built_with_a_history_resumes_it_and_appends_only_what_it_adds() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([Step::text("It said hello.")]))
+        .await
+        .expect("mock");
+    let history = vec![
+        Message::user_text("Say hello"),
+        Message::assistant_fragment(
+            "msg_old",
+            "claude-sonnet-4-5",
+            vec![threadline::wire::ContentBlock::text("HELLO-FROM-BEFORE")],
+        ),
+    ];
+    let transcript = dir.path().join("resumed.jsonl");
+    let mut agent = Agent::builder(client(&mock))
+        .system_prompt("You read files.")
+        .today("2026-03-08")
+        .history(history.clone())
+        .transcript(&transcript)
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "What did you say?").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = body(&requests[0]).to_string();
+    assert!(sent.contains("HELLO-FROM-BEFORE"), "{sent}");
+    assert!(sent.contains("What did you say?"), "{sent}");
+    let state = agent.state();
+    assert_eq!(&state.messages[..2], &history[..]);
+    // The transcript holds only what this run added.
+    let written = std::fs::read_to_string(&transcript).expect("written");
+    assert!(!written.contains("HELLO-FROM-BEFORE"));
+    assert!(written.contains("It said hello."));
+    all_accepted(&mock);
+}
