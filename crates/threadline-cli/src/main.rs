@@ -231,8 +231,19 @@ enum Command {
         /// What the user asks (without it, a prompt loop on stdin; `exit` or Ctrl-D ends it).
         prompt: Option<String>,
         /// Print the request instead of sending it.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "resume")]
         dry_run: bool,
+        /// Continue the session of this transcript: a threadline transcript is appended to in
+        /// place (or copied to `--out` first); a Claude Code transcript is imported into a new
+        /// threadline transcript, `--out` or `STEM.threadline.jsonl` beside it (never
+        /// overwritten). Which file the session continues in is said on stderr. The model
+        /// defaults to the one the transcript last talked to.
+        #[arg(long, value_name = "FILE")]
+        resume: Option<std::path::PathBuf>,
+        /// With `--resume`: the new transcript the session continues in (refused if it
+        /// exists).
+        #[arg(long, value_name = "NEW", requires = "resume")]
+        out: Option<std::path::PathBuf>,
         /// The workspace directory (default: the current directory).
         #[arg(long, value_name = "DIR")]
         cwd: Option<std::path::PathBuf>,
@@ -255,13 +266,24 @@ enum Command {
         #[arg(long)]
         allow_shell: bool,
         /// Append every message of the session to this JSONL transcript.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
         transcript: Option<std::path::PathBuf>,
         /// At most this many tool-using turns per request, so that a model repeating a
         /// tool call forever stops (exit 1, `max_turns`).
         #[arg(long, value_name = "N", default_value_t = commands::run::DEFAULT_MAX_TURNS,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+    },
+    /// Operate on session transcripts: fork, rewind, list, show.
+    ///
+    /// `fork FILE --at ID --out NEW` and `rewind FILE --turns N --out NEW` write a new
+    /// session (never over an existing file) and keep every message they keep byte for byte
+    /// (a fork gives them fresh ids); `list DIR` and `show FILE` summarize sessions (id,
+    /// title, start time, message count, model, tokens), as a table or `--json`. Continue a
+    /// session with `threadline run --resume FILE`. Exit code 0: done; 2: bad input.
+    Session {
+        #[command(subcommand)]
+        command: commands::session::SessionCommand,
     },
     /// Run an offline coding session against the embedded mock API, then summarize it.
     ///
@@ -386,6 +408,8 @@ fn main() -> ExitCode {
         Command::Run {
             prompt,
             dry_run,
+            resume,
+            out,
             cwd,
             model,
             max_tokens,
@@ -397,6 +421,8 @@ fn main() -> ExitCode {
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
             dry_run,
+            resume: resume.as_deref(),
+            out: out.as_deref(),
             cwd: cwd.as_deref(),
             model: model.as_deref(),
             max_tokens,
@@ -406,6 +432,7 @@ fn main() -> ExitCode {
             transcript: transcript.as_deref(),
             max_turns,
         }),
+        Command::Session { command } => commands::session::run(&command),
         Command::Replay { fixture } => commands::replay::run(&fixture),
         Command::Demo { keep } => commands::demo::run(&commands::demo::DemoArgs { keep }),
         Command::Mock {

@@ -1,8 +1,9 @@
 //! The `threadline` binary end to end: outputs and exit codes of every subcommand, on the
-//! shipped fixtures and on broken input.
+//! shipped fixtures and on broken input. `session …` is in `session/mod.rs`.
 
 mod common;
 mod project;
+mod session;
 
 use common::{code, repo, stderr, temp_file, threadline};
 

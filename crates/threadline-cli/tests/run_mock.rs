@@ -445,3 +445,201 @@ fn a_key_the_server_echoes_is_printed_nowhere_and_never_recorded() {
         }
     }
 }
+
+/// The `usage.input_tokens` (all input, cache included) of the last assistant line of a
+/// transcript.
+fn last_input_tokens(transcript: &str) -> u64 {
+    let line = transcript
+        .lines()
+        .rev()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .expect("an assistant line");
+    let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+    let usage = &value["usage"];
+    [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ]
+    .iter()
+    .filter_map(|k| usage[k].as_u64())
+    .sum()
+}
+
+#[test]
+fn run_resume_appends_to_a_threadline_transcript_in_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mock = mock_playing(
+        dir.path(),
+        "steps:\n  - {kind: message, content: [{type: text, text: \"Fresh answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Resumed answer.\"}]}\n",
+    );
+    // A fresh session, for comparison.
+    let fresh = dir.path().join("fresh.jsonl");
+    let fresh_arg = fresh.to_str().expect("utf-8 path");
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            fresh_arg,
+            "What next?",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let fresh_tokens = last_input_tokens(&std::fs::read_to_string(&fresh).expect("written"));
+
+    // A session with a long earlier exchange, resumed.
+    let long = "the history that a resumed request carries ".repeat(100);
+    let before = format!(
+        "{}\n{}\n",
+        serde_json::json!({"type":"user","id":"u1","timestamp":"2026-01-01T00:00:00Z","content":[{"type":"text","text": long}]}),
+        serde_json::json!({"type":"assistant","id":"a1","timestamp":"2026-01-01T00:00:01Z","api_message_id":"msg_old","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Noted."}]}),
+    );
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, &before).expect("written");
+    let session_arg = session.to_str().expect("utf-8 path");
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--resume",
+            session_arg,
+            "What next?",
+        ],
+        dir.path(),
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Resumed answer."), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "resuming {session_arg} (2 messages); the session is appended to it"
+        )),
+        "{stderr}"
+    );
+    let after = std::fs::read_to_string(&session).expect("still there");
+    // Appended in place: the old lines are untouched, the new prompt and answer follow.
+    assert!(after.starts_with(&before), "{after}");
+    assert!(after[before.len()..].contains("What next?"), "{after}");
+    assert!(after[before.len()..].contains("Resumed answer."), "{after}");
+    // The history was not written again.
+    assert_eq!(
+        after
+            .lines()
+            .filter(|l| l.contains("the history that a resumed"))
+            .count(),
+        1
+    );
+    // The request carried the history: about 900 more input tokens than the fresh one.
+    let resumed_tokens = last_input_tokens(&after);
+    assert!(
+        resumed_tokens > fresh_tokens + 500,
+        "resumed {resumed_tokens} vs fresh {fresh_tokens}"
+    );
+}
+
+#[test]
+fn run_resume_imports_a_claude_code_transcript_into_a_new_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = common::repo().join(
+        "fixtures/recorded/d-kimuson__claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+    );
+    let source = dir.path().join("cc.jsonl");
+    std::fs::copy(&fixture, &source).expect("copied");
+    let original = std::fs::read(&source).expect("read");
+    let mock = mock_playing(
+        dir.path(),
+        "steps:\n  - {kind: message, content: [{type: text, text: \"Continuing.\"}]}\n",
+    );
+    let source_arg = source.to_str().expect("utf-8 path");
+    let args = [
+        "run",
+        "--base-url",
+        &mock.base_url,
+        "--model",
+        "claude-sonnet-4-5",
+        "--resume",
+        source_arg,
+        "Go on",
+    ];
+    let output = run(&args, dir.path(), None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let imported = dir.path().join("cc.threadline.jsonl");
+    assert!(
+        stderr.contains(&format!("into {}", imported.display())),
+        "{stderr}"
+    );
+    // The Claude Code file is untouched; the new threadline transcript holds the import and
+    // the new exchange.
+    assert_eq!(std::fs::read(&source).expect("read"), original);
+    let written = std::fs::read_to_string(&imported).expect("the import is written");
+    assert!(
+        written.contains("Go on") && written.contains("Continuing."),
+        "{written}"
+    );
+
+    // A second resume of the Claude Code file would overwrite the import: refused.
+    let again = run(&args, dir.path(), None);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("exists"), "{stderr}");
+}
+
+#[test]
+fn run_resume_refuses_what_it_cannot_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (args, expected) in [
+        (
+            vec![
+                "run",
+                "--resume",
+                "/no/such/file.jsonl",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "hi",
+            ],
+            "cannot read",
+        ),
+        (
+            vec!["run", "--resume", "x.jsonl", "--dry-run", "hi"],
+            "cannot be used with",
+        ),
+        (vec!["run", "--out", "x.jsonl", "hi"], "--resume"),
+    ] {
+        let output = run(&args, dir.path(), None);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "not json\n").expect("written");
+    let output = run(
+        &[
+            "run",
+            "--resume",
+            empty.to_str().expect("utf-8 path"),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "hi",
+        ],
+        dir.path(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no messages to resume"), "{stderr}");
+}

@@ -10,4 +10,5 @@ pub(crate) mod normalize;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod run_live;
+pub(crate) mod session;
 pub(crate) mod sessions;

@@ -35,6 +35,10 @@ pub(crate) struct RunArgs<'a> {
     /// `None`: a prompt loop on stdin (not with `--dry-run`).
     pub(crate) prompt: Option<&'a str>,
     pub(crate) dry_run: bool,
+    /// `--resume FILE`: continue that transcript's session.
+    pub(crate) resume: Option<&'a Path>,
+    /// `--out NEW` (with `--resume`).
+    pub(crate) out: Option<&'a Path>,
     pub(crate) cwd: Option<&'a Path>,
     pub(crate) model: Option<&'a str>,
     pub(crate) max_tokens: Option<u64>,
@@ -77,7 +81,20 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let model_id = args.model.unwrap_or(DEFAULT_MODEL);
+    let resume = match args.resume {
+        Some(file) => match super::session::prepare_resume(file, args.out) {
+            Ok(resume) => Some(resume),
+            Err(line) => {
+                eprintln!("{line}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let model_id = args
+        .model
+        .or_else(|| resume.as_ref().and_then(|r| r.model.as_deref()))
+        .unwrap_or(DEFAULT_MODEL);
     let table = ModelTable::builtin();
     let resolved = table.resolve(model_id);
     if let Some(warning) = resolved.warning() {
@@ -96,7 +113,11 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
             date: &date,
             base_url: args.base_url,
             allow_shell: args.allow_shell,
-            transcript: args.transcript,
+            transcript: resume
+                .as_ref()
+                .map(|r| r.transcript.as_path())
+                .or(args.transcript),
+            history: resume.as_ref().map(|r| r.history.as_slice()),
             max_turns: args.max_turns,
         });
     }

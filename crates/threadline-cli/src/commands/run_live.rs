@@ -16,6 +16,7 @@ use threadline::Compaction;
 use threadline::client::Client;
 use threadline::query::Terminal;
 use threadline::tools::ShellAccess;
+use threadline_message::Message;
 
 use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
 use crate::meter::{Meter, Metered};
@@ -37,6 +38,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) base_url: Option<&'a str>,
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
+    /// A resumed session's history (`--resume`).
+    pub(crate) history: Option<&'a [Message]>,
     pub(crate) max_turns: u32,
 }
 
@@ -99,6 +102,9 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
     }
     if let Some(path) = args.transcript {
         builder = builder.transcript(PathBuf::from(path));
+    }
+    if let Some(history) = args.history {
+        builder = builder.history(history.to_vec());
     }
     builder = builder.max_turns(args.max_turns);
     let mut agent = match builder.build() {

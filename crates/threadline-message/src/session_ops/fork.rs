@@ -39,7 +39,8 @@ fn fresh_id(source_session: &str, at: &MessageId, old: &MessageId) -> MessageId 
 /// to ids inside kept messages — a tombstone's `retracts`, a compact boundary's
 /// `last_message_id` — go through the same map. Nothing else changes: content blocks
 /// (tool-use ids, thinking signatures, text), timestamps and every other field are kept as
-/// they are. The record has an id derived the same way and the fork point's timestamp.
+/// they are. The record has an id derived the same way and the first kept message's
+/// timestamp (so the fork starts when its source did).
 ///
 /// The error is [`SessionOpError::UnknownMessage`] when no message has id `at`.
 pub fn fork(
@@ -61,7 +62,7 @@ pub fn fork(
     })
     .with_header(Header {
         id: derive_id(&["forked_from", source_session, at.as_str()]),
-        timestamp: kept[end].header().timestamp.clone(),
+        timestamp: kept[0].header().timestamp.clone(),
     });
     let mut out = Vec::with_capacity(kept.len() + 1);
     out.push(record);
@@ -143,7 +144,7 @@ mod tests {
         assert_eq!(old.content, new.content);
         assert_eq!(
             forked.messages[0].header().timestamp,
-            session[3].header().timestamp
+            session[0].header().timestamp
         );
         assert_eq!(forked.source_ids[3], MessageId::from("m4"));
     }

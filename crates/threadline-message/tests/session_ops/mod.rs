@@ -78,7 +78,7 @@ fn a_directory_of_forks_and_rewinds_lists_newest_first() {
         .iter()
         .map(|s| s.info.id.as_str())
         .collect();
-    // Newest first by start time; the fork starts at its fork point's time, like the source.
+    // Newest first by start time, then by id; a fork starts when its source did.
     assert_eq!(ids, ["titled", "fork", "rewound", "source"]);
     assert_eq!(listing.skipped.len(), 1);
     assert!(listing.skipped[0].path.ends_with("notes.jsonl"));
