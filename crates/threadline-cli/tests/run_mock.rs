@@ -471,7 +471,7 @@ fn run_resume_appends_to_a_threadline_transcript_in_place() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mock = mock_playing(
         dir.path(),
-        "steps:\n  - {kind: message, content: [{type: text, text: \"Fresh answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Resumed answer.\"}]}\n",
+        "steps:\n  - {kind: message, content: [{type: text, text: \"Fresh answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Resumed answer.\"}]}\n  - {kind: message, content: [{type: text, text: \"Copied answer.\"}]}\n",
     );
     // A fresh session, for comparison.
     let fresh = dir.path().join("fresh.jsonl");
@@ -547,6 +547,32 @@ fn run_resume_appends_to_a_threadline_transcript_in_place() {
         resumed_tokens > fresh_tokens + 500,
         "resumed {resumed_tokens} vs fresh {fresh_tokens}"
     );
+
+    // With `--out` the session continues in a new file that starts with the history; the
+    // source is left as it was, and an existing `--out` is refused.
+    let copy = dir.path().join("copy.jsonl");
+    let copy_arg = copy.to_str().expect("utf-8 path");
+    let args = [
+        "run",
+        "--base-url",
+        &mock.base_url,
+        "--resume",
+        session_arg,
+        "--out",
+        copy_arg,
+        "And then?",
+    ];
+    let output = run(&args, dir.path(), None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("in {copy_arg}")), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&session).expect("read"), after);
+    let copied = std::fs::read_to_string(&copy).expect("written");
+    assert!(copied.starts_with(&after), "{copied}");
+    assert!(copied[after.len()..].contains("And then?"), "{copied}");
+    let refused = run(&args, dir.path(), None);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&copy).expect("read"), copied);
 }
 
 #[test]

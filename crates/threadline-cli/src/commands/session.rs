@@ -129,6 +129,32 @@ pub(crate) fn write_new(out: &Path, messages: &[Message]) -> Result<(), String> 
         .map_err(|e| format!("threadline: {e}"))
 }
 
+/// Copies `bytes` (a threadline transcript, as read) to the new file `out`, byte for byte,
+/// created with the transcript mode; refuses an existing file.
+fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(
+        &mut open,
+        threadline_message::transcript::TRANSCRIPT_MODE,
+    );
+    let mut file = open.open(out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            format!(
+                "threadline: {}: the file exists; not overwritten (choose another --out)",
+                out.display()
+            )
+        } else {
+            format!("threadline: cannot create {}: {e}", out.display())
+        }
+    })?;
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .map_err(|e| format!("threadline: cannot write {}: {e}", out.display()))
+}
+
 fn fork(file: &str, at: &str, out: &Path) -> Result<(), String> {
     let session = load_session(file, Sidechains::Never)?;
     let source = session_id(file);
@@ -316,7 +342,8 @@ pub(crate) struct Resume {
 }
 
 /// Reads the transcript `file` for `run --resume`. A threadline transcript is appended to in
-/// place (or, with `out`, copied to the new file `out`, which is appended to); a Claude Code
+/// place (or, with `out`, copied byte for byte to the new file `out`, which is appended to;
+/// a cut last line is then terminated by the writer as in place); a Claude Code
 /// transcript is imported into the new file `out`, by default `STEM.threadline.jsonl` beside
 /// it. Where the session continues is said on stderr. The error is one line (exit 2).
 pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, String> {
@@ -359,7 +386,7 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
             file.to_path_buf()
         }
         (false, Some(out)) => {
-            write_new(out, &history)?;
+            copy_new(out, text.as_bytes())?;
             eprintln!(
                 "threadline: run: resuming {shown} ({} messages) in {}; the session is appended there",
                 history.len(),
