@@ -12,14 +12,14 @@ use clap::Subcommand;
 use threadline_message::claude_code::{
     ImportOptions, import_claude_code, is_claude_code_transcript,
 };
-use threadline_message::session_ops::{self, SessionInfo};
+use threadline_message::session_ops::{self, SessionInfo, rewrite_line, transcript_lines};
 use threadline_message::transcript::{
     ReadOptions, TranscriptWriter, WriterOptions, parse_transcript,
 };
 use threadline_message::{Message, MessageId};
 
 use crate::input::read_input;
-use crate::session::{Sidechains, load_session, no_messages};
+use crate::session::{Session, Sidechains, load_session, no_messages, read_session};
 use crate::terminal_text::terminal_safe;
 
 /// The operations of `threadline session`.
@@ -155,12 +155,73 @@ fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("threadline: cannot write {}: {e}", out.display()))
 }
 
+/// Reads the transcript at `path` as `load_session` does, keeping its text.
+fn load_with_text(path: &str) -> Result<(Session, String), String> {
+    let bytes = read_input(path)?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
+    let session = read_session(&text);
+    if session.messages.is_empty() {
+        return Err(no_messages(
+            path,
+            "no messages found (is this a transcript?)",
+            &session.problems,
+        ));
+    }
+    for problem in &session.problems {
+        eprintln!("threadline: {path}: {problem}");
+    }
+    Ok((session, text))
+}
+
+/// The text of each message's line, when `session` is a threadline transcript read from
+/// `text` (an import has no lines of its own).
+fn source_lines<'a>(session: &Session, text: &'a str) -> Option<Vec<&'a str>> {
+    if session.format != "threadline" {
+        return None;
+    }
+    let lines = transcript_lines(text);
+    let same = lines.len() == session.messages.len()
+        && lines
+            .iter()
+            .zip(&session.messages)
+            .all(|(line, message)| line.message == *message);
+    same.then(|| lines.into_iter().map(|line| line.text).collect())
+}
+
+/// Writes the new transcript `out`: each message as the line given for it (a source line,
+/// rewritten), else serialized; key shapes redacted as the transcript writer does.
+fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(), String> {
+    let mut text = String::new();
+    for (line, message) in lines {
+        match line {
+            Some(line) => text.push_str(line),
+            None => text.push_str(&serde_json::to_string(message).map_err(|e| {
+                format!("threadline: cannot serialize message {}: {e}", message.id())
+            })?),
+        }
+        text.push('\n');
+    }
+    let bytes = threadline_wire::secret::redact_key_shapes_in_bytes(text.as_bytes());
+    copy_new(out, &bytes)
+}
+
 fn fork(file: &str, at: &str, out: &Path) -> Result<(), String> {
-    let session = load_session(file, Sidechains::Never)?;
+    let (session, text) = load_with_text(file)?;
     let source = session_id(file);
     let forked = session_ops::fork(&session.messages, &MessageId::from(at), &source)
         .map_err(|e| format!("threadline: session fork: {file}: {e}"))?;
-    write_new(out, &forked.messages)?;
+    // The record, then each kept message from its source line when there is one.
+    let from = source_lines(&session, &text);
+    let mut lines: Vec<(Option<String>, &Message)> = vec![(None, &forked.messages[0])];
+    for (n, message) in forked.kept().iter().enumerate() {
+        let line = from
+            .as_ref()
+            .and_then(|from| from.get(n))
+            .and_then(|source| rewrite_line(source, message));
+        lines.push((line, message));
+    }
+    write_new_lines(out, &lines)?;
     eprintln!(
         "threadline: session fork: {} of {} messages of {source} (up to {at}) forked to {}",
         forked.kept().len(),
@@ -171,11 +232,25 @@ fn fork(file: &str, at: &str, out: &Path) -> Result<(), String> {
 }
 
 fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), String> {
-    let session = load_session(file, Sidechains::Never)?;
+    let (session, text) = load_with_text(file)?;
     let turns = usize::try_from(turns).unwrap_or(usize::MAX);
     let rewound = session_ops::rewind(&session.messages, turns)
         .map_err(|e| format!("threadline: session rewind: {file}: {e}"))?;
-    write_new(out, &rewound.messages)?;
+    // The kept prefix as its source lines, unchanged; the added results serialized.
+    let from = source_lines(&session, &text);
+    let lines: Vec<(Option<String>, &Message)> = rewound
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(n, message)| {
+            let line = (n < rewound.kept)
+                .then(|| from.as_ref().and_then(|from| from.get(n)))
+                .flatten()
+                .map(|line| (*line).to_owned());
+            (line, message)
+        })
+        .collect();
+    write_new_lines(out, &lines)?;
     let answered = if rewound.answered.is_empty() {
         String::new()
     } else {

@@ -253,3 +253,64 @@ fn show_and_fork_read_a_claude_code_transcript() {
         "{info}"
     );
 }
+
+/// Lines threadline did not write itself (another key order, spaces, a field this version
+/// does not know, a signature before its thinking) are kept as they are, only the ids
+/// changing.
+#[test]
+fn fork_and_rewind_keep_lines_they_did_not_write_byte_for_byte() {
+    let source_text = concat!(
+        r#"{"id": "u1", "type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": [{"text": "Hi", "type": "text"}], "from_a_newer_version": {"x": 1}}"#,
+        "\n",
+        r#"{"content":[{"signature":"c2ln","thinking":"…","type":"thinking"},{"type":"text","text":"Hello"}],"model":"claude-sonnet-4-5","type":"assistant","id":"a1","timestamp":"2026-01-01T00:00:01Z"}"#,
+        "\n",
+        r#"{"type":"tombstone","retracts":"a1","id":"t1","timestamp":"2026-01-01T00:00:02Z"}"#,
+        "\n",
+        r#"{"type":"user","id":"u2","timestamp":"2026-01-01T00:00:03Z","content":[{"type":"text","text":"Again"}]}"#,
+        "\n",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = write(dir.path(), "hand.jsonl", source_text);
+    let out = dir.path().join("fork.jsonl");
+    let forked = threadline(&[
+        "session",
+        "fork",
+        &source,
+        "--at",
+        "t1",
+        "--out",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code(&forked), 0, "{}", stderr(&forked));
+    let written = std::fs::read_to_string(&out).expect("written");
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines.len(), 4, "{written}");
+    let new_a1 = id_of(lines[2]);
+    for (new, old) in lines[1..].iter().zip(source_text.lines()) {
+        // The tombstone's `retracts` follows a1's new id.
+        let back = new.replace(&id_of(new), &id_of(old)).replace(&new_a1, "a1");
+        assert_eq!(back, old);
+    }
+    assert!(lines[1].contains("from_a_newer_version"));
+
+    let rewound = dir.path().join("rewound.jsonl");
+    let output = threadline(&[
+        "session",
+        "rewind",
+        &source,
+        "--turns",
+        "1",
+        "--out",
+        rewound.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let kept = std::fs::read_to_string(&rewound).expect("written");
+    assert_eq!(
+        kept,
+        source_text
+            .lines()
+            .take(3)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+}

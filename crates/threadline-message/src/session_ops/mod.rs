@@ -18,6 +18,11 @@
 //!   (one appended message), so that the session still normalizes to a valid request.
 //! * [`summarize`] gives a [`SessionInfo`]: title, start time, message count, model and tokens.
 //!
+//! "Kept as it was" holds for the message values (and so for every line threadline wrote,
+//! which is their serialization). To keep a source's own bytes — another key order, fields
+//! this version does not know — write the kept messages with [`rewrite_line`] from the
+//! source's [`transcript_lines`]: only the ids change.
+//!
 //! ```
 //! use threadline_message::session_ops::{fork, rewind, summarize};
 //! use threadline_message::{Header, Message, SystemKind};
@@ -60,12 +65,14 @@
 mod error;
 mod fork;
 mod ids;
+mod lines;
 mod rewind;
 mod summary;
 
 pub use error::SessionOpError;
 pub use fork::{Forked, fork};
 pub use ids::derive_id;
+pub use lines::{TranscriptLine, rewrite_line, transcript_lines};
 pub use rewind::{Rewound, is_typed_prompt, rewind};
 pub use summary::{
     ForkOrigin, ListedSession, Listing, SessionInfo, SkippedFile, TITLE_MAX_CHARS, TokenTotals,

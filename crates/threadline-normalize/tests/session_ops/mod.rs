@@ -5,14 +5,15 @@
 //! * (a) a fork at message k normalizes to the same API messages as the prefix `[..=k]`;
 //! * (b) forking twice gives byte-identical JSONL;
 //! * (c) every kept message is byte-identical to its source except its id (and the ids it
-//!   refers to, mapped consistently: one old id, one new id);
+//!   refers to, mapped consistently: one old id, one new id), and `rewrite_line` of the
+//!   source's line is the fork's line;
 //! * (d) a rewind keeps a prefix unchanged, leaves no `tool_use` without a later
 //!   `tool_result`, and normalizes to a request `validate` accepts.
 
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use threadline_message::session_ops::{fork, is_typed_prompt, rewind};
+use threadline_message::session_ops::{fork, is_typed_prompt, rewind, rewrite_line};
 use threadline_message::{CompactTrigger, Message, MessageId, SystemKind};
 use threadline_normalize::{Options, normalize};
 use threadline_testkit::messages::any_session;
@@ -183,6 +184,13 @@ fn check_fork(messages: &[Message], k: usize) -> Result<(), String> {
         );
         if a != b {
             return Err(format!("(c) message {n} changed:\n{a}\n{b}"));
+        }
+        // Rewriting the source line gives the fork's line.
+        let line = serde_json::to_string(new).map_err(|e| e.to_string())?;
+        if rewrite_line(&a, new).as_deref() != Some(line.as_str()) {
+            return Err(format!(
+                "(c) message {n}: rewrite_line of\n{a}\nis not\n{line}"
+            ));
         }
     }
     Ok(())
