@@ -206,12 +206,19 @@ mod tests {
                 content: "careful".into(),
             }),
             Message::system(SystemKind::TurnDuration { duration_ms: 3 }),
+            Message::system(SystemKind::ForkedFrom {
+                session: "source".into(),
+                message: MessageId::from("m1"),
+            }),
+            Message::system(SystemKind::Title {
+                title: "a title".into(),
+            }),
             reminder("r"),
             asst_text("a"),
         ];
         assert_eq!(
             kept(&messages),
-            ["U: text(q)@Some(0)", "attachment@7", "A: text(a)@Some(8)"]
+            ["U: text(q)@Some(0)", "attachment@9", "A: text(a)@Some(10)"]
         );
     }
 
