@@ -11,7 +11,7 @@
 //!   fresh id derived from the source session's id, the fork point and the old id (forking
 //!   twice gives the same bytes), rewrites the references the crate knows of
 //!   ([`Tombstone::retracts`](crate::Tombstone), `CompactBoundary.last_message_id`) through the
-//!   same map, and starts the new session with a [`SystemKind::ForkedFrom`] record (which
+//!   same map, and starts the new session with a [`SystemKind::ForkedFrom`](crate::SystemKind::ForkedFrom) record (which
 //!   never reaches the API).
 //! * [`rewind`] drops the last N typed prompts (see [`is_typed_prompt`]) and everything that
 //!   followed each, then answers every tool use left without a result with an error result
