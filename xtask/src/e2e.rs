@@ -1,7 +1,8 @@
 //! `cargo xtask e2e [--update-screenshot]`: `threadline inspect --html` of every real
 //! transcript in `fixtures/`, opened in headless Chromium.
 //!
-//! For each fixture transcript the page must (1) hold one bar group per request the report
+//! For each fixture transcript the page (with `--plan default`, so recorded, predicted and
+//! re-planned bars) must (1) hold one bar group per request the report
 //! lists, in the DOM Chromium built (`--dump-dom`), (2) log no console error while loading, and
 //! (3) draw: the screenshot must have the bar colours in the chart area. Before that, the same
 //! checks run on two pages made to fail them (one logging a console error, one blank), so a
@@ -101,7 +102,9 @@ pub(crate) fn run(root: &Path, args: &E2eArgs) -> XResult<()> {
         let html = temp.path().join(format!("page-{i}.html"));
         let out = Command::new(&threadline)
             .current_dir(root)
-            .args(["inspect", transcript, "--json", "--html"])
+            .args([
+                "inspect", transcript, "--json", "--plan", "default", "--html",
+            ])
             .arg(&html)
             .output()
             .map_err(|e| Failure::new(format!("e2e: cannot run threadline: {e}")))?;
