@@ -136,6 +136,47 @@ fn check_reports_in_the_apis_words() {
     );
 }
 
+/// Issue 14: the API answered this request with 200; the model table does not know the model,
+/// so its guessed output limit gives a warning on stderr, not a violation.
+#[test]
+fn check_warns_but_accepts_an_unknown_model_over_the_guessed_limit() {
+    let body = temp_file(
+        "sonnet-3-7.json",
+        br#"{"model":"claude-3-7-sonnet-latest","max_tokens":16000,"messages":[{"role":"user","content":"Hi"}]}"#,
+    );
+    let out = threadline(&["check", body.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("threadline: warning: unknown model `claude-3-7-sonnet-latest`"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "threadline: warning: max_tokens: 16000 > 8192, which is the maximum allowed number \
+             of output tokens for claude-3-7-sonnet-latest"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("no violations"), "{err}");
+    // A shape violation is still one, whatever the model.
+    let broken = temp_file(
+        "sonnet-3-7-broken.json",
+        br#"{"model":"claude-3-7-sonnet-latest","max_tokens":16000,"messages":[]}"#,
+    );
+    let out = threadline(&["check", broken.to_str().expect("utf-8 path")]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "messages: at least one message is required"
+    );
+}
+
 #[test]
 fn transcripts_normalize_to_valid_requests() {
     for transcript in [

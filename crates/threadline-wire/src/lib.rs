@@ -70,6 +70,6 @@ pub use response::{Message, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{Tool, ToolChoice};
 pub use validate::{
-    Rule, ValidateOptions, Violation, validate, validate_count_tokens, validate_count_tokens_with,
-    validate_with,
+    Report, Rule, ValidateOptions, Violation, validate, validate_count_tokens,
+    validate_count_tokens_report, validate_count_tokens_with, validate_report, validate_with,
 };

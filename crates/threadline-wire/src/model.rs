@@ -3,7 +3,8 @@
 //! The numbers live in `data/models.json` (compiled in), never in code, because they change
 //! per model and over time. An id the table does not know resolves to a conservative default
 //! (small window, small output, no prefill, the highest cache minimum and prices) together
-//! with a warning, never a panic.
+//! with a warning, never a panic. That row says it is a guess ([`Model::is_guess`]): the
+//! validator reports what its model-specific rules find against it as warnings only.
 //!
 //! ```
 //! use threadline_wire::model::ModelTable;
@@ -85,9 +86,20 @@ pub struct Model {
     /// When the model was retired from the API, if it was.
     #[serde(default)]
     pub retired: Option<String>,
+    /// This row is the table's conservative default, standing in for an id the table does not
+    /// know: its limits are guesses (set by [`ModelTable::from_json`], never read from data).
+    #[serde(skip)]
+    guess: bool,
 }
 
 impl Model {
+    /// Whether this row is the conservative default the table gives an unknown id, so that
+    /// its limits and capabilities are guesses, not the model's. The validator reports what
+    /// its model-specific rules find against such a row as warnings, never as violations.
+    pub fn is_guess(&self) -> bool {
+        self.guess
+    }
+
     /// Whether `thinking.type` = `mode` is accepted.
     pub fn accepts_thinking(&self, mode: ThinkingMode) -> bool {
         self.thinking.contains(&mode)
@@ -167,7 +179,8 @@ impl ModelTable {
 
     /// A table from JSON in the format of `data/models.json`.
     pub fn from_json(json: &str) -> Result<ModelTable, serde_json::Error> {
-        let file: TableFile = serde_json::from_str(json)?;
+        let mut file: TableFile = serde_json::from_str(json)?;
+        file.default.guess = true;
         Ok(ModelTable {
             default: file.default,
             models: file.models,
@@ -247,6 +260,8 @@ mod tests {
         let smallest_window = table.models().iter().map(|m| m.context_window).min();
         assert_eq!(Some(unknown.model().context_window), smallest_window);
         assert!(!unknown.model().prefill);
+        assert!(unknown.model().is_guess());
+        assert!(table.models().iter().all(|m| !m.is_guess()));
         assert!(
             unknown
                 .warning()

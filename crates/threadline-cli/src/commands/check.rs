@@ -5,15 +5,25 @@
 //! recorded request is checked against the model it names. Each violation is printed on stdout
 //! as `PATH: MESSAGE`, or as the API's message alone when that already starts with the path;
 //! for a fixture, each line starts with `exchange N: `.
+//!
+//! `check` is an oracle only if it never rejects what the API accepts. For a model the model
+//! table does not know, the model-specific rules (`max_tokens` limit, thinking modes, effort,
+//! sampling, prefill, system messages) are checked against the table's conservative default,
+//! whose limits are guesses: what they find is printed on stderr as
+//! `threadline: warning: …`, never on stdout, and does not change the exit code. So are the
+//! findings of rules nothing bounds (see `threadline_wire::validate::Rule`).
+//!
+//! Exit codes: 0 when there is no violation (warnings or not), 1 when there is one, 2 when the
+//! input cannot be checked.
 
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
 use serde_json::Value;
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::{ValidateOptions, Violation};
+use threadline_wire::validate::{Report, ValidateOptions};
 use threadline_wire::{
-    CountTokensRequest, MessagesRequest, validate_count_tokens_with, validate_with,
+    CountTokensRequest, MessagesRequest, validate_count_tokens_report, validate_report,
 };
 
 use crate::input::read_input;
@@ -91,13 +101,36 @@ fn jobs(path: &str, value: Value, args: &CheckArgs<'_>) -> Result<Vec<Job>, Stri
     Ok(jobs)
 }
 
+/// What a check found, as printable lines.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Checked {
+    /// One line per violation (stdout).
+    violations: Vec<String>,
+    /// One line per warning (stderr, after `threadline: warning: `).
+    warnings: Vec<String>,
+}
+
+impl Checked {
+    /// Adds the findings of `report`, each line after `label: ` when there is a label.
+    fn add(&mut self, label: Option<&str>, report: &Report) {
+        let line = |v: &threadline_wire::Violation| match label {
+            Some(label) => format!("{label}: {v}"),
+            None => v.to_string(),
+        };
+        self.violations.extend(report.violations.iter().map(line));
+        self.warnings.extend(report.warnings.iter().map(line));
+    }
+}
+
 /// The row `id` is checked against; the first time an id is unknown, a warning on stderr.
 fn resolve<'a>(table: &'a ModelTable, id: &'a str, warned: &mut BTreeSet<String>) -> &'a Model {
     let resolved = table.resolve(id);
-    if let Some(warning) = resolved.warning()
-        && warned.insert(id.to_owned())
-    {
-        eprintln!("threadline: warning: {warning}");
+    if !resolved.is_known() && warned.insert(id.to_owned()) {
+        eprintln!(
+            "threadline: warning: unknown model `{id}`: its model-specific rules are checked \
+             against the model table's conservative default and reported as warnings, not \
+             violations"
+        );
     }
     resolved.model()
 }
@@ -108,7 +141,7 @@ fn check_one(
     job: Job,
     args: &CheckArgs<'_>,
     warned: &mut BTreeSet<String>,
-) -> Result<Vec<Violation>, String> {
+) -> Result<Report, String> {
     let where_ = match &job.label {
         Some(label) => format!("{}: {label}", args.path),
         None => args.path.to_owned(),
@@ -123,7 +156,7 @@ fn check_one(
             request.model = model.to_owned();
         }
         let model = resolve(table, &request.model, warned);
-        Ok(validate_count_tokens_with(&request, model, &options))
+        Ok(validate_count_tokens_report(&request, model, &options))
     } else {
         let mut request: MessagesRequest = serde_json::from_value(job.body)
             .map_err(|e| format!("threadline: {where_}: not a messages request body: {e}"))?;
@@ -131,13 +164,13 @@ fn check_one(
             request.model = model.to_owned();
         }
         let model = resolve(table, &request.model, warned);
-        Ok(validate_with(&request, model, &options))
+        Ok(validate_report(&request, model, &options))
     }
 }
 
-/// The lines to print for `bytes` (one per violation), or the one-line error for input that
-/// cannot be checked.
-fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
+/// The lines to print for `bytes` (one per violation and one per warning), or the one-line
+/// error for input that cannot be checked.
+fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Checked, String> {
     let path = args.path;
     if let Ok(text) = std::str::from_utf8(bytes)
         && looks_like_transcript(text)
@@ -147,22 +180,18 @@ fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Vec<String>, String
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("threadline: {path}: not JSON: {e}"))?;
     let mut warned = BTreeSet::new();
-    let mut lines = Vec::new();
+    let mut checked = Checked::default();
     for job in jobs(path, value, args)? {
         let label = job.label.clone();
-        for violation in check_one(job, args, &mut warned)? {
-            lines.push(match &label {
-                Some(label) => format!("{label}: {violation}"),
-                None => violation.to_string(),
-            });
-        }
+        let report = check_one(job, args, &mut warned)?;
+        checked.add(label.as_deref(), &report);
     }
-    Ok(lines)
+    Ok(checked)
 }
 
 /// A transcript: the request it normalizes to is checked; what the normalizer had to repair
 /// (and lines it could not read) are reported on stderr.
-fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Vec<String>, String> {
+fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String> {
     let path = args.path;
     let session = read_session(text);
     if session.messages.is_empty() {
@@ -191,10 +220,9 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Vec<String>, Str
     let mut warned = BTreeSet::new();
     let model = resolve(ModelTable::builtin(), &request.model, &mut warned);
     let options = ValidateOptions::default().with_beta_header(args.beta.unwrap_or_default());
-    Ok(validate_with(&request, model, &options)
-        .iter()
-        .map(ToString::to_string)
-        .collect())
+    let mut checked = Checked::default();
+    checked.add(None, &validate_report(&request, model, &options));
+    Ok(checked)
 }
 
 pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
@@ -203,14 +231,17 @@ pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
             eprintln!("{line}");
             ExitCode::from(2)
         }
-        Ok(lines) if lines.is_empty() => {
-            // Say so on stderr, so stdout stays the list of violations (empty here).
-            eprintln!("threadline: {}: no violations", args.path);
-            ExitCode::SUCCESS
-        }
-        Ok(lines) => {
-            for line in lines {
-                crate::output::print_line(&line);
+        Ok(checked) => {
+            for warning in &checked.warnings {
+                eprintln!("threadline: warning: {warning}");
+            }
+            if checked.violations.is_empty() {
+                // Say so on stderr, so stdout stays the list of violations (empty here).
+                eprintln!("threadline: {}: no violations", args.path);
+                return ExitCode::SUCCESS;
+            }
+            for line in &checked.violations {
+                crate::output::print_line(line);
             }
             ExitCode::from(1)
         }
@@ -237,13 +268,16 @@ mod tests {
     #[test]
     fn a_valid_body_prints_nothing() {
         let body = r#"{"model":"claude-haiku-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Hi"}]}"#;
-        assert_eq!(check_input(body.as_bytes(), &args(None)), Ok(vec![]));
+        assert_eq!(
+            check_input(body.as_bytes(), &args(None)),
+            Ok(Checked::default())
+        );
     }
 
     #[test]
     fn violations_print_in_the_apis_words() {
         assert_eq!(
-            check_input(PREFILL.as_bytes(), &args(None)),
+            check_input(PREFILL.as_bytes(), &args(None)).map(|c| c.violations),
             Ok(vec![
                 "messages.1: This model does not support assistant message prefill. The conversation must end with a user message.".to_owned()
             ])
@@ -253,7 +287,7 @@ mod tests {
     #[test]
     fn the_model_flag_overrides_the_request() {
         assert_eq!(
-            check_input(PREFILL.as_bytes(), &args(Some("claude-haiku-4-5"))),
+            check_input(PREFILL.as_bytes(), &args(Some("claude-haiku-4-5"))).map(|c| c.violations),
             Ok(vec![
                 "messages.1.content: final assistant content cannot end with trailing whitespace"
                     .to_owned()
@@ -271,7 +305,7 @@ mod tests {
                 {"request": {"endpoint": "/v1/messages/count_tokens", "body": {"model": "claude-haiku-4-5", "messages": []}}, "response": {}}
             ]
         });
-        let lines = check_input(fixture.to_string().as_bytes(), &args(None));
+        let lines = check_input(fixture.to_string().as_bytes(), &args(None)).map(|c| c.violations);
         assert_eq!(
             lines,
             Ok(vec![
@@ -282,12 +316,25 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_models_limits_give_warnings_not_violations() {
+        let body = r#"{"model":"claude-3-7-sonnet-latest","max_tokens":16000,"messages":[{"role":"user","content":"Hi"}]}"#;
+        assert_eq!(
+            check_input(body.as_bytes(), &args(None)),
+            Ok(Checked {
+                violations: vec![],
+                warnings: vec!["max_tokens: 16000 > 8192, which is the maximum allowed number of output tokens for claude-3-7-sonnet-latest".to_owned()],
+            })
+        );
+    }
+
+    #[test]
     fn unreadable_input_is_one_line() {
-        let not_json = check_input(b"{", &args(None));
+        let not_json = check_input(b"{", &args(None)).map(|c| c.violations);
         assert!(
             matches!(&not_json, Err(line) if line.starts_with("threadline: body.json: not JSON:") && !line.contains('\n'))
         );
-        let no_max_tokens = check_input(br#"{"model":"m","messages":[]}"#, &args(None));
+        let no_max_tokens =
+            check_input(br#"{"model":"m","messages":[]}"#, &args(None)).map(|c| c.violations);
         assert_eq!(
             no_max_tokens,
             Err(

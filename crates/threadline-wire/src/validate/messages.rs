@@ -106,19 +106,19 @@ impl<'a> Walk<'a> {
         let messages = view.messages;
         let is_user = *turn.role == Role::User;
         let is_assistant = *turn.role == Role::Assistant;
-        let role_ok = match turn.role {
-            Role::User | Role::Assistant => true,
-            Role::System => ctx.model.system_messages,
-            _ => false,
-        };
-        if !role_ok {
-            let loc = turn.loc(t);
-            ctx.report_at(
-                Rule::InvalidRole,
-                loc,
-                loc.field("role"),
-                rule::invalid_role(t),
-            );
+        let loc = turn.loc(t);
+        match turn.role {
+            Role::User | Role::Assistant => {}
+            // Model-specific: only some models take mid-conversation system messages.
+            Role::System if ctx.model.system_messages => {}
+            Role::System => {
+                let path = loc.field("role");
+                ctx.report_model_at(Rule::InvalidRole, loc, path, rule::invalid_role(t));
+            }
+            _ => {
+                let path = loc.field("role");
+                ctx.report_at(Rule::InvalidRole, loc, path, rule::invalid_role(t));
+            }
         }
         let empty = turn.is_empty(messages);
         if empty && !(is_last && is_assistant) {
@@ -154,7 +154,8 @@ impl<'a> Walk<'a> {
             };
             match block {
                 ContentBlock::Text(text) => {
-                    check_text(ctx, &text.text, text.cache_control.is_some(), loc, empty);
+                    let marked = text.cache_control.is_some();
+                    check_text(ctx, &text.text, marked, loc, empty);
                 }
                 ContentBlock::ToolUse(tool_use) => {
                     let id = tool_use.id.as_str();
@@ -404,7 +405,8 @@ fn check_nested(
     for (k, block) in blocks.iter().enumerate() {
         let loc = parent.nested(k);
         if let ContentBlock::Text(text) = block {
-            check_text(ctx, &text.text, text.cache_control.is_some(), loc, false);
+            let marked = text.cache_control.is_some();
+            check_text(ctx, &text.text, marked, loc, false);
         }
         if let Some(marker) = block.cache_control() {
             breakpoints.marker(ctx, marker.into(), loc);

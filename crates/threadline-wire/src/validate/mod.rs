@@ -36,6 +36,23 @@
 //! );
 //! ```
 //!
+//! # Unknown models: warnings, not violations
+//!
+//! A rule is *model-specific* when what it finds depends on the model's row: `max_tokens`
+//! above the model's maximum, a `thinking.type` the model does not take, sampling parameters,
+//! temperature with thinking, effort levels, prefill (and the trailing-whitespace rule that
+//! applies only where prefill is accepted), and `role: "system"` messages. For an id the table
+//! does not know, the row is the table's conservative default ([`Model::is_guess`]), whose
+//! limits are guesses: what the model-specific rules find against it goes to
+//! [`Report::warnings`], never to [`Report::violations`] — the API accepted
+//! `claude-3-7-sonnet-latest` with `max_tokens: 16000` although the default allows 8,192.
+//! The shape rules (pairing, ids, empty content, cache markers, …) hold for every model and
+//! stay violations. [`validate`] returns the violations only; [`validate_report`] both.
+//!
+//! A few findings are warnings for every model: rules that no recorded response and no
+//! documented rule bounds (see [`Rule`]; today the effort parameter on a model with no effort
+//! levels).
+//!
 //! # Merged messages
 //!
 //! The API merges consecutive messages of the same role into one turn before it checks them,
@@ -166,7 +183,28 @@ impl ValidateOptions {
     }
 }
 
-/// The violations of a `POST /v1/messages` body against `model`'s row, with default options.
+/// Everything one validation found: what the API rejects, and what it may accept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Report {
+    /// What the API rejects the request for, in request order (see the module docs).
+    pub violations: Vec<Violation>,
+    /// Findings the API may accept, in request order: model-specific rules checked against
+    /// the conservative default row of an unknown model, and rules no recorded response or
+    /// documented rule bounds.
+    pub warnings: Vec<Violation>,
+}
+
+impl Report {
+    /// Whether the API would accept the request as far as an offline check can tell (no
+    /// violations; warnings do not count).
+    pub fn is_accepted(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// The violations of a `POST /v1/messages` body against `model`'s row, with default options
+/// (the warnings are left out: [`validate_report`] has both).
 pub fn validate(request: &MessagesRequest, model: &Model) -> Vec<Violation> {
     validate_with(request, model, &ValidateOptions::default())
 }
@@ -177,6 +215,30 @@ pub fn validate_with(
     model: &Model,
     options: &ValidateOptions,
 ) -> Vec<Violation> {
+    validate_report(request, model, options).violations
+}
+
+/// The violations and the warnings of a `POST /v1/messages` body against `model`'s row.
+///
+/// ```
+/// use threadline_wire::model::ModelTable;
+/// use threadline_wire::validate::{validate_report, Rule, ValidateOptions};
+/// use threadline_wire::MessagesRequest;
+///
+/// let request: MessagesRequest = serde_json::from_str(r#"{
+///     "model": "claude-3-7-sonnet-latest", "max_tokens": 16000,
+///     "messages": [{"role": "user", "content": "Hello"}]
+/// }"#).expect("a valid request body");
+/// let model = ModelTable::builtin().resolve(&request.model).model();
+/// let report = validate_report(&request, model, &ValidateOptions::default());
+/// assert!(report.is_accepted());
+/// assert_eq!(report.warnings[0].rule, Rule::MaxTokensTooLarge);
+/// ```
+pub fn validate_report(
+    request: &MessagesRequest,
+    model: &Model,
+    options: &ValidateOptions,
+) -> Report {
     run(&View::of_messages(request), model, options)
 }
 
@@ -192,6 +254,15 @@ pub fn validate_count_tokens_with(
     model: &Model,
     options: &ValidateOptions,
 ) -> Vec<Violation> {
+    validate_count_tokens_report(request, model, options).violations
+}
+
+/// The violations and the warnings of a `POST /v1/messages/count_tokens` body.
+pub fn validate_count_tokens_report(
+    request: &CountTokensRequest,
+    model: &Model,
+    options: &ValidateOptions,
+) -> Report {
     run(&View::of_count_tokens(request), model, options)
 }
 
@@ -265,7 +336,7 @@ impl<'a> View<'a> {
     }
 }
 
-fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Vec<Violation> {
+fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     let mut ctx = report::Ctx::new(model, options);
     let mut breakpoints = cache::Breakpoints::default();
     params::check(&mut ctx, view);

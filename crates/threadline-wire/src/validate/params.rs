@@ -37,7 +37,7 @@ fn check_max_tokens(ctx: &mut Ctx<'_>, view: &View<'_>) {
             view.model
         };
         let message = rule::max_tokens_too_large(max_tokens, model.max_output_tokens, id);
-        ctx.report(Rule::MaxTokensTooLarge, MAX_TOKENS, message);
+        ctx.report_model(Rule::MaxTokensTooLarge, MAX_TOKENS, message);
     }
 }
 
@@ -51,7 +51,7 @@ fn check_thinking(ctx: &mut Ctx<'_>, view: &View<'_>) -> bool {
         _ => return false,
     };
     if !model.accepts_thinking(mode) {
-        ctx.report(
+        ctx.report_model(
             Rule::ThinkingTypeUnsupported,
             THINKING_TYPE,
             text.to_owned(),
@@ -94,15 +94,15 @@ fn check_sampling(ctx: &mut Ctx<'_>, view: &View<'_>, thinking_on: bool) {
     if !ctx.model.sampling_params {
         if temperature.is_some() {
             let message = rule::sampling_param_unsupported("temperature");
-            ctx.report(Rule::SamplingParamUnsupported, TEMPERATURE, message);
+            ctx.report_model(Rule::SamplingParamUnsupported, TEMPERATURE, message);
         }
         if view.top_p.is_some_and(|p| p != 1.0) {
             let message = rule::sampling_param_unsupported("top_p");
-            ctx.report(Rule::SamplingParamUnsupported, TOP_P, message);
+            ctx.report_model(Rule::SamplingParamUnsupported, TOP_P, message);
         }
         if view.top_k.is_some() {
             let message = rule::sampling_param_unsupported("top_k");
-            ctx.report(Rule::SamplingParamUnsupported, TOP_K, message);
+            ctx.report_model(Rule::SamplingParamUnsupported, TOP_K, message);
         }
     } else if thinking_on && temperature.is_some() {
         let text = if ctx.model.accepts_thinking(ThinkingMode::Adaptive) {
@@ -110,7 +110,7 @@ fn check_sampling(ctx: &mut Ctx<'_>, view: &View<'_>, thinking_on: bool) {
         } else {
             rule::TEMPERATURE_WITH_THINKING
         };
-        ctx.report(Rule::TemperatureWithThinking, TEMPERATURE, text.to_owned());
+        ctx.report_model(Rule::TemperatureWithThinking, TEMPERATURE, text.to_owned());
     }
 }
 
@@ -124,13 +124,17 @@ fn check_effort(ctx: &mut Ctx<'_>, view: &View<'_>) {
     }
     let supported = &ctx.model.effort;
     if supported.is_empty() {
-        ctx.report(
+        // Audit: no recorded response and no documented rule says the API rejects effort on a
+        // model without effort levels (reference §2.6 lists where it is supported, not what
+        // the others do; the text is the strict-schema message observed for a missing beta
+        // header, §1.2). So a warning, for every model.
+        ctx.warn(
             Rule::EffortUnsupported,
             EFFORT,
             rule::EFFORT_NOT_PERMITTED.to_owned(),
         );
     } else if !supported.iter().any(|level| level == effort.as_str()) {
         let message = rule::effort_unsupported(effort.as_str(), supported);
-        ctx.report(Rule::EffortUnsupported, EFFORT, message);
+        ctx.report_model(Rule::EffortUnsupported, EFFORT, message);
     }
 }

@@ -36,7 +36,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
     }
     if !ctx.model.prefill {
         let message = rule::PREFILL_UNSUPPORTED.to_owned();
-        ctx.report(Rule::PrefillUnsupported, last.loc(t), message);
+        ctx.report_model(Rule::PrefillUnsupported, last.loc(t), message);
         return;
     }
     if let Some(tb) = last_piece
@@ -46,6 +46,6 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
             .is_some_and(|text| text.ends_with(char::is_whitespace))
     {
         let message = rule::TRAILING_WHITESPACE.to_owned();
-        ctx.report(Rule::TrailingWhitespace, tb.loc, message);
+        ctx.report_model(Rule::TrailingWhitespace, tb.loc, message);
     }
 }

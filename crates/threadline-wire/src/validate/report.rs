@@ -1,6 +1,6 @@
 //! Where a violation points, and the collector that orders what the checks report.
 
-use super::{Rule, ValidateOptions, Violation};
+use super::{Report, Rule, ValidateOptions, Violation};
 use crate::model::Model;
 
 /// A place in the request, both as sent (for [`Violation::path`]) and as the API names it after
@@ -148,11 +148,24 @@ impl Loc {
     }
 }
 
-/// What the checks share: the model row, the options, and the violations found so far.
+/// How sure a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Severity {
+    /// The API rejects the request for it.
+    Violation,
+    /// The API may accept the request: a model-specific rule checked against a row that does
+    /// not describe the model (the conservative default of an unknown id), or a rule no
+    /// recorded response or documented rule bounds.
+    Warning,
+}
+
+type Key = (u8, usize, usize, usize);
+
+/// What the checks share: the model row, the options, and the findings so far.
 pub(super) struct Ctx<'a> {
     pub(super) model: &'a Model,
     pub(super) options: &'a ValidateOptions,
-    found: Vec<((u8, usize, usize, usize), Violation)>,
+    found: Vec<(Key, Severity, Violation)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -172,19 +185,53 @@ impl<'a> Ctx<'a> {
 
     /// Reports a violation sorted as `loc` but whose path is `path` (a field of `loc`).
     pub(super) fn report_at(&mut self, rule: Rule, loc: Loc, path: String, message: String) {
-        self.found.push((
-            loc.key(),
-            Violation {
-                rule,
-                path,
-                message,
-            },
-        ));
+        self.push(Severity::Violation, rule, loc, path, message);
     }
 
-    /// The violations in request order; ties keep the order the checks ran in.
-    pub(super) fn finish(mut self) -> Vec<Violation> {
-        self.found.sort_by_key(|(key, _)| *key);
-        self.found.into_iter().map(|(_, v)| v).collect()
+    /// Reports the finding of a model-specific rule (one that reads the model row) at `loc`:
+    /// a violation when the row describes a model the table knows, a warning when it is the
+    /// conservative default of an unknown id, whose limits are guesses.
+    pub(super) fn report_model(&mut self, rule: Rule, loc: Loc, message: String) {
+        let path = loc.path();
+        self.report_model_at(rule, loc, path, message);
+    }
+
+    /// [`report_model`](Self::report_model) with a path that is a field of `loc`.
+    pub(super) fn report_model_at(&mut self, rule: Rule, loc: Loc, path: String, message: String) {
+        let severity = if self.model.is_guess() {
+            Severity::Warning
+        } else {
+            Severity::Violation
+        };
+        self.push(severity, rule, loc, path, message);
+    }
+
+    /// Reports a warning at `loc`: a finding the API may well accept.
+    pub(super) fn warn(&mut self, rule: Rule, loc: Loc, message: String) {
+        let path = loc.path();
+        self.push(Severity::Warning, rule, loc, path, message);
+    }
+
+    fn push(&mut self, severity: Severity, rule: Rule, loc: Loc, path: String, message: String) {
+        let violation = Violation {
+            rule,
+            path,
+            message,
+        };
+        self.found.push((loc.key(), severity, violation));
+    }
+
+    /// The violations and the warnings, each in request order; ties keep the order the checks
+    /// ran in.
+    pub(super) fn finish(mut self) -> Report {
+        self.found.sort_by_key(|(key, _, _)| *key);
+        let mut report = Report::default();
+        for (_, severity, violation) in self.found {
+            match severity {
+                Severity::Violation => report.violations.push(violation),
+                Severity::Warning => report.warnings.push(violation),
+            }
+        }
+        report
     }
 }
