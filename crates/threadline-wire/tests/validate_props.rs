@@ -464,7 +464,15 @@ fn mutate(request: &mut Value, mutation: Mutation, seed: usize, model: &Model) -
             }
             Rule::TooManyCacheBreakpoints
         }
-        Mutation::EmptyText | Mutation::WhitespaceText | Mutation::MarkerOnEmptyText => {
+        Mutation::WhitespaceText => {
+            // Whitespace-only text is rejected in a turn holding nothing else (a turn beside
+            // other content is accepted: `whitespace_beside_other_content_is_accepted`).
+            let messages = messages_mut(request);
+            messages.push(message("assistant", json!("Noted.")));
+            messages.push(message("user", json!([text(" \n\t ")])));
+            Rule::WhitespaceTextBlock
+        }
+        Mutation::EmptyText | Mutation::MarkerOnEmptyText => {
             if matches!(mutation, Mutation::MarkerOnEmptyText) {
                 clear_markers(request);
             }
@@ -477,10 +485,6 @@ fn mutate(request: &mut Value, mutation: Mutation, seed: usize, model: &Model) -
                         block.remove("cache_control");
                     }
                     Rule::EmptyTextBlock
-                }
-                Mutation::WhitespaceText => {
-                    block["text"] = json!(" \n\t ");
-                    Rule::WhitespaceTextBlock
                 }
                 _ => {
                     block["text"] = json!("");
@@ -613,6 +617,27 @@ proptest! {
     #[test]
     fn valid_requests_have_no_violations(plan in plan()) {
         let request = build(&plan);
+        let found = rules(&request, model_of(&plan));
+        prop_assert!(found.is_empty(), "{found:?} in {request:#}");
+    }
+
+    /// Issue 14: a `"\n\n"` text block in an assistant message beside other content (as the
+    /// API itself returns them) is accepted, wherever it goes after the first block.
+    #[test]
+    fn whitespace_beside_other_content_is_accepted(plan in plan(), seed in any::<usize>()) {
+        let mut request = build(&plan);
+        let messages = messages_mut(&mut request);
+        let last = messages.len().saturating_sub(1);
+        for (m, msg) in messages.iter_mut().enumerate() {
+            // A final assistant message (prefill) must not end with whitespace: not this rule.
+            if msg["role"] != "assistant" || m == last {
+                continue;
+            }
+            if let Some(content) = msg["content"].as_array_mut().filter(|c| !c.is_empty()) {
+                let at = 1 + seed % content.len();
+                content.insert(at, text("\n\n"));
+            }
+        }
         let found = rules(&request, model_of(&plan));
         prop_assert!(found.is_empty(), "{found:?} in {request:#}");
     }

@@ -246,6 +246,59 @@ fn cases() -> Vec<Case> {
                 json!({"system": "\n  You are terse.\n"}),
             ),
         ),
+        // Issue 14: the API accepted an earlier assistant message holding a `"\n\n"` text block
+        // beside other content (recorded, 200). Whitespace-only text is rejected only in a
+        // content list with nothing else (validate/text.rs).
+        passes(
+            Rule::WhitespaceTextBlock,
+            haiku,
+            body(
+                json!([
+                    hello(),
+                    assistant(json!([text("\n\n"), tool_use("toolu_ws")])),
+                    user(json!([tool_result("toolu_ws")])),
+                    assistant(json!([text("\n\n"), text("It is 20°C in Paris.")])),
+                    user(json!([text("Thanks."), text(" ")])),
+                ]),
+                json!({"system": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "\n"}]}),
+            ),
+        ),
+        // The places the API does reject: an earlier assistant turn of whitespace only (a
+        // `"\n\n"` response sent back), a final one, a tool result's blocks.
+        fails(
+            Rule::WhitespaceTextBlock,
+            haiku,
+            body(
+                json!([
+                    hello(),
+                    assistant(json!([text("\n\n")])),
+                    user(json!("Well?"))
+                ]),
+                json!({}),
+            ),
+            &[(
+                "messages.1.content.0",
+                "messages: text content blocks must contain non-whitespace text",
+            )],
+        ),
+        fails(
+            Rule::WhitespaceTextBlock,
+            "claude-opus-4-7",
+            body(
+                json!([
+                    hello(),
+                    assistant(json!([tool_use("toolu_ws")])),
+                    user(
+                        json!([{"type": "tool_result", "tool_use_id": "toolu_ws", "content": [text(" ")]}])
+                    ),
+                ]),
+                json!({}),
+            ),
+            &[(
+                "messages.2.content.0.content.0",
+                "messages: text content blocks must contain non-whitespace text",
+            )],
+        ),
         fails(
             Rule::InvalidRole,
             haiku,
@@ -1517,6 +1570,39 @@ fn every_model_specific_rule_is_a_warning_on_an_unknown_model_and_shape_rules_st
             Rule::TrailingWhitespace
         ]
     );
+}
+
+#[test]
+fn a_final_assistant_message_of_whitespace_only_is_rejected_in_the_apis_words() {
+    let report = report_for(&json!({
+        "model": "claude-haiku-4-5", "max_tokens": 1024,
+        "messages": [user(json!("Hi")), assistant(json!([text("\n\n")]))]
+    }));
+    assert_eq!(
+        findings(&report.violations),
+        [
+            (
+                Rule::WhitespaceTextBlock,
+                "messages.1.content.0",
+                "messages: text content blocks must contain non-whitespace text"
+            ),
+            (
+                Rule::TrailingWhitespace,
+                "messages.1.content.0",
+                "final assistant content cannot end with trailing whitespace"
+            ),
+        ]
+    );
+    // Beside a tool call, the API's own `"\n\n"` block is sent back as it came.
+    let report = report_for(&json!({
+        "model": "claude-haiku-4-5", "max_tokens": 1024,
+        "messages": [
+            user(json!("Hi")),
+            assistant(json!([text("\n\n"), tool_use("toolu_1")])),
+            user(json!([tool_result("toolu_1")]))
+        ]
+    }));
+    assert_eq!(findings(&report.violations), []);
 }
 
 #[test]

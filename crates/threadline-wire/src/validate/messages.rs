@@ -10,7 +10,7 @@ use super::hash::{IdHasherBuilder, IdSet};
 use super::ids::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use super::text::{IN_MESSAGES, check_text_block};
+use super::text::{IN_MESSAGES, check_text_block, only_blank_text};
 use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
 use crate::content::{Content, ContentBlock, Role};
 use crate::tools::Tool;
@@ -121,6 +121,8 @@ impl<'a> Walk<'a> {
             }
         }
         let empty = turn.is_empty(messages);
+        // Whitespace-only text is rejected only in a turn holding nothing else (text.rs).
+        let blank = only_blank_text(TurnBlocks::new(messages, turn, t).map(|tb| tb.piece.text()));
         if empty && !(is_last && is_assistant) {
             ctx.report(Rule::EmptyContent, turn.loc(t), rule::empty_content(t));
         }
@@ -147,7 +149,7 @@ impl<'a> Walk<'a> {
             }
             let block = match tb.piece {
                 Piece::Str(text) => {
-                    check_text(ctx, text, false, loc, empty);
+                    check_text(ctx, text, false, loc, empty, blank);
                     continue;
                 }
                 Piece::Block(block) => block,
@@ -155,7 +157,7 @@ impl<'a> Walk<'a> {
             match block {
                 ContentBlock::Text(text) => {
                     let marked = text.cache_control.is_some();
-                    check_text(ctx, &text.text, marked, loc, empty);
+                    check_text(ctx, &text.text, marked, loc, empty, blank);
                 }
                 ContentBlock::ToolUse(tool_use) => {
                     let id = tool_use.id.as_str();
@@ -387,12 +389,19 @@ impl<'a> Walk<'a> {
 }
 
 /// Text checks; an empty block in a message that is empty as a whole is reported once, for
-/// the message.
-fn check_text(ctx: &mut Ctx<'_>, text: &str, has_marker: bool, loc: Loc, message_empty: bool) {
+/// the message. `blank_list`: the block's content list holds only blank text.
+fn check_text(
+    ctx: &mut Ctx<'_>,
+    text: &str,
+    has_marker: bool,
+    loc: Loc,
+    message_empty: bool,
+    blank_list: bool,
+) {
     if text.is_empty() && message_empty {
         return;
     }
-    check_text_block(ctx, text, has_marker, loc, IN_MESSAGES);
+    check_text_block(ctx, text, has_marker, loc, IN_MESSAGES, blank_list);
 }
 
 /// The blocks of a `tool_result` or `search_result`: text checks and cache markers.
@@ -402,11 +411,15 @@ fn check_nested(
     blocks: &[ContentBlock],
     parent: Loc,
 ) {
+    let blank = only_blank_text(blocks.iter().map(|b| match b {
+        ContentBlock::Text(text) => Some(text.text.as_str()),
+        _ => None,
+    }));
     for (k, block) in blocks.iter().enumerate() {
         let loc = parent.nested(k);
         if let ContentBlock::Text(text) = block {
             let marked = text.cache_control.is_some();
-            check_text(ctx, &text.text, marked, loc, false);
+            check_text(ctx, &text.text, marked, loc, false, blank);
         }
         if let Some(marker) = block.cache_control() {
             breakpoints.marker(ctx, marker.into(), loc);

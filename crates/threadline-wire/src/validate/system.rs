@@ -1,10 +1,11 @@
-//! The `system` prompt: no empty or whitespace-only text blocks, no marker on an empty block.
+//! The `system` prompt: no empty text blocks, no marker on an empty block, not only
+//! whitespace (a whitespace-only block beside a block with text is accepted, as in messages).
 
 use super::View;
 use super::cache::Breakpoints;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use super::text::{IN_SYSTEM, check_text_block, is_blank};
+use super::text::{IN_SYSTEM, check_text_block, is_blank, only_blank_text};
 use crate::request::SystemPrompt;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
@@ -17,6 +18,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
         }
         Some(SystemPrompt::Text(_)) => {}
         Some(SystemPrompt::Blocks(blocks)) => {
+            let blank = only_blank_text(blocks.iter().map(|b| Some(b.text.as_str())));
             for (n, block) in blocks.iter().enumerate() {
                 let loc = Loc::System(Some(n));
                 if let Some(marker) = &block.cache_control {
@@ -28,6 +30,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
                     block.cache_control.is_some(),
                     loc,
                     IN_SYSTEM,
+                    blank,
                 );
             }
         }

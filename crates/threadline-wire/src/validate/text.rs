@@ -1,5 +1,17 @@
-//! Text blocks, wherever they are (messages, nested results, system): not empty, not
-//! whitespace only, no cache marker on an empty block.
+//! Text blocks, wherever they are (messages, nested results, system): not empty, no cache
+//! marker on an empty block, and not whitespace only where the API rejects that.
+//!
+//! Where whitespace-only text is rejected (reference §2.2 quotes the texts but no positions):
+//! the API rejects a content list — a merged turn, a `tool_result`'s or `search_result`'s
+//! blocks, the system prompt — that holds text and nothing but whitespace-only text: the
+//! response `"\n\n"` sent back as an assistant turn (nick1udwig/kibitz#78), the assistant turn
+//! `[{"type":"text","text":" "}]` (anomalyco/opencode#31260), `[text " "]` and `[text "\n"]` as
+//! the only block (probed by LibreChat-AI/agents#124). It accepts a whitespace-only block
+//! beside other content: `[text " ", text "real"]` (the same probe), an earlier assistant
+//! message holding a `"\n\n"` text block (the recorded 200 of issue 14). Whether a
+//! whitespace-only block beside only non-text blocks (a `tool_use`, server tool blocks) is
+//! rejected is not settled by any source, so it is accepted: `check` must never reject what
+//! the API accepts.
 
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
@@ -26,13 +38,15 @@ pub(super) const IN_SYSTEM: TextTexts = TextTexts {
 };
 
 /// Checks one text block at `loc`. An empty block gets the cache-marker rule when it carries
-/// a marker, the empty-text rule otherwise.
+/// a marker, the empty-text rule otherwise; a whitespace-only block gets the whitespace rule
+/// when `blank_list` (its content list holds nothing but blank text, [`only_blank_text`]).
 pub(super) fn check_text_block(
     ctx: &mut Ctx<'_>,
     text: &str,
     has_marker: bool,
     loc: Loc,
     texts: TextTexts,
+    blank_list: bool,
 ) {
     if text.is_empty() {
         if has_marker {
@@ -46,9 +60,24 @@ pub(super) fn check_text_block(
         } else {
             ctx.report(Rule::EmptyTextBlock, loc, texts.empty.to_owned());
         }
-    } else if is_blank(text) {
+    } else if blank_list && is_blank(text) {
+        // Audit: reference §2.2 [WIRE, many]; positions as in the module docs.
         ctx.report(Rule::WhitespaceTextBlock, loc, texts.whitespace.to_owned());
     }
+}
+
+/// Whether a content list, given as the text of each of its pieces (`None` for a piece that is
+/// not text), holds at least one piece and only empty or whitespace-only text: the lists whose
+/// whitespace-only blocks the API rejects. Stops at the first other piece.
+pub(super) fn only_blank_text<'a>(texts: impl IntoIterator<Item = Option<&'a str>>) -> bool {
+    let mut any = false;
+    for text in texts {
+        match text {
+            Some(text) if is_blank(text) => any = true,
+            _ => return false,
+        }
+    }
+    any
 }
 
 /// Whether `text` holds only whitespace (stops at the first other character).
