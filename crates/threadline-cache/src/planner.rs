@@ -6,6 +6,11 @@
 //!
 //! * a marker goes on the **last eligible block** of the chosen message — never on thinking or
 //!   redacted thinking, never on an empty text block (the planner walks back);
+//! * never on a tool sent with `defer_loading: true`: the API answers 400 "Tool '<name>' cannot
+//!   have both defer_loading=true and cache_control set." Deferred tools are not pieces of the
+//!   [`Prefix`], so the tools marker lands on the last tool that is not deferred (none when
+//!   every tool is deferred), and [`set_marker`] refuses one; markers a caller left on them
+//!   are cleared;
 //! * at most **4** markers in all, across tools, system and messages, the top-level automatic
 //!   marker counting as one;
 //! * `1h` markers never come after `5m` ones (a strategy asking otherwise gets `5m`).
@@ -102,7 +107,8 @@ pub fn last_eligible_at_or_before(prefix: &Prefix, end: usize) -> Option<usize> 
     (0..=end).rev().find(|&i| prefix.pieces[i].eligible)
 }
 
-/// The stable markers of the seed's layout: the last tool and the static system block.
+/// The stable markers of the seed's layout: the last tool that is not deferred (deferred tools
+/// are not in the prefix) and the static system block.
 fn stable_marks(input: &StrategyInput<'_>, ttl: Ttl) -> Vec<Mark> {
     let pieces = &input.prefix.pieces;
     let mut marks = Vec::new();

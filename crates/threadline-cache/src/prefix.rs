@@ -252,10 +252,7 @@ pub fn strips_prior_thinking(request: &MessagesRequest) -> Option<usize> {
 
 /// Whether a tool is sent with `defer_loading: true` (not part of the cached prefix).
 pub fn is_deferred(tool: &Tool) -> bool {
-    match tool {
-        Tool::Custom(t) => t.defer_loading == Some(true),
-        Tool::Versioned(t) => t.defer_loading == Some(true),
-    }
+    tool.is_deferred()
 }
 
 pub(crate) fn mix(state: u64, value: u64) -> u64 {
@@ -476,11 +473,14 @@ pub fn clear_markers(request: &mut MessagesRequest) {
 }
 
 /// Puts a marker on the piece at `location` of `request`; false when the piece cannot carry
-/// one (thinking, empty text, unknown, or no such piece).
+/// one (thinking, empty text, unknown, a `defer_loading` tool, or no such piece).
 pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -> bool {
     match location {
         Location::Unseen { .. } => false,
         Location::Tool { index } => match request.tools.as_mut().and_then(|t| t.get_mut(index)) {
+            // The API rejects a marker on a deferred tool ("Tool '<name>' cannot have both
+            // defer_loading=true and cache_control set."); it is not in the prefix anyway.
+            Some(tool) if tool.is_deferred() => false,
             Some(tool) => {
                 *Tool::cache_control_mut(tool) = Some(Box::new(ttl.marker()));
                 true

@@ -6,6 +6,9 @@
 //! * at most 4 markers in all (tools, system, message blocks, nested ones, the top-level one);
 //! * never a marker on thinking, redacted thinking, an empty text block or an unknown block;
 //! * no `1h` marker after a `5m` one (tools → system → messages, the top-level marker last);
+//! * never a marker on a tool sent with `defer_loading: true` (the API's 400 "Tool '<name>'
+//!   cannot have both defer_loading=true and cache_control set"), whichever tools are deferred
+//!   and even when the caller left markers on them;
 //! * the output passes `threadline_wire::validate` whenever the unplanned request does (and
 //!   adds no violation otherwise).
 
@@ -20,7 +23,7 @@ use threadline_normalize::{Options, normalize};
 use threadline_testkit::messages::{hostile_session, valid_session};
 use threadline_wire::content::Content;
 use threadline_wire::model::ModelTable;
-use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, validate};
+use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, Tool, validate};
 
 /// Asks for whatever marks it was given (positions taken modulo the request's length).
 #[derive(Debug, Clone)]
@@ -111,6 +114,11 @@ fn markers(request: &MessagesRequest) -> Result<Vec<(Ttl, String)>, String> {
 }
 
 fn check(request: &MessagesRequest, baseline: &MessagesRequest) -> Result<(), String> {
+    for (i, tool) in request.tools.iter().flatten().enumerate() {
+        if tool.is_deferred() && tool.cache_control().is_some() {
+            return Err(format!("tools.{i}: marker on a deferred tool"));
+        }
+    }
     let found = markers(request)?;
     if found.len() > 4 {
         return Err(format!("{} markers: {found:?}", found.len()));
@@ -149,6 +157,10 @@ struct Setup {
     cut: usize,
     strategy: u8,
     arbitrary: Vec<(usize, bool)>,
+    /// Which tools are sent with `defer_loading: true` (bit N: tool N).
+    deferred: u16,
+    /// The caller left markers on the deferred tools.
+    marked_deferred: bool,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -160,9 +172,11 @@ fn setup() -> impl Strategy<Value = Setup> {
         0usize..8,
         0u8..4,
         proptest::collection::vec((0usize..400, any::<bool>()), 0..9),
+        any::<u16>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(tools, system, automatic, stale_marker, cut, strategy, arbitrary)| Setup {
+            |(
                 tools,
                 system,
                 automatic,
@@ -170,6 +184,18 @@ fn setup() -> impl Strategy<Value = Setup> {
                 cut,
                 strategy,
                 arbitrary,
+                deferred,
+                marked_deferred,
+            )| Setup {
+                tools,
+                system,
+                automatic,
+                stale_marker,
+                cut,
+                strategy,
+                arbitrary,
+                deferred,
+                marked_deferred,
             },
         )
 }
@@ -177,7 +203,16 @@ fn setup() -> impl Strategy<Value = Setup> {
 fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> MessagesRequest {
     let mut request = MessagesRequest::new(sessions::MODEL, 1024, messages);
     if setup.tools {
-        request.tools = Some(sessions::agent_tools());
+        let mut tools = sessions::agent_tools();
+        for (i, tool) in tools.iter_mut().enumerate() {
+            if setup.deferred & (1 << (i % 16)) != 0 {
+                defer(tool);
+                if setup.marked_deferred {
+                    *tool.cache_control_mut() = Some(Box::new(CacheControl::ephemeral()));
+                }
+            }
+        }
+        request.tools = Some(tools);
     }
     let prompt = sessions::agent_system_prompt();
     match setup.system {
@@ -215,6 +250,14 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
         }
     }
     request
+}
+
+/// Sends `tool` with `defer_loading: true`.
+fn defer(tool: &mut Tool) {
+    match tool {
+        Tool::Custom(t) => t.defer_loading = Some(true),
+        Tool::Versioned(t) => t.defer_loading = Some(true),
+    }
 }
 
 fn run(session: Vec<threadline_message::Message>, setup: Setup) -> Result<(), String> {
@@ -315,5 +358,56 @@ fn markers_walk_back_over_thinking_and_empty_text() {
             message: 0,
             block: 0
         }]
+    );
+}
+
+#[test]
+fn the_tools_marker_goes_on_the_last_tool_that_is_not_deferred() {
+    use threadline_wire::MessageParam;
+    let messages = vec![MessageParam::user(vec![ContentBlock::text("hi")])];
+    let mut tools = sessions::agent_tools();
+    assert!(tools.len() >= 2, "the agent has tools to defer");
+    let last = tools.len() - 1;
+    defer(&mut tools[last]);
+    // A marker the caller left on the deferred tool (the 400 Claude Code users met).
+    *tools[last].cache_control_mut() = Some(Box::new(CacheControl::ephemeral()));
+    let mut request = MessagesRequest::new(sessions::MODEL, 1024, messages.clone());
+    request.tools = Some(tools.clone());
+    let plan = Planner::new(Seed).plan(&mut request);
+    assert!(
+        plan.locations
+            .contains(&threadline_cache::Location::Tool { index: last - 1 }),
+        "{plan:?}"
+    );
+    let tools_now = request.tools.as_deref().unwrap_or_default();
+    assert!(tools_now[last].cache_control().is_none());
+    let model = ModelTable::builtin().resolve(sessions::MODEL).model();
+    assert_eq!(validate(&request, model), []);
+
+    // Every tool deferred: no tool marker at all; set_marker refuses one.
+    for tool in &mut tools {
+        defer(tool);
+    }
+    let mut request = MessagesRequest::new(sessions::MODEL, 1024, messages);
+    request.tools = Some(tools);
+    let plan = Planner::new(Seed).plan(&mut request);
+    assert!(
+        !plan
+            .locations
+            .iter()
+            .any(|l| matches!(l, threadline_cache::Location::Tool { .. })),
+        "{plan:?}"
+    );
+    assert!(!threadline_cache::prefix::set_marker(
+        &mut request,
+        threadline_cache::Location::Tool { index: 0 },
+        Ttl::FiveMinutes
+    ));
+    assert!(
+        request
+            .tools
+            .iter()
+            .flatten()
+            .all(|t| t.cache_control().is_none())
     );
 }

@@ -74,6 +74,15 @@ impl Tool {
         }
     }
 
+    /// Whether the tool is sent with `defer_loading: true`: loaded only when tool search finds
+    /// it, not part of the cached prefix, and never allowed a `cache_control` marker.
+    pub fn is_deferred(&self) -> bool {
+        match self {
+            Tool::Custom(t) => t.defer_loading == Some(true),
+            Tool::Versioned(t) => t.defer_loading == Some(true),
+        }
+    }
+
     /// The tool's cache marker slot, for planners that place markers.
     pub fn cache_control_mut(&mut self) -> &mut Option<Box<CacheControl>> {
         match self {

@@ -809,6 +809,52 @@ fn cases() -> Vec<Case> {
             ),
         ),
         // --- cache_control ----------------------------------------------------------------------
+        // The 400 Claude Code 2.1.223 users met (api-2026-additions.md §2): MCP tools are
+        // deferred and sit last, and the client marked the last tool.
+        fails(
+            Rule::DeferredToolWithCacheControl,
+            haiku,
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                    weather_tool(),
+                    marker(json!({"name": "generate_mcp14", "input_schema": {"type": "object"}, "defer_loading": true}), None),
+                ]}),
+            ),
+            &[(
+                "tools.2.cache_control",
+                "Tool 'generate_mcp14' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching.",
+            )],
+        ),
+        fails(
+            Rule::DeferredToolWithCacheControl,
+            haiku,
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    weather_tool(),
+                    marker(json!({"type": "web_search_20250305", "name": "web_search", "defer_loading": true}), Some("1h")),
+                ]}),
+            ),
+            &[(
+                "tools.1.cache_control",
+                "Tool 'web_search' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching.",
+            )],
+        ),
+        passes(
+            Rule::DeferredToolWithCacheControl,
+            haiku,
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                    marker(weather_tool(), None),
+                    {"name": "generate_mcp14", "input_schema": {"type": "object"}, "defer_loading": true},
+                    marker(json!({"name": "mcp_lookup", "input_schema": {"type": "object"}, "defer_loading": false}), None),
+                ]}),
+            ),
+        ),
         fails(
             Rule::TooManyCacheBreakpoints,
             haiku,

@@ -5,3 +5,4 @@ mod descriptors;
 mod http;
 mod limits;
 mod load;
+mod validation;

@@ -94,6 +94,12 @@ pub enum Rule {
     /// `tool_choice` names a tool that is not defined. Text `tool_choice.name: Tool 'X' not
     /// found in provided tools` (observed).
     ToolChoiceUnknownTool,
+    /// A tool with both `defer_loading: true` and `cache_control`. Text `Tool 'NAME' cannot
+    /// have both defer_loading=true and cache_control set. Tools with defer_loading cannot use
+    /// prompt caching.` (observed: Wei-Shaw/sub2api#4990, relayed by a gateway; the rule is
+    /// documented on the tool-search page; reference `api-2026-additions.md` §2 "Rules
+    /// enforced").
+    DeferredToolWithCacheControl,
     /// More than 4 `cache_control` breakpoints (tools, system blocks, message blocks, blocks
     /// nested in `tool_result` content; top-level automatic caching counts one). Text `A maximum
     /// of 4 blocks with cache_control may be provided. Found 5.` (observed, many).
@@ -187,6 +193,7 @@ impl Rule {
         Rule::DuplicateToolName,
         Rule::ToolChoiceWithoutTools,
         Rule::ToolChoiceUnknownTool,
+        Rule::DeferredToolWithCacheControl,
         Rule::TooManyCacheBreakpoints,
         Rule::CacheControlOnEmptyText,
         Rule::CacheControlOnThinking,
@@ -228,6 +235,7 @@ impl Rule {
             Rule::DuplicateToolName => "duplicate_tool_name",
             Rule::ToolChoiceWithoutTools => "tool_choice_without_tools",
             Rule::ToolChoiceUnknownTool => "tool_choice_unknown_tool",
+            Rule::DeferredToolWithCacheControl => "deferred_tool_with_cache_control",
             Rule::TooManyCacheBreakpoints => "too_many_cache_breakpoints",
             Rule::CacheControlOnEmptyText => "cache_control_on_empty_text",
             Rule::CacheControlOnThinking => "cache_control_on_thinking",
@@ -388,6 +396,13 @@ pub(super) fn tool_name_pattern(tool: usize, max_len: usize) -> String {
 /// `tool_choice.name: Tool 'X' not found in provided tools`.
 pub(super) fn tool_choice_unknown_tool(name: &str) -> String {
     format!("tool_choice.name: Tool '{name}' not found in provided tools")
+}
+
+/// `Tool 'NAME' cannot have both defer_loading=true and cache_control set. …`.
+pub(super) fn deferred_tool_with_cache_control(name: &str) -> String {
+    format!(
+        "Tool '{name}' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching."
+    )
 }
 
 /// `A maximum of 4 blocks with cache_control may be provided. Found N.`.

@@ -1,4 +1,5 @@
-//! Tool definitions and `tool_choice`: name pattern, unique names, a chosen tool that exists.
+//! Tool definitions and `tool_choice`: name pattern, unique names, no cache marker on a
+//! deferred tool, a chosen tool that exists.
 
 use std::collections::HashSet;
 
@@ -26,6 +27,12 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
             ctx.report_at(Rule::DuplicateToolName, loc, loc.field("name"), message);
         }
         if let Some(marker) = tool.cache_control() {
+            if tool.is_deferred() {
+                // Audit: api-2026-additions.md §2 (documented; observed, sub2api#4990).
+                let message = rule::deferred_tool_with_cache_control(tool.name());
+                let path = loc.field("cache_control");
+                ctx.report_at(Rule::DeferredToolWithCacheControl, loc, path, message);
+            }
             breakpoints.marker(ctx, marker.into(), loc);
         }
     }
