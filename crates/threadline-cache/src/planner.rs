@@ -6,8 +6,8 @@
 //!
 //! * a marker goes on the **last eligible block** of the chosen message — never on thinking or
 //!   redacted thinking, never on an empty text block (the planner walks back);
-//! * never on a tool sent with `defer_loading: true`: the API answers 400 "Tool '<name>' cannot
-//!   have both defer_loading=true and cache_control set." Deferred tools are not pieces of the
+//! * never on a tool sent with `defer_loading: true`: the API answers 400 `Tool '<name>' cannot
+//!   have both defer_loading=true and cache_control set.` Deferred tools are not pieces of the
 //!   [`Prefix`], so the tools marker lands on the last tool that is not deferred (none when
 //!   every tool is deferred), and [`set_marker`] refuses one; markers a caller left on them
 //!   are cleared;

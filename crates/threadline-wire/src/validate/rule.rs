@@ -11,6 +11,12 @@
 //! turn (a string content counts as one text block). The validator's [`Violation::path`]
 //! keeps the position in the request as sent.
 //!
+//! Every variant ends with an *Audit* line (issue 14: `check` must never reject what the API
+//! accepts): the recorded fixture exchange (`fixtures/canonical/<repo>/<name>#<exchange>`) or
+//! the reference section (`anthropic-api.md`, `api-2026-additions.md`)
+//! that bounds the rule, and whether the rule is model-specific (a warning, not a violation,
+//! for a model the table does not know). A rule nothing bounds reports warnings only.
+//!
 //! [`Violation::path`]: super::Violation::path
 
 use std::fmt;
@@ -20,113 +26,192 @@ use std::fmt;
 #[non_exhaustive]
 pub enum Rule {
     /// `messages` is `[]`. Text `messages: at least one message is required` (observed, many).
+    ///
+    /// Audit: reference §2.2 (WIRE, many).
     EmptyMessages,
     /// A message other than an optional final assistant message has `""` or `[]` content.
     /// Text `messages.N: all messages must have non-empty content except for the optional final
     /// assistant message` (observed, many).
+    ///
+    /// Audit: reference §2.2 (WIRE, many); the optional final assistant message is exempt as
+    /// the text says.
     EmptyContent,
     /// A text block (in a message or nested in a `tool_result`) is `""`.
     /// Text `messages: text content blocks must be non-empty`; in `system`,
-    /// `system: text content blocks must be non-empty` (observed, many; the system variant by
-    /// analogy).
+    /// `system: text content blocks must be non-empty` (observed, many).
+    ///
+    /// Audit: reference §2.2 (WIRE, many); the `system:` text is quoted from real responses in
+    /// public code (e.g. request `req_011CURe5b5KfYRq37fv8qqhM`).
     EmptyTextBlock,
-    /// A text block holds only whitespace. Text `messages: text content blocks must contain
-    /// non-whitespace text` / `system: …` (observed, many).
+    /// A text block holds only whitespace and its content list (the merged turn, a
+    /// `tool_result`'s blocks, the system prompt) holds nothing but such blocks. Text
+    /// `messages: text content blocks must contain non-whitespace text` / `system: …`
+    /// (observed, many).
+    ///
+    /// Audit: reference §2.2 (WIRE, many) for the texts; the positions (a content list holding
+    /// nothing but blank text) are bounded by the recorded 200 of issue 14 (an earlier
+    /// assistant `"\n\n"` block accepted) and the public probes cited in `text.rs`. Narrowed in
+    /// issue 14 (it fired on any whitespace-only block).
     WhitespaceTextBlock,
     /// A message role the model does not accept: `system` on a model whose table row says
     /// `system_messages: false`, or an unknown role. Text `messages.N.role: Input should be
     /// 'user' or 'assistant'` (observed; the current text is uncertain).
+    ///
+    /// Audit: reference §1.3 (DOC:mid-conversation-system-messages; WIRE, text uncertain).
+    /// Model-specific for `system` (the row's `system_messages`): a warning on an unknown
+    /// model.
     InvalidRole,
     /// An assistant message's `tool_use` blocks are not all answered by `tool_result` blocks at
     /// the start of the immediately following user message. Text ``messages.N: `tool_use` ids
     /// were found without `tool_result` blocks immediately after: ID[, ID…]. Each `tool_use`
     /// block must have a corresponding `tool_result` block in the next message.`` with N the
     /// assistant message (observed, many; the separator between several ids is inferred).
+    ///
+    /// Audit: reference §2.3 (DOC:handle-tool-calls; WIRE, many); recorded 200s with answered
+    /// calls, e.g. `anthropics__anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836#1`.
     ToolUseWithoutResult,
     /// A `tool_result` answers no `tool_use` of the previous message. Text
     /// ``messages.N.content.M: unexpected `tool_use_id` found in `tool_result` blocks: ID. Each
     /// `tool_result` block must have a corresponding `tool_use` block in the previous
     /// message.`` (observed, many; reproduced by a recorded 400).
+    ///
+    /// Audit: reference §2.3 (WIRE, many); recorded 400
+    /// `anthropics__anthropic-sdk-python/f59a9391-643b-422c-96dc-1f28bc7ea4d7#1`, reproduced
+    /// word for word.
     OrphanToolResult,
     /// Two `tool_result` blocks answer the same id. Text ``messages.N.content.M: each tool_use
     /// must have a single result. Found multiple `tool_result` blocks with id: ID`` (observed).
+    ///
+    /// Audit: reference §2.3 (WIRE, several).
     DuplicateToolResult,
     /// A `tool_use` (or `server_tool_use`) id appears twice in the conversation. Text
     /// ``messages.N.content.M: `tool_use` ids must be unique`` (observed).
+    ///
+    /// Audit: reference §2.3 (WIRE, several).
     DuplicateToolUseId,
     /// A `tool_result` block in an assistant (or system) message. Text ``messages.N:
     /// `tool_result` blocks can only be in `user` messages`` (observed).
+    ///
+    /// Audit: reference §2.3 (WIRE, several).
     ToolResultInAssistant,
     /// A `tool_use` id outside `^[a-zA-Z0-9_-]+$`. Text `messages.N.content.M.tool_use.id:
     /// String should match pattern '^[a-zA-Z0-9_-]+$'` (observed, many).
+    ///
+    /// Audit: reference §1.4 (WIRE, many).
     ToolUseIdPattern,
     /// A `server_tool_use` id outside `^srvtoolu_[a-zA-Z0-9_]+$`. Text
     /// `messages.N.content.M.server_tool_use.id: String should match pattern
     /// '^srvtoolu_[a-zA-Z0-9_]+$'` (observed once).
+    ///
+    /// Audit: reference §1.4 (WIRE, one occurrence); recorded 200s send `srvtoolu_…` ids back,
+    /// e.g. `anthropics__anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836#1`.
     ServerToolUseIdPattern,
     /// A server tool result block (`web_search_tool_result`, …) whose `tool_use_id` names no
     /// earlier `server_tool_use`; result blocks of server tools this version does not know
     /// (any `*_tool_result` with a `tool_use_id`) included. Text ``messages.N.content.M:
     /// unexpected `tool_use_id` found in `TYPE` blocks: ID. Each `TYPE` block must have a
     /// corresponding `server_tool_use` block before it.`` (observed for `advisor_tool_result`).
+    ///
+    /// Audit: the texts for `web_search_tool_result`, `tool_search_tool_result`,
+    /// `code_execution_tool_result` and `advisor_tool_result` are quoted from real 400s in
+    /// public code (not in the reference); recorded 200s with paired server blocks bound the
+    /// passing side.
     OrphanServerToolResult,
     /// An assistant message left a `server_tool_use` without its result and the next user
     /// message holds something other than `tool_result` blocks (which ends the turn). Text
     /// ``\`NAME\` tool use with id \`ID\` was found without a corresponding \`NAME_tool_result\`
     /// block`` (documented).
+    ///
+    /// Audit: reference §2.3 (DOC:handling-stop-reasons); recorded 200
+    /// `pydantic__pydantic-ai/test_pause_turn_web_search_streaming_vcr#1` (a paused turn
+    /// resumed) bounds the passing side.
     ServerToolPending,
     /// A request resuming a turn with a pending `server_tool_use` no longer defines that server
     /// tool. Text ``\`NAME\` tool use with id \`ID\` was found, but no \`NAME\` tool was
     /// provided``: the documentation quotes only the ending ``but no `NAME` tool was
     /// provided``; the beginning is inferred.
+    ///
+    /// Audit: reference §2.3 (DOC:handling-stop-reasons, the ending only);
+    /// api-2026-additions.md §2 ("resume without the pending server tool defined").
     ServerToolNotProvided,
     /// A custom tool name outside `^[a-zA-Z0-9_-]{1,64}$` (64 is
     /// [`ValidateOptions::max_tool_name_len`]). Text `tools.N.custom.name: String should match
     /// pattern '^[a-zA-Z0-9_-]{1,64}$'` (observed with 64 and with 128).
     ///
     /// [`ValidateOptions::max_tool_name_len`]: super::ValidateOptions::max_tool_name_len
+    ///
+    /// Audit: reference §1.5 (DOC:define-tools; WIRE); the limit is
+    /// `ValidateOptions::max_tool_name_len` because 64 and 128 are both observed.
     ToolNamePattern,
     /// Two tools share a name. Text `tools: Tool names must be unique.` (observed, many).
+    ///
+    /// Audit: reference §1.5 (WIRE, many).
     DuplicateToolName,
     /// `tool_choice` without tools. Text `tool_choice may only be specified while providing
     /// tools.` (observed, many).
+    ///
+    /// Audit: reference §1.5 (WIRE, many); skipped with `mcp_servers`, whose servers provide tools this validator cannot list (recorded 200 `pydantic__pydantic-ai/test_anthropic_mcp_servers_stream#0` sends `mcp_servers` without `tools`).
     ToolChoiceWithoutTools,
     /// `tool_choice` names a tool that is not defined. Text `tool_choice.name: Tool 'X' not
     /// found in provided tools` (observed).
+    ///
+    /// Audit: reference §1.5 (WIRE).
     ToolChoiceUnknownTool,
     /// A tool with both `defer_loading: true` and `cache_control`. Text `Tool 'NAME' cannot
     /// have both defer_loading=true and cache_control set. Tools with defer_loading cannot use
     /// prompt caching.` (observed: Wei-Shaw/sub2api#4990, relayed by a gateway; the rule is
     /// documented on the tool-search page; reference `api-2026-additions.md` §2 "Rules
     /// enforced").
+    ///
+    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC; ISSUE Wei-Shaw/sub2api#4990).
+    /// Added in issue 14.
     DeferredToolWithCacheControl,
     /// More than 4 `cache_control` breakpoints (tools, system blocks, message blocks, blocks
     /// nested in `tool_result` content; top-level automatic caching counts one). Text `A maximum
     /// of 4 blocks with cache_control may be provided. Found 5.` (observed, many).
+    ///
+    /// Audit: reference §2.5 (WIRE, many); recorded 200s with markers, e.g.
+    /// `pydantic__pydantic-ai/test_anthropic_cache_real_api#0`.
     TooManyCacheBreakpoints,
     /// `cache_control` on an empty text block. Text `messages.N.content.M.text: cache_control
     /// cannot be set for empty text blocks` (observed).
+    ///
+    /// Audit: reference §2.5 (WIRE, several; DOC:prompt-caching "Empty text blocks cannot be
+    /// cached").
     CacheControlOnEmptyText,
     /// `cache_control` on a `thinking` or `redacted_thinking` block, whose schema has no such
     /// field. Text `messages.N.content.M.thinking.cache_control: Extra inputs are not permitted`
     /// (inferred from the API's strict-schema message).
+    ///
+    /// Audit: reference §2.5 and §4 (DOC:prompt-caching: thinking blocks cannot be marked; SDK
+    /// types have no field); the text is inferred from the strict-schema message (§1.2).
     CacheControlOnThinking,
     /// A `1h` breakpoint after a `5m` one, in `tools` → `system` → `messages` order. Text
     /// ``PATH.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m'
     /// cache_control block. Blocks are processed in the following order: `tools`, `system`,
     /// `messages`.`` (observed in two repositories).
+    ///
+    /// Audit: reference §2.5 (WIRE, two repositories; DOC:prompt-caching "Mixing different
+    /// TTLs").
     CacheTtlOrder,
     /// Manual thinking with `budget_tokens` below 1024. Text
     /// `thinking.enabled.budget_tokens: Input should be greater than or equal to 1024`
     /// (observed, many).
+    ///
+    /// Audit: reference §1.2 and §2.4 (DOC:create; WIRE, many).
     ThinkingBudgetTooSmall,
     /// Manual thinking with `budget_tokens` ≥ `max_tokens` (allowed with interleaved thinking).
     /// Text ``\`max_tokens\` must be greater than \`thinking.budget_tokens\`. Please consult our
     /// documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size``
     /// (observed, many).
+    ///
+    /// Audit: reference §1.2 and §2.4 (DOC:extended-thinking; WIRE, many); the
+    /// interleaved-thinking exception is an option.
     ThinkingBudgetNotBelowMaxTokens,
     /// Manual thinking with a `tool_choice` that forces tool use (`any`, `tool`). Text
     /// `Thinking may not be enabled when tool_choice forces tool use.` (observed, many).
+    ///
+    /// Audit: reference §2.4 (WIRE, many; DOC:thinking); adaptive thinking is exempt.
     ThinkingWithForcedToolChoice,
     /// Manual thinking and the final assistant message (the one that starts the last
     /// `tool_use`/`tool_result` chain, or a final prefill) does not start with a thinking
@@ -134,40 +219,75 @@ pub enum Rule {
     /// found `text`. When `thinking` is enabled, a final `assistant` message must start with a
     /// thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). …``
     /// (observed, many).
+    ///
+    /// Audit: reference §2.4 (WIRE, many; DOC:thinking "Thinking with tool use"); recorded 200s with manual thinking and earlier thinking turns, e.g.
+    /// `pydantic__pydantic-ai/test_anthropic_model_thinking_part#1`, bound the passing side.
     FinalAssistantMissingThinking,
     /// An assistant message holds thinking blocks but does not start with one. Text
     /// ``messages.N.content.0: If an assistant message contains any thinking blocks, the first
     /// block must be `thinking` or `redacted_thinking`. Found `text`.`` (observed).
+    ///
+    /// Audit: reference §2.4 (WIRE, several).
     ThinkingNotFirst,
     /// A `thinking` block without its `signature`. Text
     /// `messages.N.content.M.thinking.signature: Field required` (observed).
+    ///
+    /// Audit: reference §2.4 (WIRE).
     ThinkingSignatureMissing,
     /// The conversation ends with an assistant message on a model whose row says
     /// `prefill: false`. Text `This model does not support assistant message prefill. The
     /// conversation must end with a user message.` (documented, observed many).
+    ///
+    /// Audit: reference §2.2 and §2.6 (DOC:api/errors; WIRE, many); recorded 200
+    /// `pydantic__pydantic-ai/test_pause_turn_web_search_streaming_vcr#1` (a `pause_turn`
+    /// continuation is not a prefill). Model-specific: a warning on an unknown model.
     PrefillUnsupported,
     /// A final assistant message (prefill) ends with whitespace. Text `final assistant content
     /// cannot end with trailing whitespace` (documented, observed).
+    ///
+    /// Audit: reference §2.2 (DOC:prefill-claudes-response; WIRE). Checked only where the row
+    /// accepts prefill, so model-specific: a warning on an unknown model.
     TrailingWhitespace,
     /// `max_tokens` above the model's maximum. Text `max_tokens: 999999 > 64000, which is the
     /// maximum allowed number of output tokens for claude-haiku-4-5-20251001` (observed, many).
+    ///
+    /// Audit: reference §2.7 (WIRE, many) and §6 (the limits); recorded 200s at the limits,
+    /// e.g.
+    /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_a_long_conversation_and_bills_the_summarization_pass#0`
+    /// (128,000 on Sonnet 4.6). Model-specific: on an unknown model a warning (issue 14:
+    /// `claude-3-7-sonnet-latest` with 16,000 was accepted).
     MaxTokensTooLarge,
     /// A `thinking.type` the model's row does not accept. Texts `adaptive thinking is not
     /// supported on this model`, `"thinking.type.enabled" is not supported for this model. …`
     /// and `"thinking.type.disabled" is not supported for this model. …` (documented).
+    ///
+    /// Audit: reference §2.6 (DOC:thinking-troubleshooting, DOC:api/errors). Model-specific: a
+    /// warning on an unknown model.
     ThinkingTypeUnsupported,
     /// A non-default `temperature`, `top_p` or `top_k` on a model whose row says
     /// `sampling_params: false`. Text ``\`temperature\` is deprecated for this model.`` (and the
     /// same for `top_p`, observed; `top_k` by analogy).
+    ///
+    /// Audit: reference §2.6 (WIRE for `temperature`; DOC: sampling parameters rejected on Opus
+    /// 4.7+ and the 5 family). Model-specific: a warning on an unknown model.
     SamplingParamUnsupported,
     /// `temperature` other than 1 while thinking is on. Text ``\`temperature\` may only be set
     /// to 1 when thinking is enabled`` (the newer variant, on models with adaptive thinking,
     /// appends ` or in adaptive mode`) (observed, many).
+    ///
+    /// Audit: reference §2.4 (WIRE, many; DOC:thinking "Sampling parameters"). Its text and
+    /// whether it applies depend on the row, so model-specific: a warning on an unknown model.
     TemperatureWithThinking,
     /// An `output_config.effort` level the model's row does not list. Text `This model does not
     /// support effort level 'xhigh'. Supported levels: high, low, max, medium.` (reproduced by
     /// a recorded 400); on a model with no effort levels `output_config.effort: Extra inputs are
     /// not permitted` (observed for the missing beta; inferred here).
+    ///
+    /// Audit: the level text: recorded 400
+    /// `pydantic__pydantic-ai/test_anthropic_explicit_effort_xhigh_unsupported_model_errors#0`,
+    /// reproduced word for word; reference §2.6 (DOC:effort). A model with no effort levels:
+    /// neither a recorded response nor a documented rejection bounds it, so that finding is a
+    /// warning for every model (issue 14). Model-specific: a warning on an unknown model.
     EffortUnsupported,
 }
 
