@@ -5,7 +5,7 @@ mod common;
 mod project;
 mod session;
 
-use common::{code, repo, stderr, temp_file, threadline};
+use common::{code, repo, stderr, stdout, temp_file, threadline};
 
 #[test]
 fn accumulate_prints_the_message_and_flags_cut_streams() {
@@ -134,6 +134,65 @@ fn check_reports_in_the_apis_words() {
         String::from_utf8_lossy(&empty.stdout).trim(),
         "messages: at least one message is required"
     );
+}
+
+/// Issue 14: `check` agrees with the API on every recorded request of the fixtures: a fixture
+/// whose requests were all accepted (or refused for reasons that are not the request's: 404,
+/// 429, a "prompt is too long" whose text was replaced before recording) exits 0 with nothing
+/// on stdout; one with a recorded 400 prints, for that exchange alone, the API's own message.
+#[test]
+fn check_agrees_with_the_api_on_every_recorded_fixture() {
+    let root = repo().join("fixtures/canonical");
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(&root).expect("fixtures/canonical") {
+        let dir = dir.expect("entry").path();
+        if dir.is_dir() {
+            for file in std::fs::read_dir(&dir).expect("a fixture directory") {
+                files.push(file.expect("entry").path());
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 40, "only {} fixtures", files.len());
+    let mut rejected = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a fixture");
+        let fixture: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let mut expected = Vec::new();
+        for (i, exchange) in fixture["exchanges"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let message = exchange["response"]["body"]["error"]["message"].as_str();
+            if exchange["request"].is_null() || exchange["response"]["status"] != 400 {
+                continue;
+            }
+            if let Some(message) = message.filter(|m| !m.starts_with("prompt is too long")) {
+                expected.push((format!("exchange {i}: "), message.to_owned()));
+            }
+        }
+        let path = file.to_str().expect("utf-8 path");
+        let out = threadline(&["check", path]);
+        let printed = stdout(&out);
+        let lines: Vec<&str> = printed.lines().collect();
+        if expected.is_empty() {
+            assert_eq!(code(&out), 0, "{path}: {printed}{}", stderr(&out));
+            assert!(lines.is_empty(), "{path}: {printed}");
+        } else {
+            rejected += 1;
+            assert_eq!(code(&out), 1, "{path}: {}", stderr(&out));
+            assert_eq!(lines.len(), expected.len(), "{path}: {printed}");
+            for (line, (label, message)) in lines.iter().zip(&expected) {
+                assert!(
+                    line.starts_with(label.as_str()) && line.ends_with(message.as_str()),
+                    "{path}: {line:?} is not {label}…{message}"
+                );
+            }
+        }
+    }
+    assert_eq!(rejected, 2, "the offline-checkable recorded 400s");
 }
 
 /// Issue 14: the API answered this request with 200; the model table does not know the model,
