@@ -47,7 +47,11 @@
 //! [`Report::warnings`], never to [`Report::violations`] — the API accepted
 //! `claude-3-7-sonnet-latest` with `max_tokens: 16000` although the default allows 8,192.
 //! The shape rules (pairing, ids, empty content, cache markers, …) hold for every model and
-//! stay violations. [`validate`] returns the violations only; [`validate_report`] both.
+//! stay violations. So do the rules of manual thinking (`budget_tokens` ≥ 1024 and below
+//! `max_tokens`, no forced `tool_choice`, the final assistant turn starting with thinking):
+//! the default row takes `thinking.type: "enabled"`, and on a model that does not the API
+//! rejects the request for the type itself, so a request they reject is rejected either way.
+//! [`validate`] returns the violations only; [`validate_report`] both.
 //!
 //! A few findings are warnings for every model: rules that no recorded response and no
 //! documented rule bounds (see [`Rule`]; today the effort parameter on a model with no effort
