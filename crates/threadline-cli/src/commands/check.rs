@@ -30,6 +30,7 @@ use crate::input::read_input;
 use crate::session::{
     Continuation, NEXT_MESSAGE_PLACEHOLDER, build_request, looks_like_transcript, read_session,
 };
+use crate::terminal_text::terminal_safe;
 
 /// The `format` of a canonical fixture file.
 const FIXTURE_FORMAT: &str = "threadline-fixture/1";
@@ -126,6 +127,7 @@ impl Checked {
 fn resolve<'a>(table: &'a ModelTable, id: &'a str, warned: &mut BTreeSet<String>) -> &'a Model {
     let resolved = table.resolve(id);
     if !resolved.is_known() && warned.insert(id.to_owned()) {
+        let id = terminal_safe(id, false);
         eprintln!(
             "threadline: warning: unknown model `{id}`: its model-specific rules are checked \
              against the model table's conservative default and reported as warnings, not \
@@ -233,7 +235,8 @@ pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
         }
         Ok(checked) => {
             for warning in &checked.warnings {
-                eprintln!("threadline: warning: {warning}");
+                // Request text (ids, names) goes to a terminal: escape control characters.
+                eprintln!("threadline: warning: {}", terminal_safe(warning, false));
             }
             if checked.violations.is_empty() {
                 // Say so on stderr, so stdout stays the list of violations (empty here).
