@@ -96,7 +96,8 @@ pub fn summarize(id: impl Into<String>, messages: &[Message]) -> SessionInfo {
                 if !assistant.model.is_empty() && !assistant.is_api_error {
                     model = Some(assistant.model.as_str());
                 }
-                if let Some(used) = &assistant.usage {
+                // An API-error message is local: no request was answered, nothing was billed.
+                if let Some(used) = assistant.usage.as_ref().filter(|_| !assistant.is_api_error) {
                     let key = assistant
                         .request_id
                         .as_deref()
@@ -293,6 +294,17 @@ mod tests {
             Some("2026-01-01T00:00:00Z")
         );
         assert_eq!(info.forked_from, None);
+    }
+
+    #[test]
+    fn an_api_error_message_costs_nothing() {
+        let mut failed = fragment("e1", "msg_err", Some(usage(100, 100)));
+        if let Message::Assistant(a) = &mut failed {
+            a.is_api_error = true;
+        }
+        let info = summarize("s", &[fragment("a1", "msg_1", Some(usage(5, 3))), failed]);
+        assert_eq!(info.tokens.input, 5);
+        assert_eq!(info.tokens.output, 3);
     }
 
     #[test]
