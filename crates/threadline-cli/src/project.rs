@@ -6,134 +6,55 @@ use std::path::Path;
 
 use threadline_message::claude_code::ImportResult;
 use threadline_message::claude_code_project::scan_project;
+use threadline_message::{SessionInfo, summarize};
 
-/// What `threadline sessions` shows of one transcript.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Overview {
-    /// The session's title: its last `custom-title`, `ai-title`, `last-prompt` or `summary`,
-    /// else its first typed prompt (at most 200 characters).
-    pub title: Option<String>,
-    /// The first timestamp of the conversation.
-    pub start: Option<String>,
-    /// User and assistant messages imported (a streamed response split over several records
-    /// counts once).
-    pub messages: usize,
-    /// The model of the last response.
-    pub model: Option<String>,
-    /// Tokens, each request counted once.
-    pub usage: UsageTotals,
-}
-
-/// Token counts over the requests of a transcript.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct UsageTotals {
-    /// Requests with recorded usage.
-    pub requests: u64,
-    /// Uncached input tokens.
-    pub input_tokens: u64,
-    /// Tokens written to the cache.
-    pub cache_creation_input_tokens: u64,
-    /// Tokens read from the cache.
-    pub cache_read_input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-}
-
-impl UsageTotals {
-    /// Every token, input and output (saturating).
-    pub fn total(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.cache_creation_input_tokens)
-            .saturating_add(self.cache_read_input_tokens)
-            .saturating_add(self.output_tokens)
+/// What `threadline sessions` shows of one transcript: the session summary of
+/// [`threadline_message::summarize`] (start, messages, model, tokens counted once per request,
+/// the last fragment winning), titled as Claude Code titles a session.
+pub fn overview(id: &str, imported: &ImportResult) -> SessionInfo {
+    let mut info = summarize(id, &imported.messages);
+    if let Some(title) = claude_code_title(imported) {
+        info.title = Some(title);
+    } else if let Some(command) = info.title.as_deref().and_then(slash_command) {
+        info.title = Some(command);
     }
+    info
 }
 
-/// The overview of an imported transcript.
-pub fn overview(imported: &ImportResult) -> Overview {
-    use threadline_message::Message;
-    use threadline_wire::ContentBlock;
-    let mut usage = UsageTotals::default();
-    // One request per response: the last fragment's usage wins (early fragments carry a
-    // streaming placeholder for output).
-    let mut last: Option<(&str, &threadline_wire::Usage)> = None;
-    let add = |u: &threadline_wire::Usage, totals: &mut UsageTotals| {
-        totals.requests += 1;
-        totals.input_tokens = totals
-            .input_tokens
-            .saturating_add(u.input_tokens.unwrap_or(0));
-        totals.cache_creation_input_tokens = totals
-            .cache_creation_input_tokens
-            .saturating_add(u.cache_creation_input_tokens.unwrap_or(0));
-        totals.cache_read_input_tokens = totals
-            .cache_read_input_tokens
-            .saturating_add(u.cache_read_input_tokens.unwrap_or(0));
-        totals.output_tokens = totals
-            .output_tokens
-            .saturating_add(u.output_tokens.unwrap_or(0));
+/// A prompt that ran a slash command (`<command-name>/init</command-name>` and its
+/// `<command-args>`), as the command line the user typed.
+fn slash_command(prompt: &str) -> Option<String> {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let close = format!("</{name}>");
+        let start = prompt.find(&open)? + open.len();
+        let end = start + prompt[start..].find(&close)?;
+        Some(prompt[start..end].trim())
     };
-    let mut messages = 0;
-    let mut previous_response: Option<&str> = None;
-    let mut first_prompt = None;
-    let mut model = None;
-    for message in &imported.messages {
-        match message {
-            Message::User(user) => {
-                messages += 1;
-                previous_response = None;
-                if first_prompt.is_none() && !user.is_meta && !user.is_compact_summary {
-                    first_prompt = user.content.iter().find_map(|b| match b {
-                        ContentBlock::Text(t) if !t.text.trim().is_empty() => Some(t.text.clone()),
-                        _ => None,
-                    });
-                }
-            }
-            Message::Assistant(assistant) if !assistant.is_api_error => {
-                let key = assistant
-                    .request_id
-                    .as_deref()
-                    .or(assistant.api_message_id.as_deref());
-                if key.is_none() || key != previous_response {
-                    messages += 1;
-                }
-                previous_response = key;
-                if !assistant.model.is_empty() {
-                    model = Some(assistant.model.clone());
-                }
-                if let (Some(key), Some(u)) = (key, assistant.usage.as_deref()) {
-                    match last {
-                        Some((k, _)) if k == key => last = Some((key, u)),
-                        Some((_, previous)) => {
-                            add(previous, &mut usage);
-                            last = Some((key, u));
-                        }
-                        None => last = Some((key, u)),
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some((_, u)) = last {
-        add(u, &mut usage);
-    }
-    let title = imported
-        .summaries()
-        .last()
-        .map(|s| s.summary.to_owned())
-        .or_else(|| first_prompt.map(|p| p.chars().take(200).collect()));
-    Overview {
-        title,
-        start: imported
-            .messages
-            .iter()
-            .map(|m| m.header().timestamp.0.as_str())
-            .find(|t| !t.is_empty())
-            .map(str::to_owned),
-        messages,
-        model,
-        usage,
-    }
+    let name = tag("command-name").filter(|n| !n.is_empty())?;
+    Some(match tag("command-args").filter(|a| !a.is_empty()) {
+        Some(args) => format!("{name} {args}"),
+        None => name.to_owned(),
+    })
+}
+
+/// The title Claude Code's session list shows, from the records that set one: the last
+/// `custom-title`, else `ai-title`, else `last-prompt`, else `summary`.
+fn claude_code_title(imported: &ImportResult) -> Option<String> {
+    let last = |record_type: &str, field: &str| {
+        imported.opaque.iter().rev().find_map(|record| {
+            (record.get("type")?.as_str()? == record_type)
+                .then(|| record.get(field)?.as_str())
+                .flatten()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+        })
+    };
+    last("custom-title", "customTitle")
+        .or_else(|| last("ai-title", "aiTitle"))
+        .or_else(|| last("last-prompt", "lastPrompt"))
+        .or_else(|| imported.summaries().last().map(|s| s.summary.to_owned()))
 }
 
 /// The transcript `path` names: the file itself, or — when it is a directory — the session
@@ -191,4 +112,27 @@ pub fn resolve_transcript(
         }
     };
     Ok(file.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slash_command_prompt_is_titled_by_its_command_line() {
+        assert_eq!(
+            slash_command(
+                "<command-message>init is analyzing…</command-message>\n<command-name>/init</command-name>"
+            ),
+            Some("/init".to_owned())
+        );
+        assert_eq!(
+            slash_command(
+                "<command-name>/review</command-name><command-args> PR 12 </command-args>"
+            ),
+            Some("/review PR 12".to_owned())
+        );
+        assert_eq!(slash_command("fix the bug"), None);
+        assert_eq!(slash_command("<command-name>/x"), None);
+    }
 }

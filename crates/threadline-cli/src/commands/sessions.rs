@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use threadline_message::claude_code::{ImportOptions, ImportResult, import_claude_code_file};
 use threadline_message::claude_code_project::{AgentFile, AgentKind, SessionFiles, scan_project};
 
-use crate::project::{Overview, overview};
+use threadline_message::SessionInfo;
+
+use crate::project::overview;
 
 /// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
 pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
@@ -98,28 +100,31 @@ fn agent_row(agent: &AgentFile, options: &ImportOptions) -> Value {
 }
 
 fn file_row(path: &Path, options: &ImportOptions) -> Value {
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
     let mut row = match import(path, options) {
-        Ok(imported) => overview_json(&overview(&imported)),
+        Ok(imported) => overview_json(&overview(id, &imported)),
         Err(error) => json!({"error": error}),
     };
     row["path"] = json!(path.display().to_string());
     row
 }
 
-fn overview_json(overview: &Overview) -> Value {
+fn overview_json(info: &SessionInfo) -> Value {
     json!({
-        "title": overview.title,
-        "start": overview.start,
-        "messages": overview.messages,
-        "model": overview.model,
+        "title": info.title,
+        "start": info.started.as_ref().map(|t| t.as_str()),
+        "messages": info.message_count,
+        "model": info.model,
         "tokens": {
-            "input": overview.usage.input_tokens,
-            "cache_creation": overview.usage.cache_creation_input_tokens,
-            "cache_read": overview.usage.cache_read_input_tokens,
-            "output": overview.usage.output_tokens,
-            "total": overview.usage.total(),
+            "input": info.tokens.input,
+            "cache_creation": info.tokens.cache_creation_input,
+            "cache_read": info.tokens.cache_read_input,
+            "output": info.tokens.output,
+            "total": info.tokens.total(),
         },
-        "requests": overview.usage.requests,
     })
 }
 
