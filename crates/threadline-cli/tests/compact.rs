@@ -8,8 +8,8 @@ use std::process::Output;
 
 use serde_json::json;
 use threadline_message::{Header, Message, tool_result_block};
-use threadline_wire::ContentBlock;
 use threadline_wire::content::ToolUseBlock;
+use threadline_wire::{ContentBlock, Usage};
 
 use common::{code, stderr, threadline};
 
@@ -72,6 +72,51 @@ fn transcript(dir: &Path, rounds: usize) -> PathBuf {
         .collect();
     std::fs::write(&path, text).expect("written");
     path
+}
+
+/// The system prompt and tools the recorded session carried (not in the transcript).
+const UNSEEN: u64 = 15_000;
+
+/// [`transcript`] with the usage a real session records on every response: the input is the
+/// unseen system prompt and tools plus the messages before it (counted as the estimate counts
+/// them, so the API and the estimate agree), as cache reads after a small uncached tail.
+fn recorded_transcript(dir: &Path, rounds: usize) -> PathBuf {
+    let path = transcript(dir, rounds);
+    let mut messages = read_messages(&path);
+    for i in 0..messages.len() {
+        let sent = threadline_compact::estimate_messages(&messages[..i]);
+        let output = threadline_compact::estimate::message_tokens(&messages[i]);
+        if let Message::Assistant(a) = &mut messages[i] {
+            a.usage = Some(Box::new(Usage {
+                input_tokens: Some(10),
+                cache_creation_input_tokens: Some(0),
+                cache_read_input_tokens: Some(UNSEEN + sent - 10),
+                output_tokens: Some(output),
+                ..Usage::default()
+            }));
+        }
+    }
+    let text: String = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).expect("serializes") + "\n")
+        .collect();
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+/// The `~N tokens` figures of `compact`'s report: before and after.
+fn reported_tokens(stderr: &str) -> (u64, u64) {
+    let figures: Vec<u64> = stderr
+        .split('~')
+        .skip(1)
+        .map(|s| {
+            s.split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("a figure")
+        })
+        .collect();
+    (figures[0], figures[1])
 }
 
 fn read_messages(path: &Path) -> Vec<Message> {
@@ -146,6 +191,32 @@ fn auto_without_a_summary_file_uses_the_extractive_summary() {
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("request 1: Port module 0"), "{stdout}");
+}
+
+/// Issue 14: after compaction the estimate counted the usage the kept tail had recorded (the
+/// context before the compaction), so a 106k-token session reported ~107k tokens after being
+/// compacted to a fraction of that. Now it is the unseen prefix (inferred from the first
+/// recorded usage) plus the estimate of the compacted messages. (`--limit` bounds what the
+/// compaction keeps besides that prefix, which a transcript does not hold: the result here
+/// is above the limit by about the prefix, as it would be for the real session.)
+#[test]
+fn after_auto_the_estimate_does_not_count_usage_recorded_before_the_boundary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = recorded_transcript(dir.path(), 90);
+    let out = dir.path().join("compacted.jsonl");
+    let run = compact(
+        &input,
+        &["--limit", "20000", "--out", out.to_str().expect("utf-8")],
+    );
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let (before, after) = reported_tokens(&stderr(&run));
+    assert!((100_000..115_000).contains(&before), "{}", stderr(&run));
+    // The compacted array: boundary, summary, tail, re-attached files.
+    let compacted = read_messages(&out);
+    let expected = UNSEEN + threadline_compact::estimate_messages(&compacted[1..]);
+    assert_eq!(after, expected, "{}", stderr(&run));
+    // (The old figure was above `before`: the tail's last usage plus the re-attachments.)
+    assert!(after < before / 3, "{}", stderr(&run));
 }
 
 #[test]

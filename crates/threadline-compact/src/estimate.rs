@@ -208,24 +208,65 @@ pub fn estimate_request(request: &MessagesRequest) -> u64 {
         + estimate_params(&request.messages)
 }
 
-/// The context size the model sees for `history` (only what follows the last compaction
-/// boundary), with `overhead` tokens of system prompt and tools.
-///
-/// The count is anchored on the API's own usage report: the last assistant message in the
-/// visible history (after the last `microcompact_boundary`, before which content was cleared
-/// or removed) that carries usage gives `input + cache_creation + cache_read + output`
-/// tokens (which already include the system prompt and tools), and the estimate of every
-/// message after it (fragments of that same response excluded) is added. With no usage it
-/// is `overhead` plus the estimate of every visible message.
-pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
-    let visible = since_last_boundary(history);
-    // Usage reported before a local removal (microcompact, snip) described a longer context.
-    let trusted_from = visible
+/// `input + cache_creation + cache_read` tokens of `usage`: the whole input the API counted
+/// (`None` when it reported no `input_tokens`). Saturating: the numbers come from
+/// transcripts, which may be damaged.
+pub fn reported_input(usage: &threadline_wire::Usage) -> Option<u64> {
+    Some(
+        usage
+            .input_tokens?
+            .saturating_add(usage.cache_creation_input_tokens.unwrap_or(0))
+            .saturating_add(usage.cache_read_input_tokens.unwrap_or(0)),
+    )
+}
+
+/// Where the usage recorded in `visible` (the messages after the last compaction boundary of
+/// `history`) starts to describe the context `visible` is: after the last
+/// `microcompact_boundary` (content before it was cleared or removed locally), and after the
+/// messages a compaction carried over from before its boundary — its verbatim tail ends
+/// with the boundary's `last_message_id`, so every response up to that message's copy was
+/// answered, and its usage counted, for the longer context before the compaction.
+pub fn trusted_usage_start(history: &[Message], visible: &[Message]) -> usize {
+    let after_removal = visible
         .iter()
         .rposition(|m| {
             matches!(m, Message::System(s) if matches!(s.kind, SystemKind::MicrocompactBoundary { .. }))
         })
         .map_or(0, |b| b + 1);
+    let boundary = history
+        .len()
+        .checked_sub(visible.len() + 1)
+        .and_then(|b| history.get(b));
+    let after_carried = match boundary {
+        Some(Message::System(s)) => match &s.kind {
+            SystemKind::CompactBoundary {
+                last_message_id: Some(last),
+                ..
+            } => visible
+                .iter()
+                .rposition(|m| m.id() == last)
+                .map_or(0, |i| i + 1),
+            _ => 0,
+        },
+        _ => 0,
+    };
+    after_removal.max(after_carried)
+}
+
+/// The context size the model sees for `history` (only what follows the last compaction
+/// boundary), with `overhead` tokens of system prompt and tools.
+///
+/// The count is anchored on the API's own usage report: the last assistant message in the
+/// visible history whose usage describes the visible context ([`trusted_usage_start`]: not
+/// before a `microcompact_boundary`, not in the tail a compaction carried over) gives
+/// `input + cache_creation + cache_read + output` tokens (which already include the system
+/// prompt and tools), and the estimate of every message after it (fragments of that same
+/// response excluded) is added. With no such usage — right after a compaction, before the
+/// first answer to the compacted context — it is `overhead` plus the estimate of every
+/// visible message.
+pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
+    let visible = since_last_boundary(history);
+    let trusted_from = trusted_usage_start(history, visible);
     let anchor = visible
         .iter()
         .enumerate()
@@ -233,12 +274,7 @@ pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
         .rev()
         .find_map(|(i, m)| match m {
             Message::Assistant(a) if !a.is_api_error => a.usage.as_ref().and_then(|u| {
-                let input = u.input_tokens?;
-                // Saturating: the numbers come from transcripts, which may be damaged.
-                let total = input
-                    .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
-                    .saturating_add(u.cache_read_input_tokens.unwrap_or(0))
-                    .saturating_add(u.output_tokens.unwrap_or(0));
+                let total = reported_input(u)?.saturating_add(u.output_tokens.unwrap_or(0));
                 Some((i, total, a.api_message_id.clone()))
             }),
             _ => None,
@@ -257,6 +293,46 @@ pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
         }
         None => overhead + estimate_messages(visible),
     }
+}
+
+/// The tokens of the system prompt and tools a session's requests carried, inferred from
+/// the first usage recorded in `history` that describes its context (see
+/// [`trusted_usage_start`]): that request's reported input less the estimate of the messages
+/// it was sent. `None` when no such usage is recorded. A transcript holds neither the system
+/// prompt nor the tools, so this is how an estimate of a transcript's context counts them.
+pub fn inferred_overhead(history: &[Message]) -> Option<u64> {
+    let mut start = 0;
+    for (i, message) in history.iter().enumerate() {
+        if crate::units::is_compact_boundary(message) {
+            start = i + 1;
+            continue;
+        }
+        let Message::Assistant(a) = message else {
+            continue;
+        };
+        if a.is_api_error {
+            continue;
+        }
+        let Some(input) = a.usage.as_deref().and_then(reported_input) else {
+            continue;
+        };
+        let before = &history[..i];
+        let visible = &history[start..i];
+        if i - start < trusted_usage_start(before, visible) {
+            continue;
+        }
+        // Earlier fragments of the same response are its output, not its input.
+        let sent: u64 = visible
+            .iter()
+            .filter(|m| {
+                !matches!(m, Message::Assistant(b)
+                    if a.api_message_id.is_some() && b.api_message_id == a.api_message_id)
+            })
+            .map(message_tokens)
+            .sum();
+        return Some(input.saturating_sub(sent));
+    }
+    None
 }
 
 /// A future returned by a [`TokenCounter`].
@@ -386,6 +462,54 @@ mod tests {
         assert_eq!(
             estimate_context(&plain, 999),
             999 + estimate_messages(&plain)
+        );
+    }
+
+    fn answered(id: &str, input: u64) -> Message {
+        let mut answer = Message::assistant_fragment(id, "m", vec![ContentBlock::text("ok")]);
+        if let Message::Assistant(a) = &mut answer {
+            a.usage = Some(Box::new(Usage {
+                input_tokens: Some(10),
+                cache_read_input_tokens: Some(input - 10),
+                cache_creation_input_tokens: Some(0),
+                output_tokens: Some(5),
+                ..Usage::default()
+            }));
+        }
+        answer
+    }
+
+    #[test]
+    fn after_a_compaction_usage_the_kept_tail_recorded_is_not_an_anchor() {
+        let big = Message::user_text("z".repeat(400_000));
+        let answer = answered("msg_1", 105_000);
+        let prompt = Message::user_text("next");
+        // What autocompact appends: boundary, summary, the tail (copies, same ids).
+        let boundary = Message::system(SystemKind::CompactBoundary {
+            trigger: threadline_message::CompactTrigger::Auto,
+            pre_tokens: 105_000,
+            last_message_id: Some(prompt.id().clone()),
+        });
+        let summary = Message::compact_summary("what happened");
+        let mut history = vec![big, answer.clone(), prompt.clone(), boundary, summary];
+        history.extend([answer.clone(), prompt.clone()]);
+        let visible = since_last_boundary(&history);
+        assert_eq!(trusted_usage_start(&history, visible), visible.len());
+        let expected = 15_000 + estimate_messages(visible);
+        assert_eq!(estimate_context(&history, 15_000), expected);
+        assert!(expected < 20_000);
+        // The first answer to the compacted context is an anchor again.
+        let fresh = answered("msg_2", 15_100);
+        let appended = Message::user_text("y".repeat(400));
+        history.extend([fresh, appended.clone()]);
+        assert_eq!(
+            estimate_context(&history, 15_000),
+            15_105 + message_tokens(&appended)
+        );
+        // The unseen prefix is inferred from the first usage, never from a carried copy.
+        assert_eq!(
+            inferred_overhead(&history),
+            Some(105_000 - message_tokens(&history[0]))
         );
     }
 }

@@ -83,6 +83,7 @@ pub use breaker::CircuitBreaker;
 pub use budget::{BudgetOptions, BudgetReport, DirStore, MemoryStore, SideStore, apply_budget};
 pub use estimate::{
     TokenCounter, count_or_estimate, estimate_context, estimate_messages, estimate_request,
+    inferred_overhead, reported_input, trusted_usage_start,
 };
 pub use microcompact::{
     CLEARED_PLACEHOLDER, MicrocompactOptions, Microcompacted, ServerSideOptions,

@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline::attach::Workspace;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
-use threadline::compact::{ReattachOptions, TailOptions};
+use threadline::compact::{ReattachOptions, TailOptions, estimate_context, overhead_of};
 use threadline::message::{CompactTrigger, Message, SystemKind};
 use threadline::mock::{
     EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
@@ -154,6 +154,58 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     let transcript = std::fs::read_to_string(dir.path().join("session.jsonl")).expect("transcript");
     assert!(transcript.contains("compact_boundary"));
     assert!(transcript.lines().count() >= 8);
+}
+
+/// Issue 14: after an autocompact, the loop's estimate of the next request is its own count
+/// of the compacted context, not the usage the kept tail recorded for the longer context
+/// before it (which would make the next turn compact again). The estimate is what the policy
+/// computes (`estimate_context` with the system prompt's and tools' `overhead_of`) for the
+/// history as it stood when the request was sent; the mock counts the request it received.
+#[tokio::test(flavor = "current_thread")]
+async fn after_autocompact_the_next_request_is_estimated_within_a_fifth_of_the_mock_count() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        read("big.txt"),
+        read("medium.txt"),
+        Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
+        Step::text("Both files are read."),
+    ]))
+    .await
+    .expect("mock");
+    let mut agent = agent(&mock, dir.path(), small_compaction(Some(3_900)));
+    let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    // The history before the last answer: what the loop held when it sent request 3.
+    let history: Vec<Message> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    let last_answer = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant(_)))
+        .expect("an answer");
+    let sent = &history[..last_answer];
+    assert!(sent.iter().any(|m| matches!(m, Message::System(s)
+        if matches!(s.kind, SystemKind::CompactBoundary { .. }))));
+    let mut request: MessagesRequest =
+        serde_json::from_value(body(&requests[3]).clone()).expect("a request");
+    request.messages.clear();
+    let estimate = estimate_context(sent, overhead_of(&request));
+    let counted = EstimateUsage
+        .usage(&request, requests[3].body_bytes, 0)
+        .input_tokens
+        .expect("counted");
+    let error = (estimate as f64 - counted as f64).abs() / counted as f64;
+    assert!(
+        error <= 0.2,
+        "estimate {estimate} vs the mock's {counted}: {:.0}% off",
+        error * 100.0
+    );
 }
 
 /// The mock's usage, with `count_tokens` answering a fixed count.

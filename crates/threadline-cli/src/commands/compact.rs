@@ -12,7 +12,7 @@ use threadline_compact::units::since_last_boundary;
 use threadline_compact::{
     AutocompactOptions, CircuitBreaker, CompactContext, ExtractiveSummarizer, HistoryOnly,
     MicrocompactOptions, ScriptedSummarizer, Summarizer, Thresholds, autocompact, estimate_context,
-    estimate_messages, microcompact_time_based, overhead_of, snip_oldest,
+    inferred_overhead, microcompact_time_based, overhead_of, snip_oldest,
 };
 use threadline_message::{CompactTrigger, Message};
 use threadline_normalize::{Options, normalize};
@@ -60,25 +60,6 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), Strin
     }
 }
 
-/// The tokens of the system prompt and tools the first recorded response saw: its reported
-/// input (cached and not) less the estimate of the messages before it.
-fn inferred_overhead(visible: &[Message]) -> u64 {
-    visible
-        .iter()
-        .enumerate()
-        .find_map(|(i, m)| match m {
-            Message::Assistant(a) => a.usage.as_ref().and_then(|u| {
-                let input = u
-                    .input_tokens?
-                    .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
-                    .saturating_add(u.cache_read_input_tokens.unwrap_or(0));
-                Some(input.saturating_sub(estimate_messages(&visible[..i])))
-            }),
-            _ => None,
-        })
-        .unwrap_or(0)
-}
-
 pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
     let path = args.transcript;
     let session = match load_session(path, Sidechains::Never) {
@@ -111,8 +92,10 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
         normalize(visible, &Options::default()).messages,
     );
     // A transcript holds neither the system prompt nor the tools: their size is inferred
-    // from the first recorded usage, so estimates before and after a removal agree.
-    let overhead = overhead_of(&base).max(inferred_overhead(visible));
+    // from the first recorded usage, so estimates before and after a removal agree (after
+    // a compaction, the estimate counts them and the messages: the usage the kept tail
+    // recorded described the context before it).
+    let overhead = overhead_of(&base).max(inferred_overhead(&history).unwrap_or(0));
     let before = estimate_context(&history, overhead);
     let limit = args
         .limit
