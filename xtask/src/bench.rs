@@ -19,9 +19,10 @@
 //! plus an explanation line, and `target/bench-ratios.json`. Any missing
 //! estimate makes the command fail.
 //!
-//! After the criterion ratios come the deterministic ones of the prompt-cache
-//! simulator (`cache_bench.rs`: strategy hit ratio ÷ best achievable), printed the
-//! same way and written under `simulated`.
+//! After the criterion ratios come the deterministic ones (`cache_bench.rs`): the
+//! prompt-cache simulator's (strategy hit ratio ÷ best achievable) and the context
+//! estimate's against recorded usage (`estimate_mae_vs_recorded`, the mean absolute
+//! relative error; lower is better), printed the same way and written under `simulated`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -463,7 +464,7 @@ pub(crate) fn run(args: &BenchArgs) -> XResult<()> {
     let out = target.join("bench-ratios.json");
     let file = RatiosFile {
         format: "threadline-bench-ratios/1",
-        docs: "Written by cargo xtask bench. value: Speedup = baseline_time / ours_time (higher is better); TimeRatio = ours_time / baseline_time (lower is better); null when estimates are missing. Times are criterion mean point estimates in ns. simulated: deterministic ratios from the prompt-cache simulator (strategy hit ratio / best achievable; higher is better).",
+        docs: "Written by cargo xtask bench. value: Speedup = baseline_time / ours_time (higher is better); TimeRatio = ours_time / baseline_time (lower is better); null when estimates are missing. Times are criterion mean point estimates in ns. simulated: deterministic ratios, computed not timed: the prompt-cache simulator's (strategy hit ratio / best achievable; higher is better) and estimate_mae_vs_recorded (the context estimate's mean absolute relative error against the usage the fixture Claude Code transcripts recorded; lower is better).",
         ratios: &results,
         simulated: &simulated,
     };

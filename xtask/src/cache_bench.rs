@@ -1,9 +1,10 @@
 //! The deterministic (non-timing) ratios of `cargo xtask bench`: the prompt-cache strategies'
 //! hit ratios versus the best the simulator allows
-//! (`crates/threadline-cache/examples/strategy_bench.rs`) and threadline's planning against
-//! what the fixture transcripts recorded (`crates/threadline-cli/examples/plan_bench.rs`),
-//! each printing one JSON object whose `ratios` array holds `{name, value, what, better}`
-//! entries. They are printed as the
+//! (`crates/threadline-cache/examples/strategy_bench.rs`), threadline's planning against what
+//! the fixture transcripts recorded (`crates/threadline-cli/examples/plan_bench.rs`), and the
+//! context estimate's error against the usage they recorded (`estimate_mae_vs_recorded`,
+//! `crates/threadline-cli/examples/estimate_bench.rs`). Each prints one JSON object whose
+//! `ratios` array holds `{name, value, what, better}` entries. They are printed as the
 //! criterion ratios are (`ratio <name> <value>` and an explanation line) and written to
 //! `target/bench-ratios.json` under `simulated`.
 
@@ -61,7 +62,7 @@ pub(crate) fn parse(stdout: &str) -> XResult<Vec<SimulatedRatio>> {
 /// The two printed lines of one ratio, in the format of the criterion ratios.
 pub(crate) fn render(ratio: &SimulatedRatio) -> String {
     format!(
-        "ratio {} {:.3}\n  {} ({} is better; simulated, deterministic)",
+        "ratio {} {:.3}\n  {} ({} is better; deterministic, not timed)",
         ratio.name, ratio.value, ratio.what, ratio.better
     )
 }
@@ -70,6 +71,7 @@ pub(crate) fn render(ratio: &SimulatedRatio) -> String {
 pub(crate) const EXAMPLES: &[(&str, &str, bool)] = &[
     ("threadline-cache", "strategy_bench", true),
     ("threadline-cli", "plan_bench", false),
+    ("threadline-cli", "estimate_bench", false),
 ];
 
 /// Runs every example of [`EXAMPLES`] (release build) and returns their ratios, in order.
@@ -128,7 +130,7 @@ mod tests {
         assert_eq!(ratios.len(), 1);
         assert_eq!(
             render(&ratios[0]),
-            "ratio cache_default_vs_best 0.990\n  default vs best (higher is better; simulated, deterministic)"
+            "ratio cache_default_vs_best 0.990\n  default vs best (higher is better; deterministic, not timed)"
         );
         assert!(parse("{}").is_err());
         assert!(

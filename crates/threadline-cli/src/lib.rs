@@ -1,7 +1,8 @@
 //! The library half of the `threadline` command line: what its commands share that is worth
 //! calling without the binary — the bounded input reader, reading a session transcript of
-//! either format, and the `inspect` analysis (the token, prompt-cache and cost report of a
-//! transcript, benchmarked by `benches/inspect.rs`).
+//! either format, the `inspect` analysis (the token, prompt-cache and cost report of a
+//! transcript, benchmarked by `benches/inspect.rs`), and the context estimate's accuracy
+//! against recorded usage (`accuracy`, `examples/estimate_bench.rs`).
 //!
 //! ```
 //! use threadline_cli::{inspect, session};
@@ -17,6 +18,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod accuracy;
 pub mod input;
 pub mod inspect;
 pub mod inspect_html;
