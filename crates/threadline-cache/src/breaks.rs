@@ -60,6 +60,13 @@ pub enum BreakCause {
     },
     /// The request has no marker at all.
     NoMarker,
+    /// The agent re-rendered its tool set or the dynamic part of its system prompt (what
+    /// follows the part shared across sessions), as a local command recorded: `/mcp`
+    /// reconnecting a server. Everything after the shared part is new.
+    PrefixReloaded {
+        /// The command and what it printed (`/mcp: Reconnected to tidewave.`).
+        by: String,
+    },
 }
 
 impl fmt::Display for BreakCause {
@@ -96,6 +103,10 @@ impl fmt::Display for BreakCause {
                 "prefix of {tokens} tokens is below the model's minimum of {minimum}"
             ),
             BreakCause::NoMarker => f.write_str("the request has no cache marker"),
+            BreakCause::PrefixReloaded { by } => write!(
+                f,
+                "tools or the dynamic system prompt re-rendered after the cross-session prefix ({by})"
+            ),
         }
     }
 }

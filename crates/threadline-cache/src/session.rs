@@ -30,8 +30,8 @@ use crate::breaks::{BreakCause, CacheBreak};
 use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
-    Location, Prefix, PrefixPiece, Ttl, clear_marker, hash_of, is_eligible, marker_slot, mix,
-    piece_hash,
+    Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, clear_marker, hash_of, is_eligible,
+    marker_slot, mix, piece_hash,
 };
 use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
@@ -120,6 +120,78 @@ pub struct SessionSimulator<'m> {
     /// The map's size after the last sweep.
     swept_len: usize,
     last: Option<LastRequest>,
+    /// The model id the requests name (part of every cache key).
+    model_id: String,
+    /// How many times the dynamic part of the unseen prefix was re-rendered.
+    generation: u64,
+    /// The first unseen piece rebuilt since the last request (the next one flattens again
+    /// from there).
+    rebuilt_from: Option<usize>,
+    /// The rebuilt unseen pieces, put in place by the next request.
+    pending_header: Option<Vec<PrefixPiece>>,
+    /// The cause a rebuild gives the next request's break, if it has one.
+    announced: Option<BreakCause>,
+}
+
+/// The unseen pieces of a session's requests and the hash state and tokens after them.
+struct Header {
+    pieces: Vec<PrefixPiece>,
+    state: u64,
+    tokens: u64,
+}
+
+impl Header {
+    /// What [`Prefix::of`] gives before the first message block of a request naming
+    /// `model_id` with no tools, system prompt or settings, the unseen prefix `unseen` in
+    /// front; `generation` > 0 marks the part after the warm (cross-session) one as
+    /// re-rendered that many times (or, without such a part, the point after the unseen
+    /// prefix).
+    fn of(
+        model_id: &str,
+        counter: &dyn TokenCounter,
+        unseen: UnseenPrefix,
+        generation: u64,
+    ) -> Header {
+        let empty = MessagesRequest::new(model_id, 1024, Vec::new());
+        let mut pieces = Prefix::of(&empty, counter, unseen).pieces;
+        let mut state = mix(0x7468_7265_6164, hash_of(&empty.model));
+        let mut dynamic = false;
+        for piece in &mut pieces {
+            if generation > 0 && matches!(piece.location, Location::Unseen { index } if index > 0) {
+                piece.own_hash = mix(piece.own_hash, generation);
+                dynamic = true;
+            }
+            state = mix(state, piece.own_hash);
+            piece.prefix_hash = state;
+        }
+        if generation > 0 && !dynamic {
+            state = mix(state, mix(0x0064_796e_616d_6963, generation));
+        }
+        state = mix(state, hash_of(&empty.tool_choice));
+        state = mix(
+            state,
+            mix(
+                hash_of(&empty.thinking),
+                hash_of(&empty.output_config.as_ref().map(|o| &o.effort)),
+            ),
+        );
+        let tokens = pieces.last().map_or(0, |p| p.cumulative_tokens);
+        Header {
+            pieces,
+            state,
+            tokens,
+        }
+    }
+}
+
+impl PieceInfo {
+    fn unseen() -> PieceInfo {
+        PieceInfo {
+            message: 0,
+            markable: false,
+            last_eligible: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for SessionSimulator<'_> {
@@ -155,30 +227,7 @@ impl<'m> SessionSimulator<'m> {
         counter: impl TokenCounter + Send + Sync + 'm,
         config: SimConfig,
     ) -> Self {
-        let empty = MessagesRequest::new(model_id, 1024, Vec::new());
-        let header_prefix = Prefix::of(&empty, &counter, config.unseen);
-        let pieces = header_prefix.pieces;
-        // The state `Prefix::of` reaches before the first message block.
-        let mut state = mix(0x7468_7265_6164, hash_of(&empty.model));
-        if let Some(last) = pieces.last() {
-            state = last.prefix_hash;
-        }
-        state = mix(state, hash_of(&empty.tool_choice));
-        state = mix(
-            state,
-            mix(
-                hash_of(&empty.thinking),
-                hash_of(&empty.output_config.as_ref().map(|o| &o.effort)),
-            ),
-        );
-        let info = pieces
-            .iter()
-            .map(|_| PieceInfo {
-                message: 0,
-                markable: false,
-                last_eligible: None,
-            })
-            .collect();
+        let header = Header::of(model_id, &counter, config.unseen, 0);
         SessionSimulator {
             model,
             counter: Box::new(counter),
@@ -187,11 +236,11 @@ impl<'m> SessionSimulator<'m> {
                 .resolve(model_id)
                 .model()
                 .keeps_prior_thinking,
-            base_state: state,
-            base_tokens: pieces.last().map_or(0, |p| p.cumulative_tokens),
-            header: pieces.len(),
-            pieces,
-            info,
+            base_state: header.state,
+            base_tokens: header.tokens,
+            header: header.pieces.len(),
+            info: header.pieces.iter().map(|_| PieceInfo::unseen()).collect(),
+            pieces: header.pieces,
             messages: Vec::new(),
             strip: 0,
             marked: Vec::new(),
@@ -201,6 +250,11 @@ impl<'m> SessionSimulator<'m> {
             pruned_at: 0,
             swept_len: 0,
             last: None,
+            model_id: model_id.to_owned(),
+            generation: 0,
+            rebuilt_from: None,
+            pending_header: None,
+            announced: None,
         }
     }
 
@@ -213,6 +267,53 @@ impl<'m> SessionSimulator<'m> {
     /// [`Planner::reset`](crate::Planner::reset) does. The cache is kept.
     pub fn reset_planner(&mut self) {
         self.written.clear();
+    }
+
+    /// The agent re-rendered what follows the cross-session part of the unseen prefix —
+    /// its tool set or the dynamic part of its system prompt (a local command such as `/mcp`
+    /// reconnecting a server, `by`): from the next request on, that part and every message
+    /// after it are new to the cache, and a break there is reported as
+    /// [`BreakCause::PrefixReloaded`].
+    pub fn reload_dynamic_prefix(&mut self, by: impl Into<String>) {
+        self.generation += 1;
+        self.rebuild(BreakCause::PrefixReloaded { by: by.into() });
+    }
+
+    /// The next requests go to `model` (named `model_id`): caches are per model, so nothing
+    /// this session cached is read again, and the break is [`BreakCause::ModelChanged`].
+    pub fn switch_model(&mut self, model: &'m Model, model_id: &str) {
+        if model_id == self.model_id {
+            return;
+        }
+        self.model = model;
+        self.model_id = model_id.to_owned();
+        self.strips_thinking = !ModelTable::builtin()
+            .resolve(model_id)
+            .model()
+            .keeps_prior_thinking;
+        self.rebuild(BreakCause::ModelChanged);
+    }
+
+    /// Rebuilds the unseen pieces for the current model and generation; the next request is
+    /// flattened again from the first one that changed.
+    fn rebuild(&mut self, cause: BreakCause) {
+        let header = Header::of(
+            &self.model_id,
+            &*self.counter,
+            self.config.unseen,
+            self.generation,
+        );
+        let from = header
+            .pieces
+            .iter()
+            .zip(&self.pieces)
+            .position(|(new, old)| new.prefix_hash != old.prefix_hash)
+            .unwrap_or(self.header);
+        self.base_state = header.state;
+        self.base_tokens = header.tokens;
+        self.pending_header = Some(header.pieces);
+        self.rebuilt_from = Some(self.rebuilt_from.map_or(from, |f| f.min(from)));
+        self.announced = Some(cause);
     }
 
     /// Plans the markers of the request made of `messages` sent at `at_ms` (never
@@ -258,13 +359,26 @@ impl<'m> SessionSimulator<'m> {
             dirty = dirty.min(strip.min(self.strip));
         }
         self.strip = strip;
-        let cut = self
-            .messages
-            .get(dirty)
-            .map_or(self.pieces.len(), |m| m.start);
+        let rebuilt = self.rebuilt_from.take().zip(self.pending_header.take());
+        if rebuilt.is_some() {
+            dirty = 0;
+        }
+        let cut = match &rebuilt {
+            Some((from, _)) => *from,
+            None => self
+                .messages
+                .get(dirty)
+                .map_or(self.pieces.len(), |m| m.start),
+        };
         self.messages.truncate(dirty);
         let old_tail = self.pieces.split_off(cut);
         self.info.truncate(cut);
+        if let Some((from, header)) = rebuilt {
+            for piece in header.into_iter().skip(from) {
+                self.pieces.push(piece);
+                self.info.push(PieceInfo::unseen());
+            }
+        }
         for position in std::mem::take(&mut self.marked) {
             if let Some(piece) = self.pieces.get_mut(position) {
                 piece.marker = None;
@@ -463,7 +577,19 @@ impl<'m> SessionSimulator<'m> {
             self.entries.warm_start(pieces, &breakpoints, warm, at_ms);
         }
         let (hit, hits) = self.entries.reads(pieces, &breakpoints, at_ms);
-        let cache_break = self.explain(at_ms, cut, old_tail, hit, &breakpoints);
+        let announced = self.announced.take();
+        let cache_break =
+            self.explain(at_ms, cut, old_tail, hit, &breakpoints)
+                .map(|found| match (announced, found.location) {
+                    // A rebuild changed the first piece that differs: the rebuild is the cause.
+                    (Some(cause), Some(location)) if found.cause != BreakCause::MessagesRemoved => {
+                        CacheBreak {
+                            location: Some(location),
+                            cause,
+                        }
+                    }
+                    _ => found,
+                });
         let pieces = &self.pieces;
         let written = self.entries.write(
             pieces,

@@ -111,3 +111,72 @@ proptest! {
         assert_same(&messages, MODELS[model], &calibrations()[calibration], &gaps, &resets);
     }
 }
+
+/// Issue 14: a local command that re-renders the tools or the dynamic system prompt (`/mcp`
+/// reconnecting a server) leaves only the warm cross-session part of the unseen prefix
+/// readable, and the break names it; a switch of model reads nothing.
+#[test]
+fn a_reloaded_prefix_reads_only_the_shared_part_and_a_new_model_nothing() {
+    use threadline_cache::BreakCause;
+    use threadline_cache::prefix::Location;
+    use threadline_wire::{ContentBlock, MessageParam};
+
+    let model_id = "claude-sonnet-4-6";
+    let model = ModelTable::builtin().resolve(model_id).model();
+    let calibration = Calibration {
+        config: SimConfig {
+            unseen: UnseenPrefix {
+                tokens: 20_000,
+                warm_tokens: 15_000,
+                marked: true,
+            },
+            tail_tokens: 0,
+        },
+        scale: 1.0,
+    };
+    let mut session = calibration.session_simulator(model, model_id);
+    let mut messages = vec![MessageParam::user(vec![ContentBlock::text(
+        "Read me. ".repeat(2_000),
+    )])];
+    let step = |session: &mut threadline_cache::SessionSimulator<'_>,
+                messages: &mut Vec<MessageParam>,
+                at: u64| {
+        let unchanged = messages.len().saturating_sub(1);
+        let step = session.step(at, messages, unchanged);
+        messages.push(MessageParam::assistant(vec![ContentBlock::text("Done.")]));
+        messages.push(MessageParam::user(vec![ContentBlock::text("Again.")]));
+        step
+    };
+    step(&mut session, &mut messages, 0);
+    let warm = step(&mut session, &mut messages, 10_000);
+    assert!(warm.usage.cache_read_input_tokens > 20_000, "{warm:?}");
+    assert_eq!(warm.cache_break, None);
+
+    session.reload_dynamic_prefix("/mcp: Reconnected to tidewave.");
+    let reloaded = step(&mut session, &mut messages, 20_000);
+    assert_eq!(
+        reloaded.usage.cache_read_input_tokens, 15_000,
+        "{reloaded:?}"
+    );
+    let found = reloaded.cache_break.expect("a break");
+    assert_eq!(
+        found.cause,
+        BreakCause::PrefixReloaded {
+            by: "/mcp: Reconnected to tidewave.".into()
+        }
+    );
+    assert_eq!(found.location, Some(Location::Unseen { index: 1 }));
+    // What the reloaded request wrote is read by the next one.
+    let after = step(&mut session, &mut messages, 30_000);
+    assert!(after.usage.cache_read_input_tokens > 20_000, "{after:?}");
+    assert_eq!(after.cache_break, None);
+
+    let other = ModelTable::builtin().resolve("claude-opus-4-6").model();
+    session.switch_model(other, "claude-opus-4-6");
+    let switched = step(&mut session, &mut messages, 40_000);
+    assert_eq!(switched.usage.cache_read_input_tokens, 0, "{switched:?}");
+    assert_eq!(
+        switched.cache_break.map(|b| b.cause),
+        Some(BreakCause::ModelChanged)
+    );
+}

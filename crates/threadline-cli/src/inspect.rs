@@ -17,6 +17,14 @@
 //! with that much of the prefix warm. The first request is therefore matched by construction;
 //! `share_mae_after_first` leaves it out.
 //!
+//! Some records say the part of the request the transcript does not show changed
+//! (`threadline_normalize::prefix_change`): a local command that re-rendered the tools or the
+//! dynamic system prompt (`/mcp` reporting `Reconnected to …`) makes everything after the
+//! warm cross-session prefix new to the simulated cache, and a response from another model
+//! (`/model`) starts that model's cache empty (its prices apply from then on; not with
+//! `--model`, which simulates one model throughout). The break that follows names that cause
+//! (`prefix_reloaded` with the command and its output, or `model_changed`).
+//!
 //! Compaction: each request also says where its predicted context stands against the model's
 //! thresholds (`context_level`: ok, warning, autocompact, blocking), and `compaction` says
 //! when each layer would trigger for the session as it ends — judged at the time of its last
@@ -31,7 +39,7 @@ use serde_json::{Value, json};
 use threadline_cache::{Calibration, SimConfig};
 use threadline_compact::{BudgetOptions, Level, MicrocompactOptions, Thresholds, triggers};
 use threadline_message::Message;
-use threadline_normalize::ImpliedRequests;
+use threadline_normalize::{ImpliedRequests, PrefixChange};
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{MessagesRequest, Usage};
 
@@ -112,6 +120,22 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
         if implied.after_compaction {
             sim.reset_planner();
         }
+        // What the records say changed besides the messages (module docs).
+        for change in &implied.prefix_changes {
+            match change {
+                PrefixChange::ToolsReloaded { command, output } => {
+                    sim.reload_dynamic_prefix(format!("{command}: {output}"));
+                }
+                PrefixChange::ModelSwitched { to, .. } if model_flag.is_none() => {
+                    // An id not in the table is priced as `resolve` prices it.
+                    let table = ModelTable::builtin();
+                    let next = table.get(to).unwrap_or_else(|| table.resolve("?").model());
+                    sim.switch_model(next, to);
+                }
+                _ => {}
+            }
+        }
+        let model = sim.model();
         let at = implied.at_ms.unwrap_or(last_at).max(last_at);
         last_at = at;
         let step = sim.step(at, implied.messages, implied.unchanged);

@@ -12,6 +12,7 @@ use std::time::UNIX_EPOCH;
 use threadline_message::{Message, SystemKind};
 use threadline_wire::{MessageParam, Usage};
 
+use crate::prefix_change::{PrefixChange, PrefixWatch};
 use crate::{Normalizer, Options};
 
 /// One request implied by a transcript.
@@ -29,6 +30,9 @@ pub struct ImpliedRequest {
     pub recorded: Option<Usage>,
     /// Whether a compaction boundary came since the previous request.
     pub after_compaction: bool,
+    /// What changed since the previous request besides the messages (tools reloaded by a
+    /// local command, another model): [`crate::prefix_change`].
+    pub prefix_changes: Vec<PrefixChange>,
 }
 
 /// The requests `messages` implies, in order. API-error responses imply none, and neither
@@ -65,6 +69,7 @@ pub fn implied_requests(messages: &[Message]) -> Vec<ImpliedRequest> {
             at_ms: request.at_ms,
             recorded: request.recorded,
             after_compaction: request.after_compaction,
+            prefix_changes: request.prefix_changes,
         });
     }
     out
@@ -88,6 +93,9 @@ pub struct ImpliedView<'a> {
     pub recorded: Option<Usage>,
     /// Whether a compaction boundary came since the previous request.
     pub after_compaction: bool,
+    /// What changed since the previous request besides the messages (see
+    /// [`ImpliedRequest::prefix_changes`]); a model switch is seen on the response itself.
+    pub prefix_changes: Vec<PrefixChange>,
 }
 
 /// The requests a transcript implies, one at a time: each request's messages are the
@@ -122,6 +130,8 @@ pub struct ImpliedRequests<'s> {
     next: usize,
     previous_key: Option<String>,
     compacted: bool,
+    watch: PrefixWatch,
+    changes: Vec<PrefixChange>,
 }
 
 impl<'s> ImpliedRequests<'s> {
@@ -145,6 +155,8 @@ impl<'s> ImpliedRequests<'s> {
             next: 0,
             previous_key: None,
             compacted: false,
+            watch: PrefixWatch::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -159,6 +171,7 @@ impl<'s> ImpliedRequests<'s> {
             {
                 self.compacted = true;
             }
+            self.changes.extend(self.watch.observe(message));
             let Message::Assistant(assistant) = message else {
                 continue;
             };
@@ -183,6 +196,7 @@ impl<'s> ImpliedRequests<'s> {
                 at_ms: millis(&messages[i - 1]).or_else(|| millis(message)),
                 recorded,
                 after_compaction,
+                prefix_changes: std::mem::take(&mut self.changes),
             });
         }
         None
@@ -275,6 +289,44 @@ mod tests {
             previous = view.messages.to_vec();
         }
         assert!(walk.next_request().is_none());
+    }
+
+    #[test]
+    fn each_request_carries_the_prefix_changes_since_the_previous_one() {
+        let on = |id: &str, model: &str| {
+            Message::assistant_fragment(id, model, vec![ContentBlock::text("ok")])
+        };
+        let session = vec![
+            Message::user_text("one"),
+            on("msg_1", "claude-opus-4-6"),
+            Message::user_text("<command-name>/mcp</command-name>"),
+            Message::user_text(
+                "<local-command-stdout>Reconnected to tidewave.</local-command-stdout>",
+            ),
+            Message::user_text("two"),
+            on("msg_2", "claude-opus-4-6"),
+            on("msg_2", "claude-opus-4-6"),
+            Message::user_text("three"),
+            on("msg_3", "claude-sonnet-4-6"),
+        ];
+        let changes: Vec<Vec<PrefixChange>> = implied_requests(&session)
+            .into_iter()
+            .map(|r| r.prefix_changes)
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                vec![],
+                vec![PrefixChange::ToolsReloaded {
+                    command: "/mcp".into(),
+                    output: "Reconnected to tidewave.".into()
+                }],
+                vec![PrefixChange::ModelSwitched {
+                    from: "claude-opus-4-6".into(),
+                    to: "claude-sonnet-4-6".into()
+                }],
+            ]
+        );
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub mod implied;
 pub mod incremental;
 mod passes;
 mod pipeline;
+pub mod prefix_change;
 mod report;
 #[cfg(test)]
 mod scenarios;
@@ -108,6 +109,7 @@ pub use draft::{INTERNAL_TIMESTAMP, to_internal};
 pub use implied::{ImpliedRequest, ImpliedRequests, ImpliedView, implied_requests};
 pub use incremental::{FullReason, IncrementalUpdate, Normalizer};
 pub use passes::render_attachments::render_attachment;
+pub use prefix_change::{PrefixChange, PrefixWatch};
 pub use report::{Pass, Repair, RepairKind, Report};
 
 /// The text of a user message that would otherwise be empty (and of the one message of a
