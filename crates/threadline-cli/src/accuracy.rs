@@ -14,6 +14,10 @@
 //!
 //! The first request with recorded usage is left out: its usage is where the unseen prefix is
 //! inferred from, so it would be matched by construction.
+//!
+//! Each estimate looks back over the messages before its request (for the last boundary and
+//! the anchor), so a transcript costs up to the square of its length: this is for measuring
+//! fixtures, which is why `inspect` (linear in the transcript) does not report it.
 
 use std::collections::HashMap;
 
