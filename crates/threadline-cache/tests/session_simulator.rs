@@ -129,6 +129,7 @@ fn a_reloaded_prefix_reads_only_the_shared_part_and_a_new_model_nothing() {
                 tokens: 20_000,
                 warm_tokens: 15_000,
                 marked: true,
+                ..UnseenPrefix::default()
             },
             tail_tokens: 0,
         },
