@@ -268,6 +268,10 @@ pub(crate) fn hash_of<T: serde::Serialize>(value: &T) -> u64 {
     h.finish()
 }
 
+/// Mixed into the hash after the unseen prefix when a re-render has nothing of its own to
+/// change ([`UnseenPrefix::generation`]).
+pub(crate) const DYNAMIC_SALT: u64 = 0x0064_796e_616d_6963;
+
 /// An unseen part of the prompt that comes before everything the request shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UnseenPrefix {
@@ -280,6 +284,11 @@ pub struct UnseenPrefix {
     pub marked: bool,
     /// The lifetime of those breakpoints (five minutes unless the agent asks for an hour).
     pub ttl: Ttl,
+    /// How many times the agent re-rendered the part after the warm (cross-session) one — its
+    /// tool set or the dynamic part of its system prompt, as a `/mcp` reconnect does: 0 for
+    /// never. Each time, that part (or, without one, the point after the unseen prefix) and
+    /// everything after it hash anew.
+    pub generation: u64,
 }
 
 impl Prefix {
@@ -320,7 +329,10 @@ impl Prefix {
         let parts = [warm, unseen.tokens - warm];
         for (index, tokens) in parts.into_iter().enumerate() {
             if tokens > 0 {
-                let own = mix(0x756e_7365_656e + index as u64, tokens);
+                let mut own = mix(0x756e_7365_656e + index as u64, tokens);
+                if unseen.generation > 0 && index > 0 {
+                    own = mix(own, unseen.generation);
+                }
                 let marker = unseen.marked.then_some(unseen.ttl);
                 push(
                     &mut pieces,
@@ -333,6 +345,10 @@ impl Prefix {
                     true,
                 );
             }
+        }
+        if unseen.generation > 0 && parts[1] == 0 {
+            // Nothing unseen after the warm part: the re-rendered part starts right after it.
+            state = mix(state, mix(DYNAMIC_SALT, unseen.generation));
         }
         for (index, tool) in request.tools.iter().flatten().enumerate() {
             if is_deferred(tool) {

@@ -30,8 +30,8 @@ use crate::breaks::{BreakCause, CacheBreak};
 use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
-    Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, clear_marker, hash_of, is_eligible,
-    marker_slot, mix, piece_hash,
+    DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, clear_marker, hash_of,
+    is_eligible, marker_slot, mix, piece_hash,
 };
 use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
@@ -122,8 +122,6 @@ pub struct SessionSimulator<'m> {
     last: Option<LastRequest>,
     /// The model id the requests name (part of every cache key).
     model_id: String,
-    /// How many times the dynamic part of the unseen prefix was re-rendered.
-    generation: u64,
     /// The first unseen piece rebuilt since the last request (the next one flattens again
     /// from there).
     rebuilt_from: Option<usize>,
@@ -143,29 +141,19 @@ struct Header {
 impl Header {
     /// What [`Prefix::of`] gives before the first message block of a request naming
     /// `model_id` with no tools, system prompt or settings, the unseen prefix `unseen` in
-    /// front; `generation` > 0 marks the part after the warm (cross-session) one as
-    /// re-rendered that many times (or, without such a part, the point after the unseen
-    /// prefix).
-    fn of(
-        model_id: &str,
-        counter: &dyn TokenCounter,
-        unseen: UnseenPrefix,
-        generation: u64,
-    ) -> Header {
+    /// front (its [`UnseenPrefix::generation`] included).
+    fn of(model_id: &str, counter: &dyn TokenCounter, unseen: UnseenPrefix) -> Header {
         let empty = MessagesRequest::new(model_id, 1024, Vec::new());
-        let mut pieces = Prefix::of(&empty, counter, unseen).pieces;
+        let pieces = Prefix::of(&empty, counter, unseen).pieces;
         let mut state = mix(0x7468_7265_6164, hash_of(&empty.model));
-        let mut dynamic = false;
-        for piece in &mut pieces {
-            if generation > 0 && matches!(piece.location, Location::Unseen { index } if index > 0) {
-                piece.own_hash = mix(piece.own_hash, generation);
-                dynamic = true;
-            }
+        for piece in &pieces {
             state = mix(state, piece.own_hash);
-            piece.prefix_hash = state;
         }
-        if generation > 0 && !dynamic {
-            state = mix(state, mix(0x0064_796e_616d_6963, generation));
+        let dynamic = pieces
+            .iter()
+            .any(|p| matches!(p.location, Location::Unseen { index } if index > 0));
+        if unseen.generation > 0 && !dynamic {
+            state = mix(state, mix(DYNAMIC_SALT, unseen.generation));
         }
         state = mix(state, hash_of(&empty.tool_choice));
         state = mix(
@@ -227,7 +215,7 @@ impl<'m> SessionSimulator<'m> {
         counter: impl TokenCounter + Send + Sync + 'm,
         config: SimConfig,
     ) -> Self {
-        let header = Header::of(model_id, &counter, config.unseen, 0);
+        let header = Header::of(model_id, &counter, config.unseen);
         SessionSimulator {
             model,
             counter: Box::new(counter),
@@ -251,7 +239,6 @@ impl<'m> SessionSimulator<'m> {
             swept_len: 0,
             last: None,
             model_id: model_id.to_owned(),
-            generation: 0,
             rebuilt_from: None,
             pending_header: None,
             announced: None,
@@ -275,7 +262,7 @@ impl<'m> SessionSimulator<'m> {
     /// after it are new to the cache, and a break there is reported as
     /// [`BreakCause::PrefixReloaded`].
     pub fn reload_dynamic_prefix(&mut self, by: impl Into<String>) {
-        self.generation += 1;
+        self.config.unseen.generation += 1;
         self.rebuild(BreakCause::PrefixReloaded { by: by.into() });
     }
 
@@ -297,12 +284,7 @@ impl<'m> SessionSimulator<'m> {
     /// Rebuilds the unseen pieces for the current model and generation; the next request is
     /// flattened again from the first one that changed.
     fn rebuild(&mut self, cause: BreakCause) {
-        let header = Header::of(
-            &self.model_id,
-            &*self.counter,
-            self.config.unseen,
-            self.generation,
-        );
+        let header = Header::of(&self.model_id, &*self.counter, self.config.unseen);
         let from = header
             .pieces
             .iter()

@@ -145,6 +145,8 @@ pub struct Simulator<'m> {
     config: SimConfig,
     entries: CacheTable,
     last: Option<Last>,
+    /// The cause a change announced since the last request gives its break.
+    announced: Option<BreakCause>,
 }
 
 impl std::fmt::Debug for Simulator<'_> {
@@ -175,6 +177,26 @@ impl<'m> Simulator<'m> {
             config,
             entries: CacheTable::default(),
             last: None,
+            announced: None,
+        }
+    }
+
+    /// The agent re-rendered what follows the cross-session part of the unseen prefix (a
+    /// `/mcp` reconnect, `by`), as
+    /// [`SessionSimulator::reload_dynamic_prefix`](crate::SessionSimulator::reload_dynamic_prefix)
+    /// says: from the next request on that part and everything after it hash anew, and a
+    /// break there is [`BreakCause::PrefixReloaded`].
+    pub fn reload_dynamic_prefix(&mut self, by: impl Into<String>) {
+        self.config.unseen.generation += 1;
+        self.announced = Some(BreakCause::PrefixReloaded { by: by.into() });
+    }
+
+    /// The next requests are priced as `model`'s (they name it, so their cache keys differ
+    /// from the earlier ones'), and a break is [`BreakCause::ModelChanged`].
+    pub fn switch_model(&mut self, model: &'m Model) {
+        if model.id != self.model.id {
+            self.model = model;
+            self.announced = Some(BreakCause::ModelChanged);
         }
     }
 
@@ -220,7 +242,20 @@ impl<'m> Simulator<'m> {
                 .warm_start(&prefix.pieces, &breakpoints, warm, at_ms);
         }
         let (hit, hits) = self.entries.reads(&prefix.pieces, &breakpoints, at_ms);
-        let cache_break = self.explain(at_ms, prefix, request, hit, &breakpoints);
+        let announced = self.announced.take();
+        let cache_break =
+            self.explain(at_ms, prefix, request, hit, &breakpoints)
+                .map(|found| match (announced, found.location) {
+                    // An announced change made the first difference: it is the cause, as
+                    // the session simulator reports it.
+                    (Some(cause), Some(location)) if found.cause != BreakCause::MessagesRemoved => {
+                        CacheBreak {
+                            location: Some(location),
+                            cause,
+                        }
+                    }
+                    _ => found,
+                });
         // Every expired entry is swept after each request, so none is stale here.
         let written = self.entries.write(
             &prefix.pieces,
@@ -325,6 +360,7 @@ impl Calibration {
                     warm_tokens: read,
                     marked: cached > 0,
                     ttl: Ttl::FiveMinutes,
+                    generation: 0,
                 },
                 tail_tokens: tail,
             },

@@ -23,7 +23,7 @@ fn calibrations() -> Vec<Calibration> {
         tokens,
         warm_tokens,
         marked,
-        ttl: Default::default(),
+        ..UnseenPrefix::default()
     };
     [
         (UnseenPrefix::default(), 0, 1.0),

@@ -33,7 +33,7 @@
 
 use serde_json::{Value, json};
 use threadline_cache::{LookbackAware, Planner, Seed, Stable1h, Ttl};
-use threadline_normalize::ImpliedRequests;
+use threadline_normalize::{ImpliedRequests, PrefixChange};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
@@ -131,13 +131,30 @@ pub fn add_plan(
     let mut index = 0usize;
     let mut last_at = 0u64;
     let mut planned_cost_all = 0.0;
+    let mut request_model = model_id.clone();
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {
             planner.reset();
         }
+        // What the records say changed besides the messages, as the report applies it.
+        for change in &implied.prefix_changes {
+            match change {
+                PrefixChange::ToolsReloaded { command, output } => {
+                    sim.reload_dynamic_prefix(format!("{command}: {output}"));
+                }
+                PrefixChange::ModelSwitched { to, .. } if model_flag.is_none() => {
+                    let table = ModelTable::builtin();
+                    sim.switch_model(table.get(to).unwrap_or_else(|| table.resolve("?").model()));
+                    request_model.clone_from(to);
+                }
+                _ => {}
+            }
+        }
+        let model = sim.model();
         let at = implied.at_ms.unwrap_or(last_at).max(last_at);
         last_at = at;
-        let mut request = MessagesRequest::new(model_id.as_str(), 1024, implied.messages.to_vec());
+        let mut request =
+            MessagesRequest::new(request_model.as_str(), 1024, implied.messages.to_vec());
         planner.plan(&mut request);
         let step = sim.step(at, &request);
         let output = implied
