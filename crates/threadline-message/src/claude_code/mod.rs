@@ -1,0 +1,243 @@
+//! Import of Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`) into the
+//! internal message array.
+//!
+//! A Claude Code transcript is JSONL: one record per line, each with a `type`. Conversation
+//! records (`user`, `assistant`, `system`) carry a `uuid` and the `parentUuid` of the record
+//! before them, so a file holds a tree: a rewind or an edited prompt starts a new branch, and
+//! sub-agents (`isSidechain: true`) write their own chains into the same file (older versions)
+//! or into `agent-*.jsonl` files.
+//!
+//! # Which records become messages
+//!
+//! * **The main chain.** The leaf is the last record in the file (the newest write) that is not
+//!   a sidechain, is a `user`, `assistant` or `system` record, and is nobody's parent; the chain
+//!   is that leaf and its ancestors, found by following `parentUuid` — or, where it is null,
+//!   `logicalParentUuid`, which a `compact_boundary` uses to point at the last message before
+//!   the compaction (so the history before a compaction is imported too, followed by the
+//!   boundary, which tells the normalizer where the model's view starts). This is the
+//!   conversation Claude Code resumes. Where a record names a parent that is not in the file
+//!   (a line lost to a crash or an edit), the chain continues from the latest earlier record
+//!   that nothing follows — the record the lost line followed — and the gap is reported as
+//!   [`LineProblemKind::BrokenChain`], so a lost line loses only itself. Records on other
+//!   branches are counted in [`ImportResult::skipped_off_chain`]; a `uuid` seen twice (a
+//!   resumed session copies records) is taken from its last occurrence.
+//! * **Cycles.** A record that is its own ancestor (it names itself as its parent, or its
+//!   `parentUuid` chain comes back to it) is reported as [`LineProblemKind::ParentCycle`]:
+//!   when the main chain runs into a cycle, the walk stops after going round it once (the
+//!   cycle's records are imported) and the record closing it is reported; a cycle no chain
+//!   leads to is on no chain, and each of its records is reported as dropped. The walk visits
+//!   each record at most once, so it ends on any graph.
+//! * **Sidechains** (sub-agent conversations) are left out and counted in
+//!   [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is set:
+//!   then every sidechain record is imported too, at its place in the file.
+//! * Messages are returned in file order, which for files Claude Code wrote is chain order.
+//!
+//! # How records map
+//!
+//! * `user` → [`UserMessage`]: string content becomes one text block; `isMeta` →
+//!   `is_meta`, `isCompactSummary` → `is_compact_summary`, `toolUseResult` → `tool_use_result`.
+//! * `assistant` → [`AssistantMessage`]: `message.id` → `api_message_id`, `requestId` →
+//!   `request_id`, `model`, `stop_reason`, `usage`, `isApiErrorMessage` → `is_api_error`.
+//!   Claude Code writes one record per content block of a streamed response, all sharing
+//!   `message.id`: each stays a separate fragment (the normalizer merges them).
+//! * `system` → [`SystemMessage`]: `compact_boundary` (trigger and `preTokens` from
+//!   `compactMetadata`, `logicalParentUuid` as the last message), `microcompact_boundary`,
+//!   `local_command`, `api_error`, `stop_hook_summary`, `turn_duration`; any other subtype
+//!   with a text `content` becomes [`SystemKind::Informational`] (a subtype without one is
+//!   kept opaque).
+//! * The record's `uuid` and `timestamp` make the [`Header`] (a missing timestamp is empty).
+//! * Everything else — `summary` (a session title; see [`ImportResult::summaries`]; its
+//!   `leafUuid` often names a record of another session, so it never picks the chain),
+//!   `file-history-snapshot`, `queue-operation`, `attachment`, `progress`, and any type this
+//!   version does not know — is kept verbatim in [`ImportResult::opaque`]. Records without a
+//!   `uuid` are always kept; opaque records with one only when they are on the imported chain.
+//!
+//! Nothing fails the import: a line that is not JSON is skipped and reported (a cut last line
+//! as [`LineProblemKind::CutLastLine`]), a known record whose shape is not understood is kept
+//! opaque and reported, and a content block that does not parse is kept as an unknown block
+//! and reported.
+//!
+//! ```
+//! use threadline_message::claude_code::{ImportOptions, import_claude_code, is_claude_code_transcript};
+//! use threadline_message::{LineProblemKind, Message};
+//!
+//! let transcript = concat!(
+//!     r#"{"type":"file-history-snapshot","messageId":"m1","snapshot":{}}"#, "\n",
+//!     r#"{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"s","timestamp":"2025-10-13T09:00:00.000Z","message":{"role":"user","content":"hi"}}"#, "\n",
+//!     r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","isSidechain":false,"sessionId":"s","timestamp":"2025-10-13T09:00:01.000Z","requestId":"req_1","message":{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn"}}"#, "\n",
+//!     r#"{"type":"user","uuid":"w1","parentUuid":null,"isSidechain":true,"sessionId":"s","timestamp":"2025-10-13T09:00:02.000Z","message":{"role":"user","content":"Warmup"}}"#, "\n",
+//!     r#"{"type":"user","uuid":"u2","parentUuid":"a1","isSidechain":false,"sessionId":"s","timest"#,
+//! );
+//! assert!(is_claude_code_transcript(transcript));
+//!
+//! let imported = import_claude_code(transcript, &ImportOptions::default());
+//! assert_eq!(imported.messages.len(), 2);
+//! assert!(matches!(&imported.messages[1],
+//!     Message::Assistant(a) if a.api_message_id.as_deref() == Some("msg_1")));
+//! assert_eq!(imported.opaque.len(), 1); // the file-history-snapshot
+//! assert_eq!(imported.skipped_sidechain, 1);
+//! assert_eq!(imported.problems[0].line, 5);
+//! assert_eq!(imported.problems[0].kind, LineProblemKind::CutLastLine);
+//! ```
+
+mod graph;
+mod lines;
+mod records;
+
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::message::Message;
+use crate::transcript::{
+    DEFAULT_MAX_LINE_BYTES, LineProblem, LineProblemKind, TranscriptError, for_each_line,
+};
+
+use lines::ParsedLines;
+
+/// Knobs of the import.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    /// Import sidechain (sub-agent) records too, at their place in the file. Off by default.
+    pub include_sidechains: bool,
+    /// The longest line accepted, in bytes; longer lines are reported as malformed without
+    /// being held in memory. Default [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            include_sidechains: false,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+impl ImportOptions {
+    /// These options with sidechains included or not.
+    pub fn with_sidechains(mut self, include_sidechains: bool) -> Self {
+        self.include_sidechains = include_sidechains;
+        self
+    }
+
+    /// These options with the given line limit.
+    pub fn with_max_line_bytes(mut self, max_line_bytes: usize) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+}
+
+/// What an import produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportResult {
+    /// The imported messages, in file order.
+    pub messages: Vec<Message>,
+    /// Records kept verbatim because they are not messages (summaries, file-history
+    /// snapshots, record types this version does not know, known records whose shape was not
+    /// understood), in file order.
+    pub opaque: Vec<Value>,
+    /// Lines skipped and records imported imperfectly, in file order.
+    pub problems: Vec<LineProblem>,
+    /// Sidechain records left out (see [`ImportOptions::include_sidechains`]).
+    pub skipped_sidechain: usize,
+    /// Records left out because they are not on the main chain (abandoned branches, earlier
+    /// copies of a duplicated `uuid`).
+    pub skipped_off_chain: usize,
+}
+
+/// A `summary` record: the title Claude Code gave a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionSummary<'a> {
+    /// The title.
+    pub summary: &'a str,
+    /// The last record of the conversation it names (often in another session's file).
+    pub leaf_uuid: Option<&'a str>,
+}
+
+impl ImportResult {
+    /// The `summary` records among the opaque ones.
+    pub fn summaries(&self) -> impl Iterator<Item = SessionSummary<'_>> {
+        self.opaque.iter().filter_map(|record| {
+            (record.get("type")?.as_str()? == "summary").then_some(())?;
+            Some(SessionSummary {
+                summary: record.get("summary")?.as_str()?,
+                leaf_uuid: record.get("leafUuid").and_then(Value::as_str),
+            })
+        })
+    }
+}
+
+/// Imports a Claude Code transcript held in memory.
+pub fn import_claude_code(text: &str, options: &ImportOptions) -> ImportResult {
+    let mut parsed = ParsedLines::default();
+    let result = for_each_line(text.as_bytes(), options.max_line_bytes, |line| {
+        parsed.push(line, options.max_line_bytes);
+    });
+    if let Err(error) = result {
+        // Reading from a slice does not fail; should it ever, say so rather than panic.
+        parsed.problems.push(LineProblem {
+            line: parsed.last_line + 1,
+            kind: LineProblemKind::Malformed {
+                error: error.to_string(),
+            },
+        });
+    }
+    parsed.import(options)
+}
+
+/// Imports the Claude Code transcript at `path`, streaming it line by line.
+pub fn import_claude_code_file(
+    path: impl AsRef<Path>,
+    options: &ImportOptions,
+) -> Result<ImportResult, TranscriptError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|source| TranscriptError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut parsed = ParsedLines::default();
+    for_each_line(BufReader::new(file), options.max_line_bytes, |line| {
+        parsed.push(line, options.max_line_bytes);
+    })
+    .map_err(|source: io::Error| TranscriptError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(parsed.import(options))
+}
+
+/// Whether `text` looks like a Claude Code transcript rather than one of ours.
+///
+/// The first record that decides is the answer: one with a `uuid`, `parentUuid`, `sessionId`
+/// or `leafUuid` field, or of a type only Claude Code writes (`summary`,
+/// `file-history-snapshot`, `queue-operation`), says yes; one with `type` and `id` (our
+/// [`Message`] lines) says no. Lines that are not JSON objects and records that decide
+/// nothing are passed over; a text where nothing decides is not a Claude Code transcript.
+pub fn is_claude_code_transcript(text: &str) -> bool {
+    text.lines()
+        .filter_map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(record)) => decides(&record),
+            _ => None,
+        })
+        .next()
+        .unwrap_or(false)
+}
+
+fn decides(record: &Map<String, Value>) -> Option<bool> {
+    const CLAUDE_CODE_FIELDS: [&str; 4] = ["uuid", "parentUuid", "sessionId", "leafUuid"];
+    const CLAUDE_CODE_TYPES: [&str; 3] = ["summary", "file-history-snapshot", "queue-operation"];
+    let record_type = record.get("type").and_then(Value::as_str);
+    if CLAUDE_CODE_FIELDS.iter().any(|f| record.contains_key(*f))
+        || record_type.is_some_and(|t| CLAUDE_CODE_TYPES.contains(&t))
+    {
+        Some(true)
+    } else if record_type.is_some() && record.contains_key("id") {
+        Some(false)
+    } else {
+        None
+    }
+}
