@@ -5,6 +5,7 @@
 //! UI and the normalizer agree on what was attached.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// One item of a todo or task reminder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,5 +112,14 @@ pub enum Attachment {
     UiOnly {
         /// A label for the UI.
         label: String,
+    },
+    /// A Claude Code `attachment` record of a kind with no typed variant here, kept as it
+    /// was written. The normalizer shows it to the model only for the kinds Claude Code is
+    /// known to render (see `threadline_normalize::render_attachment`).
+    ClaudeCode {
+        /// Claude Code's `attachment.type` (e.g. `skill_listing`, `prompt_snapshot`).
+        attachment_type: String,
+        /// The whole `attachment` object, `type` included.
+        payload: Value,
     },
 }

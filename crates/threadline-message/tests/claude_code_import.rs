@@ -146,18 +146,18 @@ const EXPECTED: &[Expected] = &[
     Expected {
         file: "lanegrid__agtrace/claude_agent.jsonl",
         main: Counts {
-            user: 0,
-            assistant: 0,
+            user: 1,
+            assistant: 1,
             system: 0,
             meta: 0,
             tool_use_results: 0,
-            api_message_ids: 0,
+            api_message_ids: 1,
         },
         opaque: 0,
-        sidechain_users: 1,
-        sidechain_assistants: 1,
-        first: "",
-        last: "",
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "32ddc5db-2a13-4047-adc2-f4fd68e90066",
+        last: "ad1865d3-87e5-4efd-a6f5-28240f200894",
     },
     Expected {
         file: "lanegrid__agtrace/claude_session.jsonl",
@@ -174,6 +174,59 @@ const EXPECTED: &[Expected] = &[
         sidechain_assistants: 0,
         first: "f370ce0f-84e8-42ab-a6c9-c5d925abd271",
         last: "61f4ec02-d975-4eb6-89be-fbb302f1167b",
+    },
+    // Every progress record (10) is kept opaque, on the chain (the SessionStart hooks are
+    // its root) or off it. The main chain holds every user, assistant and system record: the
+    // Glob call (L30) and its result (L32), which a `parentUuid` walk misses, are pulled in.
+    Expected {
+        file: "marot__spotter/tool_heavy.jsonl",
+        main: Counts {
+            user: 13,
+            assistant: 9,
+            system: 2,
+            meta: 1,
+            tool_use_results: 6,
+            api_message_ids: 4,
+        },
+        opaque: 15,
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "5440873c-2d59-4c8c-88ec-c0a8c38a027d",
+        last: "29e6224a-ea4f-445c-964f-d2bbddd138d0",
+    },
+    // The request view starts at the compact boundary (L11): the summary and the /compact
+    // command records after it (L12–15). L2–8 are what the summary replaced.
+    Expected {
+        file: "tomjnsn__agentlogs/compact.jsonl",
+        main: Counts {
+            user: 4,
+            assistant: 0,
+            system: 1,
+            meta: 1,
+            tool_use_results: 0,
+            api_message_ids: 0,
+        },
+        opaque: 4,
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "a623034a-2670-4ca8-83f6-b21d2b5eb3c0",
+        last: "6b911413-edc7-479e-83d0-acbaddbc8ba7",
+    },
+    Expected {
+        file: "tomjnsn__agentlogs/images.jsonl",
+        main: Counts {
+            user: 3,
+            assistant: 7,
+            system: 1,
+            meta: 0,
+            tool_use_results: 2,
+            api_message_ids: 3,
+        },
+        opaque: 18,
+        sidechain_users: 0,
+        sidechain_assistants: 0,
+        first: "c3e4d9d7-4c50-4d9e-8a52-58d49da172c6",
+        last: "01d1b221-8442-432d-8106-8c1e76459ac2",
     },
 ];
 
@@ -201,6 +254,12 @@ fn every_fixture_imports_without_problems_and_with_the_counted_records() {
             "{name}"
         );
         assert_eq!(main.skipped_off_chain, 0, "{name}");
+        let compacted = if name.ends_with("compact.jsonl") {
+            6
+        } else {
+            0
+        };
+        assert_eq!(main.skipped_compacted, compacted, "{name}");
         let main_ids = ids(&main.messages);
         assert_eq!(
             main_ids.first().copied().unwrap_or(""),
@@ -302,21 +361,32 @@ fn uuids_in_file_order(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn sidechains_are_left_out_unless_asked_for() {
+fn a_file_whose_records_are_all_sidechains_is_imported_as_the_main_chain() {
     let agent = read("lanegrid__agtrace/claude_agent.jsonl");
     let default = import(&agent);
-    assert_eq!(default.messages, []);
-    assert_eq!(default.skipped_sidechain, 2);
-
-    let included = import_claude_code(&agent, &with_sidechains());
-    assert_eq!(included.problems, []);
-    assert_eq!(included.skipped_sidechain, 0);
-    assert_eq!(ids(&included.messages), uuids_in_file_order(&agent));
-    let Message::User(warmup) = &included.messages[0] else {
+    assert_eq!(default.problems, []);
+    assert!(default.is_all_sidechain());
+    assert_eq!(default.skipped_sidechain, 0);
+    assert_eq!(ids(&default.messages), uuids_in_file_order(&agent));
+    let Message::User(warmup) = &default.messages[0] else {
         panic!("a user message")
     };
     assert_eq!(warmup.content, [ContentBlock::text("Warmup")]);
+    assert_eq!(default.agent_id(), Some("0c4c3cf8"));
+    // Including sidechains changes nothing: they are the chain.
+    assert_eq!(import_claude_code(&agent, &with_sidechains()), default);
 
+    // One main-chain record is enough for the sidechains to be sub-agents again.
+    let main = record("user", "m", None, "the parent's prompt");
+    let mixed = format!("{}\n{main}\n", agent.trim_end());
+    let mixed = import(&mixed);
+    assert!(!mixed.is_all_sidechain());
+    assert_eq!(ids(&mixed.messages), ["m"]);
+    assert_eq!(mixed.skipped_sidechain, 2);
+}
+
+#[test]
+fn sidechains_are_left_out_unless_asked_for() {
     // Interleaved sidechains are imported at their place in the file.
     let text = read("d-kimuson__claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl");
     let all = import_claude_code(&text, &with_sidechains());
@@ -491,17 +561,20 @@ proptest! {
                 value
             })
             .collect();
-        let imported = import(&jsonl(&records));
+        // `logicalParentUuid` is a parent only when compactions are followed.
+        for follow in [false, true] {
+        let options = ImportOptions::default().with_compacted_history(follow);
+        let imported = import_claude_code(&jsonl(&records), &options);
 
         prop_assert_eq!(
             imported.messages.len() + imported.opaque.len() + imported.skipped_sidechain
-                + imported.skipped_off_chain,
+                + imported.skipped_off_chain + imported.skipped_compacted,
             records.len()
         );
         // The oracle: the last record of each uuid, each record's parent, and brute force.
         let uuid_of = |r: &Value| r["uuid"].as_str().filter(|u| !u.is_empty()).map(str::to_owned);
         let parent_of = |r: &Value| {
-            ["parentUuid", "logicalParentUuid"]
+            ["parentUuid", "logicalParentUuid"][..if follow { 2 } else { 1 }]
                 .iter()
                 .find_map(|k| r[*k].as_str().filter(|u| !u.is_empty()).map(str::to_owned))
         };
@@ -544,6 +617,7 @@ proptest! {
             if let LineProblemKind::ParentCycle { .. } = problem.kind {
                 prop_assert!(on_cycle(problem.line - 1), "{}", problem);
             }
+        }
         }
     }
 }
@@ -693,8 +767,24 @@ fn system_records_map_to_their_kinds() {
         ),
     ]);
 
-    let imported = import(&text);
+    // The model's view starts at the boundary: what the summary replaced is left out.
+    let request_view = import(&text);
+    assert_eq!(request_view.problems, []);
+    assert_eq!(
+        ids(&request_view.messages),
+        ["cb", "cs", "lc", "mc", "ae", "sh", "td", "e", "w", "z"],
+        "the chain stops at the compaction and runs through the opaque record"
+    );
+    assert_eq!(request_view.skipped_compacted, 2);
+    assert_eq!(request_view.skipped_off_chain, 0);
+
+    // The history view follows `logicalParentUuid` into the compacted history.
+    let imported = import_claude_code(
+        &text,
+        &ImportOptions::default().with_compacted_history(true),
+    );
     assert_eq!(imported.problems, []);
+    assert_eq!(imported.skipped_compacted, 0);
     assert_eq!(
         ids(&imported.messages),
         [
@@ -915,6 +1005,12 @@ fn digest(result: &ImportResult) -> String {
                     serde_json::to_value(&system.kind).expect("serializes")["subtype"].to_string();
                 ("system", vec![subtype], &[])
             }
+            Message::Attachment(attachment) => {
+                let kind =
+                    serde_json::to_value(&attachment.attachment).expect("serializes")["kind"]
+                        .to_string();
+                ("attachment", vec![kind], &[])
+            }
             other => panic!("an import makes no {other:?}"),
         };
         let types: Vec<&str> = blocks.iter().map(ContentBlock::tag).collect();
@@ -950,14 +1046,31 @@ fn digest(result: &ImportResult) -> String {
         ));
     }
     out.push_str(&format!(
-        "opaque: {:?}\nskipped: {} sidechain, {} off chain\n",
+        "opaque: {:?}\nskipped: {} sidechain, {} off chain, {} compacted\n",
         result
             .opaque
             .iter()
             .map(|o| o["type"].as_str().unwrap_or("?"))
             .collect::<Vec<_>>(),
         result.skipped_sidechain,
-        result.skipped_off_chain
+        result.skipped_off_chain,
+        result.skipped_compacted
+    ));
+    let u = result.usage();
+    out.push_str(&format!(
+        "session: {:?} agent {:?} first {:?} all-sidechain {} model {:?}\ntitle: {:?}\n\
+         usage: {} responses, {} in, {} out, {} cache write, {} cache read\n",
+        result.session_id(),
+        result.agent_id(),
+        result.first_timestamp(),
+        result.is_all_sidechain(),
+        result.model(),
+        result.title(),
+        u.responses,
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_creation_input_tokens,
+        u.cache_read_input_tokens
     ));
     out
 }
@@ -983,4 +1096,246 @@ fn digests_of_every_fixture() {
         "lanegrid__agtrace__claude_agent__with_sidechains",
         digest(&agent)
     );
+    let history = import_claude_code(
+        &read("tomjnsn__agentlogs/compact.jsonl"),
+        &ImportOptions::default().with_compacted_history(true),
+    );
+    insta::assert_snapshot!("tomjnsn__agentlogs__compact__history", digest(&history));
+}
+
+#[test]
+fn parallel_tool_results_are_pulled_into_the_chain() {
+    let text = read("marot__spotter/tool_heavy.jsonl");
+    let imported = import(&text);
+    let ids = ids(&imported.messages);
+    // L29 WebSearch and L30 Glob are fragments of one response; L32 answers Glob (parent
+    // L30), L33 answers WebSearch (parent L29) and the conversation continues from L33.
+    for (line, uuid) in [
+        (29, "479992dc"),
+        (30, "50199023"),
+        (32, "d2b1430f"),
+        (33, "1979167d"),
+    ] {
+        assert!(
+            ids.iter().any(|id| id.starts_with(uuid)),
+            "line {line} ({uuid}) is on the chain: {ids:?}"
+        );
+    }
+    let position = |prefix: &str| ids.iter().position(|id| id.starts_with(prefix));
+    assert!(
+        position("50199023") < position("d2b1430f"),
+        "the call before its result"
+    );
+    // The results answer the calls in the order they were made (WebSearch, then Glob), not
+    // in the order the tools finished (Glob's result was written first).
+    assert_eq!(position("1979167d").map(|p| p + 1), position("d2b1430f"));
+    // Without them a parentUuid walk would have skipped two records.
+    assert_eq!(imported.skipped_off_chain, 0);
+}
+
+#[test]
+fn the_request_view_of_a_compacted_session_starts_at_the_boundary() {
+    let text = read("tomjnsn__agentlogs/compact.jsonl");
+    let request = import(&text);
+    let Message::System(boundary) = &request.messages[0] else {
+        panic!("the boundary first")
+    };
+    assert!(matches!(boundary.kind, SystemKind::CompactBoundary { .. }));
+    let Message::User(summary) = &request.messages[1] else {
+        panic!("the summary second")
+    };
+    assert!(summary.is_compact_summary);
+    let pre_boundary = "how are you doing";
+    let has_text = |messages: &[Message], needle: &str| {
+        messages.iter().any(|m| match m {
+            Message::User(u) => u
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Text(t) if t.text == needle)),
+            _ => false,
+        })
+    };
+    assert!(!has_text(&request.messages, pre_boundary));
+    assert_eq!(request.skipped_compacted, 6);
+
+    let history = import_claude_code(
+        &text,
+        &ImportOptions::default().with_compacted_history(true),
+    );
+    assert!(has_text(&history.messages, pre_boundary));
+    assert_eq!(history.messages.len(), 11);
+    assert_eq!(history.skipped_compacted, 0);
+}
+
+#[test]
+fn the_session_information_of_each_fixture() {
+    struct Info {
+        file: &'static str,
+        session_id: &'static str,
+        first_timestamp: &'static str,
+        title: &'static str,
+        model: &'static str,
+        /// responses, input, output, cache creation, cache read — counted with jq:
+        /// `group_by(.requestId) | map(.[-1].message.usage)` over the non-sidechain
+        /// assistant records.
+        usage: [u64; 5],
+    }
+    let infos = [
+        Info {
+            file: "marot__spotter/tool_heavy.jsonl",
+            session_id: "d6e0bada-1959-4eec-a9d2-0bfade768d8f",
+            first_timestamp: "2026-02-10T22:57:51.291Z",
+            title: "start phoenix in background",
+            model: "claude-opus-4-6",
+            usage: [4, 54, 212, 17_696, 88_231],
+        },
+        Info {
+            file: "tomjnsn__agentlogs/compact.jsonl",
+            session_id: "0e26ec2f-937e-482c-b889-bc126f996913",
+            first_timestamp: "2025-10-10T21:56:01.418Z",
+            // The /clear command records before it are not typed prompts.
+            title: "how are you doing",
+            // Before the boundary, and still the session's model.
+            model: "claude-sonnet-4-5-20250929",
+            // The one response is before the boundary: still billed.
+            usage: [1, 10, 148, 2128, 13_522],
+        },
+        Info {
+            file: "tomjnsn__agentlogs/images.jsonl",
+            session_id: "794b4c5f-6354-422a-9e6d-c9f18e89e427",
+            first_timestamp: "2026-01-10T15:02:23.149Z",
+            // The last of its 18 summary records.
+            title: "Pricing tier system with Polar.sh integration",
+            model: "claude-opus-4-5-20251101",
+            usage: [3, 26, 145, 5927, 67_843],
+        },
+    ];
+    for info in infos {
+        let imported = import(&read(info.file));
+        let name = info.file;
+        assert_eq!(imported.session_id(), Some(info.session_id), "{name}");
+        assert_eq!(
+            imported.first_timestamp(),
+            Some(info.first_timestamp),
+            "{name}"
+        );
+        assert_eq!(imported.title(), Some(info.title), "{name}");
+        assert_eq!(imported.model(), Some(info.model), "{name}");
+        assert!(!imported.is_all_sidechain(), "{name}");
+        assert_eq!(imported.agent_id(), None, "{name}");
+        let u = imported.usage();
+        assert_eq!(
+            [
+                u.responses,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_creation_input_tokens,
+                u.cache_read_input_tokens
+            ],
+            info.usage,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_title_comes_from_the_latest_metadata_record_of_the_strongest_kind() {
+    let prompt = record("user", "u", None, "fix the build please");
+    let meta = |kind: &str, key: &str, value: &str| {
+        let mut record = json!({"type": kind, "sessionId": "s1"});
+        record[key] = json!(value);
+        record
+    };
+    let title = |records: &[Value]| import(&jsonl(records)).title().map(str::to_owned);
+    assert_eq!(
+        title(std::slice::from_ref(&prompt)).as_deref(),
+        Some("fix the build please")
+    );
+    let summary = meta("summary", "summary", "Build fixes");
+    assert_eq!(
+        title(&[summary.clone(), prompt.clone()]).as_deref(),
+        Some("Build fixes")
+    );
+    let last_prompt = meta("last-prompt", "lastPrompt", "and the tests");
+    assert_eq!(
+        title(&[summary.clone(), prompt.clone(), last_prompt.clone()]).as_deref(),
+        Some("and the tests")
+    );
+    let ai = meta("ai-title", "aiTitle", "Fixing CI");
+    let custom = meta("custom-title", "customTitle", "my title");
+    let custom2 = meta("custom-title", "customTitle", "renamed");
+    assert_eq!(
+        title(&[custom, prompt.clone(), ai.clone(), custom2, last_prompt]).as_deref(),
+        Some("renamed")
+    );
+    assert_eq!(
+        title(&[
+            prompt.clone(),
+            ai.clone(),
+            meta("custom-title", "customTitle", "  ")
+        ])
+        .as_deref(),
+        Some("Fixing CI"),
+        "a blank custom title is no title"
+    );
+    // Harness text is not a typed prompt; a long prompt is cut to 200 characters.
+    let caveat = record(
+        "user",
+        "c",
+        None,
+        "<local-command-caveat>Caveat: …</local-command-caveat>",
+    );
+    let long = "é".repeat(300);
+    let typed = record("user", "t", Some("c"), &long);
+    let cut = title(&[caveat, typed]).expect("a title");
+    assert_eq!(cut.chars().count(), 200);
+    // Metadata records stay opaque, with a uuid too, and never join the chain.
+    let mut tagged = meta("tag", "tag", "release");
+    tagged["uuid"] = json!("tag-1");
+    let imported = import(&jsonl(&[prompt.clone(), tagged.clone(), ai]));
+    assert_eq!(imported.session.tag.as_deref(), Some("release"));
+    assert_eq!(ids(&imported.messages), ["u"]);
+    assert_eq!(imported.opaque.len(), 2);
+    let cleared = import(&jsonl(&[prompt, tagged, meta("tag", "tag", "")]));
+    assert_eq!(cleared.session.tag, None, "an empty tag clears it");
+}
+
+#[test]
+fn usage_counts_each_request_once_with_its_last_fragment() {
+    let fragment = |uuid: &str, parent: Option<&str>, request: Option<&str>, output: u64| {
+        let mut r = record("assistant", uuid, parent, "part");
+        r["message"]["id"] = json!("msg_same");
+        r["message"]["usage"] = json!({"input_tokens": 10, "output_tokens": output,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 100,
+            "cache_creation": {"ephemeral_5m_input_tokens": 3, "ephemeral_1h_input_tokens": 4}});
+        if let Some(request) = request {
+            r["requestId"] = json!(request);
+        }
+        r
+    };
+    let mut error = record("assistant", "e", Some("a3"), "API Error: 529");
+    error["isApiErrorMessage"] = json!(true);
+    error["message"]["model"] = json!("<synthetic>");
+    let mut side = fragment("s", None, Some("req_side"), 50);
+    side["isSidechain"] = json!(true);
+    let text = jsonl(&[
+        record("user", "u", None, "hi"),
+        fragment("a1", Some("u"), Some("req_1"), 6),
+        fragment("a2", Some("a1"), Some("req_1"), 148),
+        // No requestId: keyed by message.id, a separate response.
+        fragment("a3", Some("a2"), None, 20),
+        error,
+        side,
+    ]);
+    let imported = import(&text);
+    let usage = imported.usage();
+    assert_eq!(usage.responses, 2);
+    assert_eq!(usage.input_tokens, 20);
+    assert_eq!(usage.output_tokens, 148 + 20);
+    assert_eq!(usage.cache_read_input_tokens, 200);
+    // The flat cache-creation field is 0 and the breakdown is not (before 2.1.152).
+    assert_eq!(usage.cache_creation_input_tokens, 14);
+    assert_eq!(imported.session.sidechain_usage.responses, 1);
+    assert_eq!(imported.session.sidechain_usage.output_tokens, 50);
+    assert_eq!(imported.model(), Some("claude-sonnet-4-5"));
 }

@@ -108,7 +108,7 @@ use threadline_wire::MessageParam;
 pub use draft::{INTERNAL_TIMESTAMP, to_internal};
 pub use implied::{ImpliedRequest, ImpliedRequests, ImpliedView, implied_requests};
 pub use incremental::{FullReason, IncrementalUpdate, Normalizer};
-pub use passes::render_attachments::render_attachment;
+pub use passes::render_attachments::{CLAUDE_CODE_VISIBLE, render_attachment};
 pub use prefix_change::{PrefixChange, PrefixWatch};
 pub use report::{Pass, Repair, RepairKind, Report};
 

@@ -26,29 +26,24 @@ const LONG: usize = 240;
 /// At most this many variants of one kind per transcript (spread evenly over the file).
 const VARIANTS_PER_KIND: usize = 24;
 
-/// The transcript imported: its main chain, or — for a sub-agent's file, whose every record is
-/// a sidechain — its sidechain records.
+/// The transcript imported: its main chain (for a sub-agent's file, whose every record is a
+/// sidechain, the importer takes the sidechain as the main chain).
 fn import(text: &str) -> ImportResult {
-    let imported = import_claude_code(text, &ImportOptions::default());
-    if imported.messages.is_empty() && imported.skipped_sidechain > 0 {
-        import_claude_code(text, &ImportOptions::default().with_sidechains(true))
-    } else {
-        imported
-    }
+    import_claude_code(text, &ImportOptions::default())
 }
 
-/// The model the session used, when the model table knows it; [`MODEL`] otherwise.
-fn session_model(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::Assistant(a) if ModelTable::builtin().get(&a.model).is_some() => {
-                Some(a.model.clone())
-            }
+/// The model the session used (the importer's [`ImportResult::model`], else the last
+/// assistant's), when the model table knows it; [`MODEL`] otherwise.
+fn session_model(imported: &ImportResult) -> String {
+    imported
+        .model()
+        .into_iter()
+        .chain(imported.messages.iter().rev().filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.model.as_str()),
             _ => None,
-        })
-        .unwrap_or_else(|| MODEL.to_owned())
+        }))
+        .find(|model| ModelTable::builtin().get(model).is_some())
+        .map_or_else(|| MODEL.to_owned(), str::to_owned)
 }
 
 /// Normalizes `messages` and checks (a) valid for `model`, (c) typed text kept, (d) pairing.
@@ -170,7 +165,7 @@ fn every_transcript_normalizes_to_a_valid_request() {
     for path in paths {
         let text = std::fs::read_to_string(&path).expect("a fixture transcript is readable");
         let imported = import(&text);
-        let model = session_model(&imported.messages);
+        let model = session_model(&imported);
         let name = name(&path);
         let normalized = normalize_checked(&name, &imported.messages, &model);
         snapshot(&name, &model, &normalized);
@@ -245,7 +240,7 @@ fn damaged_transcripts_normalize_to_valid_requests_and_keep_typed_text() {
     for path in fixtures::transcripts() {
         let text = std::fs::read_to_string(&path).expect("a fixture transcript is readable");
         let original = import(&text);
-        let model = session_model(&original.messages);
+        let model = session_model(&original);
         let name = name(&path);
         let lines = lines(&text);
         let all: Vec<&str> = lines.iter().map(|l| l.text).collect();

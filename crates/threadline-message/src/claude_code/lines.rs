@@ -1,11 +1,17 @@
 //! Reading: each line of the file parsed into a record, or reported.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
+use threadline_wire::ContentBlock;
+
+use crate::message::Message;
 
 use super::ImportOptions;
 use super::ImportResult;
-use super::graph::{Place, conversation_type, place_records};
+use super::graph::{Place, Placement, Walk, conversation_type, place_records};
 use super::records::{Mapped, map_record};
+use super::summary::SessionInfo;
 use crate::transcript::{LineContent, LineProblem, LineProblemKind, RawLine, is_blank, too_long};
 
 /// A record: a JSON object and the line it came from.
@@ -54,16 +60,33 @@ impl ParsedLines {
     }
 
     pub(super) fn import(self, options: &ImportOptions) -> ImportResult {
-        let (places, mut bridges) = place_records(&self.records, options.include_sidechains);
+        let Placement {
+            places,
+            problems: mut bridges,
+            all_sidechain,
+            pulled,
+        } = place_records(
+            &self.records,
+            Walk {
+                include_sidechains: options.include_sidechains,
+                follow_compactions: options.follow_compactions,
+            },
+        );
         let mut result = ImportResult {
             problems: self.problems,
+            session: SessionInfo::gather(&self.records, all_sidechain),
             ..ImportResult::default()
         };
         result.problems.append(&mut bridges);
-        for (record, place) in self.records.into_iter().zip(places) {
+        // Per message: whether it was pulled onto the chain off the walk.
+        let mut pulled_messages = Vec::new();
+        for ((record, place), pulled) in self.records.into_iter().zip(places).zip(pulled) {
             match place {
                 Place::Imported => match map_record(record, &mut result.problems) {
-                    Mapped::Message(message) => result.messages.push(*message),
+                    Mapped::Message(message) => {
+                        result.messages.push(*message);
+                        pulled_messages.push(pulled);
+                    }
                     Mapped::Opaque(object) => result.opaque.push(Value::Object(object)),
                 },
                 Place::Unchained => {
@@ -80,10 +103,82 @@ impl ParsedLines {
                 }
                 Place::SkippedSidechain => result.skipped_sidechain += 1,
                 Place::SkippedOffChain => result.skipped_off_chain += 1,
+                Place::SkippedCompacted => result.skipped_compacted += 1,
             }
         }
+        order_parallel_results(&mut result.messages, &pulled_messages);
         // Problems came from two passes (lines, then records): keep them in file order.
         result.problems.sort_by_key(|p| p.line);
         result
+    }
+}
+
+/// Puts each run of consecutive tool-result-only user messages that holds a result pulled in
+/// off the walk in the order of the tool uses they answer (stable: results of unknown uses
+/// keep their place after the known ones). Claude Code 2.1 writes parallel results in the
+/// order the tools finished, each on its own branch; the request answers them in the order
+/// they were called (reference §4.5 (c)). Runs on one chain (1.x wrote parallel results as a
+/// linear chain) keep their chain order.
+fn order_parallel_results(messages: &mut [Message], pulled: &[bool]) {
+    let mut ordinal: HashMap<&str, usize> = HashMap::new();
+    for message in messages.iter() {
+        if let Message::Assistant(assistant) = message {
+            for block in &assistant.content {
+                if let ContentBlock::ToolUse(tool_use) = block {
+                    let next = ordinal.len();
+                    ordinal.entry(tool_use.id.as_str()).or_insert(next);
+                }
+            }
+        }
+    }
+    let results_only = |message: &Message| match message {
+        Message::User(user) => {
+            !user.content.is_empty()
+                && user
+                    .content
+                    .iter()
+                    .all(|b| matches!(b, ContentBlock::ToolResult(_)))
+        }
+        _ => false,
+    };
+    let key = |message: &Message| match message {
+        Message::User(user) => user
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) => ordinal.get(r.tool_use_id.as_str()).copied(),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let keys: Vec<usize> = messages.iter().map(key).collect();
+    let runs: Vec<bool> = messages.iter().map(results_only).collect();
+    let mut start = 0;
+    while start < messages.len() {
+        if !runs[start] {
+            start += 1;
+            continue;
+        }
+        let end = (start..messages.len())
+            .find(|&i| !runs[i])
+            .unwrap_or(messages.len());
+        if end - start > 1
+            && pulled.get(start..end).is_some_and(|p| p.contains(&true))
+            && keys[start..end].windows(2).any(|w| w[0] > w[1])
+        {
+            let mut run: Vec<(usize, Message)> = messages[start..end]
+                .iter()
+                .cloned()
+                .zip(keys[start..end].iter().copied())
+                .map(|(m, k)| (k, m))
+                .collect();
+            run.sort_by_key(|(k, _)| *k);
+            for (slot, (_, message)) in messages[start..end].iter_mut().zip(run) {
+                *slot = message;
+            }
+        }
+        start = end;
     }
 }

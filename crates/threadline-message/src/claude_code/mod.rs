@@ -80,9 +80,11 @@
 //! assert_eq!(imported.problems[0].kind, LineProblemKind::CutLastLine);
 //! ```
 
+mod attachments;
 mod graph;
 mod lines;
 mod records;
+mod summary;
 
 use std::fs::File;
 use std::io::{self, BufReader};
@@ -96,6 +98,7 @@ use crate::transcript::{
 };
 
 use lines::ParsedLines;
+pub use summary::{FIRST_PROMPT_CHARS, SessionInfo, UsageTotals};
 
 /// Knobs of the import.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +106,12 @@ use lines::ParsedLines;
 pub struct ImportOptions {
     /// Import sidechain (sub-agent) records too, at their place in the file. Off by default.
     pub include_sidechains: bool,
+    /// Follow a `compact_boundary`'s `logicalParentUuid` into the history before it (a
+    /// history view: the pre-compaction messages, the boundary, the summary, and what came
+    /// after). Off by default: the import is the conversation as the model sees it, which
+    /// starts at the boundary and its summary; the records before it are counted in
+    /// [`ImportResult::skipped_compacted`].
+    pub follow_compactions: bool,
     /// The longest line accepted, in bytes; longer lines are reported as malformed without
     /// being held in memory. Default [`DEFAULT_MAX_LINE_BYTES`].
     pub max_line_bytes: usize,
@@ -112,6 +121,7 @@ impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {
             include_sidechains: false,
+            follow_compactions: false,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         }
     }
@@ -121,6 +131,13 @@ impl ImportOptions {
     /// These options with sidechains included or not.
     pub fn with_sidechains(mut self, include_sidechains: bool) -> Self {
         self.include_sidechains = include_sidechains;
+        self
+    }
+
+    /// These options following compaction boundaries into earlier history, or not (see
+    /// [`ImportOptions::follow_compactions`]).
+    pub fn with_compacted_history(mut self, follow_compactions: bool) -> Self {
+        self.follow_compactions = follow_compactions;
         self
     }
 
@@ -147,6 +164,11 @@ pub struct ImportResult {
     /// Records left out because they are not on the main chain (abandoned branches, earlier
     /// copies of a duplicated `uuid`).
     pub skipped_off_chain: usize,
+    /// Records left out because they are before the last compaction boundary of the main
+    /// chain (see [`ImportOptions::follow_compactions`]).
+    pub skipped_compacted: usize,
+    /// What the file says about its session (ids, title, tag, usage), from all its records.
+    pub session: SessionInfo,
 }
 
 /// A `summary` record: the title Claude Code gave a conversation.
@@ -159,6 +181,45 @@ pub struct SessionSummary<'a> {
 }
 
 impl ImportResult {
+    /// The session's title: the last custom title, else AI title, else last prompt, else
+    /// summary, else the first typed prompt (see [`SessionInfo::title`]).
+    pub fn title(&self) -> Option<&str> {
+        self.session.title()
+    }
+
+    /// The session id the records carry (see [`SessionInfo::session_id`]).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.session_id.as_deref()
+    }
+
+    /// The sub-agent id the records carry (2.x sub-agent files).
+    pub fn agent_id(&self) -> Option<&str> {
+        self.session.agent_id.as_deref()
+    }
+
+    /// The first `timestamp` in file order.
+    pub fn first_timestamp(&self) -> Option<&str> {
+        self.session.first_timestamp.as_deref()
+    }
+
+    /// Whether every user and assistant record of the file is a sidechain: a sub-agent's own
+    /// file, imported as the main chain.
+    pub fn is_all_sidechain(&self) -> bool {
+        self.session.all_sidechain
+    }
+
+    /// The model of the last assistant record of the file's own conversation (see
+    /// [`SessionInfo::model`]).
+    pub fn model(&self) -> Option<&str> {
+        self.session.model.as_deref()
+    }
+
+    /// The usage of the session's own conversation, each response counted once (see
+    /// [`SessionInfo::usage`]).
+    pub fn usage(&self) -> UsageTotals {
+        self.session.usage
+    }
+
     /// The `summary` records among the opaque ones.
     pub fn summaries(&self) -> impl Iterator<Item = SessionSummary<'_>> {
         self.opaque.iter().filter_map(|record| {

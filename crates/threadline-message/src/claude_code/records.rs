@@ -4,10 +4,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use threadline_wire::{ContentBlock, StopReason, Usage};
 
+use super::attachments::map_attachment;
 use super::graph::{conversation_type, uuid};
 use super::lines::Record;
 use crate::header::{Header, MessageId, Timestamp};
-use crate::message::{AssistantMessage, Message, SystemMessage, UserMessage};
+use crate::message::{AssistantMessage, AttachmentMessage, Message, SystemMessage, UserMessage};
 use crate::system::{CompactTrigger, Level, SystemKind};
 use crate::transcript::{LineProblem, LineProblemKind};
 
@@ -38,6 +39,12 @@ pub(super) fn map_record(record: Record, problems: &mut Vec<LineProblem>) -> Map
         }),
         "assistant" => map_assistant(&object, header, &mut block_problems)
             .map(|assistant| Some(Message::Assistant(assistant))),
+        "attachment" => map_attachment(&object).map(|attachment| {
+            Some(Message::Attachment(AttachmentMessage {
+                header,
+                attachment,
+            }))
+        }),
         _ => Ok(map_system(&object).map(|kind| Message::System(SystemMessage { header, kind }))),
     };
     match mapped {

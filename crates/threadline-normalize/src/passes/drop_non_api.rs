@@ -19,7 +19,8 @@ use crate::report::{Pass, RepairKind, Report};
 /// - assistant messages with `is_api_error` (a local error shown as a response);
 /// - system messages, except `local_command`, which the model sees as user text wrapped in
 ///   `<local-command-stdout>…</local-command-stdout>` (unless already wrapped in a
-///   `<local-command-…>` tag);
+///   `<local-command-…>` tag, or the record of the command itself, which Claude Code 2.1
+///   writes as `<command-name>…</command-name>` and sends as it is);
 /// - message kinds this version does not know;
 /// - a message whose id appeared earlier in the array: a resumed session replays messages
 ///   with their ids, and the copy is the same message again (`DuplicateMessageRemoved`, the
@@ -99,7 +100,11 @@ fn retracted_ids(messages: &[Message]) -> Option<IdSet<'_>> {
 
 /// The user text a local command's output becomes.
 fn local_command_text(content: &str) -> String {
-    if content.trim_start().starts_with("<local-command-") {
+    let start = content.trim_start();
+    if ["<local-command-", "<command-name>", "<command-message>"]
+        .iter()
+        .any(|tag| start.starts_with(tag))
+    {
         content.to_owned()
     } else {
         format!("<local-command-stdout>{content}</local-command-stdout>")
@@ -264,12 +269,16 @@ mod tests {
             Message::system(SystemKind::LocalCommand {
                 content: "<local-command-stderr>oops</local-command-stderr>".into(),
             }),
+            Message::system(SystemKind::LocalCommand {
+                content: "<command-name>/mcp</command-name>".into(),
+            }),
         ];
         assert_eq!(
             kept(&messages),
             [
                 "U: text(<local-command-stdout>3 files</local-command-stdout>)@Some(0)",
-                "U: text(<local-command-stderr>oops</local-command-stderr>)@Some(1)"
+                "U: text(<local-command-stderr>oops</local-command-stderr>)@Some(1)",
+                "U: text(<command-name>/mcp</command-name>)@Some(2)"
             ]
         );
     }

@@ -131,10 +131,113 @@ pub fn render_attachment(attachment: &Attachment) -> Vec<String> {
              the agent appropriately, passing in the required context to it."
         ))],
         Attachment::Reminder { text } if !text.trim().is_empty() => vec![system_reminder(text)],
+        Attachment::ClaudeCode {
+            attachment_type,
+            payload,
+        } if CLAUDE_CODE_VISIBLE.contains(&attachment_type.as_str()) => claude_code_text(payload)
+            .map(|text| vec![system_reminder(&text)])
+            .unwrap_or_default(),
         // `UiOnly`, blank reminders, and kinds this version does not know: nothing for the
         // model.
         _ => Vec::new(),
     }
+}
+
+/// The Claude Code attachment kinds the model sees (reference §6: "rendered into the
+/// request: yes"), when the importer kept them untyped. Every other kind — `prompt_snapshot`,
+/// `deferred_tools_record`, `command_permissions`, hook successes and permission decisions,
+/// reference-only file kinds, and kinds this version does not know — is not sent.
+pub const CLAUDE_CODE_VISIBLE: &[&str] = &[
+    "environment",
+    "model",
+    "date",
+    "date_change",
+    "deferred_tools_delta",
+    "agent_listing_delta",
+    "mcp_instructions_delta",
+    "skill_listing",
+    "total_tokens_reminder",
+    "silent_turn_reminder",
+    "task_reminder",
+    "todo_reminder",
+    "queued_command",
+    "edited_text_file",
+    "file",
+    "directory",
+    "nested_memory",
+    "relevant_memories",
+    "instructions",
+    "session_context",
+    "invoked_skills",
+    "auto_mode",
+    "plan_mode",
+    "output_style",
+    "hook_additional_context",
+    "hook_blocking_error",
+];
+
+/// The text of an untyped Claude Code attachment: its text fields in order (`text`,
+/// `content`, `prompt`, `snippet` after the `filename`, and the `content` of each entry of
+/// `files`, `skills`, `memories`, and the `addedLines`/`addedBlocks` lists), else the payload
+/// without its `type` as JSON; `None` when there is nothing to show. Claude Code's own wording
+/// is not known (reference §6); this keeps the content and one reminder per attachment.
+fn claude_code_text(payload: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let object = payload.as_object()?;
+    let mut parts: Vec<String> = Vec::new();
+    let push = |parts: &mut Vec<String>, text: &str| {
+        if !text.trim().is_empty() {
+            parts.push(text.to_owned());
+        }
+    };
+    if let (Some(file), Some(snippet)) = (
+        object.get("filename").and_then(Value::as_str),
+        object.get("snippet").and_then(Value::as_str),
+    ) {
+        push(&mut parts, &format!("{file}:\n{snippet}"));
+    }
+    for key in ["text", "content", "prompt"] {
+        if let Some(text) = object.get(key).and_then(Value::as_str) {
+            push(&mut parts, text);
+        }
+    }
+    for key in ["files", "skills", "memories", "addedLines", "addedBlocks"] {
+        for entry in object
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match entry {
+                Value::String(text) => push(&mut parts, text),
+                Value::Object(entry) => {
+                    let text = entry
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    match entry.get("path").and_then(Value::as_str) {
+                        Some(path) if !text.trim().is_empty() => {
+                            push(&mut parts, &format!("{path}:\n{text}"))
+                        }
+                        _ => push(&mut parts, text),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if parts.is_empty() {
+        let rest: serde_json::Map<String, Value> = object
+            .iter()
+            .filter(|(k, _)| k.as_str() != "type")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if rest.is_empty() {
+            return None;
+        }
+        push(&mut parts, &Value::Object(rest).to_string());
+    }
+    Some(parts.join("\n\n"))
 }
 
 fn todo_text(items: &[TodoItem]) -> String {
