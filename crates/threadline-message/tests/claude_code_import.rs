@@ -1339,3 +1339,147 @@ fn usage_counts_each_request_once_with_its_last_fragment() {
     assert_eq!(imported.session.sidechain_usage.output_tokens, 50);
     assert_eq!(imported.model(), Some("claude-sonnet-4-5"));
 }
+
+/// An `attachment` record (reference §6: chain fields and `attachment: {type, …}`).
+fn attachment_record(uuid: &str, parent: &str, attachment: Value) -> Value {
+    json!({"type": "attachment", "uuid": uuid, "parentUuid": parent, "isSidechain": false,
+           "sessionId": "s1", "timestamp": "2026-01-01T00:00:01Z", "attachment": attachment})
+}
+
+#[test]
+fn attachment_records_map_to_typed_attachments_or_stay_whole() {
+    use threadline_message::{Attachment, DeltaAnnouncement, DeltaItem, TodoItem};
+    let kinds = [
+        json!({"type": "file", "filename": "src/lib.rs", "content": {"type": "text",
+               "file": {"filePath": "/p/src/lib.rs", "content": "pub fn f() {}", "numLines": 1}}}),
+        json!({"type": "directory", "path": "src", "content": "lib.rs\nmain.rs\n"}),
+        json!({"type": "nested_memory", "path": "/p/src/CLAUDE.md", "displayPath": "src/CLAUDE.md",
+               "content": {"type": "Project", "content": "Use tabs."}}),
+        json!({"type": "date_change", "newDate": "2026-01-02"}),
+        json!({"type": "queued_command", "prompt": [{"type": "text", "text": "also run the tests"}],
+               "commandMode": "prompt"}),
+        json!({"type": "task_reminder", "itemCount": 1,
+               "content": [{"subject": "write docs", "status": "in_progress"}]}),
+        json!({"type": "deferred_tools_delta", "addedNames": ["WebFetch"],
+               "addedLines": ["WebFetch: fetch a URL"], "removedNames": []}),
+        json!({"type": "agent_listing_delta", "addedTypes": ["Explore"], "addedLines": ["Explore: read-only"],
+               "removedTypes": [], "isInitial": true, "showConcurrencyNote": false}),
+        json!({"type": "mcp_instructions_delta", "addedNames": ["tidewave"],
+               "addedBlocks": ["Use tidewave for Elixir."], "removedNames": ["old"]}),
+        // Kinds with no typed counterpart, and a known kind with more than a typed one holds.
+        json!({"type": "skill_listing", "content": "- pdf: read PDFs", "names": ["pdf"], "skillCount": 1}),
+        json!({"type": "prompt_snapshot", "systemPrompt": ["You are Claude Code."], "tools": []}),
+        json!({"type": "deferred_tools_delta", "addedNames": ["A"], "readdedNames": ["B"]}),
+        json!({"type": "a_kind_from_the_future", "x": 1}),
+        // Malformed: fields of the wrong shape.
+        json!({"type": "file", "filename": 7, "content": null}),
+        json!({"type": "date_change"}),
+    ];
+    let mut records = vec![record("user", "u", None, "hello")];
+    let mut parent = "u".to_owned();
+    for (n, attachment) in kinds.iter().enumerate() {
+        let uuid = format!("at{n}");
+        records.push(attachment_record(&uuid, &parent, attachment.clone()));
+        parent = uuid;
+    }
+    // No `attachment` object at all: kept opaque, reported, the chain runs through it.
+    records.push(
+        json!({"type": "attachment", "uuid": "bad", "parentUuid": parent,
+                        "isSidechain": false, "attachment": "not an object"}),
+    );
+    records.push(record("assistant", "a", Some("bad"), "ok"));
+    let imported = import(&jsonl(&records));
+
+    let attachments: Vec<&Attachment> = imported
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Attachment(a) => Some(&a.attachment),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attachments.len(), kinds.len());
+    let whole = |n: usize| Attachment::ClaudeCode {
+        attachment_type: kinds[n]["type"].as_str().unwrap_or_default().to_owned(),
+        payload: kinds[n].clone(),
+    };
+    let expected = vec![
+        Attachment::File {
+            path: "src/lib.rs".into(),
+            content: "pub fn f() {}".into(),
+            truncated: false,
+        },
+        Attachment::Directory {
+            path: "src".into(),
+            entries: vec!["lib.rs".into(), "main.rs".into()],
+            truncated: false,
+        },
+        Attachment::NestedInstructions {
+            path: "/p/src/CLAUDE.md".into(),
+            content: "Use tabs.".into(),
+        },
+        Attachment::DateChange {
+            date: "2026-01-02".into(),
+        },
+        Attachment::QueuedCommand {
+            prompt: "also run the tests".into(),
+        },
+        Attachment::TodoReminder {
+            items: vec![TodoItem {
+                content: "write docs".into(),
+                status: "in_progress".into(),
+            }],
+        },
+        Attachment::Delta(DeltaAnnouncement {
+            set: "deferred_tools".into(),
+            added: vec![DeltaItem {
+                name: "WebFetch".into(),
+                description: "WebFetch: fetch a URL".into(),
+            }],
+            removed: vec![],
+            initial: false,
+        }),
+        Attachment::Delta(DeltaAnnouncement {
+            set: "agent_listing".into(),
+            added: vec![DeltaItem {
+                name: "Explore".into(),
+                description: "Explore: read-only".into(),
+            }],
+            removed: vec![],
+            initial: true,
+        }),
+        Attachment::Delta(DeltaAnnouncement {
+            set: "mcp_instructions".into(),
+            added: vec![DeltaItem {
+                name: "tidewave".into(),
+                description: "Use tidewave for Elixir.".into(),
+            }],
+            removed: vec!["old".into()],
+            initial: false,
+        }),
+        whole(9),
+        whole(10),
+        whole(11),
+        whole(12),
+        whole(13),
+        whole(14),
+    ];
+    for (n, (got, want)) in attachments.iter().zip(&expected).enumerate() {
+        assert_eq!(*got, want, "attachment {n}: {}", kinds[n]);
+    }
+    // The malformed record is kept and reported; nothing else is a problem.
+    assert_eq!(imported.opaque.len(), 1);
+    assert_eq!(imported.opaque[0]["uuid"], "bad");
+    assert_eq!(imported.problems.len(), 1, "{:?}", imported.problems);
+    assert!(matches!(
+        &imported.problems[0].kind,
+        LineProblemKind::Unmapped { record_type, .. } if record_type == "attachment"
+    ));
+    // The chain ran through every attachment to the assistant.
+    assert_eq!(
+        imported.messages.first().map(|m| m.id().as_str()),
+        Some("u")
+    );
+    assert_eq!(imported.messages.last().map(|m| m.id().as_str()), Some("a"));
+    assert_eq!(imported.skipped_off_chain, 0);
+}

@@ -5,6 +5,7 @@
 //! the last line cut mid-way — validate too and lose no typed user text.
 
 mod common;
+mod hostile;
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -178,8 +178,9 @@ pub const CLAUDE_CODE_VISIBLE: &[&str] = &[
 
 /// The text of an untyped Claude Code attachment: its text fields in order (`text`,
 /// `content`, `prompt`, `snippet` after the `filename`, and the `content` of each entry of
-/// `files`, `skills`, `memories`, and the `addedLines`/`addedBlocks` lists), else the payload
-/// without its `type` as JSON; `None` when there is nothing to show. Claude Code's own wording
+/// `files`, `skills`, `memories`, and the `addedLines`/`addedBlocks` lists); when it has none
+/// of those fields, the payload without its `type` as JSON; `None` when there is nothing to
+/// show (only blank texts, an empty payload). Claude Code's own wording
 /// is not known (reference §6); this keeps the content and one reminder per attachment.
 fn claude_code_text(payload: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
@@ -226,7 +227,18 @@ fn claude_code_text(payload: &serde_json::Value) -> Option<String> {
             }
         }
     }
-    if parts.is_empty() {
+    const TEXT_KEYS: &[&str] = &[
+        "text",
+        "content",
+        "prompt",
+        "snippet",
+        "files",
+        "skills",
+        "memories",
+        "addedLines",
+        "addedBlocks",
+    ];
+    if parts.is_empty() && !TEXT_KEYS.iter().any(|k| object.contains_key(*k)) {
         let rest: serde_json::Map<String, Value> = object
             .iter()
             .filter(|(k, _)| k.as_str() != "type")
@@ -237,7 +249,7 @@ fn claude_code_text(payload: &serde_json::Value) -> Option<String> {
         }
         push(&mut parts, &Value::Object(rest).to_string());
     }
-    Some(parts.join("\n\n"))
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
 fn todo_text(items: &[TodoItem]) -> String {
@@ -331,6 +343,54 @@ fn push_delta_item(text: &mut String, item: &DeltaItem) {
 mod tests {
     use super::*;
     use crate::testing::*;
+
+    #[test]
+    fn claude_code_attachments_render_only_when_the_model_sees_them() {
+        let cc = |payload: serde_json::Value| Attachment::ClaudeCode {
+            attachment_type: payload["type"].as_str().unwrap_or_default().to_owned(),
+            payload,
+        };
+        let skills = render_attachment(&cc(json!({"type": "skill_listing",
+            "content": "- pdf: read PDFs", "names": ["pdf"]})));
+        assert_eq!(
+            skills,
+            ["<system-reminder>\n- pdf: read PDFs\n</system-reminder>"]
+        );
+        let edited = render_attachment(&cc(json!({"type": "edited_text_file",
+            "filename": "a.rs", "snippet": "1 fn a() {}"})));
+        assert_eq!(
+            edited,
+            ["<system-reminder>\na.rs:\n1 fn a() {}\n</system-reminder>"]
+        );
+        let instructions = render_attachment(&cc(json!({"type": "instructions",
+            "files": [{"path": "CLAUDE.md", "type": "Project", "content": "Use tabs."}]})));
+        assert_eq!(
+            instructions,
+            ["<system-reminder>\nCLAUDE.md:\nUse tabs.\n</system-reminder>"]
+        );
+        // No text field: the payload as JSON, without its type.
+        let context = render_attachment(&cc(json!({"type": "session_context",
+            "context": {"gitStatus": "clean"}})));
+        assert_eq!(
+            context,
+            ["<system-reminder>\n{\"context\":{\"gitStatus\":\"clean\"}}\n</system-reminder>"]
+        );
+        // Never sent: the system-prompt record, bookkeeping, unknown kinds, empty payloads.
+        for hidden in [
+            json!({"type": "prompt_snapshot", "systemPrompt": ["You are Claude Code."]}),
+            json!({"type": "deferred_tools_record", "entries": []}),
+            json!({"type": "hook_success", "content": "ok"}),
+            json!({"type": "a_kind_from_the_future", "text": "?"}),
+            json!({"type": "total_tokens_reminder"}),
+            json!({"type": "total_tokens_reminder", "text": "  "}),
+            json!("not an object"),
+        ] {
+            assert!(
+                render_attachment(&cc(hidden.clone())).is_empty(),
+                "{hidden}"
+            );
+        }
+    }
 
     fn delta(added: &[(&str, &str)], removed: &[&str], initial: bool) -> Attachment {
         Attachment::Delta(DeltaAnnouncement {
