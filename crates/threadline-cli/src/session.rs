@@ -26,6 +26,16 @@ pub struct Session {
     pub problems: Vec<String>,
 }
 
+impl Session {
+    /// Whether the session holds a user or an assistant message: a file with only metadata,
+    /// system events or attachments is no conversation to build a request from.
+    pub fn has_conversation(&self) -> bool {
+        self.messages
+            .iter()
+            .any(|m| matches!(m, Message::User(_) | Message::Assistant(_)))
+    }
+}
+
 /// Whether `text` looks like a JSONL transcript rather than one JSON document: two or more
 /// lines that start with an object, or one object that is no request body (no `messages`, no
 /// fixture `format`) but a transcript record (what a crash right after the prompt leaves).
@@ -45,10 +55,16 @@ pub fn looks_like_transcript(text: &str) -> bool {
         && !read_session(text).messages.is_empty()
 }
 
-/// Reads a transcript of either format.
+/// Reads a transcript of either format (a Claude Code one as the model's view: from the last
+/// compaction on).
 pub fn read_session(text: &str) -> Session {
+    read_session_with(text, &ImportOptions::default())
+}
+
+/// Reads a transcript of either format, a Claude Code one with `options`.
+fn read_session_with(text: &str, options: &ImportOptions) -> Session {
     if is_claude_code_transcript(text) {
-        let imported = import_claude_code(text, &ImportOptions::default());
+        let imported = import_claude_code(text, options);
         Session {
             messages: imported.messages,
             format: "claude-code",
@@ -75,23 +91,40 @@ pub enum Sidechains {
 
 /// Reads the transcript at `path` (`-` for stdin) for a command, and prints the problems found
 /// in it to stderr, one line each. The error is the one printable line saying why there is no
-/// session (unreadable, not UTF-8, no messages); the command exits with code 2.
+/// session (unreadable, not UTF-8, no user or assistant message); the command exits with
+/// code 2. A Claude Code sub-agent file (every record a sidechain) is imported as its own
+/// main chain.
 pub fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+    load(path, sidechains, &ImportOptions::default())
+}
+
+/// [`load_session`] for a command that replays the whole session rather than continuing it
+/// (`inspect`): a Claude Code transcript's history before its compactions is read too
+/// (`logicalParentUuid` followed), with the boundaries where they were.
+pub fn load_session_history(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+    load(
+        path,
+        sidechains,
+        &ImportOptions::default().with_compacted_history(true),
+    )
+}
+
+fn load(path: &str, sidechains: Sidechains, options: &ImportOptions) -> Result<Session, String> {
     let bytes = read_input(path)?;
     let text =
         String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
-    let mut session = read_session(&text);
-    if session.messages.is_empty()
+    let mut session = read_session_with(&text, options);
+    if !session.has_conversation()
         && sidechains == Sidechains::WhenNoMainChain
         && is_claude_code_transcript(&text)
     {
-        let imported = import_claude_code(&text, &ImportOptions::default().with_sidechains(true));
+        let imported = import_claude_code(&text, &options.clone().with_sidechains(true));
         session.messages = imported.messages;
     }
-    if session.messages.is_empty() {
+    if !session.has_conversation() {
         return Err(no_messages(
             path,
-            "no messages found (is this a transcript?)",
+            "no messages found (no user or assistant record; is this a transcript?)",
             &session.problems,
         ));
     }

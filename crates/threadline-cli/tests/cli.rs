@@ -50,6 +50,44 @@ fn unreadable_input_is_one_line_and_exit_2() {
 /// A file where no line is a message says why: the error names line 1 and its parse error
 /// (our JSONL reader), or the Claude Code importer's first problem.
 #[test]
+fn a_claude_code_file_without_user_or_assistant_records_is_refused_in_one_line() {
+    let metadata = temp_file(
+        "metadata-only.jsonl",
+        concat!(
+            r#"{"type":"summary","summary":"A title","leafUuid":"x"}"#,
+            "\n",
+            r#"{"type":"custom-title","customTitle":"mine","sessionId":"s"}"#,
+            "\n",
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"b","parentUuid":null,"sessionId":"s","content":"Conversation compacted"}"#,
+            "\n",
+        ),
+    );
+    let out = threadline(&["normalize", metadata.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no user or assistant record"), "{err}");
+}
+
+#[test]
+fn a_claude_code_sub_agent_file_normalizes() {
+    let agent = repo().join("fixtures/recorded/lanegrid__agtrace/claude_agent.jsonl");
+    let out = threadline(&["normalize", agent.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("claude-code transcript, 2 messages"), "{err}");
+    // With the next message, the request is the agent's own conversation.
+    let out = threadline(&[
+        "normalize",
+        agent.to_str().expect("utf-8 path"),
+        "--next",
+        "go on",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("Warmup"), "{}", stdout(&out));
+}
+
+#[test]
 fn a_file_with_no_message_names_its_first_lines_problem() {
     let garbage = temp_file("no-message.jsonl", "<html> not JSON\n{broken\nnor this\n");
     let garbage = garbage.to_str().expect("utf-8 path");

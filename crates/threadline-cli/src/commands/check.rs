@@ -196,7 +196,7 @@ fn check_input(bytes: &[u8], args: &CheckArgs<'_>) -> Result<Checked, String> {
 fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String> {
     let path = args.path;
     let session = read_session(text);
-    if session.messages.is_empty() {
+    if !session.has_conversation() {
         return Err(crate::session::no_messages(
             path,
             "no messages found in the transcript",

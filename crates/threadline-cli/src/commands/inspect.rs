@@ -8,7 +8,7 @@ use threadline_cli::inspect::{render_text, report};
 use threadline_cli::inspect_html::render_html;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
-use crate::session::{Sidechains, load_session};
+use crate::session::{Sidechains, load_session_history};
 
 /// What `inspect` was asked.
 pub(crate) struct InspectArgs<'a> {
@@ -20,7 +20,7 @@ pub(crate) struct InspectArgs<'a> {
 }
 
 pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
-    let session = match load_session(args.path, Sidechains::WhenNoMainChain) {
+    let session = match load_session_history(args.path, Sidechains::WhenNoMainChain) {
         Ok(session) => session,
         Err(line) => {
             eprintln!("{line}");

@@ -1,56 +1,99 @@
-//! Import of Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`) into the
-//! internal message array.
+//! Import of Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`, CC 1.0
+//! to 2.1) into the internal message array.
 //!
-//! A Claude Code transcript is JSONL: one record per line, each with a `type`. Conversation
-//! records (`user`, `assistant`, `system`) carry a `uuid` and the `parentUuid` of the record
-//! before them, so a file holds a tree: a rewind or an edited prompt starts a new branch, and
-//! sub-agents (`isSidechain: true`) write their own chains into the same file (older versions)
-//! or into `agent-*.jsonl` files.
+//! A Claude Code transcript is JSONL: one record per line, each with a `type`. Chain records
+//! (`user`, `assistant`, `system`, `attachment`, `progress`) carry a `uuid` and the
+//! `parentUuid` of the record before them, so a file holds a forest: a rewind or an edited
+//! prompt starts a new branch, a compaction starts a new root, parallel tool results each
+//! branch off their own `tool_use`, and sub-agents (`isSidechain: true`) write their own
+//! chains into the same file (1.x) or into `agent-*.jsonl` files (2.x). Metadata records
+//! (`summary`, `custom-title`, `ai-title`, `last-prompt`, `tag`, `file-history-snapshot`,
+//! `queue-operation`, …) are outside the graph.
+//!
+//! The module is one file per idea: `lines` reads and assembles, `graph` places each record
+//! (the leaf, the walk, what the walk misses), `records` maps a record to a message,
+//! `attachments` maps `attachment` payloads, `summary` gathers what a session listing shows.
 //!
 //! # Which records become messages
 //!
 //! * **The main chain.** The leaf is the last record in the file (the newest write) that is not
-//!   a sidechain, is a `user`, `assistant` or `system` record, and is nobody's parent; the chain
-//!   is that leaf and its ancestors, found by following `parentUuid` — or, where it is null,
-//!   `logicalParentUuid`, which a `compact_boundary` uses to point at the last message before
-//!   the compaction (so the history before a compaction is imported too, followed by the
-//!   boundary, which tells the normalizer where the model's view starts). This is the
-//!   conversation Claude Code resumes. Where a record names a parent that is not in the file
-//!   (a line lost to a crash or an edit), the chain continues from the latest earlier record
-//!   that nothing follows — the record the lost line followed — and the gap is reported as
-//!   [`LineProblemKind::BrokenChain`], so a lost line loses only itself. Records on other
+//!   a sidechain, is a `user`, `assistant`, `system` or `attachment` record, and is nobody's
+//!   parent; the chain is that leaf and its ancestors, found by following `parentUuid`. This is
+//!   the conversation Claude Code resumes. Where a record names a parent that is not in the
+//!   file (a line lost to a crash or an edit), the chain continues from the latest earlier
+//!   record that nothing follows — the record the lost line followed — and the gap is reported
+//!   as [`LineProblemKind::BrokenChain`], so a lost line loses only itself. Records on other
 //!   branches are counted in [`ImportResult::skipped_off_chain`]; a `uuid` seen twice (a
 //!   resumed session copies records) is taken from its last occurrence.
+//! * **Compactions.** The walk stops at the last `compact_boundary` on the chain: the model's
+//!   view after a compaction starts at the boundary and the `isCompactSummary` user record
+//!   after it, and the history the summary replaced would otherwise be sent twice. The records
+//!   before the boundary (its `logicalParentUuid` and that record's ancestors) are counted in
+//!   [`ImportResult::skipped_compacted`]. [`ImportOptions::follow_compactions`] follows
+//!   `logicalParentUuid` instead, for a history view (the boundary is then in the middle, and
+//!   a caller building a request must start after it).
+//! * **What a `parentUuid` walk misses** (2.1 writes parallel tool results each with its own
+//!   `tool_use` fragment as parent, so the graph branches): after the walk, every other
+//!   fragment of an on-chain response (same `message.id`) and every user record holding the
+//!   `tool_result` of an on-chain `tool_use` is imported too, and a run of such results is put
+//!   in the order of the tool uses they answer. A run of results on one chain (1.x) keeps its
+//!   order.
 //! * **Cycles.** A record that is its own ancestor (it names itself as its parent, or its
 //!   `parentUuid` chain comes back to it) is reported as [`LineProblemKind::ParentCycle`]:
 //!   when the main chain runs into a cycle, the walk stops after going round it once (the
 //!   cycle's records are imported) and the record closing it is reported; a cycle no chain
 //!   leads to is on no chain, and each of its records is reported as dropped. The walk visits
-//!   each record at most once, so it ends on any graph.
-//! * **Sidechains** (sub-agent conversations) are left out and counted in
-//!   [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is set:
-//!   then every sidechain record is imported too, at its place in the file.
-//! * Messages are returned in file order, which for files Claude Code wrote is chain order.
+//!   each record at most once, so it ends on any graph; the whole import is O(N).
+//! * **Sidechains** (sub-agent conversations inside a parent's file) are left out and counted
+//!   in [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is
+//!   set: then every sidechain record is imported too, at its place in the file. A file whose
+//!   `user` and `assistant` records are **all** sidechains is a sub-agent's own file: its
+//!   sidechain is its conversation, imported as the main chain
+//!   ([`ImportResult::is_all_sidechain`]).
+//! * Messages are returned in file order (which for files Claude Code wrote is chain order),
+//!   except for the reordered parallel results above.
 //!
 //! # How records map
 //!
-//! * `user` → [`UserMessage`]: string content becomes one text block; `isMeta` →
-//!   `is_meta`, `isCompactSummary` → `is_compact_summary`, `toolUseResult` → `tool_use_result`.
-//! * `assistant` → [`AssistantMessage`]: `message.id` → `api_message_id`, `requestId` →
-//!   `request_id`, `model`, `stop_reason`, `usage`, `isApiErrorMessage` → `is_api_error`.
-//!   Claude Code writes one record per content block of a streamed response, all sharing
-//!   `message.id`: each stays a separate fragment (the normalizer merges them).
-//! * `system` → [`SystemMessage`]: `compact_boundary` (trigger and `preTokens` from
-//!   `compactMetadata`, `logicalParentUuid` as the last message), `microcompact_boundary`,
-//!   `local_command`, `api_error`, `stop_hook_summary`, `turn_duration`; any other subtype
-//!   with a text `content` becomes [`SystemKind::Informational`] (a subtype without one is
-//!   kept opaque).
-//! * The record's `uuid` and `timestamp` make the [`Header`] (a missing timestamp is empty).
-//! * Everything else — `summary` (a session title; see [`ImportResult::summaries`]; its
-//!   `leafUuid` often names a record of another session, so it never picks the chain),
-//!   `file-history-snapshot`, `queue-operation`, `attachment`, `progress`, and any type this
-//!   version does not know — is kept verbatim in [`ImportResult::opaque`]. Records without a
-//!   `uuid` are always kept; opaque records with one only when they are on the imported chain.
+//! * `user` → [`UserMessage`](crate::UserMessage): string content becomes one text block;
+//!   `isMeta` → `is_meta`, `isCompactSummary` → `is_compact_summary`, `toolUseResult` (an
+//!   object, a plain string or a list) → `tool_use_result`. Interrupts (`[Request interrupted
+//!   by user]`) are the user text Claude Code sends. Images nested in a `tool_result` are kept.
+//! * `assistant` → [`AssistantMessage`](crate::AssistantMessage): `message.id` →
+//!   `api_message_id`, `requestId` → `request_id`, `model`, `stop_reason`, `usage`,
+//!   `isApiErrorMessage` → `is_api_error` (never sent). Claude Code writes one record per
+//!   content block of a streamed response, all sharing `message.id`: each stays a separate
+//!   fragment (the normalizer merges them; usage is counted once, see [`SessionInfo::usage`]).
+//! * `system` → [`SystemMessage`](crate::SystemMessage): `compact_boundary` (trigger and
+//!   `preTokens` from `compactMetadata`, `logicalParentUuid` as the last message),
+//!   `microcompact_boundary`, `local_command` (which the normalizer sends as user text),
+//!   `api_error`, `stop_hook_summary`, `turn_duration`; any other subtype with a text
+//!   `content` becomes [`SystemKind::Informational`](crate::SystemKind::Informational) (a
+//!   subtype without one is kept opaque).
+//! * `attachment` → [`AttachmentMessage`](crate::AttachmentMessage): `file`, `directory`,
+//!   `nested_memory`, `date_change`, `queued_command`, `todo`/`todo_reminder`/`task_reminder`
+//!   and the three `*_delta` kinds become their typed [`Attachment`](crate::Attachment) when
+//!   their fields fit; every other kind (and a known kind whose fields do not fit) becomes
+//!   [`Attachment::ClaudeCode`](crate::Attachment::ClaudeCode) holding the payload as written.
+//!   A record without an `attachment` object is kept opaque and reported.
+//! * The record's `uuid` and `timestamp` make the [`Header`](crate::Header) (a missing
+//!   timestamp is empty).
+//! * Everything else — `progress` (on the chain or a side leaf of it), the metadata records
+//!   (`summary`: see [`ImportResult::summaries`]; its `leafUuid` often names a record of
+//!   another session, so it never picks the chain), and any type this version does not know —
+//!   is kept verbatim in [`ImportResult::opaque`]. Metadata and records without a `uuid` are
+//!   always kept; an unknown type with a `uuid` is part of the graph (the chain runs through
+//!   it) and kept when it is on the imported chain.
+//!
+//! # What the file says about its session
+//!
+//! [`ImportResult::session`] ([`SessionInfo`]) is gathered from every record, whichever chain
+//! it is on: session and agent ids, the first timestamp, the title (last `custom-title`, else
+//! `ai-title`, else `last-prompt`, else `summary`, else the first typed prompt), the tag, the
+//! model, and the usage, one entry per `requestId`. [`ImportResult::title`],
+//! [`ImportResult::session_id`], [`ImportResult::agent_id`], [`ImportResult::first_timestamp`],
+//! [`ImportResult::is_all_sidechain`], [`ImportResult::model`] and [`ImportResult::usage`] are
+//! its accessors.
 //!
 //! Nothing fails the import: a line that is not JSON is skipped and reported (a cut last line
 //! as [`LineProblemKind::CutLastLine`]), a known record whose shape is not understood is kept

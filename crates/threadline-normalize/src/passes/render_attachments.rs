@@ -45,8 +45,11 @@ fn system_reminder(text: &str) -> String {
 /// Every text is wrapped in `<system-reminder>` tags. `@`-mentioned files and directories
 /// render as the pair of texts a tool call would have produced ("Called the Read tool with
 /// the following input: {…}" then "Result of calling the Read tool: …"), without a
-/// `tool_use` id, so nothing has to be paired. The output depends on the attachment only: the
-/// same attachment renders byte-identically every time.
+/// `tool_use` id, so nothing has to be paired. A Claude Code attachment kept untyped
+/// ([`Attachment::ClaudeCode`]) renders as one reminder holding its text only when its kind
+/// is in [`CLAUDE_CODE_VISIBLE`]; any other kind (`prompt_snapshot` among them) is not sent.
+/// The output depends on the attachment only: the same attachment renders byte-identically
+/// every time.
 ///
 /// ```
 /// use threadline_message::Attachment;
