@@ -69,7 +69,10 @@ fn counts(messages: &[Message]) -> Counts {
 }
 
 /// What the fixtures hold, counted once with jq over the raw files (the main chain of each is
-/// exactly its `isSidechain == false` records: none of them branches):
+/// exactly its `isSidechain == false` user, assistant and system records — none of them
+/// branches for good: tool_heavy's parallel results branch and are pulled back in — except
+/// compact.jsonl, whose main chain starts at its compact boundary (L11), and claude_agent,
+/// which is all sidechain):
 ///
 /// ```sh
 /// jq -s '[.[] | select(.isSidechain == false)] | {

@@ -17,7 +17,7 @@ use threadline_message::Message;
 use threadline_message::claude_code::{ImportOptions, ImportResult, import_claude_code};
 use threadline_normalize::{Normalized, Options, normalize};
 use threadline_testkit::fixtures;
-use threadline_testkit::insta_helpers::{redact_checked, redact_signature};
+use threadline_testkit::insta_helpers::redact_signature;
 use threadline_wire::model::ModelTable;
 use threadline_wire::{MessageParam, MessagesRequest};
 
@@ -140,6 +140,17 @@ fn tool_input() -> Redaction {
     })
 }
 
+/// Base64 media data: its length and hash (an image of a few hundred KB stays one line).
+/// Checked: a non-empty string.
+fn media_data() -> Redaction {
+    insta::dynamic_redaction(|value: Content, path: ContentPath<'_>| -> Content {
+        let Some(data) = value.as_str().filter(|d| !d.is_empty()) else {
+            panic!("redaction at {path}: expected non-empty data, found {value:?}");
+        };
+        format!("[{} bytes of data, fnv1a {:08x}]", data.len(), fnv1a(data)).into()
+    })
+}
+
 fn snapshot(name: &str, model: &str, normalized: &Normalized) {
     let request = MessagesRequest::new(model, 4096, normalized.messages.clone());
     let summary = normalized.report.summary();
@@ -154,7 +165,7 @@ fn snapshot(name: &str, model: &str, normalized: &Normalized) {
             ".**.content" => result_content(),
             ".**.input" => tool_input(),
             ".**.signature" => redact_signature(),
-            ".**.data" => redact_checked("[data]", "non-empty data", |s| !s.is_empty()),
+            ".**.data" => media_data(),
         });
     });
 }

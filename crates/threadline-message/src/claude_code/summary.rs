@@ -57,6 +57,26 @@ impl UsageTotals {
 /// records (`custom-title`, `ai-title`, `last-prompt`, `tag`, `summary`) are outside the
 /// graph, and the usage of a session is what all its responses cost, on abandoned branches
 /// and before compactions too.
+///
+/// ```
+/// use threadline_message::claude_code::{ImportOptions, import_claude_code};
+///
+/// let transcript = concat!(
+///     r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s1","timestamp":"2026-01-01T10:00:00Z","message":{"role":"user","content":"fix the build"}}"#, "\n",
+///     r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s1","requestId":"req_1","message":{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"…","signature":"c2ln"}],"usage":{"input_tokens":10,"output_tokens":6}}}"#, "\n",
+///     r#"{"type":"assistant","uuid":"a2","parentUuid":"a1","sessionId":"s1","requestId":"req_1","message":{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":10,"output_tokens":148}}}"#, "\n",
+///     r#"{"type":"custom-title","customTitle":"CI fixes","sessionId":"s1"}"#, "\n",
+/// );
+/// let imported = import_claude_code(transcript, &ImportOptions::default());
+/// assert_eq!(imported.title(), Some("CI fixes"));
+/// assert_eq!(imported.session.first_prompt.as_deref(), Some("fix the build"));
+/// assert_eq!(imported.session_id(), Some("s1"));
+/// assert_eq!(imported.first_timestamp(), Some("2026-01-01T10:00:00Z"));
+/// assert_eq!(imported.model(), Some("claude-sonnet-4-5"));
+/// // Two fragments of one response: counted once, with the last fragment's output.
+/// let usage = imported.usage();
+/// assert_eq!((usage.responses, usage.input_tokens, usage.output_tokens), (1, 10, 148));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SessionInfo {
