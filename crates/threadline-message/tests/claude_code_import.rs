@@ -1486,3 +1486,115 @@ fn attachment_records_map_to_typed_attachments_or_stay_whole() {
     assert_eq!(imported.messages.last().map(|m| m.id().as_str()), Some("a"));
     assert_eq!(imported.skipped_off_chain, 0);
 }
+
+/// A JSON value of any shape, small.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e12f64..1e12).prop_map(Value::from),
+        "[a-z<>/ ]{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map("[a-z]{1,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// One record: a type from every kind the reference names (and one it does not), ids from a
+/// small pool, and each known field either well-formed or of a random shape.
+fn any_record() -> impl Strategy<Value = Value> {
+    let types = prop::sample::select(vec![
+        "user",
+        "assistant",
+        "system",
+        "attachment",
+        "progress",
+        "summary",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "tag",
+        "queue-operation",
+        "file-history-snapshot",
+        "x-unknown",
+    ]);
+    (
+        types,
+        prop::option::of(0u8..6),
+        prop::option::of(0u8..7),
+        any::<bool>(),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec![
+                    "message",
+                    "attachment",
+                    "toolUseResult",
+                    "subtype",
+                    "content",
+                    "customTitle",
+                    "aiTitle",
+                    "lastPrompt",
+                    "summary",
+                    "tag",
+                    "requestId",
+                    "timestamp",
+                    "sessionId",
+                    "agentId",
+                    "logicalParentUuid",
+                    "compactMetadata",
+                    "isApiErrorMessage",
+                    "isMeta",
+                    "isCompactSummary",
+                ]),
+                any_json(),
+            ),
+            0..4,
+        ),
+    )
+        .prop_map(|(kind, id, parent, sidechain, fields)| {
+            let mut r = record(
+                if kind == "assistant" {
+                    "assistant"
+                } else {
+                    "user"
+                },
+                &id.map_or_else(String::new, |i| format!("r{i}")),
+                None,
+                "text",
+            );
+            r["type"] = json!(kind);
+            r["parentUuid"] = parent.map_or(Value::Null, |p| json!(format!("r{p}")));
+            r["isSidechain"] = json!(sidechain);
+            for (key, value) in fields {
+                r[key] = value;
+            }
+            r
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whatever the records hold, the import ends without panicking, accounts for every
+    /// record, and every accessor answers.
+    #[test]
+    fn arbitrary_records_never_fail_the_import(records in prop::collection::vec(any_record(), 0..20)) {
+        for follow in [false, true] {
+            let options = ImportOptions::default().with_compacted_history(follow);
+            let imported = import_claude_code(&jsonl(&records), &options);
+            prop_assert_eq!(
+                imported.messages.len() + imported.opaque.len() + imported.skipped_sidechain
+                    + imported.skipped_off_chain + imported.skipped_compacted,
+                records.len()
+            );
+            let _ = (imported.title(), imported.session_id(), imported.agent_id());
+            let _ = (imported.first_timestamp(), imported.model(), imported.usage());
+            let _ = imported.summaries().count();
+        }
+    }
+}

@@ -361,3 +361,50 @@ fn normalized_transcripts_round_trip_through_json() {
         assert_eq!(back, messages, "{}", path.display());
     }
 }
+
+/// Claude Code `attachment` records (no fixture has one; shapes from the reference, §6) reach
+/// the request as `<system-reminder>` text where Claude Code renders them, and never where it
+/// does not (`prompt_snapshot`, unknown kinds).
+#[test]
+fn claude_code_attachments_reach_the_request_as_claude_code_renders_them() {
+    let line = |value: Value| value.to_string();
+    let attachment = |uuid: &str, parent: &str, payload: Value| {
+        line(
+            serde_json::json!({"type": "attachment", "uuid": uuid, "parentUuid": parent,
+            "isSidechain": false, "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z",
+            "attachment": payload}),
+        )
+    };
+    let text = [
+        line(serde_json::json!({"type": "user", "uuid": "u", "parentUuid": null,
+            "isSidechain": false, "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "summarize @notes.md"}})),
+        attachment("a1", "u", serde_json::json!({"type": "file", "filename": "notes.md",
+            "content": {"type": "text", "file": {"filePath": "/p/notes.md", "content": "buy milk"}}})),
+        attachment("a2", "a1", serde_json::json!({"type": "skill_listing",
+            "content": "- pdf: read PDF files", "names": ["pdf"], "skillCount": 1})),
+        attachment("a3", "a2", serde_json::json!({"type": "prompt_snapshot",
+            "systemPrompt": ["You are Claude Code, SECRET SYSTEM PROMPT"], "tools": []})),
+        attachment("a4", "a3", serde_json::json!({"type": "kind_from_the_future",
+            "text": "FUTURE TEXT"})),
+        attachment("a5", "a4", serde_json::json!("malformed")),
+        line(serde_json::json!({"type": "assistant", "uuid": "m", "parentUuid": "a5",
+            "isSidechain": false, "sessionId": "s", "requestId": "req_1",
+            "message": {"id": "msg_1", "role": "assistant", "model": MODEL,
+                "content": [{"type": "text", "text": "You need milk."}]}})),
+    ]
+    .join("\n");
+    let imported = import(&text);
+    let normalized = normalize_checked("attachments", &imported.messages, MODEL);
+    let user = common::output_user_text(&normalized.messages);
+    assert!(user.contains("summarize @notes.md"), "{user}");
+    assert!(user.contains("buy milk"), "{user}");
+    assert!(
+        user.contains("<system-reminder>\n- pdf: read PDF files\n</system-reminder>"),
+        "{user}"
+    );
+    assert!(!user.contains("SECRET SYSTEM PROMPT"), "{user}");
+    assert!(!user.contains("FUTURE TEXT"), "{user}");
+    // One user message (prompt and reminders merged), then the answer.
+    assert_eq!(normalized.messages.len(), 2);
+}
