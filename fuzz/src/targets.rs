@@ -241,7 +241,8 @@ pub fn transcript_jsonl(data: &[u8]) {
 /// `claude_code_import`: bytes as a Claude Code transcript.
 ///
 /// The importer (streaming from a file and in memory, which agree; with and without
-/// sidechains; with a small line limit) never panics, the detector never panics, and what was imported normalizes to a valid request, idempotently
+/// sidechains; with and without the history before compactions; with a small line limit)
+/// never panics, its session accessors never panic, the detector never panics, and what was imported normalizes to a valid request, idempotently
 /// (invariant 2).
 pub fn claude_code_import(data: &[u8]) {
     let options = ImportOptions::default().with_max_line_bytes(MAX_LINE_BYTES);
@@ -270,5 +271,8 @@ pub fn claude_code_import(data: &[u8]) {
     assert_normalizes(&main_chain.messages);
     let with_sidechains = import_claude_code(text, &options.clone().with_sidechains(true));
     assert_normalizes(&with_sidechains.messages);
+    let history = import_claude_code(text, &options.clone().with_compacted_history(true));
+    assert_normalizes(&history.messages);
     let _ = main_chain.summaries().count();
+    let _ = (main_chain.title(), main_chain.model(), main_chain.usage());
 }
