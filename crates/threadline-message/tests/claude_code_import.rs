@@ -1598,3 +1598,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn fragments_are_put_in_api_block_index_order_when_every_one_has_it() {
+    let fragment = |uuid: &str, parent: &str, index: Option<u64>| {
+        let mut r = record("assistant", uuid, Some(parent), uuid);
+        r["message"]["id"] = json!("msg_one");
+        if let Some(index) = index {
+            r["apiBlockIndex"] = json!(index);
+        }
+        r
+    };
+    let ordered = |records: &[Value]| {
+        let imported = import(&jsonl(records));
+        ids(&imported.messages)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let u = record("user", "u", None, "hi");
+    assert_eq!(
+        ordered(&[
+            u.clone(),
+            fragment("b", "u", Some(1)),
+            fragment("a", "b", Some(0)),
+            fragment("c", "a", Some(2)),
+        ]),
+        ["u", "a", "b", "c"]
+    );
+    // One fragment without an index: the file's order stands.
+    assert_eq!(
+        ordered(&[
+            u,
+            fragment("b", "u", Some(1)),
+            fragment("a", "b", None),
+            fragment("c", "a", Some(2)),
+        ]),
+        ["u", "b", "a", "c"]
+    );
+}

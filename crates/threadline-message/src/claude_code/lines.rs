@@ -80,15 +80,21 @@ impl ParsedLines {
         result.problems.append(&mut bridges);
         // Per message: whether it was pulled onto the chain off the walk.
         let mut pulled_messages = Vec::new();
+        // Per message: its `apiBlockIndex` (recent 2.1), the place of its block in the response.
+        let mut block_indices = Vec::new();
         for ((record, place), pulled) in self.records.into_iter().zip(places).zip(pulled) {
             match place {
-                Place::Imported => match map_record(record, &mut result.problems) {
-                    Mapped::Message(message) => {
-                        result.messages.push(*message);
-                        pulled_messages.push(pulled);
+                Place::Imported => {
+                    let block_index = record.object.get("apiBlockIndex").and_then(Value::as_u64);
+                    match map_record(record, &mut result.problems) {
+                        Mapped::Message(message) => {
+                            result.messages.push(*message);
+                            pulled_messages.push(pulled);
+                            block_indices.push(block_index);
+                        }
+                        Mapped::Opaque(object) => result.opaque.push(Value::Object(object)),
                     }
-                    Mapped::Opaque(object) => result.opaque.push(Value::Object(object)),
-                },
+                }
                 Place::Unchained => {
                     if let Some(record_type) = conversation_type(&record.object) {
                         result.problems.push(LineProblem {
@@ -106,6 +112,7 @@ impl ParsedLines {
                 Place::SkippedCompacted => result.skipped_compacted += 1,
             }
         }
+        order_fragments(&mut result.messages, &block_indices);
         order_parallel_results(&mut result.messages, &pulled_messages);
         // Problems came from two passes (lines, then records): keep them in file order.
         result.problems.sort_by_key(|p| p.line);
@@ -175,6 +182,40 @@ fn order_parallel_results(messages: &mut [Message], pulled: &[bool]) {
                 .map(|(m, k)| (k, m))
                 .collect();
             run.sort_by_key(|(k, _)| *k);
+            for (slot, (_, message)) in messages[start..end].iter_mut().zip(run) {
+                *slot = message;
+            }
+        }
+        start = end;
+    }
+}
+
+/// Puts each run of consecutive fragments of one response (same `api_message_id`) whose
+/// records all carry an `apiBlockIndex` in that order (reference §3: recent 2.1 builds say
+/// where each block sits in the response). Runs without it keep their order.
+fn order_fragments(messages: &mut [Message], block_indices: &[Option<u64>]) {
+    let response = |message: &Message| match message {
+        Message::Assistant(a) => a.api_message_id.clone(),
+        _ => None,
+    };
+    let mut start = 0;
+    while start < messages.len() {
+        let Some(id) = response(&messages[start]) else {
+            start += 1;
+            continue;
+        };
+        let end = (start..messages.len())
+            .find(|&i| response(&messages[i]).as_deref() != Some(id.as_str()))
+            .unwrap_or(messages.len());
+        let indices: Option<Vec<u64>> = block_indices
+            .get(start..end)
+            .and_then(|run| run.iter().copied().collect());
+        if let Some(indices) = indices.filter(|ix| ix.windows(2).any(|w| w[0] > w[1])) {
+            let mut run: Vec<(u64, Message)> = indices
+                .into_iter()
+                .zip(messages[start..end].iter().cloned())
+                .collect();
+            run.sort_by_key(|(index, _)| *index);
             for (slot, (_, message)) in messages[start..end].iter_mut().zip(run) {
                 *slot = message;
             }

@@ -51,7 +51,8 @@
 //!   sidechain is its conversation, imported as the main chain
 //!   ([`ImportResult::is_all_sidechain`]).
 //! * Messages are returned in file order (which for files Claude Code wrote is chain order),
-//!   except for the reordered parallel results above.
+//!   except for the reordered parallel results above, and for consecutive fragments of one
+//!   response whose records all carry an `apiBlockIndex` (recent 2.1), put in that order.
 //!
 //! # How records map
 //!
