@@ -408,3 +408,83 @@ fn claude_code_attachments_reach_the_request_as_claude_code_renders_them() {
     // One user message (prompt and reminders merged), then the answer.
     assert_eq!(normalized.messages.len(), 2);
 }
+
+/// The request of a compacted session starts at the summary: the history before the
+/// boundary is not sent next to the summary that replaced it.
+#[test]
+fn a_compacted_session_is_sent_from_its_summary() {
+    let path = fixtures::repo_root().join("fixtures/recorded/tomjnsn__agentlogs/compact.jsonl");
+    let text = std::fs::read_to_string(path).expect("the fixture");
+    let sent = |options: &ImportOptions| {
+        let imported = import_claude_code(&text, options);
+        let normalized = normalize_checked("compact", &imported.messages, MODEL);
+        serde_json::to_string(&normalized.messages).expect("serializes")
+    };
+    let request = sent(&ImportOptions::default());
+    let history = sent(&ImportOptions::default().with_compacted_history(true));
+    // The assistant's pre-compaction answer (L8) and the /clear command (L3).
+    for before in [
+        "I'm doing well, thanks for asking!",
+        "<command-name>/clear</command-name>",
+    ] {
+        assert!(
+            !request.contains(before),
+            "{before:?} is sent after compaction"
+        );
+        assert!(
+            history.contains(before),
+            "{before:?} is in the history view"
+        );
+    }
+    assert!(request.starts_with(
+        r#"[{"role":"user","content":[{"type":"text","text":"This session is being continued"#
+    ));
+}
+
+/// tool_heavy's parallel calls: the Glob call (L30) and its result (L32), which a
+/// `parentUuid` walk misses, are in the request, answered in the order they were called.
+#[test]
+fn parallel_tool_calls_and_their_results_are_all_sent() {
+    let path = fixtures::repo_root().join("fixtures/recorded/marot__spotter/tool_heavy.jsonl");
+    let text = std::fs::read_to_string(path).expect("the fixture");
+    let imported = import(&text);
+    let normalized = normalize_checked("tool_heavy", &imported.messages, &session_model(&imported));
+    assert_eq!(
+        normalized.report.summary(),
+        "2 repairs: 1 misplaced thinking block dropped, 1 empty text block removed"
+    );
+    let (web_search, glob) = (
+        "toolu_01DKTWcKpZ2ksZQmoKKfxiw6",
+        "toolu_01JJds55jYrYwd9TktNGndRY",
+    );
+    let position = |f: &dyn Fn(&threadline_wire::ContentBlock) -> bool| {
+        normalized
+            .messages
+            .iter()
+            .enumerate()
+            .find_map(|(n, m)| common::blocks(m).iter().position(f).map(|at| (n, at)))
+    };
+    let call = |id: &'static str| {
+        position(&move |b| matches!(b, threadline_wire::ContentBlock::ToolUse(u) if u.id == id))
+    };
+    let result = |id: &'static str| {
+        position(
+            &move |b| matches!(b, threadline_wire::ContentBlock::ToolResult(r) if r.tool_use_id == id),
+        )
+    };
+    let (Some(search_call), Some(glob_call)) = (call(web_search), call(glob)) else {
+        panic!("both calls are sent")
+    };
+    assert_eq!(search_call.0, glob_call.0, "one assistant message");
+    let (Some(search_result), Some(glob_result)) = (result(web_search), result(glob)) else {
+        panic!("both results are sent")
+    };
+    assert_eq!(
+        (search_result.0, glob_result.0),
+        (search_call.0 + 1, search_call.0 + 1)
+    );
+    assert!(
+        search_result.1 < glob_result.1,
+        "results in the order of the calls"
+    );
+}
