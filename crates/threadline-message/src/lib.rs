@@ -32,8 +32,8 @@ pub mod transcript;
 
 pub use attachment::{Attachment, DeltaAnnouncement, DeltaItem, TodoItem};
 pub use claude_code::{
-    ImportOptions, ImportResult, SessionInfo, UsageTotals, import_claude_code,
-    import_claude_code_file, is_claude_code_transcript,
+    ImportOptions, ImportResult, UsageTotals, import_claude_code, import_claude_code_file,
+    is_claude_code_transcript,
 };
 pub use header::{Header, MessageId, Timestamp};
 pub use message::{
