@@ -19,11 +19,10 @@
 //! the anchor), so a transcript costs up to the square of its length: this is for measuring
 //! fixtures, which is why `inspect` (linear in the transcript) does not report it.
 
-use std::collections::HashMap;
-
 use threadline_compact::units::since_last_boundary;
 use threadline_compact::{estimate_context, estimate_messages, inferred_overhead, reported_input};
 use threadline_message::Message;
+use threadline_message::response_usage::{ResponseUsage, response_key};
 
 /// One request's estimate against its recorded input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,26 +60,10 @@ fn relative(estimate: u64, recorded: u64) -> f64 {
     estimate.abs_diff(recorded) as f64 / recorded as f64
 }
 
-fn key_of(message: &Message) -> Option<&str> {
-    match message {
-        Message::Assistant(a) => a.request_id.as_deref().or(a.api_message_id.as_deref()),
-        _ => None,
-    }
-}
-
 /// Every request of `messages` with recorded usage, after the first (see the module docs).
 pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
     let overhead = inferred_overhead(messages).unwrap_or(0);
-    // The last fragment's usage of each response key.
-    let mut last_usage: HashMap<Option<&str>, u64> = HashMap::new();
-    for message in messages {
-        if let Message::Assistant(a) = message
-            && !a.is_api_error
-            && let Some(total) = a.usage.as_deref().and_then(reported_input)
-        {
-            last_usage.insert(key_of(message), total);
-        }
-    }
+    let usage = ResponseUsage::of(messages);
     let mut out = Vec::new();
     let mut previous: Option<Option<&str>> = None;
     let mut first_recorded = true;
@@ -91,7 +74,7 @@ pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
         if a.is_api_error {
             continue;
         }
-        let key = key_of(message);
+        let key = response_key(message);
         if key.is_some() && previous == Some(key) {
             continue;
         }
@@ -99,11 +82,8 @@ pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
         if i == 0 {
             continue;
         }
-        // Without a key, fragments cannot be told apart: only a message's own usage counts.
-        let recorded = match key {
-            Some(_) => last_usage.get(&key).copied(),
-            None => a.usage.as_deref().and_then(reported_input),
-        };
+        // The response's usage, its last fragment's (without a key, the message's own).
+        let recorded = usage.of_message(message).and_then(reported_input);
         let Some(recorded) = recorded else {
             continue;
         };
@@ -115,7 +95,8 @@ pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
             at: i,
             estimated: estimate_context(&messages[..i], overhead),
             recorded,
-            unanchored: overhead + estimate_messages(since_last_boundary(&messages[..i])),
+            unanchored: overhead
+                .saturating_add(estimate_messages(since_last_boundary(&messages[..i]))),
         });
     }
     out

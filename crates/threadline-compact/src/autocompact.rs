@@ -390,7 +390,7 @@ async fn compact_once(
     let missing: Vec<Message> = missing.into_iter().cloned().collect();
     messages.extend(missing);
 
-    let before_reattach = overhead + estimate_messages(&messages);
+    let before_reattach = overhead.saturating_add(estimate_messages(&messages));
     // Files fill the room left below the limit, keeping a margin of a tenth of it.
     let room = context
         .limit
@@ -418,7 +418,7 @@ async fn compact_once(
         )));
     }
 
-    let post_tokens = overhead + estimate_messages(&messages);
+    let post_tokens = overhead.saturating_add(estimate_messages(&messages));
     if post_tokens >= pre_tokens {
         return Err(AutocompactError::NotShrinking {
             pre: pre_tokens,

@@ -291,7 +291,7 @@ pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
                 .sum();
             reported.saturating_add(since)
         }
-        None => overhead + estimate_messages(visible),
+        None => overhead.saturating_add(estimate_messages(visible)),
     }
 }
 
@@ -364,6 +364,12 @@ pub async fn count_or_estimate(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_huge_recorded_overhead_saturates_instead_of_overflowing() {
+        let history = vec![Message::user_text("hi")];
+        assert_eq!(estimate_context(&history, u64::MAX), u64::MAX);
+    }
+
     use super::*;
     use threadline_message::tool_result_block;
     use threadline_wire::Usage;

@@ -220,7 +220,7 @@ pub fn scan_project(dir: impl AsRef<Path>) -> Result<Project, ProjectError> {
             EntryKind::File => {
                 if let Some(stem) = name.strip_suffix(".jsonl") {
                     if is_session_id(stem) {
-                        if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+                        if fs::symlink_metadata(&path).is_ok_and(|m| m.len() > 0) {
                             entry(&mut sessions, stem).path = Some(path);
                         }
                     } else if let Some(agent) = agent_file(&name, &path) {
@@ -234,7 +234,8 @@ pub fn scan_project(dir: impl AsRef<Path>) -> Result<Project, ProjectError> {
             }
             EntryKind::Dir if is_session_id(&name) => {
                 let mut agents = Vec::new();
-                scan.agents_below(&path.join("subagents"), 2, &mut agents);
+                // `<session>/subagents/` is two levels down; what is left of MAX_DEPTH below it.
+                scan.agents_below(&path.join("subagents"), MAX_DEPTH - 2, &mut agents);
                 if !agents.is_empty() {
                     entry(&mut sessions, &name).agents.extend(agents);
                 }
@@ -345,7 +346,7 @@ impl Scan {
 /// The agent file named `name`, if it is one (`agent-<id>.jsonl`, not empty).
 fn agent_file(name: &str, path: &Path) -> Option<AgentFile> {
     let id = name.strip_prefix("agent-")?.strip_suffix(".jsonl")?;
-    if id.is_empty() || fs::metadata(path).map_or(true, |m| m.len() == 0) {
+    if id.is_empty() || fs::symlink_metadata(path).map_or(true, |m| m.len() == 0) {
         return None;
     }
     let kind = if id.starts_with("acompact") {
@@ -364,8 +365,12 @@ fn agent_file(name: &str, path: &Path) -> Option<AgentFile> {
     })
 }
 
-/// At most [`HEAD_BYTES`] of the file at `path`.
+/// At most [`HEAD_BYTES`] of the regular file at `path` (not through a link: a link, a FIFO or
+/// a device is not read, so nothing in the directory can make the scan block or leave it).
 fn read_head(path: &Path) -> Option<Vec<u8>> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let file = fs::File::open(path).ok()?;
     let mut bytes = Vec::new();
     file.take(HEAD_BYTES).read_to_end(&mut bytes).ok()?;
@@ -375,6 +380,9 @@ fn read_head(path: &Path) -> Option<Vec<u8>> {
 /// The `sessionId` of the first record of the file at `path` that names one, looking at no
 /// more than [`HEAD_BYTES`].
 fn head_session_id(path: &Path) -> Option<String> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let file = fs::File::open(path).ok()?;
     let reader = BufReader::new(file.take(HEAD_BYTES));
     reader.split(b'\n').map_while(Result::ok).find_map(|line| {
@@ -387,6 +395,31 @@ fn head_session_id(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_link_for_a_sidecar_is_not_opened() {
+        let dir =
+            std::env::temp_dir().join(format!("threadline-project-fifo-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let session = "7f2abd2d-7cfc-4447-9ddd-3ca8d1e1a3f0";
+        let subagents = dir.join(session).join("subagents");
+        fs::create_dir_all(&subagents).expect("dirs");
+        fs::write(subagents.join("agent-a1.jsonl"), "{}\n").expect("agent");
+        fs::write(subagents.join("agent-b2.jsonl"), "{}\n").expect("agent");
+        // A FIFO would block an open for reading until a writer comes: it must not be opened.
+        let fifo = subagents.join("agent-a1.meta.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let secret = dir.join("secret.json");
+        fs::write(&secret, r#"{"agentType":"leaked"}"#).expect("secret");
+        std::os::unix::fs::symlink(&secret, subagents.join("agent-b2.meta.json")).expect("link");
+        let project = scan_project(&dir).expect("listed");
+        let agents = &project.session(session).expect("session").agents;
+        assert_eq!(agents.len(), 2);
+        assert!(agents.iter().all(|a| a.meta.is_none()), "{agents:?}");
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn session_ids_are_hex_uuids_only() {

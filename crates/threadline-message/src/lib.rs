@@ -26,6 +26,7 @@ pub mod claude_code;
 pub mod claude_code_project;
 pub mod header;
 pub mod message;
+pub mod response_usage;
 pub mod session_ops;
 pub mod system;
 pub mod transcript;

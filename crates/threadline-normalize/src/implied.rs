@@ -6,9 +6,9 @@
 //! API (the prompt-cache simulator, `threadline inspect`). Tools and system prompt are not in
 //! a transcript and are left to the caller.
 
-use std::collections::HashMap;
 use std::time::UNIX_EPOCH;
 
+use threadline_message::response_usage::{ResponseUsage, response_key};
 use threadline_message::{Message, SystemKind};
 use threadline_wire::{MessageParam, Usage};
 
@@ -124,8 +124,7 @@ pub struct ImpliedView<'a> {
 pub struct ImpliedRequests<'s> {
     messages: &'s [Message],
     normalizer: Normalizer,
-    /// For each assistant message, the usage of the first message from it on that shares its
-    /// response key and recorded one (found in one backward pass).
+    /// For each assistant message, the usage of its response (the last fragment's).
     recorded: Vec<Option<&'s Usage>>,
     next: usize,
     previous_key: Option<String>,
@@ -137,17 +136,10 @@ pub struct ImpliedRequests<'s> {
 impl<'s> ImpliedRequests<'s> {
     /// A walk over the requests `messages` implies.
     pub fn new(messages: &'s [Message]) -> Self {
-        let mut recorded = vec![None; messages.len()];
-        let mut latest: HashMap<Option<&str>, &Usage> = HashMap::new();
-        for (i, message) in messages.iter().enumerate().rev() {
-            if let Message::Assistant(a) = message {
-                let key = key_of(message);
-                if let Some(usage) = a.usage.as_deref() {
-                    latest.insert(key, usage);
-                }
-                recorded[i] = latest.get(&key).copied();
-            }
-        }
+        // Each response's usage is its last fragment's (the earlier ones may carry a
+        // streaming placeholder for output).
+        let usage = ResponseUsage::of(messages);
+        let recorded = messages.iter().map(|m| usage.of_message(m)).collect();
         ImpliedRequests {
             messages,
             normalizer: Normalizer::new(Options::default()),
@@ -178,7 +170,7 @@ impl<'s> ImpliedRequests<'s> {
             if assistant.is_api_error {
                 continue;
             }
-            let key = response_key(message);
+            let key = response_key(message).map(str::to_owned);
             if key.is_some() && key == self.previous_key {
                 continue;
             }
@@ -200,22 +192,6 @@ impl<'s> ImpliedRequests<'s> {
             });
         }
         None
-    }
-}
-
-/// [`response_key`], borrowed.
-fn key_of(message: &Message) -> Option<&str> {
-    match message {
-        Message::Assistant(a) => a.request_id.as_deref().or(a.api_message_id.as_deref()),
-        _ => None,
-    }
-}
-
-/// An assistant message's request id, else its API message id.
-fn response_key(message: &Message) -> Option<String> {
-    match message {
-        Message::Assistant(a) => a.request_id.clone().or_else(|| a.api_message_id.clone()),
-        _ => None,
     }
 }
 

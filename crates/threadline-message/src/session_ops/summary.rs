@@ -1,6 +1,5 @@
 //! What a listing of sessions shows of each: [`summarize`] and [`list_sessions`].
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -8,6 +7,7 @@ use threadline_wire::ContentBlock;
 
 use crate::header::{MessageId, Timestamp};
 use crate::message::Message;
+use crate::response_usage::ResponseUsage;
 use crate::session_ops::error::SessionOpError;
 use crate::session_ops::rewind::is_typed_prompt;
 use crate::system::SystemKind;
@@ -78,8 +78,6 @@ pub fn summarize(id: impl Into<String>, messages: &[Message]) -> SessionInfo {
     let mut prompt = None;
     let mut model = None;
     let mut forked_from = None;
-    // (request id or API message id or message id) -> usage of the last fragment.
-    let mut usage: HashMap<&str, &threadline_wire::Usage> = HashMap::new();
     for message in messages {
         match message {
             Message::System(system) => match &system.kind {
@@ -92,19 +90,10 @@ pub fn summarize(id: impl Into<String>, messages: &[Message]) -> SessionInfo {
                 }
                 _ => {}
             },
-            Message::Assistant(assistant) => {
-                if !assistant.model.is_empty() && !assistant.is_api_error {
-                    model = Some(assistant.model.as_str());
-                }
-                // An API-error message is local: no request was answered, nothing was billed.
-                if let Some(used) = assistant.usage.as_ref().filter(|_| !assistant.is_api_error) {
-                    let key = assistant
-                        .request_id
-                        .as_deref()
-                        .or(assistant.api_message_id.as_deref())
-                        .unwrap_or(assistant.header.id.as_str());
-                    usage.insert(key, used);
-                }
+            Message::Assistant(assistant)
+                if !assistant.model.is_empty() && !assistant.is_api_error =>
+            {
+                model = Some(assistant.model.as_str());
             }
             Message::User(_) if prompt.is_none() && is_typed_prompt(message) => {
                 prompt = Some(message);
@@ -113,7 +102,7 @@ pub fn summarize(id: impl Into<String>, messages: &[Message]) -> SessionInfo {
         }
     }
     let mut tokens = TokenTotals::default();
-    for used in usage.values() {
+    for used in ResponseUsage::of(messages).responses() {
         tokens.input = tokens.input.saturating_add(used.input_tokens.unwrap_or(0));
         tokens.output = tokens
             .output

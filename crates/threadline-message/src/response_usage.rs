@@ -1,0 +1,95 @@
+//! The usage of each API response in a message array, counted once.
+//!
+//! A streamed response can be stored as several assistant fragments (Claude Code writes one
+//! record per content block), each repeating the response's usage. Input and cache figures are
+//! equal across them; `output_tokens` is a streaming placeholder on all but the last (Claude
+//! Code before 2.1.97). So a response's usage is its **last** fragment's, and a response is
+//! told by its key: the request id (`req_…`), else the API message id (`msg_…`). A local API
+//! error message (`is_api_error`) answered no request and has no usage.
+//!
+//! ```
+//! use threadline_message::response_usage::{ResponseUsage, response_key};
+//! use threadline_message::Message;
+//! use threadline_wire::{ContentBlock, Usage};
+//!
+//! let fragment = |output: u64| {
+//!     let mut m = Message::assistant_fragment("msg_1", "claude-sonnet-4-6", vec![ContentBlock::text("…")]);
+//!     if let Message::Assistant(a) = &mut m {
+//!         a.usage = Some(Box::new(serde_json::from_value(serde_json::json!({"input_tokens": 10, "output_tokens": output})).unwrap()));
+//!     }
+//!     m
+//! };
+//! let messages = vec![Message::user_text("hi"), fragment(1), fragment(148)];
+//! let usage = ResponseUsage::of(&messages);
+//! assert_eq!(usage.of_message(&messages[1]).and_then(|u| u.output_tokens), Some(148));
+//! assert_eq!(usage.responses().count(), 1);
+//! assert_eq!(response_key(&messages[2]), Some("msg_1"));
+//! ```
+
+use std::collections::HashMap;
+
+use threadline_wire::Usage;
+
+use crate::message::Message;
+
+/// The key that tells an assistant message's response: its request id, else its API message
+/// id; `None` for other messages and for a response stored with neither.
+pub fn response_key(message: &Message) -> Option<&str> {
+    match message {
+        Message::Assistant(a) => a.request_id.as_deref().or(a.api_message_id.as_deref()),
+        _ => None,
+    }
+}
+
+/// Each response's usage, its last fragment's (see the [module docs](self)).
+#[derive(Debug, Clone, Default)]
+pub struct ResponseUsage<'a> {
+    by_key: HashMap<&'a str, &'a Usage>,
+    /// Responses without a key, each fragment its own response, in order.
+    keyless: Vec<&'a Usage>,
+}
+
+impl<'a> ResponseUsage<'a> {
+    /// The responses of `messages` and their usage.
+    pub fn of(messages: &'a [Message]) -> Self {
+        let mut usage = ResponseUsage::default();
+        for message in messages {
+            let Message::Assistant(a) = message else {
+                continue;
+            };
+            let Some(used) = a.usage.as_deref().filter(|_| !a.is_api_error) else {
+                continue;
+            };
+            match response_key(message) {
+                Some(key) => {
+                    usage.by_key.insert(key, used);
+                }
+                None => usage.keyless.push(used),
+            }
+        }
+        usage
+    }
+
+    /// The usage of the response `message` belongs to: its key's last fragment's, or — without
+    /// a key — its own; `None` for a message that is not a response or recorded none.
+    pub fn of_message(&self, message: &'a Message) -> Option<&'a Usage> {
+        let Message::Assistant(a) = message else {
+            return None;
+        };
+        if a.is_api_error {
+            return None;
+        }
+        match response_key(message) {
+            Some(key) => self.by_key.get(key).copied(),
+            None => a.usage.as_deref(),
+        }
+    }
+
+    /// Every response's usage, once each (in no particular order: sum them).
+    pub fn responses(&self) -> impl Iterator<Item = &'a Usage> + '_ {
+        self.by_key
+            .values()
+            .copied()
+            .chain(self.keyless.iter().copied())
+    }
+}
