@@ -5,7 +5,8 @@
 //! re-planned bars) must (1) hold one bar group per request the report
 //! lists, in the DOM Chromium built (`--dump-dom`), (2) log no console error while loading, and
 //! (3) draw: the screenshot must have the bar colours in the chart area. Before that, the same
-//! checks run on two pages made to fail them (one logging a console error, one blank), so a
+//! checks run on two pages made to fail them (one logging a console error, one drawing the
+//! chart's grid and threshold lines but no bar), so a
 //! check that cannot fail is caught.
 //!
 //! Chromium comes from the distribution (`apt-get install chromium`, Debian's package, at
@@ -333,16 +334,19 @@ fn bar_pixels(png: &Path) -> XResult<usize> {
     Ok(count)
 }
 
-/// Blue, orange or red, saturated enough not to be text, grid or background.
+/// The bars' blue (green above red: not the purple threshold lines), orange or red,
+/// saturated enough not to be text, grid or background.
 fn is_bar_colour(r: u8, g: u8, b: u8) -> bool {
     let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
     let max = r.max(g).max(b);
     let min = r.min(g).min(b);
-    max - min >= 50 && (b > r + 30 || (r > b + 60 && r > 150))
+    let blue = b > r + 30 && g > r;
+    let warm = r > b + 60 && r > 150;
+    max - min >= 50 && (blue || warm)
 }
 
 /// The checks must be able to fail: a page that logs a console error, and a page that draws
-/// nothing, are both caught.
+/// everything of the token chart but the bars (grid, labels, thresholds), are both caught.
 fn self_check(chromium: &str, dir: &Path) -> XResult<()> {
     let noisy = dir.join("noisy.html");
     let blank = dir.join("blank.html");
@@ -351,8 +355,25 @@ fn self_check(chromium: &str, dir: &Path) -> XResult<()> {
         r#"<!DOCTYPE html><html><body><svg><g class="request"></g></svg><script>console.error("e2e self-check");</script></body></html>"#,
     )
     .map_err(|e| Failure::new(format!("e2e: {e}")))?;
-    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>")
-        .map_err(|e| Failure::new(format!("e2e: {e}")))?;
+    // Everything the token chart draws but the bars: grid, labels and the threshold lines
+    // (purple, across the whole chart).
+    let lines: String = (0..4)
+        .map(|i| {
+            format!(
+                r##"<line x1="70" x2="1380" y1="{y}" y2="{y}" stroke="#7c3aed" stroke-width="3"/><line x1="70" x2="1380" y1="{z}" y2="{z}" stroke="#a855f7" stroke-width="3"/><line x1="70" x2="1380" y1="{g}" y2="{g}" stroke="#e5e7eb"/><text x="60" y="{g}" fill="#374151">{g}</text>"##,
+                g = 150 + 60 * i,
+                y = 140 + 60 * i,
+                z = 170 + 60 * i
+            )
+        })
+        .collect();
+    std::fs::write(
+        &blank,
+        format!(
+            r#"<!DOCTYPE html><html><body style="margin:16px"><div style="height:90px"></div><svg width="1400" height="400">{lines}</svg></body></html>"#
+        ),
+    )
+    .map_err(|e| Failure::new(format!("e2e: {e}")))?;
     let page = load(chromium, &noisy, &dir.join("noisy.png"))?;
     if page.console_errors.is_empty() {
         return Err(Failure::new(
@@ -369,10 +390,10 @@ fn self_check(chromium: &str, dir: &Path) -> XResult<()> {
     let drawn = bar_pixels(&dir.join("blank.png"))?;
     if drawn >= MIN_BAR_PIXELS {
         return Err(Failure::new(format!(
-            "e2e: self-check: a blank page has {drawn} bar pixels, so the drawing check cannot fail"
+            "e2e: self-check: a chart without bars has {drawn} bar pixels, so the drawing check cannot fail"
         )));
     }
-    println!("e2e: self-check: a console error and a blank page are both caught");
+    println!("e2e: self-check: a console error and a chart without bars are both caught");
     Ok(())
 }
 
