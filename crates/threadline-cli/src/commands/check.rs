@@ -244,7 +244,8 @@ pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             for line in &checked.violations {
-                crate::output::print_line(line);
+                // A violation quotes the request (a tool's name, a model id): escaped.
+                crate::output::print_line(&terminal_safe(line, false));
             }
             ExitCode::from(1)
         }

@@ -9,6 +9,7 @@ use threadline_cli::inspect_html::render_html;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
 use crate::session::{Sidechains, load_session_history};
+use crate::terminal_text::terminal_safe;
 
 /// What `inspect` was asked.
 pub(crate) struct InspectArgs<'a> {
@@ -49,9 +50,11 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
             }
         }
     } else {
-        crate::output::print_line(&render_text(&report));
+        // The table quotes the transcript (cache-break causes carry a command's output, which
+        // Claude Code records with ANSI escapes): control characters are escaped.
+        crate::output::print_line(&terminal_safe(&render_text(&report), true));
         if report["plan"].is_object() {
-            crate::output::print_line(&render_plan(&report));
+            crate::output::print_line(&terminal_safe(&render_plan(&report), true));
         }
     }
     ExitCode::SUCCESS

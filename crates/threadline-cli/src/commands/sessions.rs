@@ -10,6 +10,7 @@ use threadline_message::claude_code_project::{AgentFile, AgentKind, SessionFiles
 use threadline_message::SessionInfo;
 
 use crate::project::overview;
+use crate::terminal_text::terminal_safe;
 
 /// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
 pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
@@ -21,7 +22,12 @@ pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
         }
     };
     for problem in &project.problems {
-        eprintln!("threadline: {}: {}", problem.path.display(), problem.reason);
+        let path = problem.path.display().to_string();
+        eprintln!(
+            "threadline: {}: {}",
+            terminal_safe(&path, false),
+            problem.reason
+        );
     }
     let options = ImportOptions::default();
     let mut rows = Vec::new();
@@ -62,12 +68,24 @@ pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
             }
         }
     } else {
-        crate::output::print_line(&render(&rows, &orphans));
+        // Ids, titles and models come from the files: control characters are escaped.
+        crate::output::print_line(&terminal_safe(&render(&rows, &orphans), true));
     }
     ExitCode::SUCCESS
 }
 
+/// Imports the file at `path` (streamed line by line), unless it is larger than the input
+/// limit (`--max-input-bytes`), which every file a command reads is held to.
 fn import(path: &Path, options: &ImportOptions) -> Result<ImportResult, String> {
+    let size = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
+    if size > crate::input::max_input_bytes() {
+        return Err(format!(
+            "{size} bytes, larger than the limit of {} bytes (raise it with --max-input-bytes)",
+            crate::input::max_input_bytes()
+        ));
+    }
     import_claude_code_file(path, options).map_err(|e| e.to_string())
 }
 

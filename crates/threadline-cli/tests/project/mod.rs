@@ -230,3 +230,50 @@ fn a_directory_without_a_known_session_is_one_line_and_exit_2() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_title_with_terminal_escapes_is_shown_escaped() {
+    let dir = project("escapes");
+    let file = dir.join(format!("{SESSION_21}.jsonl"));
+    let mut text = std::fs::read_to_string(&file).expect("session");
+    text.push_str(r#"{"type":"custom-title","customTitle":"\u001b[2Jred\u001b[31m title","sessionId":"d6e0bada-1959-4eec-a9d2-0bfade768d8f"}"#);
+    text.push('\n');
+    std::fs::write(&file, text).expect("written");
+    let out = threadline(&["sessions", dir.to_str().expect("utf-8")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(!table.contains('\u{1b}'), "{table:?}");
+    assert!(table.contains("[2Jred [31m title"), "{table}");
+    // The JSON keeps the title as written.
+    assert_eq!(
+        listing(&dir)["sessions"][1]["title"],
+        "\u{1b}[2Jred\u{1b}[31m title"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_over_the_input_limit_is_listed_with_why_and_not_read() {
+    let dir = project("limit");
+    let out = threadline(&[
+        "--max-input-bytes",
+        "30000",
+        "sessions",
+        dir.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // tool_heavy (39 KB) is over the limit; the agtrace session (23 KB) is not.
+    let rows = report["sessions"].as_array().expect("sessions");
+    let over: Vec<&Value> = rows.iter().filter(|r| r["error"].is_string()).collect();
+    assert_eq!(over.len(), 1, "{report:#}");
+    assert_eq!(over[0]["id"], SESSION_21);
+    assert!(
+        over[0]["error"]
+            .as_str()
+            .expect("why")
+            .contains("--max-input-bytes")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
