@@ -668,4 +668,33 @@ fn run_resume_refuses_what_it_cannot_resume() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no messages to resume"), "{stderr}");
+
+    // Without a key (and no --base-url) the run cannot start: a Claude Code transcript is not
+    // imported first, so a retry with the key is not refused for the file it left behind.
+    let claude = dir.path().join("claude.jsonl");
+    std::fs::copy(
+        common::repo().join("fixtures/recorded/lanegrid__agtrace/claude_session.jsonl"),
+        &claude,
+    )
+    .expect("copied");
+    let output = run(
+        &[
+            "run",
+            "--resume",
+            claude.to_str().expect("utf-8 path"),
+            "hi",
+        ],
+        dir.path(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listed")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("claude") && name != "claude.jsonl")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -81,6 +81,15 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A resumed Claude Code session is imported into a new file: without a key the run
+    // cannot start, so say so before writing it.
+    if args.resume.is_some()
+        && !args.dry_run
+        && let Err(line) = super::run_live::api_key(args.base_url)
+    {
+        eprintln!("{line}");
+        return ExitCode::from(2);
+    }
     let resume = match args.resume {
         Some(file) => match super::session::prepare_resume(file, args.out) {
             Ok(resume) => Some(resume),

@@ -43,15 +43,24 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) max_turns: u32,
 }
 
+/// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
+/// the one line saying it is missing (exit code 2). Checked before anything is written.
+pub(crate) fn api_key(base_url: Option<&str>) -> Result<String, String> {
+    match std::env::var(API_KEY_VARIABLE) {
+        Ok(key) if !key.trim().is_empty() => Ok(key),
+        _ if base_url.is_some() => Ok(PLACEHOLDER_KEY.to_owned()),
+        _ => Err(format!(
+            "threadline: run: {API_KEY_VARIABLE} is not set; set it to call the API, pass \
+             --base-url URL for another server, or use --dry-run"
+        )),
+    }
+}
+
 pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
-    let key = match std::env::var(API_KEY_VARIABLE) {
-        Ok(key) if !key.trim().is_empty() => key,
-        _ if args.base_url.is_some() => PLACEHOLDER_KEY.to_owned(),
-        _ => {
-            eprintln!(
-                "threadline: run: {API_KEY_VARIABLE} is not set; set it to call the API, pass \
-                 --base-url URL for another server, or use --dry-run"
-            );
+    let key = match api_key(args.base_url) {
+        Ok(key) => key,
+        Err(line) => {
+            eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
