@@ -27,27 +27,25 @@ pub(crate) struct SimulatedRatio {
 }
 
 /// The ratios in the example's JSON output.
-pub(crate) fn parse(stdout: &str) -> XResult<Vec<SimulatedRatio>> {
+pub(crate) fn parse(example: &str, stdout: &str) -> XResult<Vec<SimulatedRatio>> {
     let value: Value = serde_json::from_str(stdout)
-        .context(|| "strategy_bench did not print one JSON object".to_owned())?;
+        .context(|| format!("{example} did not print one JSON object"))?;
     let ratios = value["ratios"]
         .as_array()
-        .ok_or_else(|| Failure::new("strategy_bench output has no `ratios` array"))?;
+        .ok_or_else(|| Failure::new(format!("{example} output has no `ratios` array")))?;
     ratios
         .iter()
         .map(|r| {
             let field = |k: &str| {
                 r[k].as_str()
                     .map(str::to_owned)
-                    .ok_or_else(|| Failure::new(format!("strategy_bench ratio without `{k}`: {r}")))
+                    .ok_or_else(|| Failure::new(format!("{example} ratio without `{k}`: {r}")))
             };
             let value = r["value"]
                 .as_f64()
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| {
-                    Failure::new(format!(
-                        "strategy_bench ratio without a numeric `value`: {r}"
-                    ))
+                    Failure::new(format!("{example} ratio without a numeric `value`: {r}"))
                 })?;
             Ok(SimulatedRatio {
                 name: field("name")?,
@@ -116,7 +114,7 @@ fn run_example(
             String::from_utf8_lossy(&output.stderr)
         )));
     }
-    parse(&String::from_utf8_lossy(&output.stdout))
+    parse(example, &String::from_utf8_lossy(&output.stdout))
 }
 
 #[cfg(test)]
@@ -126,15 +124,19 @@ mod tests {
     #[test]
     fn parses_and_renders_the_example_output() {
         let out = r#"{"format":"threadline-cache-bench/1","ratios":[{"name":"cache_default_vs_best","value":0.99,"what":"default vs best","better":"higher"}]}"#;
-        let ratios = parse(out).expect("parses");
+        let ratios = parse("strategy_bench", out).expect("parses");
         assert_eq!(ratios.len(), 1);
         assert_eq!(
             render(&ratios[0]),
             "ratio cache_default_vs_best 0.990\n  default vs best (higher is better; deterministic, not timed)"
         );
-        assert!(parse("{}").is_err());
+        assert!(parse("strategy_bench", "{}").is_err());
         assert!(
-            parse(r#"{"ratios":[{"name":"x","value":"1","what":"w","better":"higher"}]}"#).is_err()
+            parse(
+                "strategy_bench",
+                r#"{"ratios":[{"name":"x","value":"1","what":"w","better":"higher"}]}"#
+            )
+            .is_err()
         );
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use threadline_cli::inspect::report;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan};
-use threadline_cli::session::read_session;
+use threadline_cli::session::{Sidechains, load_session_history};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -37,8 +37,12 @@ fn main() {
             continue;
         }
         let path = file["path"].as_str().expect("a path");
-        let text = std::fs::read_to_string(root.join(path)).expect("the transcript");
-        let session = read_session(&text);
+        // Read as `threadline inspect --plan` reads it.
+        let session = load_session_history(
+            &root.join(path).to_string_lossy(),
+            Sidechains::WhenNoMainChain,
+        )
+        .unwrap_or_else(|line| panic!("{path}: {line}"));
         let mut value = report(&session, None);
         let totals = add_plan(&mut value, &session, None, PlanStrategy::Default);
         if totals.recorded_input == 0 {

@@ -165,8 +165,9 @@ enum Command {
     /// DIR is a project directory (`~/.claude/projects/<project>/`): one `<session-id>.jsonl`
     /// per session, and its subagents' transcripts (`agent-<id>.jsonl` beside it in Claude
     /// Code 2.0, `<session-id>/subagents/agent-<id>.jsonl` in 2.1). For each session: id,
-    /// start, messages, model, tokens (each request counted once) and title (its last title
-    /// record, else its first prompt); its agents below it (`acompact` agents are the
+    /// start, messages, model, tokens (each request counted once) and title (its last
+    /// `custom-title`, else `ai-title`, `last-prompt` or `summary`, else its first prompt);
+    /// its agents below it (`acompact` agents are the
     /// compaction's summary requests). `normalize` and `inspect` take `DIR --session ID
     /// [--agent AGENT_ID]`. Exit code 0: listed; 2: DIR cannot be listed.
     Sessions {
@@ -277,8 +278,10 @@ enum Command {
     /// Operate on session transcripts: fork, rewind, list, show.
     ///
     /// `fork FILE --at ID --out NEW` and `rewind FILE --turns N --out NEW` write a new
-    /// session (never over an existing file) and keep every message they keep byte for byte
-    /// (a fork gives them fresh ids); `list DIR` and `show FILE` summarize sessions (id,
+    /// session (never over an existing file) and keep every message they keep as it was
+    /// (a fork gives them fresh ids; a threadline transcript's lines are copied byte for byte
+    /// but for those ids and any key-shaped secret, which is redacted; a Claude Code
+    /// transcript is imported, so its messages are written anew); `list DIR` and `show FILE` summarize sessions (id,
     /// title, start time, message count, model, tokens), as a table or `--json`. Continue a
     /// session with `threadline run --resume FILE`. Exit code 0: done; 2: bad input.
     Session {

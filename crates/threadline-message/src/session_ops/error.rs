@@ -4,7 +4,6 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::header::MessageId;
-use crate::transcript::TranscriptError;
 
 /// Why a session operation could not be done.
 #[derive(Debug, thiserror::Error)]
@@ -34,14 +33,6 @@ pub enum SessionOpError {
         /// The cause.
         source: io::Error,
     },
-    /// A transcript could not be read.
-    #[error("cannot read session {}: {source}", path.display())]
-    Transcript {
-        /// The transcript.
-        path: PathBuf,
-        /// The cause.
-        source: TranscriptError,
-    },
 }
 
 impl SessionOpError {
@@ -63,10 +54,7 @@ impl SessionOpError {
 
     /// A file or directory could not be read.
     pub fn is_io(&self) -> bool {
-        matches!(
-            self,
-            SessionOpError::ReadDir { .. } | SessionOpError::Transcript { .. }
-        )
+        matches!(self, SessionOpError::ReadDir { .. })
     }
 }
 

@@ -202,7 +202,9 @@ pub fn list_sessions(dir: &Path, options: &ReadOptions) -> Result<Listing, Sessi
     let mut paths = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_dir_error)? {
         let path = entry.map_err(read_dir_error)?.path();
-        if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
+        // Regular files only: a link is not followed out of the directory.
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if path.extension().is_some_and(|e| e == "jsonl") && regular {
             paths.push(path);
         }
     }
