@@ -59,6 +59,35 @@ fn model_of(messages: &[Message]) -> Option<&str> {
     })
 }
 
+/// A prefix change as a simulator applies it.
+pub enum Applied<'a> {
+    /// The dynamic part of the unseen prefix was re-rendered, by this command and output.
+    Reload(String),
+    /// The session switched to this model (named so).
+    Switch(&'static Model, &'a str),
+}
+
+/// The prefix changes a simulator applies, in order: every reload, and — unless the model is
+/// fixed by `--model` — every model switch (an id not in the table priced as `resolve`
+/// prices it).
+pub fn prefix_changes<'a>(
+    changes: &'a [PrefixChange],
+    model_flag: Option<&str>,
+) -> impl Iterator<Item = Applied<'a>> {
+    let fixed_model = model_flag.is_some();
+    changes.iter().filter_map(move |change| match change {
+        PrefixChange::ToolsReloaded { command, output } => {
+            Some(Applied::Reload(format!("{command}: {output}")))
+        }
+        PrefixChange::ModelSwitched { to, .. } if !fixed_model => {
+            let table = ModelTable::builtin();
+            let next = table.get(to).unwrap_or_else(|| table.resolve("?").model());
+            Some(Applied::Switch(next, to.as_str()))
+        }
+        _ => None,
+    })
+}
+
 /// The model the report simulates: the flag's, else the transcript's first, else the default.
 pub fn model_id_for(session: &Session, model_flag: Option<&str>) -> String {
     model_flag
@@ -121,18 +150,10 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             sim.reset_planner();
         }
         // What the records say changed besides the messages (module docs).
-        for change in &implied.prefix_changes {
+        for change in prefix_changes(&implied.prefix_changes, model_flag) {
             match change {
-                PrefixChange::ToolsReloaded { command, output } => {
-                    sim.reload_dynamic_prefix(format!("{command}: {output}"));
-                }
-                PrefixChange::ModelSwitched { to, .. } if model_flag.is_none() => {
-                    // An id not in the table is priced as `resolve` prices it.
-                    let table = ModelTable::builtin();
-                    let next = table.get(to).unwrap_or_else(|| table.resolve("?").model());
-                    sim.switch_model(next, to);
-                }
-                _ => {}
+                Applied::Reload(by) => sim.reload_dynamic_prefix(by),
+                Applied::Switch(next, to) => sim.switch_model(next, to),
             }
         }
         let model = sim.model();

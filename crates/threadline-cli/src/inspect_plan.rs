@@ -33,11 +33,11 @@
 
 use serde_json::{Value, json};
 use threadline_cache::{LookbackAware, Planner, Seed, Stable1h, Ttl};
-use threadline_normalize::{ImpliedRequests, PrefixChange};
+use threadline_normalize::ImpliedRequests;
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
-use crate::inspect::{calibrate, model_id_for, usage_json};
+use crate::inspect::{Applied, calibrate, model_id_for, prefix_changes, usage_json};
 use crate::session::Session;
 
 /// A planner strategy `--plan` can name.
@@ -137,17 +137,13 @@ pub fn add_plan(
             planner.reset();
         }
         // What the records say changed besides the messages, as the report applies it.
-        for change in &implied.prefix_changes {
+        for change in prefix_changes(&implied.prefix_changes, model_flag) {
             match change {
-                PrefixChange::ToolsReloaded { command, output } => {
-                    sim.reload_dynamic_prefix(format!("{command}: {output}"));
+                Applied::Reload(by) => sim.reload_dynamic_prefix(by),
+                Applied::Switch(next, to) => {
+                    sim.switch_model(next);
+                    to.clone_into(&mut request_model);
                 }
-                PrefixChange::ModelSwitched { to, .. } if model_flag.is_none() => {
-                    let table = ModelTable::builtin();
-                    sim.switch_model(table.get(to).unwrap_or_else(|| table.resolve("?").model()));
-                    request_model.clone_from(to);
-                }
-                _ => {}
             }
         }
         let model = sim.model();
