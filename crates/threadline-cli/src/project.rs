@@ -9,14 +9,22 @@ use threadline_message::claude_code_project::scan_project;
 use threadline_message::{SessionInfo, summarize};
 
 /// What `threadline sessions` shows of one transcript: the session summary of
-/// [`threadline_message::summarize`] (start, messages, model, tokens counted once per request,
-/// the last fragment winning), titled as Claude Code titles a session
-/// ([`ImportResult::title`]: its title records, else its first prompt).
+/// [`threadline_message::summarize`] over the imported conversation (start, messages,
+/// model), titled as Claude Code titles a session ([`ImportResult::title`]: its title
+/// records, else its first prompt), with the tokens of every response the file records
+/// ([`ImportResult::usage`]: once per request, the last fragment winning, on abandoned
+/// branches and before compactions too — what the session cost, where the import is only
+/// what the model sees next).
 pub fn overview(id: &str, imported: &ImportResult) -> SessionInfo {
     let mut info = summarize(id, &imported.messages);
     if let Some(title) = imported.title() {
         info.title = Some(title.to_owned());
     }
+    let usage = imported.usage();
+    info.tokens.input = usage.input_tokens;
+    info.tokens.output = usage.output_tokens;
+    info.tokens.cache_creation_input = usage.cache_creation_input_tokens;
+    info.tokens.cache_read_input = usage.cache_read_input_tokens;
     info
 }
 

@@ -277,3 +277,28 @@ fn a_session_over_the_input_limit_is_listed_with_why_and_not_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_compacted_session_counts_the_tokens_spent_before_its_boundary() {
+    // compact.jsonl's request view starts at its summary, but the session cost what every
+    // response recorded, before the boundary too.
+    let dir = project("compacted");
+    let id = "0e26ec2f-937e-482c-b889-bc126f996913";
+    let file = dir.join(format!("{id}.jsonl"));
+    std::fs::copy(recorded("tomjnsn__agentlogs/compact.jsonl"), &file).expect("copied");
+    let report = listing(&dir);
+    let row = report["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|s| s["id"] == id)
+        .expect("listed")
+        .clone();
+    assert_eq!(
+        row["tokens"]["total"].as_u64(),
+        Some(expected_tokens(&file)),
+        "{row:#}"
+    );
+    assert!(expected_tokens(&file) > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
