@@ -169,8 +169,19 @@ fn check(fixture: &Fixture, kind: Kind, seed: u64) -> Result<(), String> {
     let (variant, emptied) = damage(&fixture.text, kind, seed);
     let what = format!("{}: {kind:?} with seed {seed}", fixture.name);
     let imported = import(&variant);
+    // A variant cut after a complete answer is a finished session: the request that continues
+    // it ends with the user's next message, as `threadline check` builds it (without one it
+    // would be a prefill, which some recorded models reject).
+    let mut messages = imported.messages.clone();
+    let finished = threadline_normalize::normalize(&messages, &Default::default())
+        .messages
+        .last()
+        .is_some_and(|m| m.role == threadline_wire::Role::Assistant);
+    if finished {
+        messages.push(Message::user_text("(the next user message)"));
+    }
     // Valid, paired, and the variant's own typed texts kept (panics with `what` otherwise).
-    let normalized = normalize_checked(&what, &imported.messages, &fixture.model);
+    let normalized = normalize_checked(&what, &messages, &fixture.model);
     let kept: HashSet<&str> = imported.messages.iter().map(|m| m.id().as_str()).collect();
     let survivors: Vec<Message> = fixture
         .original
@@ -216,6 +227,38 @@ proptest! {
         let fixture = &fixtures[fixture.index(fixtures.len())];
         if let Err(problem) = check(fixture, KINDS[kind], seed) {
             prop_assert!(false, "{}", problem);
+        }
+    }
+}
+
+#[test]
+fn a_variant_cut_right_after_an_answer_is_checked_as_a_finished_session() {
+    // Cut each transcript just after the first assistant record that ends with text: the
+    // session is finished there, and on a model without prefill (tool_heavy's opus-4-6) the
+    // history alone would not be a valid request; the one that continues it is.
+    for fixture in fixtures_once() {
+        let mut offset = 0usize;
+        let mut cut = None;
+        for line in fixture.text.split_inclusive('\n') {
+            offset += line.len();
+            let Ok(record) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let blocks = record["message"]["content"].as_array();
+            let ends_with_text = blocks
+                .and_then(|b| b.last())
+                .is_some_and(|b| b["type"] == "text");
+            if record["type"] == "assistant" && ends_with_text {
+                cut = Some(offset);
+                break;
+            }
+        }
+        let Some(cut) = cut else {
+            continue;
+        };
+        // `CutAtByte` cuts at `seed % (len + 1)`: the seed is the offset itself.
+        if let Err(problem) = check(fixture, Kind::CutAtByte, cut as u64) {
+            panic!("{problem}");
         }
     }
 }
