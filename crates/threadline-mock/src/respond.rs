@@ -153,11 +153,14 @@ pub(crate) fn script(
             }
         }
     }
-    events.push(json!({"type":"message_delta","delta":{"stop_reason":stop_reason,"stop_sequence":null},"usage":usage}));
+    events.push(json!({"type":"message_delta","delta":with_stop_details(json!({"stop_reason":stop_reason,"stop_sequence":null}), &step.stop_details),"usage":usage}));
     events.push(json!({"type":"message_stop"}));
 
-    let message = json!({"id":message_id,"type":"message","role":"assistant","content":content,
-        "model":model,"stop_reason":stop_reason,"stop_sequence":null,"usage":usage});
+    let message = with_stop_details(
+        json!({"id":message_id,"type":"message","role":"assistant","content":content,
+            "model":model,"stop_reason":stop_reason,"stop_sequence":null,"usage":usage}),
+        &step.stop_details,
+    );
 
     let ending = match &step.fault {
         None => Ending::Complete,
@@ -192,6 +195,14 @@ pub(crate) fn error_body(kind: ApiErrorType, message: &str, request_id: &str) ->
     serde_json::to_vec(&envelope).expect("error envelopes serialize")
 }
 
+/// `object` with `stop_details` set, when the step gives them (absent otherwise).
+fn with_stop_details(mut object: Value, details: &Option<Value>) -> Value {
+    if let (Some(details), Some(map)) = (details, object.as_object_mut()) {
+        map.insert("stop_details".to_owned(), details.clone());
+    }
+    object
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +229,17 @@ steps:
   - kind: message
     content: [{type: text, text: ""}]
     stop_reason: max_tokens
+  - kind: message
+    content: []
+    stop_reason: refusal
+    stop_details: {type: refusal, category: cyber, explanation: "Declined."}
+  - kind: message
+    content:
+      - {type: verbatim, block: {type: fallback, from: {model: claude-opus-5}, to: {model: claude-sonnet-5}, trigger: {type: refusal, category: cyber}}}
+      - {type: text, text: "Served by the fallback."}
+  - kind: message
+    content: [{type: text, text: "cut"}]
+    stop_reason: model_context_window_exceeded
 "#;
         let scenario: Scenario = serde_yaml::from_str(yaml).expect("valid");
         for step in &scenario.steps {

@@ -174,6 +174,10 @@ pub struct MessageStep {
     /// The stop reason (default: `tool_use` if there is a tool use, else `end_turn`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// `stop_details` to report (e.g. a refusal's `{type: refusal, category, explanation}`;
+    /// default `null`), in the `message_delta` and in a non-streamed body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_details: Option<Value>,
     /// Usage to report instead of the usage model's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -399,6 +403,7 @@ impl Step {
         Step::Message(MessageStep {
             content,
             stop_reason: None,
+            stop_details: None,
             usage: None,
             model: None,
             chunk_chars: None,
@@ -464,6 +469,22 @@ impl Step {
     /// This message step with a stop reason.
     pub fn with_stop_reason(self, reason: &str) -> Self {
         self.map_message(|m| m.stop_reason = Some(reason.to_owned()))
+    }
+
+    /// This message step with `stop_details` (a refusal's category and explanation).
+    pub fn with_stop_details(self, details: Value) -> Self {
+        self.map_message(|m| m.stop_details = Some(details))
+    }
+
+    /// A refusal: no content, `stop_reason: refusal` and its `stop_details`.
+    pub fn refusal(category: Option<&str>, explanation: Option<&str>) -> Self {
+        Step::message(Vec::new())
+            .with_stop_reason("refusal")
+            .with_stop_details(serde_json::json!({
+                "type": "refusal",
+                "category": category,
+                "explanation": explanation,
+            }))
     }
 
     /// This message step with a fault.

@@ -66,7 +66,7 @@ pub use open_object::Extra;
 pub use request::{
     CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt, ThinkingConfig,
 };
-pub use response::{Message, StopReason, Usage};
+pub use response::{Message, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{Tool, ToolChoice};
 pub use validate::{

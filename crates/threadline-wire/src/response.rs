@@ -27,6 +27,47 @@ wire_string_enum! {
 }
 
 wire_struct! {
+    /// `stop_details` of a response: with `stop_reason: refusal`, `{type: "refusal", category,
+    /// explanation, fallback_credit_token, fallback_has_prefill_claim, recommended_model}`.
+    /// Each optional field may be an explicit `null` (remembered, so it round-trips); unknown
+    /// fields round-trip too.
+    pub struct StopDetails {
+        required {
+            /// `refusal` (other kinds parse too).
+            pub kind: String => "type",
+        }
+        optional {
+            /// `cyber`, `bio`, `frontier_llm`, `reasoning_extraction`, `general_harms`, … (kept
+            /// as a string: new categories must parse).
+            pub category: String,
+            /// Display text; not stable.
+            pub explanation: String,
+            /// A token for a manual retry on another model (fallback credit; valid 5 minutes).
+            pub fallback_credit_token: String,
+            /// Whether a credit retry may carry the refused content as a prefill.
+            pub fallback_has_prefill_claim: bool,
+            /// Set when a server-side fallback could not run.
+            pub recommended_model: String,
+        }
+    }
+}
+
+impl StopDetails {
+    /// Whether these are a refusal's details.
+    pub fn is_refusal(&self) -> bool {
+        self.kind == "refusal"
+    }
+
+    /// Reads `stop_details` from its JSON (`None` for `null` or a value of another shape).
+    pub fn from_value(value: &Value) -> Option<StopDetails> {
+        if value.is_null() {
+            return None;
+        }
+        serde_json::from_value(value.clone()).ok()
+    }
+}
+
+wire_struct! {
     /// `usage.cache_creation`: cache writes split by lifetime.
     pub struct CacheCreation {
         required {}
@@ -141,6 +182,11 @@ wire_struct! {
 }
 
 impl Message {
+    /// `stop_details`, typed (`None` when absent, `null` or not an object with a `type`).
+    pub fn typed_stop_details(&self) -> Option<StopDetails> {
+        self.stop_details.as_ref().and_then(StopDetails::from_value)
+    }
+
     /// The tool uses of this message, in order.
     pub fn tool_uses(&self) -> impl Iterator<Item = &crate::content::ToolUseBlock> {
         self.content.iter().filter_map(|b| match b {
@@ -158,5 +204,40 @@ impl Message {
                 _ => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn refusal_stop_details_parse_and_round_trip() {
+        let value = json!({"type": "refusal", "category": "cyber", "explanation": "no",
+            "fallback_credit_token": null, "fallback_has_prefill_claim": false,
+            "recommended_model": null, "future": [1]});
+        let details = StopDetails::from_value(&value).expect("parses");
+        assert!(details.is_refusal());
+        assert_eq!(details.category.as_deref(), Some("cyber"));
+        assert_eq!(details.explanation.as_deref(), Some("no"));
+        assert_eq!(details.fallback_has_prefill_claim, Some(false));
+        assert_eq!(details.fallback_credit_token, None);
+        assert_eq!(serde_json::to_value(&details).expect("serializes"), value);
+        assert_eq!(StopDetails::from_value(&Value::Null), None);
+        assert_eq!(StopDetails::from_value(&json!("x")), None);
+        assert_eq!(StopDetails::from_value(&json!({"category": "bio"})), None);
+    }
+
+    #[test]
+    fn unknown_stop_reasons_still_parse() {
+        let reason: StopReason = serde_json::from_value(json!("brand_new")).expect("parses");
+        assert_eq!(
+            serde_json::to_value(&reason).expect("serializes"),
+            json!("brand_new")
+        );
+        let reason: StopReason =
+            serde_json::from_value(json!("model_context_window_exceeded")).expect("parses");
+        assert_eq!(reason, StopReason::ModelContextWindowExceeded);
     }
 }
