@@ -27,8 +27,8 @@ use crate::executor::{ExecEvent, Executor};
 use crate::hooks::{AttachmentHook, NoAttachments, StopContext, StopDecision, StopHook};
 use crate::permission::{NonInteractive, PermissionCallback};
 use crate::recovery::{
-    self, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, NOT_RECORDED, PromptTooLongStep,
-    RESUME_DIRECTLY, STREAM_FAILED,
+    self, ContextWindowStep, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, NOT_RECORDED,
+    PromptTooLongStep, RESUME_DIRECTLY, STREAM_FAILED,
 };
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
@@ -165,6 +165,8 @@ enum Response {
     /// `message_stop` arrived.
     Complete {
         stop_reason: Option<StopReason>,
+        /// `stop_details` (a refusal's category and explanation).
+        stop_details: Option<threadline_wire::StopDetails>,
         fragments: Vec<MessageId>,
     },
     /// The call or the stream failed (after appending `fragments`).
@@ -295,8 +297,22 @@ where
             }
             Response::Complete {
                 stop_reason,
+                stop_details,
                 fragments,
             } => {
+                if stop_reason == Some(StopReason::Refusal) {
+                    // No usable turn: the response stays in the history as sent, and a tool
+                    // use in it (a decline with a tool use open) is never run.
+                    if executor.has_tool_uses() {
+                        executor.abort(recovery::REFUSED);
+                        self.deliver_ready(st, &mut executor);
+                    }
+                    let details = stop_details.filter(|d| d.is_refusal());
+                    return Err(Terminal::Refused {
+                        category: details.as_ref().and_then(|d| d.category.clone()),
+                        explanation: details.and_then(|d| d.explanation),
+                    });
+                }
                 if executor.has_tool_uses() {
                     return self.finish_tools(st, &mut executor).await;
                 }
@@ -305,6 +321,9 @@ where
                 }
                 if stop_reason == Some(StopReason::PauseTurn) {
                     return self.pause_turn(st);
+                }
+                if stop_reason == Some(StopReason::ModelContextWindowExceeded) {
+                    return self.context_window_exceeded(st).await;
                 }
                 // The pauses counted are the ones in a row.
                 st.recovery.pause_turn_resumes = 0;
@@ -482,6 +501,7 @@ where
                 fragments.push(last.id().clone());
                 self.append(st, last);
                 Response::Complete {
+                    stop_details: message.typed_stop_details(),
                     stop_reason: message.stop_reason,
                     fragments,
                 }
@@ -658,6 +678,41 @@ where
                 Ok(Transition::MaxOutputTokensRecovery)
             }
             MaxTokensStep::GiveUp => Err(Terminal::Completed),
+        }
+    }
+
+    /// An output cut at the context window: the cut output stays (it is what the model
+    /// resumes from); compaction once, then "resume directly", bounded.
+    async fn context_window_exceeded(&mut self, st: &mut State) -> Result<Transition, Terminal> {
+        loop {
+            match recovery::context_window_step(&st.recovery) {
+                ContextWindowStep::Compact => {
+                    st.recovery.has_attempted_window_compact = true;
+                    let error = ServiceError::new(
+                        ServiceErrorKind::Api,
+                        "model_context_window_exceeded: the output reached the context window",
+                    );
+                    match self.q.policy.reactive_compact(step_input(st), &error).await {
+                        Ok(outcome) if outcome.changed() => {
+                            self.apply(st, outcome);
+                            self.append(st, Message::meta_user_text(RESUME_DIRECTLY));
+                            return Ok(Transition::ContextWindowCompact);
+                        }
+                        Ok(_) => {}
+                        Err(failure) => self.emit(Event::Warning(failure.to_string())),
+                    }
+                }
+                ContextWindowStep::Resume => {
+                    st.recovery.context_window_recoveries += 1;
+                    self.append(st, Message::meta_user_text(RESUME_DIRECTLY));
+                    return Ok(Transition::ContextWindowRecovery);
+                }
+                ContextWindowStep::GiveUp => {
+                    return Err(Terminal::ContextWindowExceeded {
+                        attempts: st.recovery.context_window_recoveries,
+                    });
+                }
+            }
         }
     }
 

@@ -4,6 +4,10 @@
 //! - `max_tokens` without a tool use: escalate the output limit once (no message; the cut
 //!   output is retracted), then up to [`MAX_OUTPUT_RECOVERY_ATTEMPTS`] [`RESUME_DIRECTLY`]
 //!   meta messages, then stop with what was produced.
+//! - `model_context_window_exceeded` (an output cut at the context window): compaction once
+//!   (a higher output limit cannot help), then up to [`MAX_CONTEXT_WINDOW_RECOVERIES`]
+//!   [`RESUME_DIRECTLY`] meta messages, then `ContextWindowExceeded`.
+//! - `refusal`: the run ends (`Refused`); tool uses of the refused response get [`REFUSED`].
 //! - prompt too long: drain, then reactive compaction, then `PromptTooLong`.
 //! - `pause_turn`: the paused response is sent back as it is, up to
 //!   [`MAX_PAUSE_TURN_RESUMES`] times in a row, then the run stops with what was produced.
@@ -21,6 +25,13 @@ pub const MAX_OUTPUT_RECOVERY_ATTEMPTS: u32 = 3;
 /// stops. Each pause is a server tool loop that reached the API's own iteration limit (10 by
 /// default), so a turn that pauses this often is not converging.
 pub const MAX_PAUSE_TURN_RESUMES: u32 = 8;
+
+/// How many "resume directly" messages are injected after outputs cut at the context window
+/// before the run stops.
+pub const MAX_CONTEXT_WINDOW_RECOVERIES: u32 = 3;
+
+/// The result of a tool use in a response that ended in a refusal (never run).
+pub const REFUSED: &str = "[Tool not run: the model's response ended in a refusal]";
 
 /// The meta message injected after an output cut at `max_tokens`.
 pub const RESUME_DIRECTLY: &str = "Output token limit hit. Resume directly — no apology, no recap of what you were doing. Pick up mid-thought if that is where the cut happened. Break remaining work into smaller pieces.";
@@ -73,6 +84,28 @@ pub fn max_tokens_step(counters: &RecoveryCounters, current: u64, escalated: u64
     }
 }
 
+/// The next step after an output cut at the context window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextWindowStep {
+    /// Compact the history (once per turn).
+    Compact,
+    /// Inject [`RESUME_DIRECTLY`] and go on.
+    Resume,
+    /// Stop: `ContextWindowExceeded`.
+    GiveUp,
+}
+
+/// Decides the context-window step: compaction first, then resumes, then give up.
+pub fn context_window_step(counters: &RecoveryCounters) -> ContextWindowStep {
+    if !counters.has_attempted_window_compact {
+        ContextWindowStep::Compact
+    } else if counters.context_window_recoveries < MAX_CONTEXT_WINDOW_RECOVERIES {
+        ContextWindowStep::Resume
+    } else {
+        ContextWindowStep::GiveUp
+    }
+}
+
 /// The next step after `prompt is too long`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptTooLongStep {
@@ -119,6 +152,19 @@ mod tests {
     fn no_escalation_when_the_limit_is_already_the_highest() {
         let c = RecoveryCounters::default();
         assert_eq!(max_tokens_step(&c, 64_000, 64_000), MaxTokensStep::Resume);
+    }
+
+    #[test]
+    fn context_window_compacts_then_resumes_three_times_then_gives_up() {
+        let mut c = RecoveryCounters::default();
+        assert_eq!(context_window_step(&c), ContextWindowStep::Compact);
+        c.has_attempted_window_compact = true;
+        for n in 0..MAX_CONTEXT_WINDOW_RECOVERIES {
+            c.context_window_recoveries = n;
+            assert_eq!(context_window_step(&c), ContextWindowStep::Resume);
+        }
+        c.context_window_recoveries = MAX_CONTEXT_WINDOW_RECOVERIES;
+        assert_eq!(context_window_step(&c), ContextWindowStep::GiveUp);
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub struct RecoveryCounters {
     /// Paused turns (`pause_turn`) resumed since the last turn that used client tools.
     #[serde(default)]
     pub pause_turn_resumes: u32,
+    /// Whether compaction was already tried for an output cut at the context window.
+    #[serde(default)]
+    pub has_attempted_window_compact: bool,
+    /// "Resume directly" messages injected after outputs cut at the context window
+    /// (`model_context_window_exceeded`) since the last turn that used client tools.
+    #[serde(default)]
+    pub context_window_recoveries: u32,
 }
 
 /// The loop's state between iterations. Serializable (a durable engine can journal it); the

@@ -44,6 +44,21 @@ pub enum Terminal {
         /// What the hook said.
         reason: String,
     },
+    /// The model declined (`stop_reason: refusal`). The refused response stays in the
+    /// history as the API sent it (often no content at all; normalization drops an empty
+    /// assistant message from the next request).
+    Refused {
+        /// `stop_details.category` (`cyber`, `bio`, …), when given.
+        category: Option<String>,
+        /// `stop_details.explanation` (display text, not stable), when given.
+        explanation: Option<String>,
+    },
+    /// Outputs kept being cut at the context window (`model_context_window_exceeded`) after
+    /// compaction and every "resume directly" attempt.
+    ContextWindowExceeded {
+        /// The resume attempts made.
+        attempts: u32,
+    },
 }
 
 impl Terminal {
@@ -58,6 +73,8 @@ impl Terminal {
             Terminal::ModelError { .. } => "model_error",
             Terminal::BlockingLimit { .. } => "blocking_limit",
             Terminal::HookStopped { .. } => "hook_stopped",
+            Terminal::Refused { .. } => "refused",
+            Terminal::ContextWindowExceeded { .. } => "context_window_exceeded",
         }
     }
 
@@ -79,6 +96,22 @@ impl std::fmt::Display for Terminal {
                 write!(f, "blocking_limit ({tokens} > {limit} tokens)")
             }
             Terminal::HookStopped { reason } => write!(f, "hook_stopped: {reason}"),
+            Terminal::Refused {
+                category,
+                explanation,
+            } => {
+                f.write_str("refused")?;
+                if let Some(category) = category {
+                    write!(f, " ({category})")?;
+                }
+                if let Some(explanation) = explanation {
+                    write!(f, ": {explanation}")?;
+                }
+                Ok(())
+            }
+            Terminal::ContextWindowExceeded { attempts } => {
+                write!(f, "context_window_exceeded ({attempts} resumes)")
+            }
             other => f.write_str(other.name()),
         }
     }
@@ -105,6 +138,11 @@ mod tests {
                 limit: 1,
             },
             Terminal::HookStopped { reason: "r".into() },
+            Terminal::Refused {
+                category: Some("cyber".into()),
+                explanation: None,
+            },
+            Terminal::ContextWindowExceeded { attempts: 3 },
         ];
         for t in all {
             let json = serde_json::to_value(&t).expect("serializes");
@@ -114,5 +152,10 @@ mod tests {
         }
         assert!(Terminal::AbortedTools.is_abort());
         assert!(!Terminal::Completed.is_abort());
+        let refused = Terminal::Refused {
+            category: Some("bio".into()),
+            explanation: Some("Declined.".into()),
+        };
+        assert_eq!(refused.to_string(), "refused (bio): Declined.");
     }
 }

@@ -35,6 +35,18 @@ pub enum Transition {
     ///
     /// [`MAX_PAUSE_TURN_RESUMES`]: crate::recovery::MAX_PAUSE_TURN_RESUMES
     PauseTurnResume,
+    /// The output was cut at the context window (`stop_reason:
+    /// model_context_window_exceeded`); the context policy compacted the history (a higher
+    /// output limit cannot help: the window is the limit) and the model is asked to resume.
+    /// At most once per turn.
+    ContextWindowCompact,
+    /// The output was cut at the context window and compaction did not help (or was already
+    /// tried); a meta message asks the model to resume directly (at most
+    /// [`MAX_CONTEXT_WINDOW_RECOVERIES`] times, then
+    /// [`Terminal::ContextWindowExceeded`](crate::Terminal::ContextWindowExceeded)).
+    ///
+    /// [`MAX_CONTEXT_WINDOW_RECOVERIES`]: crate::recovery::MAX_CONTEXT_WINDOW_RECOVERIES
+    ContextWindowRecovery,
 }
 
 impl Transition {
@@ -49,6 +61,8 @@ impl Transition {
             Transition::StopHookBlocking => "stop_hook_blocking",
             Transition::TokenBudgetContinuation => "token_budget_continuation",
             Transition::PauseTurnResume => "pause_turn_resume",
+            Transition::ContextWindowCompact => "context_window_compact",
+            Transition::ContextWindowRecovery => "context_window_recovery",
         }
     }
 }
@@ -74,6 +88,8 @@ mod tests {
             Transition::StopHookBlocking,
             Transition::TokenBudgetContinuation,
             Transition::PauseTurnResume,
+            Transition::ContextWindowCompact,
+            Transition::ContextWindowRecovery,
         ] {
             let json = serde_json::to_string(&t).expect("serializes");
             assert_eq!(json, format!("\"{}\"", t.name()));

@@ -21,6 +21,8 @@
 //! | `Transition::MaxOutputTokensRecovery`     | `max_output_tokens_recovery_until_the_loop_gives_up`  |
 //! | `Transition::StopHookBlocking`            | `stop_hook_blocking` (hook set locally)               |
 //! | `Transition::TokenBudgetContinuation`     | `token_budget_continuation`                           |
+//! | `Transition::ContextWindowCompact`        | `context_window_compact_after_model_context_window_exceeded` |
+//! | `Transition::ContextWindowRecovery`       | `context_window_recovery_after_model_context_window_exceeded`, `context_window_recoveries_are_bounded` |
 //! | `Transition::PauseTurnResume`             | `pause_turn_resume` (and the recorded pause: `pause_turn_resume_matches_the_recorded_continuation`) |
 //! | `Terminal::Completed`                     | `completed_after_the_client_retried_429_529_500_and_a_reset` (and most others) |
 //! | `Terminal::MaxTurns`                      | `max_turns`                                           |
@@ -29,6 +31,9 @@
 //! | `Terminal::PromptTooLong`                 | `prompt_too_long_when_nothing_helps`                  |
 //! | `Terminal::ModelError`                    | `model_error_after_retries_are_exhausted`, `model_error_from_a_mid_stream_error_event`, `model_error_when_the_stream_is_cut_inside_a_tool_input`, `model_error_after_tool_uses_were_streamed`, `model_error_when_a_stalled_stream_hits_the_idle_timeout` |
 //! | `Terminal::BlockingLimit`                 | `blocking_limit_after_a_turn` (policy set locally)    |
+//! | `Terminal::Refused`                       | `refused_with_category_and_explanation`, `refused_after_a_tool_turn` |
+//! | `Terminal::ContextWindowExceeded`         | `context_window_recoveries_are_bounded`               |
+//! | (a server-side `fallback` block)          | `a_fallback_block_is_sent_back_in_place`              |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
 //!
 //! The tests run on the real clock (real sockets), each bounded by [`RUN_TIMEOUT`]; the
@@ -50,7 +55,10 @@ use serde_json::{Value, json};
 use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
 use threadline_message::Message;
 use threadline_mock::{Block, MockServer, RecordedRequest, Scenario, Step, StreamFault};
-use threadline_query::recovery::{INTERRUPTED, MAX_OUTPUT_RECOVERY_ATTEMPTS, STREAM_FAILED};
+use threadline_query::recovery::{
+    INTERRUPTED, MAX_CONTEXT_WINDOW_RECOVERIES, MAX_OUTPUT_RECOVERY_ATTEMPTS, RESUME_DIRECTLY,
+    STREAM_FAILED,
+};
 use threadline_query::{
     CachePlanner, CancellationToken, ContextPolicy, Event, PolicyError, Query, QueryConfig, State,
     StepInput, StepOutcome, StopContext, StopDecision, Terminal, TokenBudget, ToolSet, Transition,
@@ -1170,4 +1178,154 @@ async fn a_key_the_server_echoes_reaches_neither_the_transcript_nor_the_terminal
         assert!(!shown.contains("THEKEY"), "{shown}");
         assert!(!transcript.contains("THEKEY"), "{transcript}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals, server-side fallbacks, outputs cut at the context window
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "current_thread")]
+async fn refused_with_category_and_explanation() {
+    let t = setup([
+        Step::refusal(Some("cyber"), Some("This request was declined.")),
+        Step::text("never asked for"),
+    ])
+    .await;
+    let out = run(t.query(0, config())).await;
+    assert_eq!(out.path(), []);
+    assert_eq!(
+        out.terminal,
+        Terminal::Refused {
+            category: Some("cyber".to_owned()),
+            explanation: Some("This request was declined.".to_owned()),
+        }
+    );
+    // The refused response is in the history as sent: no content, `stop_reason: refusal`.
+    let Some(Message::Assistant(last)) = out.state.messages.last() else {
+        panic!("the refused response is the last message");
+    };
+    assert!(last.content.is_empty());
+    assert_eq!(last.stop_reason, Some(threadline_wire::StopReason::Refusal));
+    t.check(&out, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn refused_after_a_tool_turn() {
+    let t = setup([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::refusal(None, None),
+    ])
+    .await;
+    let out = run(t.query(0, config())).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(
+        out.terminal,
+        Terminal::Refused {
+            category: None,
+            explanation: None,
+        }
+    );
+    t.check(&out, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn context_window_recovery_after_model_context_window_exceeded() {
+    let t = setup([
+        Step::text("An answer cut at the window").with_stop_reason("model_context_window_exceeded"),
+        Step::text("The rest."),
+    ])
+    .await;
+    let out = run(t.query(0, config())).await;
+    assert_eq!(out.path(), [Transition::ContextWindowRecovery]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    let sent = t.bodies();
+    // No escalation: the window, not `max_tokens`, was the limit.
+    assert_eq!(sent[1]["max_tokens"], sent[0]["max_tokens"]);
+    // The cut answer stays and the model is asked to resume.
+    let messages = sent[1]["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1]["role"], "assistant");
+    assert!(messages[2].to_string().contains(&RESUME_DIRECTLY[..20]));
+    t.check(&out, &[Some(200); 2], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn context_window_compact_after_model_context_window_exceeded() {
+    let t = setup([
+        Step::message(vec![tool_use("toolu_1", "read", sleep_input(1))]),
+        Step::text("Cut at the window").with_stop_reason("model_context_window_exceeded"),
+        Step::text("The rest."),
+    ])
+    .await;
+    let policy = Policy {
+        compacts: true,
+        ..Policy::default()
+    };
+    let calls = policy.calls.clone();
+    let out = run(t.query(0, config()).with_policy(policy)).await;
+    assert_eq!(
+        out.path(),
+        [Transition::NextTurn, Transition::ContextWindowCompact]
+    );
+    assert_eq!(out.terminal, Terminal::Completed);
+    assert_eq!(calls.take(), ["reactive_compact"]);
+    assert_eq!(out.state.compaction.compactions, 1);
+    t.check(&out, &[Some(200); 3], &[2]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn context_window_recoveries_are_bounded() {
+    let cut = || Step::text("Cut again").with_stop_reason("model_context_window_exceeded");
+    let t = setup([cut(), cut(), cut(), cut(), Step::text("never asked for")]).await;
+    let out = run(t.query(0, config())).await;
+    assert_eq!(
+        out.path(),
+        vec![Transition::ContextWindowRecovery; MAX_CONTEXT_WINDOW_RECOVERIES as usize]
+    );
+    assert_eq!(
+        out.terminal,
+        Terminal::ContextWindowExceeded {
+            attempts: MAX_CONTEXT_WINDOW_RECOVERIES
+        }
+    );
+    t.check(&out, &[Some(200); 4], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_fallback_block_is_sent_back_in_place() {
+    let fallback = json!({"type": "fallback", "from": {"model": MODEL},
+        "to": {"model": "claude-sonnet-4-6"}, "trigger": {"type": "refusal", "category": "cyber"}});
+    let mut served = Step::message(vec![
+        Block::Verbatim {
+            block: fallback.clone(),
+        },
+        text("Reading it."),
+        tool_use("toolu_1", "read", sleep_input(1)),
+    ]);
+    if let Step::Message(message) = &mut served {
+        message.model = Some("claude-sonnet-4-6".to_owned());
+        message.usage = Some(
+            json!({"input_tokens": 50, "output_tokens": 7, "iterations": [
+            {"type": "message", "model": MODEL, "input_tokens": 50, "output_tokens": 0},
+            {"type": "fallback_message", "model": "claude-sonnet-4-6", "input_tokens": 50,
+                "output_tokens": 7}]}),
+        );
+    }
+    let t = setup([served, Step::text("Done.")]).await;
+    let out = run(t.query(0, config())).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    // The block went back exactly in place (first), byte for byte.
+    let sent = t.bodies();
+    let messages = sent[1]["messages"].as_array().expect("messages");
+    let assistant = &messages[1];
+    assert_eq!(assistant["role"], "assistant");
+    let blocks = assistant["content"].as_array().expect("blocks");
+    assert_eq!(types(blocks), ["fallback", "text", "tool_use"]);
+    let mut echoed = blocks[0].clone();
+    if let Some(map) = echoed.as_object_mut() {
+        map.remove("cache_control");
+    }
+    assert_eq!(echoed, fallback);
+    t.check(&out, &[Some(200); 2], &[]);
 }
