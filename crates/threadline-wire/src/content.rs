@@ -577,3 +577,49 @@ mod tests {
         assert!(serde_json::from_str::<Content>("3").is_err());
     }
 }
+
+wire_struct! {
+    /// `{"model": …}`: one end of a server-side fallback hop.
+    pub struct FallbackModelRef {
+        required {
+            /// The model (`from`: the string the request sent; `to`: the canonical id).
+            pub model: String,
+        }
+        optional {}
+    }
+}
+
+wire_struct! {
+    /// A server-side `fallback` block, `{type: "fallback", from: {model}, to: {model}, trigger:
+    /// {type: "refusal", category}}`: where a model declined and another served. Not a
+    /// [`ContentBlock`] variant: it travels as [`ContentBlock::Unknown`] and must go back
+    /// exactly in place; this is a typed view of it ([`FallbackBlock::of`]).
+    pub struct FallbackBlock {
+        required {
+            /// `fallback`.
+            pub kind: String => "type",
+            /// The model that declined.
+            pub from: FallbackModelRef,
+            /// The model that served.
+            pub to: FallbackModelRef,
+        }
+        optional {
+            /// What triggered the hop (`{type: "refusal", category}`).
+            pub trigger: Value,
+        }
+    }
+}
+
+impl FallbackBlock {
+    /// The typed view of `block`, when it is a `fallback` block.
+    pub fn of(block: &ContentBlock) -> Option<FallbackBlock> {
+        match block {
+            ContentBlock::Unknown(value)
+                if value.get("type").and_then(Value::as_str) == Some("fallback") =>
+            {
+                serde_json::from_value(value.clone()).ok()
+            }
+            _ => None,
+        }
+    }
+}

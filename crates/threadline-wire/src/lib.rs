@@ -61,10 +61,14 @@ pub mod validate;
 
 pub use api_error::{ApiErrorBody, ApiErrorResponse, ApiErrorType};
 pub use cache_control::{CacheControl, CacheTtl};
-pub use content::{Content, ContentBlock, Role, TextBlock, ToolResultBlock, ToolUseBlock};
+pub use content::{
+    Content, ContentBlock, FallbackBlock, FallbackModelRef, Role, TextBlock, ToolResultBlock,
+    ToolUseBlock,
+};
 pub use open_object::Extra;
 pub use request::{
-    CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt, ThinkingConfig,
+    CountTokensRequest, FallbackModel, Fallbacks, MessageParam, MessagesRequest, SystemPrompt,
+    ThinkingConfig,
 };
 pub use response::{Message, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};

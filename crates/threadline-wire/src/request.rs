@@ -315,7 +315,67 @@ wire_struct! {
             pub context_management: ContextManagement,
             /// MCP connector servers (beta).
             pub mcp_servers: Value,
+            /// Server-side fallback to other models on a classifier decline (beta
+            /// `server-side-fallback-2026-07-01`; `…-2026-06-01` takes a list only).
+            pub fallbacks: Fallbacks,
         }
+    }
+}
+
+wire_struct! {
+    /// One entry of a `fallbacks` list: the model to fall back to and what to change for it.
+    pub struct FallbackModel {
+        required {
+            /// The fallback model (distinct from the request's and the other entries').
+            pub model: String,
+        }
+        optional {
+            /// The output limit on this model.
+            pub max_tokens: u64,
+            /// Thinking on this model.
+            pub thinking: ThinkingConfig,
+            /// Output config on this model.
+            pub output_config: OutputConfig,
+            /// Speed on this model.
+            pub speed: String,
+        }
+    }
+}
+
+/// `fallbacks`: `"default"` or a list of at most three [`FallbackModel`]s (the API's limit;
+/// not checked here). Any other shape is kept as it came.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fallbacks {
+    /// `"default"`: the server's default fallback chain.
+    Default,
+    /// The models to try, in order.
+    List(Vec<FallbackModel>),
+    /// A shape this version does not know, kept for round trips.
+    Other(Value),
+}
+
+impl Serialize for Fallbacks {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Fallbacks::Default => serializer.serialize_str("default"),
+            Fallbacks::List(list) => list.serialize(serializer),
+            Fallbacks::Other(value) => value.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Fallbacks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        if value.as_str() == Some("default") {
+            return Ok(Fallbacks::Default);
+        }
+        if value.is_array()
+            && let Ok(list) = serde_json::from_value::<Vec<FallbackModel>>(value.clone())
+        {
+            return Ok(Fallbacks::List(list));
+        }
+        Ok(Fallbacks::Other(value))
     }
 }
 
@@ -343,6 +403,7 @@ impl MessagesRequest {
             inference_geo: None,
             context_management: None,
             mcp_servers: None,
+            fallbacks: None,
             extra: crate::Extra::new(),
         }
     }

@@ -8,8 +8,8 @@ use serde_json::Value;
 use threadline_testkit::{fixtures, strategies};
 use threadline_wire::sse::SseDecoder;
 use threadline_wire::{
-    ApiErrorResponse, ContentBlock, CountTokensRequest, Message, MessageParam, MessagesRequest,
-    StreamEvent, Tool,
+    ApiErrorResponse, ContentBlock, CountTokensRequest, FallbackBlock, Fallbacks, Message,
+    MessageParam, MessagesRequest, StopDetails, StopReason, StreamEvent, Tool,
 };
 
 /// Parses `value` as `T`, serializes it back, and checks both the JSON and a second parse.
@@ -26,6 +26,79 @@ where
         .unwrap_or_else(|e| panic!("{what}: does not reparse: {e}"));
     assert_eq!(reparsed, parsed, "{what}: second parse differs");
     parsed
+}
+
+#[test]
+fn fallbacks_requests_round_trip() {
+    let base = serde_json::json!({"model": "claude-opus-5", "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let mut default = base.clone();
+    default["fallbacks"] = "default".into();
+    let parsed = assert_round_trip::<MessagesRequest>("fallbacks: default", &default);
+    assert_eq!(parsed.fallbacks, Some(Fallbacks::Default));
+
+    let mut list = base.clone();
+    list["fallbacks"] = serde_json::json!([
+        {"model": "claude-sonnet-5", "max_tokens": 2048, "thinking": {"type": "adaptive"},
+            "output_config": {"effort": "high"}, "speed": "fast"},
+        {"model": "claude-haiku-5", "future": 1}
+    ]);
+    let parsed = assert_round_trip::<MessagesRequest>("fallbacks: list", &list);
+    let Some(Fallbacks::List(entries)) = parsed.fallbacks else {
+        panic!("a list");
+    };
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0].model, "claude-sonnet-5");
+    assert_eq!(entries[0].max_tokens, Some(2048));
+    assert_eq!(entries[0].speed.as_deref(), Some("fast"));
+
+    // A shape this version does not know is kept.
+    let mut other = base;
+    other["fallbacks"] = serde_json::json!({"chain": "x"});
+    let parsed = assert_round_trip::<MessagesRequest>("fallbacks: other", &other);
+    assert!(matches!(parsed.fallbacks, Some(Fallbacks::Other(_))));
+}
+
+#[test]
+fn refusal_and_fallback_responses_round_trip() {
+    let refusal = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "content": [], "model": "claude-opus-5", "stop_reason": "refusal", "stop_sequence": null,
+        "stop_details": {"type": "refusal", "category": "cyber", "explanation": "Declined.",
+            "fallback_credit_token": "tok", "fallback_has_prefill_claim": null,
+            "recommended_model": null},
+        "usage": {"input_tokens": 10, "output_tokens": 0}});
+    let parsed = assert_round_trip::<Message>("refusal", &refusal);
+    assert_eq!(parsed.stop_reason, Some(StopReason::Refusal));
+    let details: StopDetails = parsed.typed_stop_details().expect("typed");
+    assert_eq!(details.category.as_deref(), Some("cyber"));
+    assert_eq!(details.fallback_credit_token.as_deref(), Some("tok"));
+
+    let block = serde_json::json!({"type": "fallback", "from": {"model": "claude-opus-5"},
+        "to": {"model": "claude-sonnet-5-20260801"},
+        "trigger": {"type": "refusal", "category": "cyber"}});
+    let served = serde_json::json!({"id": "msg_2", "type": "message", "role": "assistant",
+        "content": [block.clone(), {"type": "text", "text": "Served."}],
+        "model": "claude-sonnet-5-20260801", "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 3, "iterations": [
+            {"type": "message", "model": "claude-opus-5", "input_tokens": 10, "output_tokens": 0},
+            {"type": "fallback_message", "model": "claude-sonnet-5-20260801",
+                "input_tokens": 10, "output_tokens": 3}]}});
+    let parsed = assert_round_trip::<Message>("fallback", &served);
+    let typed = FallbackBlock::of(&parsed.content[0]).expect("a fallback block");
+    assert_eq!(typed.from.model, "claude-opus-5");
+    assert_eq!(typed.to.model, "claude-sonnet-5-20260801");
+    assert_eq!(FallbackBlock::of(&parsed.content[1]), None);
+    assert_round_trip::<ContentBlock>("fallback block", &block);
+    assert_round_trip::<FallbackBlock>("typed fallback block", &block);
+
+    let cut = serde_json::json!({"id": "msg_3", "type": "message", "role": "assistant",
+        "content": [{"type": "text", "text": "cut"}], "model": "claude-sonnet-4-5",
+        "stop_reason": "model_context_window_exceeded", "stop_sequence": null});
+    let parsed = assert_round_trip::<Message>("window exceeded", &cut);
+    assert_eq!(
+        parsed.stop_reason,
+        Some(StopReason::ModelContextWindowExceeded)
+    );
 }
 
 #[test]
