@@ -1,7 +1,7 @@
 //! The run's fixed settings.
 
 use threadline_normalize::Options;
-use threadline_wire::{SystemPrompt, ThinkingConfig};
+use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
 
 use crate::token_budget::TokenBudget;
 
@@ -36,6 +36,10 @@ pub struct QueryConfig {
     /// paused turn is sent back as it came; every request of a run defines the same tools),
     /// whatever this says.
     pub normalize: Options,
+    /// Server-side fallback models (`fallbacks`), sent with every request. The API needs the
+    /// `server-side-fallback-2026-07-01` beta header with it; the client's configuration
+    /// adds headers, not the loop.
+    pub fallbacks: Option<Fallbacks>,
 }
 
 impl QueryConfig {
@@ -51,7 +55,14 @@ impl QueryConfig {
             token_budget: None,
             max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
             normalize: Options::default(),
+            fallbacks: None,
         }
+    }
+
+    /// With server-side fallbacks (`"default"` or up to three models).
+    pub fn with_fallbacks(mut self, fallbacks: Fallbacks) -> QueryConfig {
+        self.fallbacks = Some(fallbacks);
+        self
     }
 
     /// With a system prompt.

@@ -369,6 +369,7 @@ where
         let mut request = MessagesRequest::new(self.q.config.model.clone(), max_tokens, messages);
         request.system = self.q.config.system.clone();
         request.thinking = self.q.config.thinking.clone();
+        request.fallbacks = self.q.config.fallbacks.clone();
         if !self.tool_definitions.is_empty() {
             request.tools = Some(self.tool_definitions.clone());
         }

@@ -65,7 +65,7 @@ use threadline_query::{
 };
 use threadline_wire::model::ModelTable;
 use threadline_wire::service::ServiceError;
-use threadline_wire::{Content, ContentBlock, MessagesRequest, validate};
+use threadline_wire::{Content, ContentBlock, Fallbacks, MessagesRequest, validate};
 
 /// A model the mock knows.
 const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
@@ -1312,7 +1312,10 @@ async fn a_fallback_block_is_sent_back_in_place() {
         );
     }
     let t = setup([served, Step::text("Done.")]).await;
-    let out = run(t.query(0, config())).await;
+    let fallbacks = Fallbacks::List(vec![
+        serde_json::from_value(json!({"model": "claude-sonnet-4-6"})).expect("an entry"),
+    ]);
+    let out = run(t.query(0, config().with_fallbacks(fallbacks))).await;
     assert_eq!(out.path(), [Transition::NextTurn]);
     assert_eq!(out.terminal, Terminal::Completed);
     // The block went back exactly in place (first), byte for byte.
@@ -1327,5 +1330,10 @@ async fn a_fallback_block_is_sent_back_in_place() {
         map.remove("cache_control");
     }
     assert_eq!(echoed, fallback);
+    // Every request carries the configured fallbacks.
+    assert!(
+        sent.iter()
+            .all(|b| b["fallbacks"] == json!([{"model": "claude-sonnet-4-6"}]))
+    );
     t.check(&out, &[Some(200); 2], &[]);
 }
