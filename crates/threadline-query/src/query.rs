@@ -301,11 +301,17 @@ where
                 fragments,
             } => {
                 if stop_reason == Some(StopReason::Refusal) {
-                    // No usable turn: the response stays in the history as sent, and a tool
-                    // use in it (a decline with a tool use open) is never run.
+                    // No usable turn. A tool use in it (a decline with a tool use open) is never
+                    // run and gets its result, so the pair stays whole. Without one, what was
+                    // streamed before the refusal is incomplete and the API says to discard
+                    // it: it stays in the transcript, retracted, so no later request sends it.
                     if executor.has_tool_uses() {
                         executor.abort(recovery::REFUSED);
                         self.deliver_ready(st, &mut executor);
+                    } else {
+                        for id in &fragments {
+                            self.append(st, Message::tombstone(id.clone()));
+                        }
                     }
                     let details = stop_details.filter(|d| d.is_refusal());
                     return Err(Terminal::Refused {

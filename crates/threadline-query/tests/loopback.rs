@@ -31,7 +31,7 @@
 //! | `Terminal::PromptTooLong`                 | `prompt_too_long_when_nothing_helps`                  |
 //! | `Terminal::ModelError`                    | `model_error_after_retries_are_exhausted`, `model_error_from_a_mid_stream_error_event`, `model_error_when_the_stream_is_cut_inside_a_tool_input`, `model_error_after_tool_uses_were_streamed`, `model_error_when_a_stalled_stream_hits_the_idle_timeout` |
 //! | `Terminal::BlockingLimit`                 | `blocking_limit_after_a_turn` (policy set locally)    |
-//! | `Terminal::Refused`                       | `refused_with_category_and_explanation`, `refused_after_a_tool_turn` |
+//! | `Terminal::Refused`                       | `refused_with_category_and_explanation`, `refused_after_a_tool_turn`, `a_refusal_after_partial_output_is_never_sent_back` |
 //! | `Terminal::ContextWindowExceeded`         | `context_window_recoveries_are_bounded`               |
 //! | (a server-side `fallback` block)          | `a_fallback_block_is_sent_back_in_place`              |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
@@ -1200,13 +1200,49 @@ async fn refused_with_category_and_explanation() {
             explanation: Some("This request was declined.".to_owned()),
         }
     );
-    // The refused response is in the history as sent: no content, `stop_reason: refusal`.
-    let Some(Message::Assistant(last)) = out.state.messages.last() else {
-        panic!("the refused response is the last message");
+    // The refused response is in the history as sent (no content, `stop_reason: refusal`),
+    // then retracted: no later request carries it.
+    let messages = &out.state.messages;
+    let Some(Message::Tombstone(tombstone)) = messages.last() else {
+        panic!("the refused response is retracted: {messages:#?}");
     };
-    assert!(last.content.is_empty());
-    assert_eq!(last.stop_reason, Some(threadline_wire::StopReason::Refusal));
+    let Some(Message::Assistant(refused)) = messages.get(messages.len() - 2) else {
+        panic!("the refused response is kept before its tombstone");
+    };
+    assert_eq!(tombstone.retracts, refused.header.id);
+    assert!(refused.content.is_empty());
+    assert_eq!(
+        refused.stop_reason,
+        Some(threadline_wire::StopReason::Refusal)
+    );
     t.check(&out, &[Some(200)], &[]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_refusal_after_partial_output_is_never_sent_back() {
+    // Refused mid-stream: the text streamed before the refusal is incomplete, and the API
+    // says to discard it. The next request (the user's next prompt) must not carry it.
+    let t = setup([
+        Step::text("Here is how to")
+            .with_stop_details(json!({
+                "type": "refusal", "category": "cyber", "explanation": null
+            }))
+            .with_stop_reason("refusal"),
+        Step::text("Hello."),
+    ])
+    .await;
+    let out = run(t.query(0, config())).await;
+    assert!(
+        matches!(out.terminal, Terminal::Refused { .. }),
+        "{:?}",
+        out.terminal
+    );
+    let mut messages = out.state.messages.clone();
+    messages.push(Message::user_text("Something else, then."));
+    let normalized = threadline_normalize::normalize(&messages, &Default::default());
+    let sent = serde_json::to_string(&normalized.messages).expect("JSON");
+    assert!(!sent.contains("Here is how to"), "{sent}");
+    assert!(sent.contains("Something else, then."), "{sent}");
 }
 
 #[tokio::test(flavor = "current_thread")]
