@@ -121,6 +121,24 @@ pub struct CacheBreak {
     pub cause: BreakCause,
 }
 
+impl CacheBreak {
+    /// This break with `announced` as its cause, when the caller announced a change (a
+    /// reloaded prefix, a new model) since the last request and the break is at a located
+    /// difference other than removed messages: the announced change made it. Both simulators
+    /// report a break after an announcement this way.
+    pub(crate) fn attributed(self, announced: Option<BreakCause>) -> CacheBreak {
+        match (announced, self.location) {
+            (Some(cause), Some(location)) if self.cause != BreakCause::MessagesRemoved => {
+                CacheBreak {
+                    location: Some(location),
+                    cause,
+                }
+            }
+            _ => self,
+        }
+    }
+}
+
 impl fmt::Display for CacheBreak {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {

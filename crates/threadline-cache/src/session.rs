@@ -560,18 +560,9 @@ impl<'m> SessionSimulator<'m> {
         }
         let (hit, hits) = self.entries.reads(pieces, &breakpoints, at_ms);
         let announced = self.announced.take();
-        let cache_break =
-            self.explain(at_ms, cut, old_tail, hit, &breakpoints)
-                .map(|found| match (announced, found.location) {
-                    // A rebuild changed the first piece that differs: the rebuild is the cause.
-                    (Some(cause), Some(location)) if found.cause != BreakCause::MessagesRemoved => {
-                        CacheBreak {
-                            location: Some(location),
-                            cause,
-                        }
-                    }
-                    _ => found,
-                });
+        let cache_break = self
+            .explain(at_ms, cut, old_tail, hit, &breakpoints)
+            .map(|found| found.attributed(announced));
         let pieces = &self.pieces;
         let written = self.entries.write(
             pieces,

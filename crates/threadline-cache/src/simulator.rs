@@ -243,19 +243,9 @@ impl<'m> Simulator<'m> {
         }
         let (hit, hits) = self.entries.reads(&prefix.pieces, &breakpoints, at_ms);
         let announced = self.announced.take();
-        let cache_break =
-            self.explain(at_ms, prefix, request, hit, &breakpoints)
-                .map(|found| match (announced, found.location) {
-                    // An announced change made the first difference: it is the cause, as
-                    // the session simulator reports it.
-                    (Some(cause), Some(location)) if found.cause != BreakCause::MessagesRemoved => {
-                        CacheBreak {
-                            location: Some(location),
-                            cause,
-                        }
-                    }
-                    _ => found,
-                });
+        let cache_break = self
+            .explain(at_ms, prefix, request, hit, &breakpoints)
+            .map(|found| found.attributed(announced));
         // Every expired entry is swept after each request, so none is stale here.
         let written = self.entries.write(
             &prefix.pieces,
