@@ -130,7 +130,8 @@ pub fn add_plan(
     let mut walk = ImpliedRequests::new(&session.messages);
     let mut index = 0usize;
     let mut last_at = 0u64;
-    let mut planned_cost_all = 0.0;
+    // Over every request, recorded usage or not (the report's `totals` are).
+    let (mut planned_cost_all, mut read_all, mut input_all) = (0.0, 0u64, 0u64);
     let mut request_model = model_id.clone();
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {
@@ -160,6 +161,8 @@ pub fn add_plan(
             .unwrap_or(0);
         let planned_cost = step.usage.cost(model, output);
         planned_cost_all += planned_cost;
+        read_all = read_all.saturating_add(step.usage.cache_read_input_tokens);
+        input_all = input_all.saturating_add(step.usage.total());
         if let Some(recorded) = &implied.recorded {
             totals.recorded_input = totals
                 .recorded_input
@@ -190,10 +193,7 @@ pub fn add_plan(
     let share = |read: u64, all: u64| (all > 0).then(|| read as f64 / all as f64);
     let recorded_share = share(totals.recorded_read, totals.recorded_input);
     let planned_share = share(totals.planned_read, totals.planned_input);
-    report["totals"]["planned_share"] = json!(share(
-        report_planned_read(report),
-        report_planned_input(report)
-    ));
+    report["totals"]["planned_share"] = json!(share(read_all, input_all));
     report["totals"]["cost"]["planned"] = json!(planned_cost_all);
     report["totals"]["cost"]["input_difference"] =
         json!(totals.recorded_cost - totals.planned_cost);
@@ -226,30 +226,6 @@ pub const ASSUMPTIONS: &str = "the same requests (the transcript's messages, nor
     at its recorded time; the model's cache rules and prices; output tokens as recorded. \
     Compared only over requests that recorded usage. The simulator's own error is the \
     report's share_mae.";
-
-fn report_planned_read(report: &Value) -> u64 {
-    sum_rows(report, "cache_read_input_tokens")
-}
-
-fn report_planned_input(report: &Value) -> u64 {
-    [
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ]
-    .iter()
-    .map(|f| sum_rows(report, f))
-    .fold(0u64, u64::saturating_add)
-}
-
-fn sum_rows(report: &Value, field: &str) -> u64 {
-    report["requests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| r["planned"][field].as_u64().unwrap_or(0))
-        .fold(0u64, u64::saturating_add)
-}
 
 /// The lines `threadline inspect --plan` adds to the table.
 pub fn render_plan(report: &Value) -> String {
