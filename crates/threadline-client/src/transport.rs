@@ -48,6 +48,8 @@ struct Inner {
     messages_url: http::Uri,
     count_tokens_url: http::Uri,
     headers: HeaderMap,
+    /// The configured betas; each request adds the ones its body needs.
+    betas: Vec<String>,
     limits: Limits,
     connect_timeout: Duration,
     redactor: Redactor,
@@ -118,13 +120,12 @@ impl HttpTransport {
                 header: "anthropic-version",
             })?,
         );
+        // Checked here so a bad configured beta is a build error, not a failed call; the
+        // header itself is set per request (`betas::header_value`).
         if !config.betas.is_empty() {
-            headers.insert(
-                HeaderName::from_static("anthropic-beta"),
-                HeaderValue::from_str(&config.betas.join(",")).map_err(|_| BuildError::Header {
-                    header: "anthropic-beta",
-                })?,
-            );
+            HeaderValue::from_str(&config.betas.join(",")).map_err(|_| BuildError::Header {
+                header: "anthropic-beta",
+            })?;
         }
         if let Some((name, value)) = config.auth.header() {
             headers.insert(name, value);
@@ -151,6 +152,7 @@ impl HttpTransport {
                 messages_url,
                 count_tokens_url,
                 headers,
+                betas: config.betas.clone(),
                 limits: config.limits,
                 connect_timeout: config.timeouts.connect,
                 redactor: Redactor::for_auth(&config.auth),
@@ -158,11 +160,24 @@ impl HttpTransport {
         })
     }
 
-    fn request(&self, uri: &http::Uri, body: Vec<u8>) -> Request<Full<Bytes>> {
+    /// The HTTP request for `body`, with `anthropic-beta` = the configured betas and the
+    /// ones `betas` (the body's own) needs.
+    fn request(
+        &self,
+        uri: &http::Uri,
+        body: Vec<u8>,
+        betas: Option<String>,
+    ) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = uri.clone();
         *request.headers_mut() = self.inner.headers.clone();
+        // Configured betas were checked at build time and required ones are constants.
+        if let Some(value) = betas.and_then(|b| HeaderValue::from_str(&b).ok()) {
+            request
+                .headers_mut()
+                .insert(HeaderName::from_static("anthropic-beta"), value);
+        }
         request
     }
 
@@ -185,7 +200,8 @@ impl HttpTransport {
                 format!("cannot serialize the request: {e}"),
             )
         })?;
-        let http_request = self.request(&self.inner.count_tokens_url, body);
+        let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
+        let http_request = self.request(&self.inner.count_tokens_url, body, betas);
         let response = self.send(http_request).await?;
         let status = response.status();
         let headers = response.headers().clone();
@@ -283,6 +299,7 @@ impl HttpTransport {
         mut request: MessagesRequest,
     ) -> Result<EventStream, ServiceError> {
         request.stream = Some(true);
+        let betas = threadline_wire::betas::header_value(&self.inner.betas, &request);
         let body = serde_json::to_vec(&request).map_err(|e| {
             ServiceError::new(
                 ServiceErrorKind::Decode,
@@ -291,7 +308,7 @@ impl HttpTransport {
         })?;
         let span = tracing::Span::current();
         let response = self
-            .send(self.request(&self.inner.messages_url, body))
+            .send(self.request(&self.inner.messages_url, body, betas))
             .await?;
         let status = response.status();
         span.record("status", status.as_u16());

@@ -330,3 +330,37 @@ async fn the_mock_reports_the_cache_reads_a_marked_prefix_earns() {
         .expect("usage");
     assert_eq!(read.cache_read_input_tokens, Some(creation), "{read:?}");
 }
+
+#[tokio::test]
+async fn each_request_names_the_betas_its_body_needs_and_only_those() {
+    let server = MockServer::start(Scenario::new([Step::text("one"), Step::text("two")]))
+        .await
+        .expect("the mock starts");
+    let configured = common::config(&server.base_url()).with_beta("files-api-2025-04-14");
+    let client = threadline_client::Client::new(configured).expect("a client");
+    let plain = request();
+    let mut compacting = request();
+    compacting.context_management = Some(
+        serde_json::from_value(json!({"edits": [{"type": "compact_20260112"}]})).expect("an edit"),
+    );
+    for body in [plain, compacting.clone()] {
+        collect_message(client.stream(body).await.expect("a stream"))
+            .await
+            .expect("a message");
+    }
+    let count: CountTokensRequest = (&compacting).into();
+    client.count_tokens(&count).await.expect("a count");
+    let betas: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.headers.get("anthropic-beta").cloned())
+        .collect();
+    assert_eq!(
+        betas,
+        vec![
+            Some("files-api-2025-04-14".to_owned()),
+            Some("files-api-2025-04-14,compact-2026-01-12".to_owned()),
+            Some("files-api-2025-04-14,compact-2026-01-12".to_owned()),
+        ]
+    );
+}

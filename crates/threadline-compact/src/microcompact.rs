@@ -31,7 +31,7 @@ use crate::units::IdMap;
 pub const CLEARED_PLACEHOLDER: &str = "[Old tool result content cleared]";
 
 /// The `anthropic-beta` value a request with `context_management` is sent with.
-pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+pub const CONTEXT_MANAGEMENT_BETA: &str = threadline_wire::betas::CONTEXT_MANAGEMENT;
 
 /// The tools whose results may be cleared by default: their output can be produced again.
 pub const DEFAULT_CLEARABLE_TOOLS: &[&str] = &[
@@ -218,7 +218,8 @@ pub fn clear_tool_uses_edit(
 
 /// The server-side path: adds the `clear_tool_uses_20250919` edit to `request` (replacing an
 /// earlier one, after any `clear_thinking_20251015` edit, which the API wants first); the
-/// messages are not touched. Send the request with [`CONTEXT_MANAGEMENT_BETA`].
+/// messages are not touched. The request needs [`CONTEXT_MANAGEMENT_BETA`], which `threadline-client` adds
+/// (`threadline_wire::betas`).
 pub fn with_server_side_clearing(
     request: &mut MessagesRequest,
     options: &MicrocompactOptions,

@@ -45,6 +45,7 @@
 pub mod open_object;
 pub mod accumulate;
 pub mod api_error;
+pub mod betas;
 pub mod cache_control;
 pub mod content;
 pub mod message_stream;

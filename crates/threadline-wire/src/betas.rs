@@ -1,0 +1,175 @@
+//! The `anthropic-beta` values a request needs, read from what the request carries.
+//!
+//! A beta feature is asked for twice: by a field in the body and by its name in the
+//! `anthropic-beta` header. Deriving the header from the body keeps the two from drifting
+//! apart: a client sends [`header_value`] of its configured betas and the request, so a
+//! request with a `compact_20260112` edit always carries `compact-2026-01-12`, and one
+//! without it never does (a beta named for nothing can change how the API renders the
+//! prompt, which costs the cache).
+//!
+//! ```
+//! use threadline_wire::betas::{self, COMPACT};
+//! use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+//!
+//! let hello = MessageParam::user(vec![ContentBlock::text("hi")]);
+//! let mut request = MessagesRequest::new("claude-opus-4-6", 1024, vec![hello]);
+//! assert!(betas::required(&request).is_empty());
+//! request.context_management =
+//!     Some(serde_json::from_str(r#"{"edits":[{"type":"compact_20260112"}]}"#)?);
+//! assert_eq!(betas::required(&request), vec![COMPACT]);
+//! assert_eq!(
+//!     betas::header_value(&["files-api-2025-04-14".to_owned()], &request).as_deref(),
+//!     Some("files-api-2025-04-14,compact-2026-01-12"),
+//! );
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use crate::request::{ContextEdit, ContextManagement, CountTokensRequest, MessagesRequest};
+
+/// Server-side compaction (`compact_20260112`).
+pub const COMPACT: &str = "compact-2026-01-12";
+/// Client-directed context editing (`clear_tool_uses_20250919`, `clear_thinking_20251015`).
+pub const CONTEXT_MANAGEMENT: &str = "context-management-2025-06-27";
+/// Server-side fallback (`fallbacks`: `"default"` or a list).
+pub const SERVER_SIDE_FALLBACK: &str = "server-side-fallback-2026-07-01";
+
+/// The betas `request` needs, in a fixed order, each once.
+pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    context_management(request.context_management.as_ref(), &mut out);
+    if request.fallbacks.is_some() {
+        need(&mut out, SERVER_SIDE_FALLBACK);
+    }
+    out
+}
+
+/// The betas a `count_tokens` body needs (its `context_management` ones).
+pub fn required_for_count(request: &CountTokensRequest) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    context_management(request.context_management.as_ref(), &mut out);
+    out
+}
+
+fn need(out: &mut Vec<&'static str>, beta: &'static str) {
+    if !out.contains(&beta) {
+        out.push(beta);
+    }
+}
+
+fn context_management(management: Option<&ContextManagement>, out: &mut Vec<&'static str>) {
+    for edit in management.map(|m| m.edits.as_slice()).unwrap_or_default() {
+        match edit {
+            ContextEdit::Compact(_) => need(out, COMPACT),
+            ContextEdit::ClearToolUses(_) | ContextEdit::ClearThinking(_) => {
+                need(out, CONTEXT_MANAGEMENT)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The `anthropic-beta` header for `request`: the `configured` betas in their order, then
+/// each [`required`] one not already named (a configured beta of the same feature with
+/// another date counts as named: the caller chose that version). `None` when there are none.
+pub fn header_value(configured: &[String], request: &MessagesRequest) -> Option<String> {
+    merge(configured, required(request))
+}
+
+/// [`header_value`] for a `count_tokens` body.
+pub fn count_header_value(configured: &[String], request: &CountTokensRequest) -> Option<String> {
+    merge(configured, required_for_count(request))
+}
+
+fn merge(configured: &[String], required: Vec<&'static str>) -> Option<String> {
+    let mut names: Vec<String> = configured
+        .iter()
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty())
+        .collect();
+    for beta in required {
+        let feature = feature_of(beta);
+        if !names.iter().any(|n| feature_of(n) == feature) {
+            names.push(beta.to_owned());
+        }
+    }
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+/// Whether the comma-separated `header` names `beta`'s feature (any date).
+pub fn header_names(header: &str, beta: &str) -> bool {
+    let feature = feature_of(beta);
+    header.split(',').any(|b| feature_of(b.trim()) == feature)
+}
+
+/// A beta's name without its trailing `-YYYY-MM-DD` date.
+fn feature_of(beta: &str) -> &str {
+    let bytes = beta.as_bytes();
+    if bytes.len() > 11 {
+        let (head, date) = beta.split_at(beta.len() - 11);
+        let d = date.as_bytes();
+        let digits = |r: std::ops::Range<usize>| d[r].iter().all(u8::is_ascii_digit);
+        if d[0] == b'-'
+            && d[5] == b'-'
+            && d[8] == b'-'
+            && digits(1..5)
+            && digits(6..8)
+            && digits(9..11)
+        {
+            return head;
+        }
+    }
+    beta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ContentBlock, Fallbacks, MessageParam};
+
+    fn request() -> MessagesRequest {
+        let hello = MessageParam::user(vec![ContentBlock::text("hi")]);
+        MessagesRequest::new("claude-opus-4-6", 1024, vec![hello])
+    }
+
+    #[test]
+    fn each_feature_in_the_body_names_its_beta_once() {
+        let mut r = request();
+        r.context_management = Some(
+            serde_json::from_str(
+                r#"{"edits":[{"type":"clear_thinking_20251015"},{"type":"clear_tool_uses_20250919"},{"type":"compact_20260112"}]}"#,
+            )
+            .expect("parses"),
+        );
+        r.fallbacks = Some(Fallbacks::Default);
+        assert_eq!(
+            required(&r),
+            vec![CONTEXT_MANAGEMENT, COMPACT, SERVER_SIDE_FALLBACK]
+        );
+    }
+
+    #[test]
+    fn a_configured_version_of_the_same_feature_is_kept_not_doubled() {
+        let mut r = request();
+        r.fallbacks = Some(Fallbacks::Default);
+        let configured = vec!["server-side-fallback-2026-06-01".to_owned()];
+        assert_eq!(
+            header_value(&configured, &r).as_deref(),
+            Some("server-side-fallback-2026-06-01")
+        );
+        assert!(header_names(
+            "a, server-side-fallback-2026-06-01",
+            SERVER_SIDE_FALLBACK
+        ));
+        assert!(!header_names("compact-2026-01-12", SERVER_SIDE_FALLBACK));
+        assert_eq!(header_value(&[], &request()), None);
+        assert_eq!(header_value(&[" ".to_owned()], &request()), None);
+    }
+
+    #[test]
+    fn names_without_a_date_are_their_own_feature() {
+        assert_eq!(feature_of("compact-2026-01-12"), "compact");
+        assert_eq!(feature_of("oauth"), "oauth");
+        assert_eq!(feature_of("x-2026-1-12"), "x-2026-1-12");
+        assert_eq!(feature_of("é-2026-01-12"), "é");
+    }
+}
