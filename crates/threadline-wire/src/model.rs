@@ -50,6 +50,24 @@ pub enum ThinkingMode {
     Disabled,
 }
 
+/// A capability that only some models have (the row's `features`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Feature {
+    /// Server-side compaction: the `compact_20260112` context edit.
+    ServerCompaction,
+    /// Tool search (`tool_search_tool_regex_20251119`, `…_bm25_…`) and `defer_loading` tools.
+    ToolSearch,
+    /// Mid-conversation tool changes: `tool_addition` / `tool_removal` blocks.
+    ToolChanges,
+    /// `output_config.task_budget`.
+    TaskBudget,
+    /// A name this version does not know (newer data): never matches a query.
+    #[serde(other)]
+    Unknown,
+}
+
 /// One model's row.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
@@ -76,6 +94,9 @@ pub struct Model {
     pub system_messages: bool,
     /// Accepted `output_config.effort` levels.
     pub effort: Vec<String>,
+    /// The capabilities only some models have; absent in the data means none.
+    #[serde(default)]
+    pub features: Vec<Feature>,
     /// Whether thinking blocks of earlier turns are kept (not stripped) by the API.
     pub keeps_prior_thinking: bool,
     /// Whether input + `max_tokens` over the window is a 400 (older models) rather than a
@@ -98,6 +119,11 @@ impl Model {
     /// its model-specific rules find against such a row as warnings, never as violations.
     pub fn is_guess(&self) -> bool {
         self.guess
+    }
+
+    /// Whether the model has `feature` (never for [`Feature::Unknown`]).
+    pub fn supports(&self, feature: Feature) -> bool {
+        feature != Feature::Unknown && self.features.contains(&feature)
     }
 
     /// Whether `thinking.type` = `mode` is accepted.
@@ -250,6 +276,32 @@ mod tests {
         let opus = table.resolve("claude-opus-4-7").model();
         assert!(!opus.prefill && !opus.accepts_thinking(ThinkingMode::Enabled));
         assert_eq!(opus.prices.cache_read, 0.5);
+    }
+
+    #[test]
+    fn features_follow_the_docs_model_lists() {
+        let table = ModelTable::builtin();
+        let has = |id: &str, f: Feature| table.resolve(id).model().supports(f);
+        assert!(has("claude-sonnet-4-6", Feature::ServerCompaction));
+        assert!(!has("claude-haiku-4-5", Feature::ServerCompaction));
+        assert!(has("claude-haiku-4-5", Feature::ToolSearch));
+        assert!(!has("claude-opus-4-1", Feature::ToolSearch));
+        assert!(has("claude-opus-4-8", Feature::ToolChanges));
+        assert!(!has("claude-sonnet-5", Feature::ToolChanges));
+        assert!(has("claude-opus-4-7", Feature::TaskBudget));
+        assert!(!has("claude-opus-4-6", Feature::TaskBudget));
+        // An unknown model is assumed to have none; an unknown name parses and matches nothing.
+        assert!(!has("claude-from-the-future", Feature::ToolSearch));
+        let row: Model = serde_json::from_value(serde_json::json!({
+            "id": "x", "aliases": [], "context_window": 1, "max_output_tokens": 1,
+            "min_cacheable_tokens": 1, "thinking": [], "prefill": false, "sampling_params": false,
+            "effort": [], "keeps_prior_thinking": false,
+            "rejects_input_plus_max_tokens_over_window": false, "features": ["teleport"],
+            "prices": {"input": 1.0, "output": 1.0, "cache_write_5m": 1.0, "cache_write_1h": 1.0, "cache_read": 1.0}
+        }))
+        .expect("a row with a future feature parses");
+        assert_eq!(row.features, vec![Feature::Unknown]);
+        assert!(!row.supports(Feature::Unknown));
     }
 
     #[test]
