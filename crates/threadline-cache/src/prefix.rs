@@ -180,6 +180,7 @@ pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<Box<CacheCont
         ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => &mut b.cache_control,
         ContentBlock::ContainerUpload(b) => &mut b.cache_control,
         ContentBlock::Compaction(b) => &mut b.cache_control,
+        ContentBlock::ToolReference(b) => &mut b.cache_control,
         other => return other.server_tool_result_mut().map(|r| &mut r.cache_control),
     })
 }

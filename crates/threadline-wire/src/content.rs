@@ -260,6 +260,8 @@ wire_enum! {
         ContainerUpload(ContainerUploadBlock) = "container_upload",
         /// A server-side compaction summary (beta).
         Compaction(CompactionBlock) = "compaction",
+        /// A reference to a declared tool (tool search; see [`crate::tool_search`]).
+        ToolReference(crate::tool_search::ToolReferenceBlock) = "tool_reference",
     }
 }
 
@@ -283,6 +285,7 @@ impl ContentBlock {
             }
             ContentBlock::ContainerUpload(b) => b.cache_control.as_deref(),
             ContentBlock::Compaction(b) => b.cache_control.as_deref(),
+            ContentBlock::ToolReference(b) => b.cache_control.as_deref(),
             other => other
                 .server_tool_result()
                 .and_then(|r| r.cache_control.as_deref()),

@@ -57,6 +57,7 @@ pub mod secret;
 pub mod service;
 pub mod sse;
 pub mod stream_event;
+pub mod tool_search;
 pub mod tools;
 pub mod validate;
 

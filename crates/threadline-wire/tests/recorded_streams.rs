@@ -8,6 +8,9 @@ use threadline_wire::accumulate::{CompletedBlock, Truncation};
 use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
 use threadline_wire::{Message, StreamEvent};
 
+#[path = "recorded_streams/tool_search.rs"]
+mod tool_search;
+
 /// Streams that were recorded cut short; everything else must be complete.
 const KNOWN_INCOMPLETE: &[&str] =
     &["anthropics__anthropic-sdk-python/incomplete_partial_json_response#0"];

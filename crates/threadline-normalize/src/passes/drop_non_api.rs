@@ -156,6 +156,7 @@ fn strip_cache_control(block: &mut ContentBlock) {
         | ContentBlock::McpToolResult(b) => b.cache_control = None,
         ContentBlock::ContainerUpload(b) => b.cache_control = None,
         ContentBlock::Compaction(b) => b.cache_control = None,
+        ContentBlock::ToolReference(b) => b.cache_control = None,
         ContentBlock::Unknown(value) => {
             if let Some(object) = value.as_object_mut() {
                 object.remove("cache_control");
