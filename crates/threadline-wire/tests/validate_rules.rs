@@ -855,6 +855,110 @@ fn cases() -> Vec<Case> {
                 ]}),
             ),
         ),
+        // --- tool search (issue 16) ----------------------------------------------------------
+        fails(
+            Rule::AllToolsDeferred,
+            haiku,
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    {"name": "a", "input_schema": {"type": "object"}, "defer_loading": true},
+                    {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25", "defer_loading": true},
+                ]}),
+            ),
+            &[(
+                "tools",
+                "At least one tool must have defer_loading=false. All tools cannot be deferred.",
+            )],
+        ),
+        passes(
+            Rule::AllToolsDeferred,
+            haiku,
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    {"name": "a", "input_schema": {"type": "object"}, "defer_loading": true},
+                    {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+                ]}),
+            ),
+        ),
+        fails(
+            Rule::ToolReferenceNotFound,
+            haiku,
+            body(
+                json!([
+                    hello(),
+                    assistant(json!([
+                        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex", "input": {"pattern": "x"}},
+                        {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+                            "type": "tool_search_tool_search_result", "tool_references": [
+                                {"type": "tool_reference", "tool_name": "get_weather"},
+                                {"type": "tool_reference", "tool_name": "unknown_tool"}]}},
+                        tool_use("toolu_1"),
+                    ])),
+                    user(
+                        json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                        {"type": "tool_reference", "tool_name": "get_weather"},
+                        {"type": "tool_reference", "tool_name": "missing"}]}])
+                    ),
+                ]),
+                json!({"tools": [
+                    {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                    weather_tool(),
+                ]}),
+            ),
+            &[
+                (
+                    "messages.1.content.1",
+                    "Tool reference 'unknown_tool' not found in available tools",
+                ),
+                (
+                    "messages.2.content.0.content.1",
+                    "Tool reference 'missing' not found in available tools",
+                ),
+            ],
+        ),
+        passes(
+            Rule::ToolReferenceNotFound,
+            haiku,
+            body(
+                json!([
+                    hello(),
+                    assistant(json!([tool_use("toolu_1")])),
+                    user(
+                        json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                        {"type": "tool_reference", "tool_name": "get_weather", "cache_control": {"type": "ephemeral"}}]}])
+                    ),
+                ]),
+                json!({"tools": [weather_tool()]}),
+            ),
+        ),
+        fails(
+            Rule::DeferLoadingUnsupported,
+            "claude-opus-4-1",
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    weather_tool(),
+                    {"name": "deploy", "input_schema": {"type": "object"}, "defer_loading": true},
+                ]}),
+            ),
+            &[(
+                "tools.1.defer_loading",
+                "Tool 'deploy' has defer_loading=true, but claude-opus-4-1-20250805 does not support tool search (threadline's model table; the API's text is not published).",
+            )],
+        ),
+        passes(
+            Rule::DeferLoadingUnsupported,
+            "claude-opus-4-1",
+            body(
+                json!([hello()]),
+                json!({"tools": [
+                    weather_tool(),
+                    {"name": "deploy", "input_schema": {"type": "object"}, "defer_loading": false},
+                ]}),
+            ),
+        ),
         fails(
             Rule::TooManyCacheBreakpoints,
             haiku,

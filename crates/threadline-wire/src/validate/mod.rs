@@ -92,6 +92,7 @@ mod rule;
 mod system;
 mod text;
 mod thinking;
+mod tool_search;
 mod tools;
 mod turns;
 
@@ -345,6 +346,8 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     let mut breakpoints = cache::Breakpoints::default();
     params::check(&mut ctx, view);
     tools::check(&mut ctx, view, &mut breakpoints);
+    tool_search::check_tools(&mut ctx, view);
+    tool_search::check_references(&mut ctx, view);
     system::check(&mut ctx, view, &mut breakpoints);
     let tail = messages::check(&mut ctx, view, &mut breakpoints);
     prefill::check(&mut ctx, view, &tail);

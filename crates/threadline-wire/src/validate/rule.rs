@@ -166,6 +166,28 @@ pub enum Rule {
     /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC; ISSUE Wei-Shaw/sub2api#4990).
     /// Added in issue 14.
     DeferredToolWithCacheControl,
+    /// Every tool has `defer_loading: true`. Text `At least one tool must have
+    /// defer_loading=false. All tools cannot be deferred.` (documented).
+    ///
+    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC:tool-search-tool); recorded 200
+    /// `pydantic__pydantic-ai/test_anthropic_native_tool_search_streaming#0` (deferred tools
+    /// beside the non-deferred search tool) bounds the passing side. Added in issue 16.
+    AllToolsDeferred,
+    /// A `tool_reference` (in `tool_result` content or a `tool_search_tool_result`) names a
+    /// tool `tools` does not declare. Text `Tool reference 'NAME' not found in available
+    /// tools` (documented). Skipped with MCP servers or toolsets, whose tools are not listed.
+    ///
+    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC:tool-search-tool); recorded 200
+    /// `pydantic__pydantic-ai/test_anthropic_native_tool_search_streaming#1` sends a found
+    /// reference back. Added in issue 16.
+    ToolReferenceNotFound,
+    /// `defer_loading: true` on a model without tool search (the model table's
+    /// `tool_search` feature). The text is ours: the API's is not published.
+    ///
+    /// Audit: api-2026-additions.md §2 "Models" (Opus 4.5+, Sonnet 4.5+, Haiku 4.5, the 5
+    /// family; not Opus 4.1 or older). Model-specific: a warning on an unknown model. Added in
+    /// issue 16.
+    DeferLoadingUnsupported,
     /// More than 4 `cache_control` breakpoints (tools, system blocks, message blocks, blocks
     /// nested in `tool_result` content; top-level automatic caching counts one). Text `A maximum
     /// of 4 blocks with cache_control may be provided. Found 5.` (observed, many).
@@ -314,6 +336,9 @@ impl Rule {
         Rule::ToolChoiceWithoutTools,
         Rule::ToolChoiceUnknownTool,
         Rule::DeferredToolWithCacheControl,
+        Rule::AllToolsDeferred,
+        Rule::ToolReferenceNotFound,
+        Rule::DeferLoadingUnsupported,
         Rule::TooManyCacheBreakpoints,
         Rule::CacheControlOnEmptyText,
         Rule::CacheControlOnThinking,
@@ -356,6 +381,9 @@ impl Rule {
             Rule::ToolChoiceWithoutTools => "tool_choice_without_tools",
             Rule::ToolChoiceUnknownTool => "tool_choice_unknown_tool",
             Rule::DeferredToolWithCacheControl => "deferred_tool_with_cache_control",
+            Rule::AllToolsDeferred => "all_tools_deferred",
+            Rule::ToolReferenceNotFound => "tool_reference_not_found",
+            Rule::DeferLoadingUnsupported => "defer_loading_unsupported",
             Rule::TooManyCacheBreakpoints => "too_many_cache_breakpoints",
             Rule::CacheControlOnEmptyText => "cache_control_on_empty_text",
             Rule::CacheControlOnThinking => "cache_control_on_thinking",
@@ -522,6 +550,22 @@ pub(super) fn tool_choice_unknown_tool(name: &str) -> String {
 pub(super) fn deferred_tool_with_cache_control(name: &str) -> String {
     format!(
         "Tool '{name}' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching."
+    )
+}
+
+/// `At least one tool must have defer_loading=false. …` (documented).
+pub(super) const ALL_TOOLS_DEFERRED: &str =
+    "At least one tool must have defer_loading=false. All tools cannot be deferred.";
+
+/// `Tool reference 'NAME' not found in available tools` (documented).
+pub(super) fn tool_reference_not_found(name: &str) -> String {
+    format!("Tool reference '{name}' not found in available tools")
+}
+
+/// `defer_loading` on a model without tool search. Ours: the API's text is not published.
+pub(super) fn defer_loading_unsupported(tool: &str, model: &str) -> String {
+    format!(
+        "Tool '{tool}' has defer_loading=true, but {model} does not support tool search (threadline's model table; the API's text is not published)."
     )
 }
 
