@@ -374,7 +374,8 @@ impl Normalizer {
     }
 
     /// Puts `run` (the output for `messages[from.input..]`) at `from.output`, then moves the
-    /// boundary to the latest assistant output message that is not thinking-only.
+    /// boundary to the latest assistant output message that is not thinking-only and does not
+    /// begin with a carried server tool result.
     fn splice(&mut self, messages: &[Message], run: Run, from: Boundary) {
         self.output.truncate(from.output);
         let next = run
@@ -385,8 +386,10 @@ impl Normalizer {
             .rev()
             .find_map(|(j, (message, origin))| {
                 let origin = (*origin)?;
-                (message.role == Role::Assistant && !is_thinking_only(message))
-                    .then_some((j, origin))
+                (message.role == Role::Assistant
+                    && !is_thinking_only(message)
+                    && !begins_with_server_result(message))
+                .then_some((j, origin))
             });
         let Run {
             messages: run_messages,
@@ -639,6 +642,18 @@ fn tool_use_ids(message: &MessageParam) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Whether an output message begins with a server tool result: the answer to a call carried
+/// from an earlier message (tool search beside a client tool), whose pairing the tail could
+/// not see if the boundary were here.
+fn begins_with_server_result(message: &MessageParam) -> bool {
+    match &message.content {
+        Content::Blocks(blocks) => blocks
+            .first()
+            .is_some_and(|b| crate::draft::server_result_id(b).is_some()),
+        Content::Text(_) => false,
+    }
+}
+
 /// Whether an output message holds only thinking (it could be dropped as orphaned thinking
 /// once it is no longer the latest assistant message).
 fn is_thinking_only(message: &MessageParam) -> bool {
@@ -699,6 +714,54 @@ mod tests {
         }
         check(&mut normalizer, &session);
         assert_eq!(normalizer.last_update(), &IncrementalUpdate::Unchanged);
+    }
+
+    #[test]
+    fn a_server_call_carried_across_a_client_tool_round_equals_batch_turn_by_turn() {
+        // Tool search beside a client tool: the next response begins with the search's
+        // result. Every step of the session normalizes as the batch pipeline does.
+        let options = Options::default().with_resume_paused_turn(true);
+        let mut normalizer = Normalizer::new(options);
+        let mut session = vec![user("q0")];
+        check(&mut normalizer, &session);
+        let steps = [
+            frag(
+                "msg_1",
+                vec![text("look"), tool_use("toolu_1"), server_use("srvtoolu_1")],
+            ),
+            results(&["toolu_1"]),
+            frag(
+                "msg_2",
+                vec![
+                    server_result("srvtoolu_1"),
+                    text("found"),
+                    tool_use("toolu_2"),
+                ],
+            ),
+            results(&["toolu_2"]),
+            frag("msg_3", vec![text("done")]),
+            user("q1"),
+            frag("msg_4", vec![text("again")]),
+        ];
+        for step in steps {
+            session.push(step);
+            check(&mut normalizer, &session);
+        }
+        let out = normalize(&session, normalizer.options()).messages;
+        let srv = |m: &MessageParam| match &m.content {
+            Content::Blocks(b) => b
+                .iter()
+                .filter(|b| {
+                    crate::draft::server_result_id(b).is_some()
+                        || matches!(b, ContentBlock::ServerToolUse(_))
+                })
+                .count(),
+            Content::Text(_) => 0,
+        };
+        assert_eq!(
+            out.iter().map(srv).collect::<Vec<_>>(),
+            [0, 1, 0, 1, 0, 0, 0, 0]
+        );
     }
 
     #[test]

@@ -13,8 +13,10 @@ use crate::draft::{Draft, server_result_id};
 use crate::ids::{IdMap, IdSet, id_map, id_set};
 use crate::report::{Pass, RepairKind, Report};
 
+mod carried_server_uses;
 mod tool_use_ids;
 
+use carried_server_uses::carried_server_uses;
 use tool_use_ids::rewrite_invalid_ids;
 
 /// Above this many tool uses in one message, their ids are looked up in a hash map.
@@ -37,7 +39,10 @@ type Duplicates = Peekable<IntoIter<(usize, usize)>>;
 ///    ids stay distinct — in the use and in every result naming it (`ToolUseIdRewritten`);
 /// 2. in assistant messages: a repeated tool use id (a resumed session replays messages)
 ///    keeps its first occurrence (`DuplicateToolUseRemoved`); a `server_tool_use` without its
-///    result block later in the same message is removed (`ServerToolUseRemoved`), and so is a
+///    result block later in the same message is removed (`ServerToolUseRemoved`) — unless the
+///    message also calls client tools, is answered by results only, and the next response
+///    begins with that result (tool search beside a client tool, `carried_server_uses.rs`) —
+///    and so is a
 ///    server tool result with no kept server tool use before it in its message
 ///    (`OrphanServerToolResultRemoved`); a `tool_result` is removed
 ///    (`MisplacedBlockRemoved`). An assistant message left empty is dropped
@@ -78,11 +83,14 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
         None
     };
     let mut duplicates: Duplicates = duplicate_uses(&drafts, paused).into_iter().peekable();
+    let carried = carried_server_uses(&drafts, resume_paused_turn);
     let mut out: Vec<Draft<'a>> = Vec::with_capacity(drafts.len() + 1);
     for (n, mut draft) in drafts.into_iter().enumerate() {
         if draft.is_assistant() {
             let pending_ok = paused == Some(n);
-            if clean_assistant(&mut draft, n, pending_ok, &mut duplicates, report) {
+            let cleaned =
+                clean_assistant(&mut draft, n, pending_ok, &carried, &mut duplicates, report);
+            if cleaned {
                 let kind = if draft.blocks.is_empty() {
                     Some(RepairKind::EmptyAssistantDropped)
                 } else if is_thinking_only(&draft.blocks) {
@@ -238,6 +246,7 @@ fn clean_assistant(
     draft: &mut Draft<'_>,
     n: usize,
     pending_ok: bool,
+    carried: &std::collections::HashSet<String>,
     duplicates: &mut Duplicates,
     report: &mut Report,
 ) -> bool {
@@ -278,7 +287,10 @@ fn clean_assistant(
                 });
             }
             ContentBlock::ServerToolUse(server_use) => {
-                if pending_ok || resolved(positions.as_ref(), &server_use.id, k) {
+                if pending_ok
+                    || resolved(positions.as_ref(), &server_use.id, k)
+                    || carried.contains(&server_use.id)
+                {
                     kept_server_ids.insert(&server_use.id);
                 } else {
                     keep[k] = false;
@@ -293,6 +305,7 @@ fn clean_assistant(
             other => {
                 if let Some(id) = server_result_id(other)
                     && !kept_server_ids.contains(id)
+                    && !carried.contains(id)
                 {
                     keep[k] = false;
                     push(RepairKind::OrphanServerToolResultRemoved {
@@ -623,6 +636,51 @@ mod tests {
                     tool_use_id: "srvtoolu_c".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_server_tool_use_beside_a_client_tool_use_is_carried_to_the_next_response() {
+        // The search and a client tool in one response; the next response begins with the
+        // pending result (api-2026-additions.md §2). Kept on both sides, in place.
+        let split = [
+            user("q"),
+            asst(vec![
+                text("Looking."),
+                tool_use("t1"),
+                server_use("srvtoolu_a"),
+            ]),
+            results(&["t1"]),
+        ];
+        let (out, repairs) = paired_with(&split, true);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Looking.) use(t1) srv(srvtoolu_a) | U: result(t1)"
+        );
+        assert!(repairs.is_empty(), "{repairs:?}");
+        // Without `resume_paused_turn` the tools may differ: the pending call goes.
+        let (out, _) = paired_with(&split, false);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Looking.) use(t1) | U: result(t1)"
+        );
+        let mut answered = split.to_vec();
+        answered.push(asst(vec![server_result("srvtoolu_a"), text("Found it.")]));
+        answered.push(user("thanks"));
+        let (out, repairs) = paired(&answered);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Looking.) use(t1) srv(srvtoolu_a) | U: result(t1) | A: srvres(srvtoolu_a) text(Found it.) | U: text(thanks)"
+        );
+        assert!(repairs.is_empty(), "{repairs:?}");
+        // The answer holds more than results: the API would end the turn with the call
+        // pending, so the call goes, and its late result with it.
+        let mut mixed = answered.clone();
+        mixed[2] = user_blocks(vec![result("t1", "ok"), text("also")]);
+        let (out, _) = paired(&mixed);
+        assert_eq!(
+            out,
+            "U: text(q) | A: text(Looking.) use(t1) | U: result(t1) text(also) | A: text(Found it.) | U: text(thanks)"
         );
     }
 
