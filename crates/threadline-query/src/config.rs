@@ -4,6 +4,7 @@ use threadline_normalize::Options;
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
 
 use crate::token_budget::TokenBudget;
+use crate::tool_search::ToolSearchConfig;
 
 /// The output limit used after an escalation when the model table knows no higher one.
 pub const DEFAULT_ESCALATED_MAX_TOKENS: u64 = 64_000;
@@ -40,6 +41,9 @@ pub struct QueryConfig {
     /// `server-side-fallback-2026-07-01` beta header with it; the client's configuration
     /// adds headers, not the loop.
     pub fallbacks: Option<Fallbacks>,
+    /// When tools are deferred behind tool search (default: auto, above 10 % of the
+    /// context window, on models with tool search).
+    pub tool_search: ToolSearchConfig,
 }
 
 impl QueryConfig {
@@ -56,7 +60,14 @@ impl QueryConfig {
             max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
             normalize: Options::default(),
             fallbacks: None,
+            tool_search: ToolSearchConfig::default(),
         }
+    }
+
+    /// With a tool search policy (off, auto at a share of the window, always; regex or BM25).
+    pub fn with_tool_search(mut self, tool_search: ToolSearchConfig) -> QueryConfig {
+        self.tool_search = tool_search;
+        self
     }
 
     /// With server-side fallbacks (`"default"` or up to three models).

@@ -64,6 +64,7 @@ pub mod state;
 pub mod terminal;
 pub mod token_budget;
 pub mod tool;
+pub mod tool_search;
 pub mod transition;
 
 pub use config::QueryConfig;

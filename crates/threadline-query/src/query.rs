@@ -197,7 +197,7 @@ where
     S::Future: Send + 'static,
 {
     fn new(q: Query<S>, out: mpsc::UnboundedSender<Event>) -> Driver<S> {
-        let tool_definitions = q.tools.definitions();
+        let tool_definitions = crate::tool_search::definitions(&q.tools, &q.config);
         let tools = Arc::new(q.tools.clone());
         Driver {
             q,

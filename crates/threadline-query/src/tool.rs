@@ -119,6 +119,11 @@ pub trait Tool: Send + Sync {
         let _ = input;
         Permission::Allow
     }
+    /// Whether the tool is always loaded, never deferred behind tool search (see
+    /// [`crate::tool_search`]). Default: no.
+    fn always_load(&self) -> bool {
+        false
+    }
     /// Runs the tool.
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream;
 }
@@ -215,6 +220,11 @@ impl ToolSet {
     /// The tool names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
+    }
+
+    /// Whether the tool named `name` opted out of deferral ([`Tool::always_load`]).
+    pub fn is_always_loaded(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|t| t.always_load())
     }
 
     /// The request's `tools` (custom tools, sorted by name so the bytes never change between
