@@ -64,6 +64,7 @@ mod respond;
 pub mod scenario;
 mod server;
 mod simulated_usage;
+pub mod tool_search;
 pub mod usage;
 
 pub use limits::ServerLimits;
@@ -72,4 +73,5 @@ pub use scenario::{
 };
 pub use server::{Abort, MockConfig, MockServer, RecordedRequest};
 pub use simulated_usage::SimulatedUsage;
+pub use tool_search::ToolSearchScript;
 pub use usage::{EstimateUsage, UsageModel};

@@ -80,11 +80,20 @@ pub(crate) fn script(
                 }
                 content.push(json!({"type":"text","text":text}));
             }
-            Block::ToolUse { id, name, input } => {
-                let id = id.clone().unwrap_or_else(&mut next_tool_id);
+            Block::ToolUse { id, name, input } | Block::ServerToolUse { id, name, input } => {
+                let server = matches!(block, Block::ServerToolUse { .. });
+                let kind = if server {
+                    "server_tool_use"
+                } else {
+                    "tool_use"
+                };
+                let id = id.clone().unwrap_or_else(|| {
+                    let id = next_tool_id();
+                    if server { format!("srv{id}") } else { id }
+                });
                 let input_json = serde_json::to_string(input).expect("JSON values serialize");
                 output_bytes += input_json.len() + name.len();
-                block_events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}));
+                block_events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":kind,"id":id,"name":name,"input":{}}}));
                 block_events.push(json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":""}}));
                 let pieces = chunks(&input_json, size);
                 let half = pieces.len().div_ceil(2);
@@ -98,7 +107,7 @@ pub(crate) fn script(
                         cut_at = Some(block_events.len() + 1);
                     }
                 }
-                content.push(json!({"type":"tool_use","id":id,"name":name,"input":input}));
+                content.push(json!({"type":kind,"id":id,"name":name,"input":input}));
             }
             Block::Thinking {
                 thinking,
@@ -225,6 +234,8 @@ steps:
       - {type: redacted_thinking, data: "ZW5j"}
       - {type: verbatim, block: {type: server_tool_use, id: srvtoolu_01, name: web_search, input: {query: "rust"}}}
       - {type: verbatim, block: {type: web_search_tool_result, tool_use_id: srvtoolu_01, content: []}}
+      - {type: server_tool_use, id: srvtoolu_02, name: tool_search_tool_regex, input: {pattern: "weather|forecast", limit: 3}}
+      - {type: verbatim, block: {type: tool_search_tool_result, tool_use_id: srvtoolu_02, content: {type: tool_search_tool_search_result, tool_references: [{type: tool_reference, tool_name: get_weather}]}}}
     chunk_chars: 3
   - kind: message
     content: [{type: text, text: ""}]

@@ -194,6 +194,10 @@ pub struct MessageStep {
     /// `stream: false` gets the whole message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<StreamFault>,
+    /// A tool search over the request's deferred tools, appended after `content` (see
+    /// [`crate::tool_search`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_search: Option<crate::tool_search::ToolSearchScript>,
 }
 
 /// A content block of a scripted message.
@@ -227,6 +231,16 @@ pub enum Block {
     RedactedThinking {
         /// The encrypted data.
         data: String,
+    },
+    /// A server tool call; its input is streamed as `input_json_delta`s, as the API does.
+    ServerToolUse {
+        /// The id (default: generated, `srvtoolu_…`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The server tool's name.
+        name: String,
+        /// The input object.
+        input: Value,
     },
     /// Any other block (a `server_tool_use`, a `web_search_tool_result`, …), sent whole in
     /// its `content_block_start` and kept verbatim in the message.
@@ -409,7 +423,27 @@ impl Step {
             chunk_chars: None,
             delay_ms: None,
             fault: None,
+            tool_search: None,
         })
+    }
+
+    /// A tool search for `query` (a pattern or a query, as the request's search tool takes)
+    /// over the request's deferred tools, nothing called (see [`crate::tool_search`]).
+    pub fn tool_search(query: impl Into<String>) -> Self {
+        Step::message(Vec::new()).with_tool_search(crate::tool_search::ToolSearchScript::new(query))
+    }
+
+    /// A tool search for `query`, then a call of the best match with `input` (stopping with
+    /// `tool_use`).
+    pub fn tool_search_then_call(query: impl Into<String>, input: Value) -> Self {
+        let mut script = crate::tool_search::ToolSearchScript::new(query);
+        script.call = Some(input);
+        Step::message(Vec::new()).with_tool_search(script)
+    }
+
+    /// This message step with a tool search after its blocks.
+    pub fn with_tool_search(self, script: crate::tool_search::ToolSearchScript) -> Self {
+        self.map_message(|m| m.tool_search = Some(script))
     }
 
     /// A tool call, stopping with `tool_use` (the id is generated).

@@ -550,13 +550,16 @@ async fn answer(
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
-        Step::Message(step) => Ok(message_step(
-            state,
-            &step,
-            &request,
-            bytes.len(),
-            request_id,
-        )),
+        Step::Message(step) => {
+            let step = crate::tool_search::expand(&step, &request, || state.next_id("srvtoolu"));
+            Ok(message_step(
+                state,
+                &step,
+                &request,
+                bytes.len(),
+                request_id,
+            ))
+        }
     };
     (response, Verdict::Accepted)
 }
