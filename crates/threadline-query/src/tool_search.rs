@@ -118,6 +118,29 @@ pub fn tools_tokens(tools: &[Tool]) -> u64 {
 /// `always_loaded(name)` says which tools opted out. Returns the definitions to send on every
 /// request, and what was decided.
 pub fn apply(
+    tools: Vec<Tool>,
+    always_loaded: impl Fn(&str) -> bool,
+    model: &Model,
+    config: &ToolSearchConfig,
+) -> (Vec<Tool>, DeferDecision) {
+    let (mut tools, mut decision) = decide(tools, always_loaded, model, config);
+    sanitize(&mut tools);
+    decision.deferred = tools.iter().filter(|t| t.is_deferred()).count();
+    (tools, decision)
+}
+
+/// What the API rejects in any case, whoever set it: a deferred tool's marker goes, and a set
+/// in which every tool is deferred is sent with none deferred.
+fn sanitize(tools: &mut [Tool]) {
+    for tool in tools.iter_mut().filter(|t| t.is_deferred()) {
+        *tool.cache_control_mut() = None;
+    }
+    if !tools.is_empty() && tools.iter().all(Tool::is_deferred) {
+        tools.iter_mut().for_each(|t| t.set_deferred(false));
+    }
+}
+
+fn decide(
     mut tools: Vec<Tool>,
     always_loaded: impl Fn(&str) -> bool,
     model: &Model,
@@ -163,13 +186,10 @@ pub fn apply(
     if deferred == 0 {
         return (tools, decision);
     }
+    // Deferred tools are not in the cached prefix and may not carry a marker (a 400):
+    // `sanitize` removes theirs.
     for tool in tools.iter_mut().filter(|t| deferrable(t)) {
         tool.set_deferred(true);
-    }
-    // Deferred tools are not in the cached prefix and may not carry a marker (a 400); a
-    // tool that came deferred keeps its flag and loses its marker too.
-    for tool in tools.iter_mut().filter(|t| t.is_deferred()) {
-        *tool.cache_control_mut() = None;
     }
     if declared.is_none() {
         tools.push(Tool::tool_search(kind));
@@ -181,7 +201,6 @@ pub fn apply(
         // The search itself must be loaded, or every tool could end up deferred.
         search.set_deferred(false);
     }
-    decision.deferred = tools.iter().filter(|t| t.is_deferred()).count();
     (tools, decision)
 }
 
@@ -270,6 +289,113 @@ mod tests {
                 {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
             ])
         );
+    }
+
+    use proptest::prelude::*;
+
+    /// A hostile tool: any of a few names (duplicates likely, the search tool's own name
+    /// included), a description from empty to huge, maybe a marker, maybe deferred already,
+    /// sometimes a versioned tool.
+    fn hostile_tool() -> impl Strategy<Value = Tool> {
+        (
+            prop::sample::select(vec!["a", "b", "dup", "tool_search_tool_bm25", "web_search"]),
+            prop_oneof![Just(0usize), 0usize..200, Just(2_000_000usize)],
+            any::<bool>(),
+            prop::option::of(any::<bool>()),
+            any::<bool>(),
+        )
+            .prop_map(|(name, chars, marked, deferred, versioned)| {
+                let mut t = if versioned {
+                    Tool::Versioned(threadline_wire::tools::VersionedTool {
+                        kind: "web_search_20250305".into(),
+                        name: name.into(),
+                        cache_control: None,
+                        defer_loading: None,
+                        extra: threadline_wire::Extra::new(),
+                    })
+                } else {
+                    tool(name, chars)
+                };
+                if marked {
+                    *t.cache_control_mut() =
+                        Some(Box::new(threadline_wire::CacheControl::ephemeral()));
+                }
+                if let Some(d) = deferred {
+                    t.set_deferred(d);
+                }
+                t
+            })
+    }
+
+    fn hostile_set() -> impl Strategy<Value = Vec<Tool>> {
+        prop_oneof![
+            Just(Vec::new()),
+            hostile_tool().prop_map(|t| vec![t]),
+            prop::collection::vec(hostile_tool(), 0..40),
+            (1usize..3000).prop_map(|n| (0..n).map(|i| tool(&format!("t{i}"), 30)).collect()),
+        ]
+    }
+
+    fn hostile_config() -> impl Strategy<Value = ToolSearchConfig> {
+        let share = prop_oneof![
+            Just(f64::NAN),
+            Just(-1.0),
+            Just(0.0),
+            0.0f64..1.0,
+            Just(7.0)
+        ];
+        (
+            prop_oneof![
+                Just(DeferMode::Off),
+                Just(DeferMode::Always),
+                share.prop_map(|share| DeferMode::Auto { share }),
+            ],
+            any::<bool>(),
+        )
+            .prop_map(|(mode, regex)| ToolSearchConfig {
+                mode,
+                kind: if regex {
+                    ToolSearchKind::Regex
+                } else {
+                    ToolSearchKind::Bm25
+                },
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        #[test]
+        fn never_every_tool_deferred_and_never_a_marked_deferred_tool(
+            tools in hostile_set(),
+            config in hostile_config(),
+            model_id in prop::sample::select(vec!["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "claude-unknown-9"]),
+            opt_out in any::<bool>(),
+        ) {
+            let m = ModelTable::builtin().resolve(model_id).model();
+            let (out, decision) = apply(tools.clone(), |n| opt_out && n == "a", m, &config);
+            if !out.is_empty() {
+                prop_assert!(!out.iter().all(Tool::is_deferred), "every tool deferred");
+            }
+            prop_assert!(out.iter().all(|t| !t.is_deferred() || t.cache_control().is_none()));
+            prop_assert_eq!(decision.deferred, out.iter().filter(|t| t.is_deferred()).count());
+            // Nothing is lost or reordered: the input's tools come first, by name.
+            let names: Vec<&str> = out.iter().map(Tool::name).collect();
+            let input: Vec<&str> = tools.iter().map(Tool::name).collect();
+            prop_assert_eq!(&names[..input.len()], &input[..]);
+            prop_assert!(out.len() <= input.len() + 1);
+            if opt_out {
+                // An opted-out tool is deferred only if it came deferred.
+                let came_deferred = tools.iter().any(|i| i.name() == "a" && i.is_deferred());
+                let ok = out
+                    .iter()
+                    .filter(|t| t.name() == "a")
+                    .all(|t| !t.is_deferred() || came_deferred);
+                prop_assert!(ok, "an opted-out tool was deferred");
+            }
+            // Deterministic.
+            let again = apply(tools, |n| opt_out && n == "a", m, &config).0;
+            prop_assert_eq!(again, out);
+        }
     }
 
     #[test]

@@ -35,11 +35,14 @@
 //! | `Terminal::ContextWindowExceeded`         | `context_window_recoveries_are_bounded`               |
 //! | (a server-side `fallback` block)          | `a_fallback_block_is_sent_back_in_place`              |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
+//! | (tool search, deferred tools)             | `tool_search::three_hundred_deferred_tools_the_model_searches_finds_and_calls_one`, `tool_search::a_search_beside_a_client_tool_is_answered_at_the_start_of_the_next_response` |
 //!
 //! The tests run on the real clock (real sockets), each bounded by [`RUN_TIMEOUT`]; the
 //! client retries with millisecond backoffs.
 
 mod common;
+#[path = "loopback/tool_search.rs"]
+mod tool_search;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
