@@ -133,6 +133,16 @@ where
         self
     }
 
+    /// When tools are deferred behind tool search (default: above 10 % of the context
+    /// window, on models with tool search; see [`threadline_query::tool_search`]).
+    pub fn tool_search(
+        mut self,
+        tool_search: threadline_query::tool_search::ToolSearchConfig,
+    ) -> Self {
+        self.config.tool_search = tool_search;
+        self
+    }
+
     /// Replaces the loop settings (thinking, token budget, escalation, normalization). The
     /// model, output limit and system prompt set before are replaced too.
     pub fn query_config(mut self, config: QueryConfig) -> Self {
