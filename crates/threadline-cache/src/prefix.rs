@@ -181,6 +181,7 @@ pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<Box<CacheCont
         ContentBlock::ContainerUpload(b) => &mut b.cache_control,
         ContentBlock::Compaction(b) => &mut b.cache_control,
         ContentBlock::ToolReference(b) => &mut b.cache_control,
+        ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => &mut b.cache_control,
         other => return other.server_tool_result_mut().map(|r| &mut r.cache_control),
     })
 }

@@ -24,7 +24,10 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use crate::request::{ContextEdit, ContextManagement, CountTokensRequest, MessagesRequest};
+use crate::content::{Content, ContentBlock};
+use crate::request::{
+    ContextEdit, ContextManagement, CountTokensRequest, MessageParam, MessagesRequest, OutputConfig,
+};
 
 /// Server-side compaction (`compact_20260112`).
 pub const COMPACT: &str = "compact-2026-01-12";
@@ -32,6 +35,11 @@ pub const COMPACT: &str = "compact-2026-01-12";
 pub const CONTEXT_MANAGEMENT: &str = "context-management-2025-06-27";
 /// Server-side fallback (`fallbacks`: `"default"` or a list).
 pub const SERVER_SIDE_FALLBACK: &str = "server-side-fallback-2026-07-01";
+/// Mid-conversation tool changes (`tool_addition` / `tool_removal` blocks in `role: "system"`
+/// messages; the system messages themselves need no header).
+pub const MID_CONVERSATION_TOOL_CHANGES: &str = "mid-conversation-tool-changes-2026-07-01";
+/// Task budgets (`output_config.task_budget`).
+pub const TASK_BUDGETS: &str = "task-budgets-2026-03-13";
 
 /// The betas `request` needs, in a fixed order, each once.
 pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
@@ -40,6 +48,7 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
     if request.fallbacks.is_some() {
         need(&mut out, SERVER_SIDE_FALLBACK);
     }
+    body_features(&request.messages, request.output_config.as_ref(), &mut out);
     out
 }
 
@@ -47,7 +56,35 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
 pub fn required_for_count(request: &CountTokensRequest) -> Vec<&'static str> {
     let mut out = Vec::new();
     context_management(request.context_management.as_ref(), &mut out);
+    body_features(&request.messages, request.output_config.as_ref(), &mut out);
     out
+}
+
+/// The betas named by the messages (tool changes) and the output config (task budget).
+fn body_features(
+    messages: &[MessageParam],
+    output_config: Option<&OutputConfig>,
+    out: &mut Vec<&'static str>,
+) {
+    if messages.iter().any(has_tool_change) {
+        need(out, MID_CONVERSATION_TOOL_CHANGES);
+    }
+    if output_config.is_some_and(|c| c.task_budget.is_some()) {
+        need(out, TASK_BUDGETS);
+    }
+}
+
+/// Whether `message` holds a `tool_addition` or `tool_removal` block.
+pub fn has_tool_change(message: &MessageParam) -> bool {
+    match &message.content {
+        Content::Blocks(blocks) => blocks.iter().any(|b| {
+            matches!(
+                b,
+                ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_)
+            )
+        }),
+        Content::Text(_) => false,
+    }
 }
 
 fn need(out: &mut Vec<&'static str>, beta: &'static str) {
@@ -144,6 +181,39 @@ mod tests {
         assert_eq!(
             required(&r),
             vec![CONTEXT_MANAGEMENT, COMPACT, SERVER_SIDE_FALLBACK]
+        );
+    }
+
+    #[test]
+    fn tool_changes_and_task_budgets_name_their_betas() {
+        let mut r = request();
+        assert!(required(&r).is_empty());
+        r.messages.push(MessageParam {
+            role: crate::Role::System,
+            content: Content::Blocks(vec![ContentBlock::text("Deploys are allowed.")]),
+            extra: crate::Extra::new(),
+        });
+        // A mid-conversation system message alone needs no header.
+        assert!(required(&r).is_empty());
+        r.messages.push(MessageParam {
+            role: crate::Role::System,
+            content: Content::Blocks(vec![ContentBlock::ToolAddition(
+                crate::tool_change::ToolChangeBlock::tool("deploy"),
+            )]),
+            extra: crate::Extra::new(),
+        });
+        r.output_config = Some(
+            serde_json::from_str(r#"{"task_budget":{"type":"tokens","total":50000}}"#)
+                .expect("parses"),
+        );
+        assert_eq!(
+            required(&r),
+            vec![MID_CONVERSATION_TOOL_CHANGES, TASK_BUDGETS]
+        );
+        let count = CountTokensRequest::from(&r);
+        assert_eq!(
+            required_for_count(&count),
+            vec![MID_CONVERSATION_TOOL_CHANGES, TASK_BUDGETS]
         );
     }
 

@@ -262,6 +262,10 @@ wire_enum! {
         Compaction(CompactionBlock) = "compaction",
         /// A reference to a declared tool (tool search; see [`crate::tool_search`]).
         ToolReference(crate::tool_search::ToolReferenceBlock) = "tool_reference",
+        /// A tool offered from here on (mid-conversation system messages only; beta).
+        ToolAddition(crate::tool_change::ToolChangeBlock) = "tool_addition",
+        /// A tool withdrawn from here on (mid-conversation system messages only; beta).
+        ToolRemoval(crate::tool_change::ToolChangeBlock) = "tool_removal",
     }
 }
 
@@ -286,6 +290,9 @@ impl ContentBlock {
             ContentBlock::ContainerUpload(b) => b.cache_control.as_deref(),
             ContentBlock::Compaction(b) => b.cache_control.as_deref(),
             ContentBlock::ToolReference(b) => b.cache_control.as_deref(),
+            ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => {
+                b.cache_control.as_deref()
+            }
             other => other
                 .server_tool_result()
                 .and_then(|r| r.cache_control.as_deref()),

@@ -58,6 +58,7 @@ pub mod service;
 pub mod sse;
 pub mod stream_event;
 pub mod tool_search;
+pub mod tool_change;
 pub mod tools;
 pub mod validate;
 

@@ -133,8 +133,20 @@ wire_struct! {
         }
         optional {
             /// `summarized` or `omitted`.
-            pub display: String,
+            pub display: ThinkingDisplay,
         }
+    }
+}
+
+wire_string_enum! {
+    /// `thinking.display`: whether thinking blocks carry a summary or come back empty (an
+    /// omitted block has `thinking: ""` and a full `signature`, echoed unchanged). Invalid
+    /// with `disabled`; the default depends on the model.
+    pub enum ThinkingDisplay {
+        /// The thinking text is a summary.
+        Summarized = "summarized",
+        /// The thinking text is empty; the signature is kept.
+        Omitted = "omitted",
     }
 }
 
@@ -143,8 +155,27 @@ wire_struct! {
     pub struct ThinkingOptions {
         required {}
         optional {
-            /// `summarized` or `omitted`.
-            pub display: String,
+            /// `summarized` or `omitted` (invalid with `disabled`).
+            pub display: ThinkingDisplay,
+        }
+    }
+}
+
+impl ThinkingConfig {
+    /// `{"type":"adaptive"}`, with `display` when given.
+    pub fn adaptive(display: Option<ThinkingDisplay>) -> ThinkingConfig {
+        ThinkingConfig::Adaptive(ThinkingOptions {
+            display,
+            extra: crate::Extra::new(),
+        })
+    }
+
+    /// The `display` setting, whatever the type.
+    pub fn display(&self) -> Option<&ThinkingDisplay> {
+        match self {
+            ThinkingConfig::Enabled(e) => e.display.as_ref(),
+            ThinkingConfig::Adaptive(o) | ThinkingConfig::Disabled(o) => o.display.as_ref(),
+            _ => None,
         }
     }
 }
@@ -189,7 +220,36 @@ wire_string_enum! {
 }
 
 wire_struct! {
-    /// `output_config`: effort and structured output format.
+    /// `output_config.task_budget` (beta `task-budgets-2026-03-13`): `{"type":"tokens","total",
+    /// "remaining"?}`, a countdown shown to the model only (no usage field reports it).
+    pub struct TaskBudget {
+        required {
+            /// `tokens`.
+            pub kind: String => "type",
+            /// The whole task's budget in tokens (at least 20,000).
+            pub total: u64,
+        }
+        optional {
+            /// What is left, for clients that compact or rewrite history.
+            pub remaining: u64,
+        }
+    }
+}
+
+impl TaskBudget {
+    /// `{"type":"tokens","total":N}`.
+    pub fn tokens(total: u64) -> TaskBudget {
+        TaskBudget {
+            kind: "tokens".to_owned(),
+            total,
+            remaining: None,
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+wire_struct! {
+    /// `output_config`: effort, structured output format and task budget.
     pub struct OutputConfig {
         required {}
         optional {
@@ -197,6 +257,8 @@ wire_struct! {
             pub effort: Effort,
             /// `{"type":"json_schema","schema":…}`.
             pub format: Value,
+            /// A token budget for the whole task (beta).
+            pub task_budget: TaskBudget,
         }
     }
 }

@@ -190,3 +190,45 @@ proptest! {
         assert_round_trip::<StreamEvent>("generated event", &event);
     }
 }
+
+#[test]
+fn adaptive_thinking_display_and_task_budgets_round_trip_typed() {
+    use threadline_wire::ThinkingConfig;
+    use threadline_wire::request::ThinkingDisplay;
+    let body = serde_json::json!({
+        "model": "claude-opus-4-8", "max_tokens": 2048,
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "output_config": {"effort": "xhigh", "task_budget": {"type": "tokens", "total": 64000, "remaining": 12000}},
+        "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "EqQBCgIYAhIM"}, {"type": "text", "text": "Hello."}]},
+            {"role": "user", "content": "Again"},
+            {"role": "system", "content": [{"type": "tool_addition", "tool": {"type": "tool_reference", "name": "deploy"}}]}
+        ]
+    });
+    let request: MessagesRequest = assert_round_trip("adaptive + task budget", &body);
+    let thinking = request.thinking.as_ref().expect("thinking");
+    assert_eq!(thinking.display(), Some(&ThinkingDisplay::Omitted));
+    assert_eq!(
+        ThinkingConfig::adaptive(Some(ThinkingDisplay::Summarized)),
+        serde_json::from_str(r#"{"type":"adaptive","display":"summarized"}"#).expect("parses")
+    );
+    let budget = request
+        .output_config
+        .as_ref()
+        .and_then(|c| c.task_budget.as_ref())
+        .expect("a task budget");
+    assert_eq!(
+        (budget.kind.as_str(), budget.total, budget.remaining),
+        ("tokens", 64000, Some(12000))
+    );
+    // A display value from the future is kept as it came.
+    let future: ThinkingConfig = assert_round_trip(
+        "future display",
+        &serde_json::json!({"type": "adaptive", "display": "verbose"}),
+    );
+    assert_eq!(
+        future.display(),
+        Some(&ThinkingDisplay::Other("verbose".to_owned()))
+    );
+}

@@ -157,6 +157,7 @@ fn strip_cache_control(block: &mut ContentBlock) {
         ContentBlock::ContainerUpload(b) => b.cache_control = None,
         ContentBlock::Compaction(b) => b.cache_control = None,
         ContentBlock::ToolReference(b) => b.cache_control = None,
+        ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => b.cache_control = None,
         ContentBlock::Unknown(value) => {
             if let Some(object) = value.as_object_mut() {
                 object.remove("cache_control");
