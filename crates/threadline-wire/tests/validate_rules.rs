@@ -14,6 +14,9 @@ use threadline_wire::validate::{
 };
 use threadline_wire::{CountTokensRequest, MessagesRequest};
 
+#[path = "validate_rules/issue16.rs"]
+mod issue16;
+
 fn model(id: &str) -> &'static Model {
     ModelTable::builtin()
         .get(id)
@@ -107,6 +110,8 @@ struct Case {
     options: ValidateOptions,
     request: String,
     expected: Vec<(String, String)>,
+    /// Other rules the request breaks too (their violations are among `expected`).
+    also: Vec<Rule>,
 }
 
 fn fails(rule: Rule, model: &'static str, request: String, expected: &[(&str, &str)]) -> Case {
@@ -119,6 +124,7 @@ fn fails(rule: Rule, model: &'static str, request: String, expected: &[(&str, &s
             .iter()
             .map(|(p, m)| ((*p).to_owned(), (*m).to_owned()))
             .collect(),
+        also: Vec::new(),
     }
 }
 
@@ -1468,7 +1474,7 @@ fn cases() -> Vec<Case> {
 fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
     let mut failing: BTreeSet<Rule> = BTreeSet::new();
     let mut passing: BTreeSet<Rule> = BTreeSet::new();
-    for case in cases() {
+    for case in cases().into_iter().chain(issue16::cases()) {
         let expected: Vec<(&str, &str)> = case
             .expected
             .iter()
@@ -1476,7 +1482,9 @@ fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
             .collect();
         let violations = check_with(&case.request, case.model, &case.options, &expected);
         for violation in &violations {
-            assert_eq!(violation.rule, case.rule, "{violation}");
+            if !case.also.contains(&violation.rule) {
+                assert_eq!(violation.rule, case.rule, "{violation}");
+            }
         }
         if expected.is_empty() {
             passing.insert(case.rule);
@@ -1800,12 +1808,12 @@ fn recorded() -> Vec<Recorded> {
             let model_id = request.body["model"].as_str().unwrap_or_default();
             let resolved = table.resolve(model_id);
             let model = resolved.model();
-            let options = ValidateOptions::default().with_beta_header(
-                request
-                    .headers
-                    .get("anthropic-beta")
-                    .map_or("", String::as_str),
-            );
+            // A recording without an `anthropic-beta` header may have had its headers filtered
+            // (pydantic-ai's cassettes keep `content-type` only): the betas are then unknown.
+            let options = match request.headers.get("anthropic-beta") {
+                Some(header) => ValidateOptions::default().with_beta_header(header),
+                None => ValidateOptions::default(),
+            };
             let violations = if request.endpoint.ends_with("/count_tokens") {
                 let body: CountTokensRequest = serde_json::from_value(request.body.clone())
                     .unwrap_or_else(|e| panic!("{name}: count_tokens body does not parse: {e}"));

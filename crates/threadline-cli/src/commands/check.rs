@@ -149,8 +149,11 @@ fn check_one(
         None => args.path.to_owned(),
     };
     let table = ModelTable::builtin();
-    let options =
-        ValidateOptions::default().with_beta_header(job.beta.as_deref().unwrap_or_default());
+    // Without a header (no `--beta`, none recorded) the betas are unknown, not absent.
+    let options = match job.beta.as_deref() {
+        Some(beta) => ValidateOptions::default().with_beta_header(beta),
+        None => ValidateOptions::default(),
+    };
     if job.count_tokens {
         let mut request: CountTokensRequest = serde_json::from_value(job.body)
             .map_err(|e| format!("threadline: {where_}: not a count_tokens request body: {e}"))?;
@@ -221,7 +224,10 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
     }
     let mut warned = BTreeSet::new();
     let model = resolve(ModelTable::builtin(), &request.model, &mut warned);
-    let options = ValidateOptions::default().with_beta_header(args.beta.unwrap_or_default());
+    let options = match args.beta {
+        Some(beta) => ValidateOptions::default().with_beta_header(beta),
+        None => ValidateOptions::default(),
+    };
     let mut checked = Checked::default();
     checked.add(None, &validate_report(&request, model, &options));
     Ok(checked)

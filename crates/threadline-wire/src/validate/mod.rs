@@ -82,9 +82,11 @@
 //! nothing is cloned; strings are allocated only for violations.
 
 mod cache;
+mod context_management;
 mod hash;
 mod ids;
 mod messages;
+mod output_config;
 mod params;
 mod prefill;
 mod report;
@@ -93,6 +95,7 @@ mod system;
 mod text;
 mod thinking;
 mod tool_search;
+mod tool_changes;
 mod tools;
 mod turns;
 
@@ -104,7 +107,10 @@ pub use rule::Rule;
 use crate::cache_control::CacheControl;
 use crate::model::Model;
 use crate::request::ThinkingConfig;
-use crate::request::{CountTokensRequest, Effort, MessageParam, MessagesRequest, SystemPrompt};
+use crate::request::{
+    ContextManagement, CountTokensRequest, Effort, MessageParam, MessagesRequest, OutputConfig,
+    SystemPrompt,
+};
 use crate::tools::{Tool, ToolChoice};
 
 /// One broken rule: which, where, and what the API says about it.
@@ -153,6 +159,9 @@ pub struct ValidateOptions {
     /// Whether interleaved thinking is on (beta `interleaved-thinking-2025-05-14`), which lets
     /// `thinking.budget_tokens` exceed `max_tokens` (default false).
     pub interleaved_thinking: bool,
+    /// The betas the `anthropic-beta` header names, when the header is known (default
+    /// `None`: not known, so the rule that a beta feature needs its header is not checked).
+    pub betas: Option<Vec<String>>,
 }
 
 impl Default for ValidateOptions {
@@ -160,6 +169,7 @@ impl Default for ValidateOptions {
         ValidateOptions {
             max_tool_name_len: 64,
             interleaved_thinking: false,
+            betas: None,
         }
     }
 }
@@ -177,16 +187,34 @@ impl ValidateOptions {
         self
     }
 
-    /// These options adjusted for an `anthropic-beta` header value (comma-separated betas):
-    /// interleaved thinking is on when the header names it.
-    pub fn with_beta_header(self, betas: &str) -> Self {
+    /// These options adjusted for an `anthropic-beta` header value (comma-separated betas;
+    /// `""` is a request sent without the header): interleaved thinking is on when the header
+    /// names it, and the betas the body's features need are checked against it
+    /// ([`Rule::BetaHeaderMissing`]).
+    pub fn with_beta_header(mut self, betas: &str) -> Self {
         let interleaved = betas
             .split(',')
             .any(|b| b.trim().starts_with("interleaved-thinking-"));
+        let names = self.betas.get_or_insert_with(Vec::new);
+        for beta in betas.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+            if names.len() < MAX_BETAS && !names.iter().any(|n| n == beta) {
+                names.push(beta.to_owned());
+            }
+        }
         let on = self.interleaved_thinking || interleaved;
         self.with_interleaved_thinking(on)
     }
+
+    /// Whether the header names `beta`'s feature (any date); `None` when the header is not
+    /// known.
+    pub fn names_beta(&self, beta: &str) -> Option<bool> {
+        let names = self.betas.as_ref()?;
+        Some(names.iter().any(|n| crate::betas::header_names(n, beta)))
+    }
 }
+
+/// The most betas one header is read for (a header is a few names; this bounds hostile input).
+const MAX_BETAS: usize = 64;
 
 /// Everything one validation found: what the API rejects, and what it may accept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -286,6 +314,9 @@ struct View<'a> {
     cache_control: Option<&'a CacheControl>,
     effort: Option<&'a Effort>,
     has_mcp_servers: bool,
+    output_config: Option<&'a OutputConfig>,
+    context_management: Option<&'a ContextManagement>,
+    mcp_servers: Option<&'a serde_json::Value>,
 }
 
 fn has_mcp_servers(value: Option<&serde_json::Value>) -> bool {
@@ -312,6 +343,9 @@ impl<'a> View<'a> {
             cache_control: r.cache_control.as_deref(),
             effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
             has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
+            output_config: r.output_config.as_ref(),
+            context_management: r.context_management.as_ref(),
+            mcp_servers: r.mcp_servers.as_ref(),
         }
     }
 
@@ -330,6 +364,9 @@ impl<'a> View<'a> {
             cache_control: r.cache_control.as_deref(),
             effort: r.output_config.as_ref().and_then(|c| c.effort.as_ref()),
             has_mcp_servers: has_mcp_servers(r.mcp_servers.as_ref()),
+            output_config: r.output_config.as_ref(),
+            context_management: r.context_management.as_ref(),
+            mcp_servers: r.mcp_servers.as_ref(),
         }
     }
 
@@ -345,11 +382,14 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     let mut ctx = report::Ctx::new(model, options);
     let mut breakpoints = cache::Breakpoints::default();
     params::check(&mut ctx, view);
+    output_config::check(&mut ctx, view);
+    context_management::check(&mut ctx, view);
     tools::check(&mut ctx, view, &mut breakpoints);
     tool_search::check_tools(&mut ctx, view);
     tool_search::check_references(&mut ctx, view);
     system::check(&mut ctx, view, &mut breakpoints);
     let tail = messages::check(&mut ctx, view, &mut breakpoints);
+    tool_changes::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
     breakpoints.finish(&mut ctx, view.cache_control);

@@ -311,6 +311,86 @@ pub enum Rule {
     /// neither a recorded response nor a documented rejection bounds it, so that finding is a
     /// warning for every model (issue 14). Model-specific: a warning on an unknown model.
     EffortUnsupported,
+    // --- Issue 16: tool changes, context management, thinking display, task budgets. Texts
+    // marked "ours" are not published by the API; they live beside their checks
+    // (`tool_changes.rs`, `context_management.rs`, `output_config.rs`).
+    /// A mid-conversation `role: "system"` message out of place: first in `messages`, not
+    /// directly after a user turn (or an assistant turn ending in a server tool result), or
+    /// followed by a user turn. Texts ours (not published). Between a `tool_use` and its
+    /// `tool_result` is the pairing rule's ([`Rule::ToolUseWithoutResult`]), not re-reported.
+    ///
+    /// Audit: api-2026-additions.md §3 "Rules enforced" (DOC:mid-conversation-system-messages).
+    /// Checked only on a model whose row accepts system messages.
+    SystemMessagePlacement,
+    /// A `tool_addition` / `tool_removal` block outside a `role: "system"` message. Text ours:
+    /// ``messages.N.content.M: `tool_addition` blocks can only be in `system` messages``.
+    ///
+    /// Audit: api-2026-additions.md §3 (DOC: the blocks live in system messages).
+    ToolChangeOutsideSystemMessage,
+    /// A tool change referring to a tool not declared in `tools` (or an MCP server not in
+    /// `mcp_servers` / an `mcp_toolset`). Text ours: `messages.N.content.M.tool.name: Tool 'X'
+    /// not found in provided tools`.
+    ///
+    /// Audit: api-2026-additions.md §3 "Rules enforced" (DOC; 400, text not published).
+    ToolChangeUnknownTool,
+    /// Tool changes on a model without [`Feature::ToolChanges`]. Text ours.
+    ///
+    /// [`Feature::ToolChanges`]: crate::model::Feature::ToolChanges
+    ///
+    /// Audit: api-2026-additions.md §3 "Models" (DOC). Model-specific: a warning on an
+    /// unknown model.
+    ToolChangesUnsupported,
+    /// A beta feature in the body without its `anthropic-beta` name (checked only when the
+    /// header is known: [`ValidateOptions::with_beta_header`]). Texts: `context_management:
+    /// Extra inputs are not permitted` (observed for a beta-only field sent without its beta);
+    /// `output_config.task_budget: Extra inputs are not permitted` (the same pattern,
+    /// inferred); for tool change blocks ours.
+    ///
+    /// [`ValidateOptions::with_beta_header`]: super::ValidateOptions::with_beta_header
+    ///
+    /// Audit: anthropic-api.md §1.2 (WIRE: beta-only fields without the beta); recorded 200
+    /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_…#0` (with the beta).
+    BetaHeaderMissing,
+    /// A `compact_20260112` trigger below 50,000 input tokens. Text ours (the minimum is
+    /// documented, its 400 text not published): `context_management.edits.N.trigger.value:
+    /// Input should be greater than or equal to 50000`.
+    ///
+    /// Audit: api-2026-additions.md §1 "Request" and §9; recorded 200s at exactly 50,000
+    /// (`crmne__ruby_llm/…compacts…#0`, `pydantic__pydantic-ai/test_anthropic_compaction_usage_with_cache_streaming#0`).
+    CompactTriggerTooSmall,
+    /// A context edit of a shape the API does not take: a `compact_20260112` trigger other
+    /// than `input_tokens`, a `clear_tool_uses_20250919` trigger other than `input_tokens` /
+    /// `tool_uses`, a `clear_thinking_20251015` `keep` of 0 thinking turns. Texts ours.
+    ///
+    /// Audit: anthropic-api.md §5.1 and §5.2 (DOC:context-editing, DOC:compaction).
+    ContextEditInvalid,
+    /// `clear_thinking_20251015` combined with other edits but not listed first. Text ours.
+    ///
+    /// Audit: anthropic-api.md §5.1 (DOC:context-editing: "must be listed first").
+    ClearThinkingNotFirst,
+    /// `compact_20260112` on a model without [`Feature::ServerCompaction`]. Text ours.
+    ///
+    /// [`Feature::ServerCompaction`]: crate::model::Feature::ServerCompaction
+    ///
+    /// Audit: anthropic-api.md §5.2 (DOC:compaction model list). Model-specific: a warning on
+    /// an unknown model.
+    CompactUnsupported,
+    /// `thinking.display` with `thinking.type: "disabled"`. Text ours.
+    ///
+    /// Audit: api-2026-additions.md §7 (DOC:adaptive-thinking: "`display` with `disabled` is
+    /// invalid").
+    ThinkingDisplayWithDisabled,
+    /// `output_config.task_budget.total` below 20,000. Text ours (documented minimum).
+    ///
+    /// Audit: api-2026-additions.md §7 (DOC:task-budgets).
+    TaskBudgetTooSmall,
+    /// `output_config.task_budget` on a model without [`Feature::TaskBudget`]. Text ours.
+    ///
+    /// [`Feature::TaskBudget`]: crate::model::Feature::TaskBudget
+    ///
+    /// Audit: api-2026-additions.md §7 (DOC:task-budgets model list). Model-specific: a
+    /// warning on an unknown model.
+    TaskBudgetUnsupported,
 }
 
 impl Rule {
@@ -356,6 +436,18 @@ impl Rule {
         Rule::SamplingParamUnsupported,
         Rule::TemperatureWithThinking,
         Rule::EffortUnsupported,
+        Rule::SystemMessagePlacement,
+        Rule::ToolChangeOutsideSystemMessage,
+        Rule::ToolChangeUnknownTool,
+        Rule::ToolChangesUnsupported,
+        Rule::BetaHeaderMissing,
+        Rule::CompactTriggerTooSmall,
+        Rule::ContextEditInvalid,
+        Rule::ClearThinkingNotFirst,
+        Rule::CompactUnsupported,
+        Rule::ThinkingDisplayWithDisabled,
+        Rule::TaskBudgetTooSmall,
+        Rule::TaskBudgetUnsupported,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -401,6 +493,18 @@ impl Rule {
             Rule::SamplingParamUnsupported => "sampling_param_unsupported",
             Rule::TemperatureWithThinking => "temperature_with_thinking",
             Rule::EffortUnsupported => "effort_unsupported",
+            Rule::SystemMessagePlacement => "system_message_placement",
+            Rule::ToolChangeOutsideSystemMessage => "tool_change_outside_system_message",
+            Rule::ToolChangeUnknownTool => "tool_change_unknown_tool",
+            Rule::ToolChangesUnsupported => "tool_changes_unsupported",
+            Rule::BetaHeaderMissing => "beta_header_missing",
+            Rule::CompactTriggerTooSmall => "compact_trigger_too_small",
+            Rule::ContextEditInvalid => "context_edit_invalid",
+            Rule::ClearThinkingNotFirst => "clear_thinking_not_first",
+            Rule::CompactUnsupported => "compact_unsupported",
+            Rule::ThinkingDisplayWithDisabled => "thinking_display_with_disabled",
+            Rule::TaskBudgetTooSmall => "task_budget_too_small",
+            Rule::TaskBudgetUnsupported => "task_budget_unsupported",
         }
     }
 }
