@@ -213,4 +213,60 @@ mod tests {
             ]
         );
     }
+
+    /// Adaptive thinking with `display: "omitted"` returns `thinking: ""` and a full
+    /// signature; the API needs those blocks back exactly as they came (api-2026-additions.md
+    /// §7), in earlier turns (kept by newer models) and in the latest one, and with a tool use
+    /// interleaved. The whole pipeline leaves every one byte-identical.
+    #[test]
+    fn omitted_and_summarized_adaptive_thinking_keep_their_signatures_through_the_pipeline() {
+        let omitted = |sig: &str| {
+            ContentBlock::Thinking(threadline_wire::content::ThinkingBlock {
+                thinking: String::new(),
+                signature: Some(sig.to_owned()),
+                extra: threadline_wire::Extra::new(),
+            })
+        };
+        let messages = [
+            user("q"),
+            asst(vec![omitted("EqQBsigA"), text("first answer")]),
+            user("q2"),
+            asst(vec![
+                omitted("EqQBsigB"),
+                thinking("a summary"),
+                tool_use("toolu_1"),
+            ]),
+            results(&["toolu_1"]),
+            asst(vec![omitted("EqQBsigC"), text("done")]),
+            user("q3"),
+        ];
+        let out = crate::normalize(&messages, &crate::Options::default());
+        assert!(out.report.is_empty(), "{}", out.report);
+        let thinking: Vec<serde_json::Value> = out
+            .messages
+            .iter()
+            .flat_map(|m| match &m.content {
+                threadline_wire::Content::Blocks(blocks) => blocks.clone(),
+                threadline_wire::Content::Text(_) => Vec::new(),
+            })
+            .filter(ContentBlock::is_thinking)
+            .map(|b| serde_json::to_value(&b).expect("serializes"))
+            .collect();
+        assert_eq!(
+            thinking,
+            [
+                serde_json::json!({"type": "thinking", "thinking": "", "signature": "EqQBsigA"}),
+                serde_json::json!({"type": "thinking", "thinking": "", "signature": "EqQBsigB"}),
+                serde_json::to_value(thinking_block_of(&messages[3], 1)).expect("serializes"),
+                serde_json::json!({"type": "thinking", "thinking": "", "signature": "EqQBsigC"}),
+            ]
+        );
+    }
+
+    fn thinking_block_of(message: &Message, index: usize) -> ContentBlock {
+        match message {
+            Message::Assistant(a) => a.content[index].clone(),
+            _ => panic!("an assistant message"),
+        }
+    }
 }
