@@ -33,6 +33,10 @@ pub enum Event {
     Transition(Transition),
     /// A context step or the transcript failed; the loop went on without it.
     Warning(String),
+    /// The offered tools changed for the request about to be sent, and how the change
+    /// reached the model (an appended `system` message, or a changed `tools` array and the
+    /// cache break it causes).
+    ToolsChanged(crate::tool_changes::ToolsChanged),
     /// The run ended: why, and the state to continue the session from. Always the last
     /// event.
     Finished(Box<Finished>),

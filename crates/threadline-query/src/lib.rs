@@ -65,6 +65,7 @@ pub mod terminal;
 pub mod token_budget;
 pub mod tool;
 pub mod tool_search;
+pub mod tool_changes;
 pub mod transition;
 
 pub use config::QueryConfig;
@@ -81,4 +82,5 @@ pub use threadline_wire::service::MessagesService;
 pub use token_budget::TokenBudget;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{Tool, ToolContext, ToolEvent, ToolOutput, ToolSet, ToolStream};
+pub use tool_changes::{ToolChangeVia, ToolChanges, ToolsChanged};
 pub use transition::Transition;

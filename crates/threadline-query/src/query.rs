@@ -36,6 +36,7 @@ use crate::state::{State, loop_normalize_options};
 use crate::terminal::Terminal;
 use crate::token_budget;
 use crate::tool::{Tool, ToolOutput, ToolSet};
+use crate::tool_changes::ToolChanges;
 use crate::transition::Transition;
 
 /// A configured loop, ready to [`run`](Query::run). See the [crate documentation](crate).
@@ -51,6 +52,7 @@ pub struct Query<S> {
     stop_hooks: Vec<Box<dyn StopHook>>,
     transcript: Option<TranscriptWriter>,
     cancel: CancellationToken,
+    tool_changes: Option<ToolChanges>,
 }
 
 impl<S> std::fmt::Debug for Query<S> {
@@ -82,7 +84,15 @@ where
             stop_hooks: Vec::new(),
             transcript: None,
             cancel: CancellationToken::new(),
+            tool_changes: None,
         }
+    }
+
+    /// Lets the offered tools change mid-session through `changes` (see
+    /// [`tool_changes`](crate::tool_changes)).
+    pub fn with_tool_changes(mut self, changes: ToolChanges) -> Self {
+        self.tool_changes = Some(changes);
+        self
     }
 
     /// Adds a tool.
@@ -378,6 +388,18 @@ where
         request.fallbacks = self.q.config.fallbacks.clone();
         if !self.tool_definitions.is_empty() {
             request.tools = Some(self.tool_definitions.clone());
+        }
+        if let Some(changes) = &self.q.tool_changes {
+            let table = threadline_wire::model::ModelTable::builtin();
+            let model = table.resolve(&self.q.config.model);
+            let compactions = st.compaction.compactions;
+            let applied = changes.apply(&mut request, model.model(), compactions, &self.q.tools);
+            if let Some(runnable) = applied.runnable {
+                self.tools = Arc::new(runnable);
+            }
+            if let Some(changed) = applied.changed {
+                self.emit(Event::ToolsChanged(changed));
+            }
         }
         request.stream = Some(true);
         self.q.shaper.shape(&mut request);

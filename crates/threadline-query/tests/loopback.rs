@@ -34,6 +34,7 @@
 //! | `Terminal::Refused`                       | `refused_with_category_and_explanation`, `refused_after_a_tool_turn`, `a_refusal_after_partial_output_is_never_sent_back` |
 //! | `Terminal::ContextWindowExceeded`         | `context_window_recoveries_are_bounded`               |
 //! | (a server-side `fallback` block)          | `a_fallback_block_is_sent_back_in_place`              |
+//! | (mid-conversation tool changes)           | `tool_changes::*` (`loopback/tool_changes.rs`)        |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
 //! | (tool search, deferred tools)             | `tool_search::three_hundred_deferred_tools_the_model_searches_finds_and_calls_one`, `tool_search::a_search_beside_a_client_tool_is_answered_at_the_start_of_the_next_response` |
 //!
@@ -43,6 +44,8 @@
 mod common;
 #[path = "loopback/tool_search.rs"]
 mod tool_search;
+#[path = "loopback/tool_changes.rs"]
+mod tool_changes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -266,15 +269,14 @@ fn valid_body(request: &RecordedRequest) -> Value {
         (request.method.as_str(), request.path.as_str()),
         ("POST", "/v1/messages")
     );
-    assert!(
-        !request.headers.contains_key("anthropic-beta"),
-        "no betas: `validate` without options is what the mock applied"
-    );
     let body = request.body.clone().expect("a JSON body");
     let parsed: MessagesRequest = serde_json::from_value(body.clone()).expect("a request");
     let model = ModelTable::builtin().resolve(&parsed.model);
     assert!(model.is_known(), "model {}", parsed.model);
-    let violations = validate(&parsed, model.model());
+    // The client derives `anthropic-beta` from the body; the mock validated with it.
+    let header = request.headers.get("anthropic-beta").map_or("", String::as_str);
+    let options = threadline_wire::ValidateOptions::default().with_beta_header(header);
+    let violations = threadline_wire::validate_with(&parsed, model.model(), &options);
     assert!(violations.is_empty(), "invalid request: {violations:?}");
     body
 }
@@ -314,7 +316,10 @@ fn pieces(body: &Value) -> Vec<Piece> {
         out.push((label, value.to_string(), strip_markers(&mut stripped)));
     };
     for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
-        stable(format!("tools[{i}]"), tool);
+        // Deferred tools are not in the API's cached prefix (api-2026-additions.md §2).
+        if tool["defer_loading"] != json!(true) {
+            stable(format!("tools[{i}]"), tool);
+        }
     }
     match &body["system"] {
         Value::Array(blocks) => {

@@ -1,0 +1,696 @@
+//! Changing the offered tools mid-session without breaking the cached prefix.
+//!
+//! A session's tool set changes under it: a tool is enabled or disabled, an MCP server
+//! connects with its tools or goes away. The prompt cache is keyed `tools` → `system` →
+//! `messages`, so editing `tools` invalidates everything. On a model with
+//! [`Feature::ToolChanges`] (beta `mid-conversation-tool-changes-2026-07-01`) the loop never
+//! edits it: `tools` keeps every tool ever declared, in its first order and bytes; a tool
+//! first offered later is appended with `defer_loading: true` (deferred tools are not in the
+//! cached prefix) and announced by a `tool_addition` block; a withdrawn tool stays declared
+//! and is withdrawn by a `tool_removal` block. The blocks go in a `role: "system"` message
+//! appended after the last user message (a place the API allows: after a user turn, never
+//! between a `tool_use` and its result, followed only by the model's answer), and every later
+//! request repeats that message at the same place — append, never edit.
+//!
+//! A model without the feature gets today's behaviour: `tools` lists what is offered now, so
+//! the array changes and the cached prefix breaks at the first changed tool; the
+//! [`ToolsChanged`] event says where, in the words of `threadline-cache`'s break report
+//! (`tools.N: tools changed (`name`)`).
+//!
+//! What the model is offered is the fold of the additions and removals over the request
+//! ([`offered`]); a `tool_use` of a withdrawn tool is answered with an error result (the
+//! executor no longer runs it), never dropped.
+//!
+//! [`Feature::ToolChanges`]: threadline_wire::model::Feature::ToolChanges
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use threadline_wire::model::{Feature, Model};
+use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
+use threadline_wire::{Content, ContentBlock, Extra, MessageParam, MessagesRequest, Role, Tool};
+
+use crate::tool::{Tool as LoopTool, ToolSet};
+
+/// The most changes queued between two requests (a bound against a runaway caller; changes
+/// beyond it are dropped, and [`ToolChanges::dropped`] counts them).
+pub const MAX_PENDING: usize = 4096;
+
+/// A handle on the session's offered tools: clone it, give one clone to the loop
+/// ([`Query::with_tool_changes`](crate::Query::with_tool_changes)), and change the tools
+/// through any clone, from a tool's call or between runs. Changes take effect at the next
+/// request that ends with a user message.
+#[derive(Clone, Default)]
+pub struct ToolChanges {
+    inner: Arc<Mutex<Ledger>>,
+}
+
+impl fmt::Debug for ToolChanges {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ledger = self.lock();
+        f.debug_struct("ToolChanges")
+            .field("offered", &ledger.offered)
+            .field("pending", &ledger.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One queued change.
+enum Op {
+    Enable(Arc<dyn LoopTool>),
+    Reoffer(String),
+    Disable(String),
+    Connect(String, Vec<Arc<dyn LoopTool>>),
+    Disconnect(String),
+}
+
+/// A `system` message of tool changes the loop placed: it goes right before the
+/// `(after_assistants + 1)`-th assistant message of every later request (at the end when
+/// there is none yet).
+#[derive(Debug, Clone)]
+struct Announcement {
+    after_assistants: usize,
+    blocks: Vec<ContentBlock>,
+}
+
+#[derive(Default)]
+struct Ledger {
+    pending: Vec<Op>,
+    dropped: usize,
+    started: bool,
+    /// Every tool ever declared, in first order, frozen.
+    declared: Vec<Tool>,
+    /// The tools offered from the start (declared and not deferred at the session's start).
+    initially_offered: BTreeSet<String>,
+    /// What the model is offered now.
+    offered: BTreeSet<String>,
+    /// Tools added after the start, to run.
+    added: BTreeMap<String, Arc<dyn LoopTool>>,
+    /// The tools of each connected server.
+    servers: BTreeMap<String, Vec<String>>,
+    /// Announcements placed since the last compaction.
+    announced: Vec<Announcement>,
+    compactions: u32,
+    /// The `tools` of the last request (the fallback path compares against it).
+    last_tools: Option<Vec<Tool>>,
+}
+
+impl ToolChanges {
+    /// A handle with no changes.
+    pub fn new() -> ToolChanges {
+        ToolChanges::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Ledger> {
+        // A panic elsewhere while holding the lock leaves the ledger consistent (every change
+        // is applied under one lock), so a poisoned lock is used as it is.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn push(&self, op: Op) {
+        let mut ledger = self.lock();
+        if ledger.pending.len() < MAX_PENDING {
+            ledger.pending.push(op);
+        } else {
+            ledger.dropped += 1;
+        }
+    }
+
+    /// Offers `tool` from the next request on (declaring it if it is new).
+    pub fn enable(&self, tool: Arc<dyn LoopTool>) {
+        self.push(Op::Enable(tool));
+    }
+
+    /// Offers again the tool declared as `name` (withdrawn earlier, or declared deferred).
+    pub fn reoffer(&self, name: impl Into<String>) {
+        self.push(Op::Reoffer(name.into()));
+    }
+
+    /// Withdraws the tool named `name` from the next request on.
+    pub fn disable(&self, name: impl Into<String>) {
+        self.push(Op::Disable(name.into()));
+    }
+
+    /// A server connected: offers its `tools` (named as the model sees them) from the next
+    /// request on.
+    pub fn connect_server(&self, server: impl Into<String>, tools: Vec<Arc<dyn LoopTool>>) {
+        self.push(Op::Connect(server.into(), tools));
+    }
+
+    /// A server went away: withdraws every tool it brought.
+    pub fn disconnect_server(&self, server: impl Into<String>) {
+        self.push(Op::Disconnect(server.into()));
+    }
+
+    /// The names the model is offered now (sorted; pending changes not included).
+    pub fn offered(&self) -> Vec<String> {
+        self.lock().offered.iter().cloned().collect()
+    }
+
+    /// How many changes were dropped because [`MAX_PENDING`] were already queued.
+    pub fn dropped(&self) -> usize {
+        self.lock().dropped
+    }
+
+    /// Applies the ledger to `request` (built with the session's `base` tools): its `tools`
+    /// and the tool change messages. Returns the tools the executor may run when they
+    /// changed, and the change to report.
+    pub(crate) fn apply(
+        &self,
+        request: &mut MessagesRequest,
+        model: &Model,
+        compactions: u32,
+        base: &ToolSet,
+    ) -> Applied {
+        let mut ledger = self.lock();
+        ledger.start(request, compactions);
+        if ledger.compactions != compactions {
+            ledger.compactions = compactions;
+            ledger.collapse();
+        }
+        let in_place = model.supports(Feature::ToolChanges) && model.system_messages;
+        let ready = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::User);
+        let mut applied = Applied::default();
+        if ready && !ledger.pending.is_empty() {
+            let before = ledger.offered.clone();
+            let ops = std::mem::take(&mut ledger.pending);
+            for op in ops {
+                ledger.apply_op(op, in_place);
+            }
+            let added: Vec<String> = ledger.offered.difference(&before).cloned().collect();
+            let removed: Vec<String> = before.difference(&ledger.offered).cloned().collect();
+            applied.runnable = Some(ledger.runnable(base));
+            if !added.is_empty() || !removed.is_empty() {
+                if in_place {
+                    let blocks = change_blocks(&added, &removed);
+                    let after_assistants = assistants(&request.messages);
+                    ledger.announced.push(Announcement {
+                        after_assistants,
+                        blocks,
+                    });
+                }
+                applied.changed = Some(ToolsChanged {
+                    added,
+                    removed,
+                    via: if in_place {
+                        ToolChangeVia::SystemMessage
+                    } else {
+                        ToolChangeVia::ToolsArray {
+                            first_changed: None,
+                        }
+                    },
+                });
+            }
+        }
+        let tools: Vec<Tool> = if in_place {
+            ledger.declared.clone()
+        } else {
+            ledger
+                .declared
+                .iter()
+                .filter(|t| t.is_deferred() || ledger.offered.contains(t.name()))
+                .cloned()
+                .collect()
+        };
+        if let Some(ToolsChanged {
+            via: ToolChangeVia::ToolsArray { first_changed },
+            ..
+        }) = &mut applied.changed
+        {
+            *first_changed = ledger
+                .last_tools
+                .as_deref()
+                .and_then(|previous| first_change(previous, &tools));
+        }
+        ledger.last_tools = Some(tools.clone());
+        request.tools = (!tools.is_empty()).then_some(tools);
+        if in_place {
+            insert_announcements(&mut request.messages, &ledger.announced);
+        }
+        applied
+    }
+}
+
+/// What [`ToolChanges::apply`] did to one request.
+#[derive(Default)]
+pub(crate) struct Applied {
+    /// The tools the executor may run, when they changed.
+    pub(crate) runnable: Option<ToolSet>,
+    /// The change made, to report.
+    pub(crate) changed: Option<ToolsChanged>,
+}
+
+/// A change of the offered tools, as the loop sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolsChanged {
+    /// Tools offered from this request on (sorted).
+    pub added: Vec<String>,
+    /// Tools withdrawn from this request on (sorted).
+    pub removed: Vec<String>,
+    /// How the change reached the model.
+    pub via: ToolChangeVia,
+}
+
+/// How a tool change reached the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolChangeVia {
+    /// `tool_addition` / `tool_removal` blocks in an appended `system` message: `tools` and
+    /// the cached prefix unchanged.
+    SystemMessage,
+    /// A changed `tools` array (a model without mid-conversation tool changes): the cached
+    /// prefix breaks at `tools.N`, the first tool that differs.
+    ToolsArray {
+        /// The index of the first changed tool (`None` on the session's first request).
+        first_changed: Option<(usize, Option<String>)>,
+    },
+}
+
+impl ToolsChanged {
+    /// The cache break the change causes, as `threadline-cache` reports one (`tools.N: tools
+    /// changed (`name`)`); `None` when the prefix survives.
+    pub fn cache_break(&self) -> Option<String> {
+        match &self.via {
+            ToolChangeVia::SystemMessage => None,
+            ToolChangeVia::ToolsArray {
+                first_changed: Some((index, Some(name))),
+            } => Some(format!("tools.{index}: tools changed (`{name}`)")),
+            ToolChangeVia::ToolsArray {
+                first_changed: Some((index, None)),
+            } => Some(format!("tools.{index}: tools changed")),
+            ToolChangeVia::ToolsArray {
+                first_changed: None,
+            } => None,
+        }
+    }
+}
+
+impl Ledger {
+    fn start(&mut self, request: &MessagesRequest, compactions: u32) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.compactions = compactions;
+        self.declared = request.tools.clone().unwrap_or_default();
+        self.initially_offered = self
+            .declared
+            .iter()
+            .filter(|t| !t.is_deferred())
+            .map(|t| t.name().to_owned())
+            .collect();
+        self.offered = self.initially_offered.clone();
+    }
+
+    /// After a compaction the earlier messages are gone: the net change since the start is
+    /// announced once, after the first user message.
+    fn collapse(&mut self) {
+        self.announced.clear();
+        let added: Vec<String> = self
+            .offered
+            .difference(&self.initially_offered)
+            .cloned()
+            .collect();
+        let removed: Vec<String> = self
+            .initially_offered
+            .difference(&self.offered)
+            .cloned()
+            .collect();
+        if !added.is_empty() || !removed.is_empty() {
+            self.announced.push(Announcement {
+                after_assistants: 0,
+                blocks: change_blocks(&added, &removed),
+            });
+        }
+    }
+
+    fn is_declared(&self, name: &str) -> bool {
+        self.declared.iter().any(|t| t.name() == name)
+    }
+
+    /// Declares `tool` if it is new (deferred when announced in place, unless nothing else
+    /// would be left undeferred: the API rejects a `tools` array of deferred tools only).
+    fn declare(&mut self, tool: Arc<dyn LoopTool>, in_place: bool) {
+        let name = tool.name().to_owned();
+        if !self.is_declared(&name) {
+            let mut set = ToolSet::new();
+            set.insert(Arc::clone(&tool));
+            let some_plain = self.declared.iter().any(|t| !t.is_deferred());
+            for mut definition in set.definitions() {
+                if in_place
+                    && some_plain
+                    && let Tool::Custom(custom) = &mut definition
+                {
+                    custom.defer_loading = Some(true);
+                }
+                self.declared.push(definition);
+            }
+        }
+        self.added.insert(name, tool);
+    }
+
+    fn apply_op(&mut self, op: Op, in_place: bool) {
+        match op {
+            Op::Enable(tool) => {
+                let name = tool.name().to_owned();
+                self.declare(tool, in_place);
+                self.offered.insert(name);
+            }
+            Op::Reoffer(name) => {
+                if self.is_declared(&name) {
+                    self.offered.insert(name);
+                }
+            }
+            Op::Disable(name) => {
+                self.offered.remove(&name);
+            }
+            Op::Connect(server, tools) => {
+                let mut names = Vec::with_capacity(tools.len());
+                for tool in tools {
+                    let name = tool.name().to_owned();
+                    self.declare(tool, in_place);
+                    self.offered.insert(name.clone());
+                    names.push(name);
+                }
+                self.servers.insert(server, names);
+            }
+            Op::Disconnect(server) => {
+                for name in self.servers.remove(&server).unwrap_or_default() {
+                    self.offered.remove(&name);
+                }
+            }
+        }
+    }
+
+    /// The tools the executor runs: the session's own and those added, less the withdrawn
+    /// ones (a deferred tool never withdrawn stays runnable: tool search may surface it).
+    fn runnable(&self, base: &ToolSet) -> ToolSet {
+        let mut set = ToolSet::new();
+        let deferred: BTreeSet<&str> = self
+            .declared
+            .iter()
+            .filter(|t| t.is_deferred())
+            .map(Tool::name)
+            .collect();
+        let withdrawn = |name: &str| {
+            let ever_offered =
+                self.initially_offered.contains(name) || self.added.contains_key(name);
+            !self.offered.contains(name) && (ever_offered || !deferred.contains(name))
+        };
+        for name in base.names() {
+            if let Some(tool) = base.get(name)
+                && !withdrawn(name)
+            {
+                set.insert(Arc::clone(tool));
+            }
+        }
+        for (name, tool) in &self.added {
+            if !withdrawn(name) {
+                set.insert(Arc::clone(tool));
+            }
+        }
+        set
+    }
+}
+
+/// Removals first, then additions, each sorted: the same change always gives the same bytes.
+fn change_blocks(added: &[String], removed: &[String]) -> Vec<ContentBlock> {
+    removed
+        .iter()
+        .map(|name| ContentBlock::ToolRemoval(ToolChangeBlock::tool(name.as_str())))
+        .chain(
+            added
+                .iter()
+                .map(|name| ContentBlock::ToolAddition(ToolChangeBlock::tool(name.as_str()))),
+        )
+        .collect()
+}
+
+fn assistants(messages: &[MessageParam]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
+}
+
+/// Puts each announcement's `system` message right before the assistant message that follows
+/// the `after_assistants` it was placed after (at the end when there is none).
+fn insert_announcements(messages: &mut Vec<MessageParam>, announced: &[Announcement]) {
+    if announced.is_empty() {
+        return;
+    }
+    let assistant_at: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .map(|(i, _)| i)
+        .collect();
+    let mut placed: Vec<(usize, MessageParam)> = announced
+        .iter()
+        .map(|a| {
+            let at = assistant_at
+                .get(a.after_assistants)
+                .copied()
+                .unwrap_or(messages.len());
+            let message = MessageParam {
+                role: Role::System,
+                content: Content::Blocks(a.blocks.clone()),
+                extra: Extra::new(),
+            };
+            (at, message)
+        })
+        .collect();
+    // From the back, so earlier positions stay right; announcements at one place keep their
+    // order (the later one is inserted first).
+    placed.sort_by_key(|(at, _)| *at);
+    for (at, message) in placed.into_iter().rev() {
+        messages.insert(at, message);
+    }
+}
+
+/// The first index at which `next` differs from `previous` (by JSON), with the tool's name.
+fn first_change(previous: &[Tool], next: &[Tool]) -> Option<(usize, Option<String>)> {
+    let bytes = |t: &Tool| serde_json::to_string(t).unwrap_or_default();
+    let n = previous.len().max(next.len());
+    (0..n)
+        .find(|&i| previous.get(i).map(bytes) != next.get(i).map(bytes))
+        .map(|i| {
+            let name = next.get(i).or(previous.get(i)).map(|t| t.name().to_owned());
+            (i, name)
+        })
+}
+
+/// The tools the model is offered after `messages`, by the fold of their tool changes over
+/// `tools`: every declared tool not deferred from the start, then each `tool_addition` /
+/// `tool_removal` of a `system` message in order (references by `tool_reference` name; MCP
+/// references name no tool of `tools` and are left out).
+pub fn offered(tools: &[Tool], messages: &[MessageParam]) -> BTreeSet<String> {
+    let mut now: BTreeSet<String> = tools
+        .iter()
+        .filter(|t| !t.is_deferred())
+        .map(|t| t.name().to_owned())
+        .collect();
+    for message in messages.iter().filter(|m| m.role == Role::System) {
+        let Content::Blocks(blocks) = &message.content else {
+            continue;
+        };
+        for block in blocks {
+            match block {
+                ContentBlock::ToolAddition(change) => {
+                    if let ToolRef::Tool(r) = &*change.tool {
+                        now.insert(r.name.clone());
+                    }
+                }
+                ContentBlock::ToolRemoval(change) => {
+                    if let ToolRef::Tool(r) = &*change.tool {
+                        now.remove(&r.name);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    now
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use threadline_wire::model::ModelTable;
+
+    use super::*;
+    use crate::tool::{self, ToolContext, ToolOutput, ToolStream};
+
+    struct Named(&'static str);
+    impl LoopTool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "A test tool."
+        }
+        fn input_schema(&self) -> serde_json::Value {
+            json!({"type": "object"})
+        }
+        fn is_concurrency_safe(&self, _input: &serde_json::Value) -> bool {
+            true
+        }
+        fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> ToolStream {
+            tool::result(async { ToolOutput::text("ok") })
+        }
+    }
+
+    fn base() -> ToolSet {
+        ToolSet::new().with(Named("read")).with(Named("weather"))
+    }
+
+    fn request(messages: Vec<MessageParam>) -> MessagesRequest {
+        let mut request = MessagesRequest::new("claude-opus-4-8", 1024, messages);
+        request.tools = Some(base().definitions());
+        request
+    }
+
+    fn user(text: &str) -> MessageParam {
+        MessageParam::user(vec![ContentBlock::text(text)])
+    }
+
+    fn assistant(text: &str) -> MessageParam {
+        MessageParam::assistant(vec![ContentBlock::text(text)])
+    }
+
+    fn roles(request: &MessagesRequest) -> Vec<&str> {
+        request.messages.iter().map(|m| m.role.as_str()).collect()
+    }
+
+    #[test]
+    fn in_place_changes_keep_tools_and_repeat_the_system_message_where_it_was() {
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        let tools_before = serde_json::to_string(&first.tools).expect("json");
+        changes.enable(Arc::new(Named("deploy")));
+        changes.disable("weather");
+        let mut second = request(vec![user("a"), assistant("b"), user("c")]);
+        let applied = changes.apply(&mut second, model, 0, &base());
+        let changed = applied.changed.expect("a change");
+        assert_eq!(
+            (changed.added.as_slice(), changed.removed.as_slice()),
+            (&["deploy".to_owned()][..], &["weather".to_owned()][..])
+        );
+        assert_eq!(changed.cache_break(), None);
+        let tools = second.tools.as_ref().expect("tools");
+        let json = serde_json::to_string(tools).expect("json");
+        assert!(
+            json.starts_with(&tools_before[..tools_before.len() - 1]),
+            "{json}"
+        );
+        assert!(tools[2].is_deferred());
+        assert_eq!(roles(&second), ["user", "assistant", "user", "system"]);
+        assert_eq!(
+            offered(tools, &second.messages),
+            BTreeSet::from(["deploy".to_owned(), "read".to_owned()])
+        );
+        let runnable = applied.runnable.expect("runnable changed");
+        assert_eq!(runnable.names().collect::<Vec<_>>(), ["deploy", "read"]);
+        // The next request repeats the message at its place, before the model's answer.
+        let mut third = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+        ]);
+        let applied = changes.apply(&mut third, model, 0, &base());
+        assert!(applied.changed.is_none() && applied.runnable.is_none());
+        assert_eq!(
+            roles(&third),
+            ["user", "assistant", "user", "system", "assistant", "user"]
+        );
+        assert_eq!(third.messages[3], second.messages[3]);
+        assert_eq!(third.tools, second.tools);
+        // After a compaction the net change is announced once after the first user message.
+        let mut compacted = request(vec![user("summary"), assistant("f"), user("g")]);
+        changes.apply(&mut compacted, model, 1, &base());
+        assert_eq!(roles(&compacted), ["user", "system", "assistant", "user"]);
+        assert_eq!(compacted.messages[1], second.messages[3]);
+    }
+
+    #[test]
+    fn a_change_waits_for_a_request_that_ends_with_a_user_message() {
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        changes.disable("read");
+        let mut paused = request(vec![user("a"), assistant("searching")]);
+        assert!(
+            changes
+                .apply(&mut paused, model, 0, &base())
+                .changed
+                .is_none()
+        );
+        assert_eq!(roles(&paused), ["user", "assistant"]);
+        let mut next = request(vec![user("a"), assistant("searching"), user("b")]);
+        assert!(
+            changes
+                .apply(&mut next, model, 0, &base())
+                .changed
+                .is_some()
+        );
+        assert_eq!(roles(&next), ["user", "assistant", "user", "system"]);
+    }
+
+    #[test]
+    fn without_the_feature_the_tools_array_changes_and_the_break_is_named() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        changes.connect_server("deployer", vec![Arc::new(Named("deploy"))]);
+        changes.disable("read");
+        let mut second = request(vec![user("a"), assistant("b"), user("c")]);
+        let changed = changes
+            .apply(&mut second, model, 0, &base())
+            .changed
+            .expect("a change");
+        let names: Vec<&str> = second.tools.iter().flatten().map(Tool::name).collect();
+        assert_eq!(names, ["weather", "deploy"]);
+        assert_eq!(roles(&second), ["user", "assistant", "user"]);
+        assert_eq!(
+            changed.cache_break().as_deref(),
+            Some("tools.0: tools changed (`weather`)")
+        );
+        changes.disconnect_server("deployer");
+        let mut third = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+        ]);
+        let changed = changes
+            .apply(&mut third, model, 0, &base())
+            .changed
+            .expect("a change");
+        assert_eq!(changed.removed, ["deploy"]);
+        assert_eq!(
+            changed.cache_break().as_deref(),
+            Some("tools.1: tools changed (`deploy`)")
+        );
+    }
+
+    #[test]
+    fn the_queue_is_bounded() {
+        let changes = ToolChanges::new();
+        for _ in 0..MAX_PENDING + 3 {
+            changes.disable("x");
+        }
+        assert_eq!(changes.dropped(), 3);
+    }
+}
