@@ -365,3 +365,63 @@ fn a_new_turn_on_a_model_that_drops_earlier_thinking_reads_up_to_the_turn_start(
         seed.usage
     );
 }
+
+/// Mid-conversation tool changes, both ways the loop can send them: `tools` kept (the new
+/// tool appended deferred, the change a `system` message of `tool_addition` /
+/// `tool_removal` blocks) reads the whole previous prefix; a changed `tools` array breaks
+/// from the first changed tool on and reads nothing.
+#[test]
+fn a_tool_change_as_a_system_message_keeps_the_prefix_and_a_changed_array_breaks_it() {
+    use threadline_wire::tool_change::ToolChangeBlock;
+    let with_change = |r: &mut MessagesRequest| {
+        r.messages.push(MessageParam {
+            role: threadline_wire::Role::System,
+            content: threadline_wire::Content::Blocks(vec![
+                ContentBlock::ToolRemoval(ToolChangeBlock::tool("Bash")),
+                ContentBlock::ToolAddition(ToolChangeBlock::tool("Deploy")),
+            ]),
+            extra: Extra::new(),
+        });
+    };
+    let deferred = |mut t: Tool| {
+        if let Tool::Custom(c) = &mut t {
+            c.defer_loading = Some(true);
+        }
+        t
+    };
+    // In place.
+    let mut sim = Simulator::new(model());
+    let mut planner = Planner::default();
+    let first = sim.step(0, &planned(&mut planner, request(1, 1)));
+    let mut next = request(2, 1);
+    next.tools = Some(vec![
+        tool("Read", 2000),
+        tool("Bash", 2000),
+        deferred(tool("Deploy", 2000)),
+    ]);
+    with_change(&mut next);
+    let kept = sim.step(30_000, &planned(&mut planner, next));
+    assert_eq!(kept.cache_break, None);
+    assert_eq!(
+        kept.usage.cache_read_input_tokens,
+        first.usage.cache_creation_input_tokens
+    );
+    assert!(kept.usage.read_share() > 0.9, "{:?}", kept.usage);
+    // A changed array: `Bash` replaced by `Deploy` at tools.1.
+    let mut sim = Simulator::new(model());
+    let mut planner = Planner::default();
+    sim.step(0, &planned(&mut planner, request(1, 1)));
+    let mut next = request(2, 1);
+    next.tools = Some(vec![tool("Read", 2000), tool("Deploy", 2000)]);
+    let broken = sim.step(30_000, &planned(&mut planner, next));
+    let found = broken.cache_break.expect("a break");
+    assert_eq!(
+        found.cause,
+        BreakCause::ToolsChanged {
+            name: Some("Deploy".to_owned())
+        }
+    );
+    assert_eq!(found.to_string(), "tools.1: tools changed (`Deploy`)");
+    // `Read` alone is below Sonnet 4.6's minimum, so nothing before the change was cached.
+    assert_eq!(broken.usage.cache_read_input_tokens, 0);
+}
