@@ -1,6 +1,7 @@
 //! The `threadline` binary end to end: outputs and exit codes of every subcommand, on the
 //! shipped fixtures and on broken input. `session …` is in `session/mod.rs`.
 
+mod check_rules;
 mod common;
 mod project;
 mod session;

@@ -82,6 +82,7 @@ pub struct AgentBuilder<S> {
     cancel: CancellationToken,
     today: Option<String>,
     history: Vec<Message>,
+    tool_changes: Option<threadline_query::ToolChanges>,
 }
 
 impl<S> std::fmt::Debug for AgentBuilder<S> {
@@ -239,6 +240,14 @@ where
         self
     }
 
+    /// Lets the offered tools change mid-session through `changes` (a tool enabled or
+    /// disabled, an MCP server connecting or leaving): on a model with mid-conversation tool
+    /// changes the cached prefix survives (see `threadline_query::tool_changes`).
+    pub fn tool_changes(mut self, changes: threadline_query::ToolChanges) -> Self {
+        self.tool_changes = Some(changes);
+        self
+    }
+
     /// Starts the session from `messages` (a resumed session: a transcript read back, a
     /// fork, an import) instead of an empty history. The first run continues after them;
     /// they are not written to the [`transcript`](Self::transcript) again (only what the runs
@@ -342,6 +351,7 @@ where
             transcript: self.transcript,
             cancel: self.cancel,
             state: Arc::new(Mutex::new(state)),
+            tool_changes: self.tool_changes,
         })
     }
 }
@@ -407,6 +417,7 @@ pub struct Agent<S> {
     transcript: Option<PathBuf>,
     cancel: CancellationToken,
     state: Arc<Mutex<State>>,
+    tool_changes: Option<threadline_query::ToolChanges>,
 }
 
 impl<S> std::fmt::Debug for Agent<S> {
@@ -444,6 +455,7 @@ where
             cancel: CancellationToken::new(),
             today: None,
             history: Vec::new(),
+            tool_changes: None,
         }
     }
 
@@ -482,6 +494,9 @@ where
             .with_cache_planner(self.planner.clone())
             .with_attachments(CollectorHook(self.sources.clone()))
             .with_cancellation(self.cancel.clone());
+        if let Some(changes) = &self.tool_changes {
+            query = query.with_tool_changes(changes.clone());
+        }
         for hook in &self.stop_hooks {
             query = query.with_stop_hook(SharedStopHook(Arc::clone(hook)));
         }
