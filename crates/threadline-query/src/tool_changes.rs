@@ -693,4 +693,94 @@ mod tests {
         }
         assert_eq!(changes.dropped(), 3);
     }
+
+    mod props {
+        use proptest::prelude::*;
+        use threadline_wire::validate::{ValidateOptions, validate_with};
+
+        use super::*;
+
+        const NAMES: [&str; 6] = ["read", "weather", "deploy", "search", "lint", "ship"];
+
+        fn leak(name: &str) -> &'static str {
+            NAMES
+                .iter()
+                .find(|n| **n == name)
+                .copied()
+                .unwrap_or("read")
+        }
+
+        #[derive(Debug, Clone)]
+        enum Change {
+            Enable(usize),
+            Disable(usize),
+            Reoffer(usize),
+            Connect(usize, usize),
+            Disconnect,
+        }
+
+        fn change() -> impl Strategy<Value = Change> {
+            prop_oneof![
+                (0..NAMES.len()).prop_map(Change::Enable),
+                (0..NAMES.len()).prop_map(Change::Disable),
+                (0..NAMES.len()).prop_map(Change::Reoffer),
+                (0..NAMES.len(), 0..NAMES.len()).prop_map(|(a, b)| Change::Connect(a, b)),
+                Just(Change::Disconnect),
+            ]
+        }
+
+        proptest! {
+            /// Whatever the changes, on a model with the feature: `tools` only grows at its
+            /// end, earlier messages are repeated unchanged, the fold over the request is what
+            /// the handle says is offered, and every request is valid with the header the
+            /// client derives from it.
+            #[test]
+            fn tools_only_grow_messages_are_appended_and_the_fold_agrees(
+                turns in proptest::collection::vec(proptest::collection::vec(change(), 0..4), 1..8),
+            ) {
+                let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+                let changes = ToolChanges::new();
+                let mut history = vec![user("start")];
+                let mut previous: Option<MessagesRequest> = None;
+                for (t, turn) in turns.iter().enumerate() {
+                    for c in turn {
+                        match *c {
+                            Change::Enable(i) => changes.enable(Arc::new(Named(leak(NAMES[i])))),
+                            Change::Disable(i) => changes.disable(NAMES[i]),
+                            Change::Reoffer(i) => changes.reoffer(NAMES[i]),
+                            Change::Connect(a, b) => changes.connect_server(
+                                "srv",
+                                vec![Arc::new(Named(leak(NAMES[a]))), Arc::new(Named(leak(NAMES[b])))],
+                            ),
+                            Change::Disconnect => changes.disconnect_server("srv"),
+                        }
+                    }
+                    let mut request = request(history.clone());
+                    changes.apply(&mut request, model, 0, &base());
+                    let tools = request.tools.clone().unwrap_or_default();
+                    prop_assert_eq!(
+                        offered(&tools, &request.messages),
+                        changes.offered().into_iter().collect::<BTreeSet<_>>()
+                    );
+                    let header = threadline_wire::betas::header_value(&[], &request);
+                    let options = ValidateOptions::default()
+                        .with_beta_header(header.as_deref().unwrap_or(""));
+                    let violations = validate_with(&request, model, &options);
+                    prop_assert!(violations.is_empty(), "{:?}", violations);
+                    if let Some(previous) = &previous {
+                        let old = previous.tools.clone().unwrap_or_default();
+                        prop_assert!(tools.len() >= old.len());
+                        prop_assert_eq!(&tools[..old.len()], &old[..]);
+                        prop_assert_eq!(
+                            &request.messages[..previous.messages.len()],
+                            &previous.messages[..]
+                        );
+                    }
+                    previous = Some(request);
+                    history.push(assistant(&format!("answer {t}")));
+                    history.push(user(&format!("question {t}")));
+                }
+            }
+        }
+    }
 }
