@@ -92,6 +92,9 @@ struct Ledger {
     /// Announcements placed since the last compaction.
     announced: Vec<Announcement>,
     compactions: u32,
+    /// The last server-side `compaction` block seen (its hash): the API drops everything
+    /// before it, announcements included.
+    server_compaction: Option<u64>,
     /// The `tools` of the last request (the fallback path compares against it).
     last_tools: Option<Vec<Tool>>,
 }
@@ -167,9 +170,11 @@ impl ToolChanges {
     ) -> Applied {
         let mut ledger = self.lock();
         ledger.start(request, compactions);
-        if ledger.compactions != compactions {
+        let (server_compaction, after_compaction) = last_compaction(&request.messages);
+        if ledger.compactions != compactions || ledger.server_compaction != server_compaction {
             ledger.compactions = compactions;
-            ledger.collapse();
+            ledger.server_compaction = server_compaction;
+            ledger.collapse(after_compaction);
         }
         let in_place = model.supports(Feature::ToolChanges) && model.system_messages;
         let ready = request
@@ -218,10 +223,26 @@ impl ToolChanges {
                 .cloned()
                 .collect()
         };
+        if in_place
+            && let Some(changed) = &mut applied.changed
+            && let Some(previous) = ledger.last_tools.as_deref()
+        {
+            // A tool declared plainly because nothing else was left undeferred: the cached
+            // prefix (the undeferred tools) changed after all.
+            let plain = |tools: &[Tool]| -> Vec<Tool> {
+                tools.iter().filter(|t| !t.is_deferred()).cloned().collect()
+            };
+            if let Some(first) = first_change(&plain(previous), &plain(&tools)) {
+                changed.via = ToolChangeVia::ToolsArray {
+                    first_changed: Some(first),
+                };
+            }
+        }
         if let Some(ToolsChanged {
             via: ToolChangeVia::ToolsArray { first_changed },
             ..
         }) = &mut applied.changed
+            && !in_place
         {
             *first_changed = ledger
                 .last_tools
@@ -299,6 +320,7 @@ impl Ledger {
         }
         self.started = true;
         self.compactions = compactions;
+        self.server_compaction = last_compaction(&request.messages).0;
         self.declared = request.tools.clone().unwrap_or_default();
         self.initially_offered = self
             .declared
@@ -309,9 +331,11 @@ impl Ledger {
         self.offered = self.initially_offered.clone();
     }
 
-    /// After a compaction the earlier messages are gone: the net change since the start is
-    /// announced once, after the first user message.
-    fn collapse(&mut self) {
+    /// After a compaction the earlier messages are gone (a local compaction replaced them; a
+    /// server-side one makes the API drop everything before its block): the net change since
+    /// the start is announced once, after the first user message that follows (the
+    /// `after_assistants`-th assistant message).
+    fn collapse(&mut self, after_assistants: usize) {
         self.announced.clear();
         let added: Vec<String> = self
             .offered
@@ -325,7 +349,7 @@ impl Ledger {
             .collect();
         if !added.is_empty() || !removed.is_empty() {
             self.announced.push(Announcement {
-                after_assistants: 0,
+                after_assistants,
                 blocks: change_blocks(&added, &removed),
             });
         }
@@ -431,6 +455,32 @@ fn change_blocks(added: &[String], removed: &[String]) -> Vec<ContentBlock> {
                 .map(|name| ContentBlock::ToolAddition(ToolChangeBlock::tool(name.as_str()))),
         )
         .collect()
+}
+
+/// The hash of the last server-side `compaction` block, and how many assistant messages come
+/// up to and including the one holding it (0 and `None` without one).
+fn last_compaction(messages: &[MessageParam]) -> (Option<u64>, usize) {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut seen = 0;
+    let mut found = (None, 0);
+    for message in messages.iter().filter(|m| m.role == Role::Assistant) {
+        seen += 1;
+        let Content::Blocks(blocks) = &message.content else {
+            continue;
+        };
+        if let Some(block) = blocks
+            .iter()
+            .rev()
+            .find(|b| matches!(b, ContentBlock::Compaction(_)))
+        {
+            let mut h = std::hash::DefaultHasher::new();
+            serde_json::to_string(block)
+                .unwrap_or_default()
+                .hash(&mut h);
+            found = (Some(h.finish()), seen);
+        }
+    }
+    found
 }
 
 fn assistants(messages: &[MessageParam]) -> usize {
@@ -682,6 +732,63 @@ mod tests {
         assert_eq!(
             changed.cache_break().as_deref(),
             Some("tools.1: tools changed (`deploy`)")
+        );
+    }
+
+    #[test]
+    fn after_a_server_compaction_the_net_change_is_announced_after_its_block() {
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a"), assistant("b"), user("c")]);
+        changes.disable("weather");
+        changes.apply(&mut first, model, 0, &base());
+        assert_eq!(roles(&first), ["user", "assistant", "user", "system"]);
+        let compaction: ContentBlock = serde_json::from_value(
+            json!({"type": "compaction", "content": "summary", "encrypted_content": null}),
+        )
+        .expect("a compaction block");
+        let compacted = MessageParam::assistant(vec![compaction, ContentBlock::text("d")]);
+        let mut next = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            compacted,
+            user("e"),
+        ]);
+        changes.apply(&mut next, model, 0, &base());
+        // The old announcement (dropped by the API with everything before the block) gives way
+        // to one after the compaction's turn.
+        assert_eq!(
+            roles(&next),
+            ["user", "assistant", "user", "assistant", "user", "system"]
+        );
+        assert_eq!(next.messages[5], first.messages[3]);
+    }
+
+    #[test]
+    fn a_first_tool_declared_plainly_is_reported_as_a_break() {
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let mut first = MessagesRequest::new("claude-opus-4-8", 1024, vec![user("a")]);
+        changes.apply(&mut first, model, 0, &ToolSet::new());
+        changes.enable(Arc::new(Named("deploy")));
+        let mut second = MessagesRequest::new(
+            "claude-opus-4-8",
+            1024,
+            vec![user("a"), assistant("b"), user("c")],
+        );
+        let changed = changes
+            .apply(&mut second, model, 0, &ToolSet::new())
+            .changed
+            .expect("a change");
+        let tools = second.tools.as_deref().expect("tools");
+        assert!(
+            !tools[0].is_deferred(),
+            "the API rejects an all-deferred tools array"
+        );
+        assert_eq!(
+            changed.cache_break().as_deref(),
+            Some("tools.0: tools changed (`deploy`)")
         );
     }
 
