@@ -274,7 +274,10 @@ fn valid_body(request: &RecordedRequest) -> Value {
     let model = ModelTable::builtin().resolve(&parsed.model);
     assert!(model.is_known(), "model {}", parsed.model);
     // The client derives `anthropic-beta` from the body; the mock validated with it.
-    let header = request.headers.get("anthropic-beta").map_or("", String::as_str);
+    let header = request
+        .headers
+        .get("anthropic-beta")
+        .map_or("", String::as_str);
     let options = threadline_wire::ValidateOptions::default().with_beta_header(header);
     let violations = threadline_wire::validate_with(&parsed, model.model(), &options);
     assert!(violations.is_empty(), "invalid request: {violations:?}");
