@@ -94,6 +94,10 @@ pub struct Model {
     pub system_messages: bool,
     /// Accepted `output_config.effort` levels.
     pub effort: Vec<String>,
+    /// The effort levels at which `thinking: {type: "disabled"}` is accepted, when only some
+    /// are (Opus 5: up to `high`); absent in the data means all.
+    #[serde(default)]
+    pub disabled_thinking_efforts: Option<Vec<String>>,
     /// The capabilities only some models have; absent in the data means none.
     #[serde(default)]
     pub features: Vec<Feature>,

@@ -12,6 +12,7 @@ use crate::model::Feature;
 use crate::request::ThinkingConfig;
 
 const THINKING_DISPLAY: Loc = Loc::Param("thinking.display", 1);
+const THINKING_TYPE: Loc = Loc::Param("thinking.type", 1);
 const TASK_BUDGET: Loc = Loc::Param("output_config.task_budget", 5);
 
 /// The documented minimum of `task_budget.total`.
@@ -25,6 +26,18 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
         let message =
             "thinking.display: `display` cannot be set when thinking is disabled".to_owned();
         ctx.report(Rule::ThinkingDisplayWithDisabled, THINKING_DISPLAY, message);
+    }
+    if let (Some(ThinkingConfig::Disabled(_)), Some(effort), Some(allowed)) = (
+        view.thinking,
+        view.effort,
+        ctx.model.disabled_thinking_efforts.as_ref(),
+    ) && !allowed.iter().any(|level| level == effort.as_str())
+    {
+        // Ours: documented for Opus 5 at `xhigh` / `max` (DOC:effort), the text is not.
+        let message = format!(
+            "thinking.type: \"thinking.type.disabled\" is not supported at effort '{effort}' on this model"
+        );
+        ctx.report_model(Rule::ThinkingDisabledAtEffort, THINKING_TYPE, message);
     }
     let Some(budget) = view.output_config.and_then(|c| c.task_budget.as_ref()) else {
         return;

@@ -391,6 +391,12 @@ pub enum Rule {
     /// Audit: api-2026-additions.md §7 (DOC:task-budgets model list). Model-specific: a
     /// warning on an unknown model.
     TaskBudgetUnsupported,
+    /// `thinking: {type: "disabled"}` at an effort level the model's row does not allow it
+    /// with (`disabled_thinking_efforts`; Opus 5 takes it up to `high`). Text ours.
+    ///
+    /// Audit: api-2026-additions.md §7 and anthropic-api.md §2.6 (DOC:effort). Model-specific:
+    /// a warning on an unknown model.
+    ThinkingDisabledAtEffort,
 }
 
 impl Rule {
@@ -448,6 +454,7 @@ impl Rule {
         Rule::ThinkingDisplayWithDisabled,
         Rule::TaskBudgetTooSmall,
         Rule::TaskBudgetUnsupported,
+        Rule::ThinkingDisabledAtEffort,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -505,6 +512,7 @@ impl Rule {
             Rule::ThinkingDisplayWithDisabled => "thinking_display_with_disabled",
             Rule::TaskBudgetTooSmall => "task_budget_too_small",
             Rule::TaskBudgetUnsupported => "task_budget_unsupported",
+            Rule::ThinkingDisabledAtEffort => "thinking_disabled_at_effort",
         }
     }
 }

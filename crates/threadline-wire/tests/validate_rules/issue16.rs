@@ -425,6 +425,34 @@ pub(super) fn cases() -> Vec<Case> {
             ),
             "",
         ),
+        fails(
+            Rule::ThinkingDisabledAtEffort,
+            "claude-opus-5",
+            body(
+                json!([hello()]),
+                json!({"thinking": {"type": "disabled"}, "output_config": {"effort": "xhigh"}}),
+            ),
+            &[(
+                "thinking.type",
+                "thinking.type: \"thinking.type.disabled\" is not supported at effort 'xhigh' on this model",
+            )],
+        ),
+        passes(
+            Rule::ThinkingDisabledAtEffort,
+            "claude-opus-5",
+            body(
+                json!([hello()]),
+                json!({"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}}),
+            ),
+        ),
+        passes(
+            Rule::ThinkingDisabledAtEffort,
+            "claude-opus-4-8",
+            body(
+                json!([hello()]),
+                json!({"thinking": {"type": "disabled"}, "output_config": {"effort": "max"}}),
+            ),
+        ),
     ]
 }
 
