@@ -33,6 +33,8 @@ use crate::request::{
 pub const COMPACT: &str = "compact-2026-01-12";
 /// Client-directed context editing (`clear_tool_uses_20250919`, `clear_thinking_20251015`).
 pub const CONTEXT_MANAGEMENT: &str = "context-management-2025-06-27";
+/// Cache diagnostics (`diagnostics: {previous_message_id}`).
+pub const CACHE_DIAGNOSIS: &str = "cache-diagnosis-2026-04-07";
 /// Server-side fallback (`fallbacks`: `"default"` or a list).
 pub const SERVER_SIDE_FALLBACK: &str = "server-side-fallback-2026-07-01";
 /// Mid-conversation tool changes (`tool_addition` / `tool_removal` blocks in `role: "system"`
@@ -49,6 +51,9 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
         need(&mut out, SERVER_SIDE_FALLBACK);
     }
     body_features(&request.messages, request.output_config.as_ref(), &mut out);
+    if request.diagnostics.is_some() {
+        need(&mut out, CACHE_DIAGNOSIS);
+    }
     out
 }
 
@@ -182,6 +187,8 @@ mod tests {
             required(&r),
             vec![CONTEXT_MANAGEMENT, COMPACT, SERVER_SIDE_FALLBACK]
         );
+        r.diagnostics = Some(crate::diagnostics::DiagnosticsParam::first());
+        assert_eq!(required(&r).last(), Some(&CACHE_DIAGNOSIS));
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub mod api_error;
 pub mod betas;
 pub mod cache_control;
 pub mod content;
+pub mod diagnostics;
 pub mod message_stream;
 pub mod model;
 pub mod partial_json;

@@ -380,6 +380,8 @@ wire_struct! {
             /// Server-side fallback to other models on a classifier decline (beta
             /// `server-side-fallback-2026-07-01`; `…-2026-06-01` takes a list only).
             pub fallbacks: Fallbacks,
+            /// Cache diagnostics (beta `cache-diagnosis-2026-04-07`): the previous response.
+            pub diagnostics: crate::diagnostics::DiagnosticsParam,
         }
     }
 }
@@ -466,6 +468,7 @@ impl MessagesRequest {
             context_management: None,
             mcp_servers: None,
             fallbacks: None,
+            diagnostics: None,
             extra: crate::Extra::new(),
         }
     }

@@ -177,11 +177,21 @@ wire_struct! {
             pub usage: Usage,
             /// Context edits applied (beta).
             pub context_management: Value,
+            /// Cache diagnostics (beta); read with [`Message::cache_diagnosis`].
+            pub diagnostics: Value,
         }
     }
 }
 
 impl Message {
+    /// The response's cache diagnostics (`diagnostics`: absent, `null`, pending or a reason).
+    pub fn cache_diagnosis(&self) -> crate::diagnostics::CacheDiagnosis {
+        match &self.diagnostics {
+            Some(value) => crate::diagnostics::CacheDiagnosis::from_value(Some(value)),
+            None => crate::diagnostics::CacheDiagnosis::from_value(self.extra.get("diagnostics")),
+        }
+    }
+
     /// `stop_details`, typed (`None` when absent, `null` or not an object with a `type`).
     pub fn typed_stop_details(&self) -> Option<StopDetails> {
         self.stop_details.as_ref().and_then(StopDetails::from_value)

@@ -102,6 +102,105 @@ fn refusal_and_fallback_responses_round_trip() {
 }
 
 #[test]
+fn cache_diagnostics_round_trip_in_requests_responses_and_streams() {
+    use threadline_wire::accumulate::MessageAccumulator;
+    use threadline_wire::diagnostics::{CacheDiagnosis, CacheMissReason, DiagnosticsParam};
+    let base = serde_json::json!({"model": "claude-opus-4-6", "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "hi"}]});
+    // `null` opts in on the first turn and must be written as `null`.
+    let mut first = base.clone();
+    first["diagnostics"] = serde_json::json!({"previous_message_id": null});
+    let parsed = assert_round_trip::<MessagesRequest>("diagnostics: null", &first);
+    assert_eq!(parsed.diagnostics, Some(DiagnosticsParam::first()));
+    let mut built = MessagesRequest::new(
+        "claude-opus-4-6",
+        1024,
+        vec![MessageParam::user(vec![ContentBlock::text("hi")])],
+    );
+    built.diagnostics = Some(DiagnosticsParam::first());
+    assert_eq!(
+        serde_json::to_value(&built).expect("serializes")["diagnostics"],
+        serde_json::json!({"previous_message_id": null})
+    );
+    let mut next = base;
+    next["diagnostics"] = serde_json::json!({"previous_message_id": "msg_01"});
+    let parsed = assert_round_trip::<MessagesRequest>("diagnostics: id", &next);
+    assert_eq!(parsed.diagnostics, Some(DiagnosticsParam::after("msg_01")));
+
+    // The four shapes of a response's `diagnostics`, and unknown reasons, round-trip.
+    let message = serde_json::json!({"id": "msg_2", "type": "message", "role": "assistant",
+        "content": [], "model": "claude-opus-4-6", "stop_reason": "end_turn",
+        "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}});
+    let shapes: [(Option<Value>, CacheDiagnosis); 6] = [
+        (None, CacheDiagnosis::Absent),
+        (Some(Value::Null), CacheDiagnosis::NoDivergence),
+        (
+            Some(serde_json::json!({"cache_miss_reason": null})),
+            CacheDiagnosis::Pending,
+        ),
+        (
+            Some(serde_json::json!({"cache_miss_reason":
+                {"type": "system_changed", "cache_missed_input_tokens": 4096}})),
+            CacheDiagnosis::Miss(CacheMissReason::changed("system_changed", Some(4096))),
+        ),
+        (
+            Some(serde_json::json!({"cache_miss_reason": {"type": "previous_message_not_found"}})),
+            CacheDiagnosis::Miss(CacheMissReason::previous_message_not_found()),
+        ),
+        (
+            Some(serde_json::json!({"cache_miss_reason": {"type": "unavailable"}})),
+            CacheDiagnosis::Miss(CacheMissReason::unavailable()),
+        ),
+    ];
+    for (diagnostics, expected) in shapes {
+        let mut body = message.clone();
+        if let Some(d) = &diagnostics {
+            body["diagnostics"] = d.clone();
+        }
+        let parsed = assert_round_trip::<Message>("diagnostics", &body);
+        assert_eq!(parsed.cache_diagnosis(), expected, "{diagnostics:?}");
+
+        // Streaming: on `message_start`, kept by the accumulator.
+        let mut start_message = message.clone();
+        start_message["stop_reason"] = Value::Null;
+        if let Some(d) = &diagnostics {
+            start_message["diagnostics"] = d.clone();
+        }
+        let events = [
+            serde_json::json!({"type": "message_start", "message": start_message}),
+            serde_json::json!({"type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                "usage": {"output_tokens": 1}}),
+            serde_json::json!({"type": "message_stop"}),
+        ];
+        let mut acc = MessageAccumulator::new();
+        for event in &events {
+            let event = assert_round_trip::<StreamEvent>("diagnostics event", event);
+            acc.push(&event).expect("accumulates");
+        }
+        let streamed = acc.finish().expect("complete");
+        assert_eq!(
+            streamed.cache_diagnosis(),
+            expected,
+            "streamed {diagnostics:?}"
+        );
+        assert_eq!(
+            serde_json::to_value(&streamed).expect("serializes"),
+            body,
+            "streamed"
+        );
+    }
+    let mut unknown = message;
+    unknown["diagnostics"] =
+        serde_json::json!({"cache_miss_reason": {"type": "region_changed", "n": 1}});
+    let parsed = assert_round_trip::<Message>("unknown reason", &unknown);
+    let CacheDiagnosis::Miss(reason) = parsed.cache_diagnosis() else {
+        panic!("a miss");
+    };
+    assert_eq!(reason.tag(), "region_changed");
+}
+
+#[test]
 fn recorded_requests_round_trip() {
     let requests = fixtures::recorded_requests();
     assert!(requests.len() >= 40, "found {}", requests.len());
