@@ -11,6 +11,7 @@
 use std::fmt;
 
 use threadline_wire::MessagesRequest;
+use threadline_wire::diagnostics::PromptPart;
 
 use crate::prefix::{Location, Prefix, UnseenPrefix};
 use crate::tokens::Estimate;
@@ -107,6 +108,32 @@ impl fmt::Display for BreakCause {
                 f,
                 "tools or the dynamic system prompt re-rendered after the cross-session prefix ({by})"
             ),
+        }
+    }
+}
+
+impl BreakCause {
+    /// The part of the request this cause names, at the level the API's cache diagnostics
+    /// report (`model_changed`, `system_changed`, `tools_changed`, `messages_changed`; a
+    /// changed `tool_choice` or thinking setting is [`PromptPart::Other`], which the API
+    /// answers `unavailable`). `None` for causes that are not a change in the request's
+    /// structure (expiry, lookback, minimum, no marker, earlier thinking the API strips).
+    pub fn prompt_part(&self) -> Option<PromptPart> {
+        match self {
+            BreakCause::ModelChanged => Some(PromptPart::Model),
+            BreakCause::ToolsChanged { .. } => Some(PromptPart::Tools),
+            BreakCause::SystemChanged | BreakCause::PrefixReloaded { .. } => {
+                Some(PromptPart::System)
+            }
+            BreakCause::ToolChoiceChanged | BreakCause::ThinkingChanged => Some(PromptPart::Other),
+            BreakCause::MessageRewritten | BreakCause::MessagesRemoved => {
+                Some(PromptPart::Messages)
+            }
+            BreakCause::PriorThinkingStripped
+            | BreakCause::TtlExpired { .. }
+            | BreakCause::LookbackExceeded { .. }
+            | BreakCause::BelowMinimum { .. }
+            | BreakCause::NoMarker => None,
         }
     }
 }
@@ -229,4 +256,47 @@ pub fn diff(previous: &MessagesRequest, next: &MessagesRequest) -> Option<CacheB
     let new = Prefix::of(next, &Estimate, UnseenPrefix::default());
     let last = old.breakpoints().last()?.0;
     first_difference(&old, &new, last, Some(next))
+}
+
+/// The first piece of `previous` (all of it, markers or not) that `next` does not repeat, and
+/// why: what the API's cache diagnostics compare (request structure, the earliest divergence;
+/// appending is not a change). `None` when `next` starts with the whole of `previous`.
+pub fn divergence(previous: &MessagesRequest, next: &MessagesRequest) -> Option<CacheBreak> {
+    let old = Prefix::of(previous, &Estimate, UnseenPrefix::default());
+    let new = Prefix::of(next, &Estimate, UnseenPrefix::default());
+    divergence_of(&old, &new, next)
+}
+
+fn divergence_of(old: &Prefix, new: &Prefix, next: &MessagesRequest) -> Option<CacheBreak> {
+    if old.pieces.is_empty() {
+        // Nothing to diverge from but the model (an empty request: no tools, system or
+        // messages).
+        return None;
+    }
+    first_difference(old, new, old.pieces.len() - 1, Some(next))
+}
+
+/// [`divergence`] along a session: remembers the last request it saw (its prefix only).
+#[derive(Debug, Clone, Default)]
+pub struct RequestDivergence {
+    previous: Option<Prefix>,
+}
+
+impl RequestDivergence {
+    /// A detector that has seen no request.
+    pub fn new() -> Self {
+        RequestDivergence::default()
+    }
+
+    /// Sees `request` (the one about to be sent): `None` when it is the first one seen,
+    /// else `Some` of its divergence from the previous one (`Some(None)`: none).
+    pub fn observe(&mut self, request: &MessagesRequest) -> Option<Option<CacheBreak>> {
+        let new = Prefix::of(request, &Estimate, UnseenPrefix::default());
+        let found = self
+            .previous
+            .as_ref()
+            .map(|old| divergence_of(old, &new, request));
+        self.previous = Some(new);
+        found
+    }
 }

@@ -257,6 +257,53 @@ fn changes_are_named_with_their_first_block() {
 }
 
 #[test]
+fn divergence_names_the_part_the_api_diagnoses_and_ignores_appends() {
+    use threadline_cache::breaks::{RequestDivergence, divergence};
+    use threadline_wire::diagnostics::PromptPart;
+    let base = request(2, 1);
+    let part = |next: &MessagesRequest| divergence(&base, next).and_then(|b| b.cause.prompt_part());
+    let mut system = base.clone();
+    system.system = Some(SystemPrompt::Text("Today is 2026-12-02.".into()));
+    assert_eq!(part(&system), Some(PromptPart::System));
+    let mut tools = base.clone();
+    tools.tools = Some(vec![tool("Read", 2000)]);
+    assert_eq!(part(&tools), Some(PromptPart::Tools));
+    let mut model = base.clone();
+    model.model = "claude-opus-4-7".into();
+    assert_eq!(part(&model), Some(PromptPart::Model));
+    let mut rewritten = base.clone();
+    rewritten.messages[0] = MessageParam::user(vec![ContentBlock::text("other")]);
+    assert_eq!(part(&rewritten), Some(PromptPart::Messages));
+    let mut choice = base.clone();
+    choice.tool_choice = Some(ToolChoice::Any(ToolChoiceOptions {
+        disable_parallel_tool_use: None,
+        extra: Extra::new(),
+    }));
+    assert_eq!(part(&choice), Some(PromptPart::Other));
+    // Without any marker `diff` sees nothing; `divergence` compares the whole request. An
+    // appended turn and moved markers are no divergence.
+    assert!(diff(&base, &rewritten).is_none());
+    let next = planned(&mut Planner::default(), request(3, 1));
+    assert_eq!(divergence(&base, &next), None);
+    assert_eq!(divergence(&request(0, 0), &base), None);
+    let empty = MessagesRequest::new(MODEL, 1, Vec::new());
+    assert_eq!(divergence(&empty, &base), None);
+
+    let mut along = RequestDivergence::new();
+    assert_eq!(
+        along.observe(&base),
+        None,
+        "the first request has nothing before it"
+    );
+    assert_eq!(along.observe(&next), Some(None));
+    let found = along
+        .observe(&system)
+        .expect("seen before")
+        .expect("diverges");
+    assert_eq!(found.cause, BreakCause::SystemChanged);
+}
+
+#[test]
 fn the_tool_snapshot_is_reused_byte_for_byte() {
     let mut live = vec![tool("Read", 50), tool("Bash", 50), tool("Search", 10)];
     let snapshot = ToolSnapshot::new(&live);

@@ -106,4 +106,21 @@ pub enum SystemKind {
         /// The title.
         title: String,
     },
+    /// The API's cache diagnostics for a response (beta `cache-diagnosis-2026-04-07`) beside
+    /// the loop's own break detection for its request. Never sent to the model.
+    CacheDiagnosis {
+        /// The response (`msg_…`) the diagnostics came with.
+        api_message_id: String,
+        /// The response's `diagnostics`, as the API sent it: `null` (no divergence),
+        /// `{"cache_miss_reason": null}` (pending) or `{"cache_miss_reason": {...}}`.
+        diagnostics: serde_json::Value,
+        /// Where the loop's own detection saw the request first diverge from the previous one
+        /// (`model`, `system`, `tools`, `messages`, `other`; `none`: no divergence); absent
+        /// when it had nothing to compare with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicted: Option<String>,
+        /// `agrees`, `disagrees` or `inconclusive` (pending, `unavailable`, not found, or no
+        /// prediction).
+        agreement: String,
+    },
 }

@@ -58,6 +58,7 @@
 
 mod body;
 mod connections;
+pub mod diagnostics;
 mod limits;
 mod recording;
 mod respond;

@@ -198,6 +198,11 @@ pub struct MessageStep {
     /// [`crate::tool_search`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_search: Option<crate::tool_search::ToolSearchScript>,
+    /// The `diagnostics` to report instead of the computed ones (a forced cache-miss reason,
+    /// e.g. `{"cache_miss_reason": {"type": "tools_changed"}}`), when the request asked for
+    /// diagnostics (see [`crate::diagnostics`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Value>,
 }
 
 /// A content block of a scripted message.
@@ -424,6 +429,7 @@ impl Step {
             delay_ms: None,
             fault: None,
             tool_search: None,
+            diagnostics: None,
         })
     }
 
@@ -519,6 +525,12 @@ impl Step {
                 "category": category,
                 "explanation": explanation,
             }))
+    }
+
+    /// This message step reporting `diagnostics` (when asked for) instead of the computed
+    /// ones.
+    pub fn with_diagnostics(self, diagnostics: Value) -> Self {
+        self.map_message(|m| m.diagnostics = Some(diagnostics))
     }
 
     /// This message step with a fault.

@@ -123,6 +123,8 @@ struct State {
     limits: ServerLimits,
     /// Permits are body bytes past each body's first 16 KiB (see [`read_body`]).
     body_budget: Arc<Semaphore>,
+    /// Cache diagnostics' fingerprints of answered requests.
+    fingerprints: crate::diagnostics::Fingerprints,
 }
 
 impl State {
@@ -198,6 +200,7 @@ impl MockServer {
                 limits.max_buffered_body_bytes.min(Semaphore::MAX_PERMITS),
             )),
             limits,
+            fingerprints: Default::default(),
         });
         let connections = Connections::new(state.limits.max_connections);
         let task = tokio::spawn(accept_loop(
@@ -556,7 +559,7 @@ async fn answer(
                 state,
                 &step,
                 &request,
-                bytes.len(),
+                (bytes.len(), header("anthropic-beta").unwrap_or("")),
                 request_id,
             ))
         }
@@ -672,17 +675,21 @@ fn message_step(
     state: &State,
     step: &MessageStep,
     request: &MessagesRequest,
-    request_bytes: usize,
+    (request_bytes, beta_header): (usize, &str),
     request_id: &str,
 ) -> Response<MockBody> {
     let message_id = state.next_id("msg");
-    let script = respond::script(
+    let mut script = respond::script(
         step,
         &message_id,
         &request.model,
         || state.next_id("toolu"),
         |output_tokens| state.usage.usage(request, request_bytes, output_tokens),
     );
+    let forced = step.diagnostics.as_ref();
+    if let Some(d) = (state.fingerprints).answer(request, beta_header, &message_id, forced) {
+        crate::diagnostics::attach(&mut script, d);
+    }
     if request.stream != Some(true) {
         let body = serde_json::to_vec(&script.message).expect("JSON serializes");
         return json_response(StatusCode::OK, request_id, body);

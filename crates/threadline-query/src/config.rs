@@ -44,6 +44,9 @@ pub struct QueryConfig {
     /// When tools are deferred behind tool search (default: auto, above 10 % of the
     /// context window, on models with tool search).
     pub tool_search: ToolSearchConfig,
+    /// Ask for cache diagnostics (`diagnostics: {previous_message_id}`) on every request; see
+    /// [`crate::cache_diagnosis`]. The body names the beta header.
+    pub cache_diagnostics: bool,
 }
 
 impl QueryConfig {
@@ -61,6 +64,7 @@ impl QueryConfig {
             normalize: Options::default(),
             fallbacks: None,
             tool_search: ToolSearchConfig::default(),
+            cache_diagnostics: false,
         }
     }
 
@@ -73,6 +77,12 @@ impl QueryConfig {
     /// With server-side fallbacks (`"default"` or up to three models).
     pub fn with_fallbacks(mut self, fallbacks: Fallbacks) -> QueryConfig {
         self.fallbacks = Some(fallbacks);
+        self
+    }
+
+    /// With cache diagnostics asked for on every request.
+    pub fn with_cache_diagnostics(mut self) -> QueryConfig {
+        self.cache_diagnostics = true;
         self
     }
 

@@ -31,6 +31,9 @@ pub enum Event {
     Progress(Message),
     /// The loop goes round again, and why.
     Transition(Transition),
+    /// A response's cache diagnostics beside the loop's own break detection (after its
+    /// `cache_diagnosis` record is appended).
+    CacheDiagnosis(crate::cache_diagnosis::CacheDiagnosisReport),
     /// A context step or the transcript failed; the loop went on without it.
     Warning(String),
     /// The offered tools changed for the request about to be sent, and how the change

@@ -48,6 +48,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod cache_diagnosis;
 pub mod config;
 pub mod context_policy;
 pub mod event;
@@ -68,6 +69,7 @@ pub mod tool_search;
 pub mod tool_changes;
 pub mod transition;
 
+pub use cache_diagnosis::{Agreement, BreakDetector, CacheDiagnosisReport, Prediction};
 pub use config::QueryConfig;
 pub use context_policy::{ContextPolicy, NoPolicy, PolicyError, StepInput, StepOutcome};
 pub use event::{Event, Finished, RequestInfo};

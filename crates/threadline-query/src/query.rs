@@ -53,6 +53,7 @@ pub struct Query<S> {
     transcript: Option<TranscriptWriter>,
     cancel: CancellationToken,
     tool_changes: Option<ToolChanges>,
+    diagnoser: crate::cache_diagnosis::Diagnoser,
 }
 
 impl<S> std::fmt::Debug for Query<S> {
@@ -85,6 +86,7 @@ where
             transcript: None,
             cancel: CancellationToken::new(),
             tool_changes: None,
+            diagnoser: Default::default(),
         }
     }
 
@@ -128,6 +130,12 @@ where
     /// The cache planner.
     pub fn with_cache_planner(mut self, planner: impl CachePlanner + 'static) -> Self {
         self.planner = Box::new(planner);
+        self
+    }
+
+    /// The loop's own break detection, compared with the API's cache diagnostics.
+    pub fn with_break_detector(mut self, detector: impl crate::BreakDetector + 'static) -> Self {
+        self.diagnoser = crate::cache_diagnosis::Diagnoser::with_detector(Box::new(detector));
         self
     }
 
@@ -404,6 +412,8 @@ where
         request.stream = Some(true);
         self.q.shaper.shape(&mut request);
         self.q.planner.plan(&mut request);
+        let diagnose = self.q.config.cache_diagnostics;
+        self.q.diagnoser.prepare(diagnose, st, &mut request);
         request
     }
 
@@ -529,6 +539,10 @@ where
                 }
                 fragments.push(last.id().clone());
                 self.append(st, last);
+                if let Some(report) = self.q.diagnoser.answer(st, &message) {
+                    self.append(st, report.record());
+                    self.emit(Event::CacheDiagnosis(report));
+                }
                 Response::Complete {
                     stop_details: message.typed_stop_details(),
                     stop_reason: message.stop_reason,

@@ -75,6 +75,10 @@ pub struct State {
     pub transition: Option<Transition>,
     /// Every transition taken in this run, in order.
     pub path: Vec<Transition>,
+    /// The id of the last complete response of the session, for cache diagnostics'
+    /// `previous_message_id` (`None`: the next request opts in with `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_message_id: Option<String>,
     #[serde(skip, default = "fresh_normalizer")]
     pub(crate) normalizer: Normalizer,
 }
@@ -109,6 +113,7 @@ impl State {
             output_tokens_at_last_continuation: 0,
             transition: None,
             path: Vec::new(),
+            previous_message_id: None,
             normalizer: fresh_normalizer(),
         }
     }
@@ -211,5 +216,11 @@ mod tests {
         assert_eq!(back.messages, state.messages);
         assert_eq!(back.path, vec![Transition::NextTurn]);
         assert_eq!(back.turn_count, 3);
+        assert_eq!(back.previous_message_id, None);
+        let mut diagnosed = state;
+        diagnosed.previous_message_id = Some("msg_7".into());
+        let json = serde_json::to_string(&diagnosed).expect("serializes");
+        let back: State = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back.previous_message_id.as_deref(), Some("msg_7"));
     }
 }

@@ -37,10 +37,13 @@
 //! | (mid-conversation tool changes)           | `tool_changes::*` (`loopback/tool_changes.rs`)        |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
 //! | (tool search, deferred tools)             | `tool_search::three_hundred_deferred_tools_the_model_searches_finds_and_calls_one`, `tool_search::a_search_beside_a_client_tool_is_answered_at_the_start_of_the_next_response` |
+//! | (cache diagnostics: `Event::CacheDiagnosis`) | `cache_diagnosis::*` (`loopback/cache_diagnosis.rs`) |
 //!
 //! The tests run on the real clock (real sockets), each bounded by [`RUN_TIMEOUT`]; the
 //! client retries with millisecond backoffs.
 
+#[path = "loopback/cache_diagnosis.rs"]
+mod cache_diagnosis;
 mod common;
 #[path = "loopback/tool_search.rs"]
 mod tool_search;

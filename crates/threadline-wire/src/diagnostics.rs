@@ -95,7 +95,56 @@ wire_enum! {
     }
 }
 
+/// The part of a request a cache diagnosis names: the level at which the API reports a
+/// divergence (and at which a client's own break detection can be compared with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PromptPart {
+    /// `model`.
+    Model,
+    /// `system`.
+    System,
+    /// `tools`.
+    Tools,
+    /// An earlier message (appending is not a change).
+    Messages,
+    /// Another prompt-shaping parameter (`tool_choice`, `thinking`, …): the API answers
+    /// `unavailable` for these.
+    Other,
+}
+
+impl PromptPart {
+    /// `model`, `system`, `tools`, `messages` or `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptPart::Model => "model",
+            PromptPart::System => "system",
+            PromptPart::Tools => "tools",
+            PromptPart::Messages => "messages",
+            PromptPart::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for PromptPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl CacheMissReason {
+    /// The part a `*_changed` reason names (`None` for the others and unknown types).
+    pub fn part(&self) -> Option<PromptPart> {
+        match self {
+            CacheMissReason::ModelChanged(_) => Some(PromptPart::Model),
+            CacheMissReason::SystemChanged(_) => Some(PromptPart::System),
+            CacheMissReason::ToolsChanged(_) => Some(PromptPart::Tools),
+            CacheMissReason::MessagesChanged(_) => Some(PromptPart::Messages),
+            _ => None,
+        }
+    }
+
     /// A `*_changed` reason's `cache_missed_input_tokens`.
     pub fn missed_input_tokens(&self) -> Option<u64> {
         match self {
@@ -253,6 +302,11 @@ mod tests {
             CacheMissReason::changed("tools_changed", Some(3)).missed_input_tokens(),
             Some(3)
         );
+        assert_eq!(
+            CacheMissReason::changed("tools_changed", None).part(),
+            Some(PromptPart::Tools)
+        );
+        assert_eq!(CacheMissReason::unavailable().part(), None);
         assert_eq!(
             CacheMissReason::changed("x_changed", Some(4)).missed_input_tokens(),
             Some(4)
