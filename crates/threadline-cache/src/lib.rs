@@ -40,6 +40,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod automatic;
 pub mod breaks;
 mod cache_table;
 pub mod oracle;
@@ -51,6 +52,7 @@ pub mod system;
 pub mod tokens;
 pub mod tools;
 
+pub use automatic::Automatic;
 pub use breaks::{BreakCause, CacheBreak, diff};
 pub use planner::{LookbackAware, Mark, Plan, Planner, Seed, Stable1h, Strategy};
 pub use prefix::{Location, Prefix, Ttl, UnseenPrefix};

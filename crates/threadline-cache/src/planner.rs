@@ -28,6 +28,9 @@
 //!   [`Seed`] places whenever that is not losing anything.
 //! * [`Stable1h`] — [`LookbackAware`] with the tools and system markers at `1h`, for sessions
 //!   with idle gaps between five minutes and an hour.
+//! * [`Automatic`](crate::Automatic) — the top-level automatic marker for the tail (it lands on
+//!   the last cacheable block), explicit markers on the tools and the static system block and
+//!   the lookback bridge; the planner counts the automatic one in the four.
 
 use threadline_wire::MessagesRequest;
 
@@ -99,6 +102,11 @@ pub trait Strategy: std::fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     /// The markers to place, in any order; the planner enforces the rules.
     fn place(&self, input: &StrategyInput<'_>) -> Vec<Mark>;
+    /// The top-level automatic marker the strategy puts on every request (it takes one of the
+    /// four slots); `None` (the default) leaves the request's own top-level marker as it is.
+    fn automatic(&self) -> Option<Ttl> {
+        None
+    }
 }
 
 /// The last eligible piece at or before `end`, within the same message when `end` is a
@@ -109,7 +117,7 @@ pub fn last_eligible_at_or_before(prefix: &Prefix, end: usize) -> Option<usize> 
 
 /// The stable markers of the seed's layout: the last tool that is not deferred (deferred tools
 /// are not in the prefix) and the static system block.
-fn stable_marks(input: &StrategyInput<'_>, ttl: Ttl) -> Vec<Mark> {
+pub(crate) fn stable_marks(input: &StrategyInput<'_>, ttl: Ttl) -> Vec<Mark> {
     let pieces = &input.prefix.pieces;
     let mut marks = Vec::new();
     if let Some(last_tool) = pieces
@@ -167,7 +175,7 @@ impl Strategy for Seed {
 /// The extra marker that keeps an earlier write within the lookback: on the latest message
 /// block an earlier request marked whose prefix is unchanged, when the new moving marker is
 /// [`LOOKBACK`] or more pieces after it (nearer, the moving marker's own lookback finds it).
-fn bridge_mark(input: &StrategyInput<'_>, moving: Option<Mark>) -> Option<Mark> {
+pub(crate) fn bridge_mark(input: &StrategyInput<'_>, moving: Option<Mark>) -> Option<Mark> {
     let moving = moving?;
     let latest = input
         .written
@@ -292,6 +300,9 @@ impl Planner {
     /// Replaces the markers of `request` with the strategy's, under the API's rules.
     pub fn plan(&mut self, request: &mut MessagesRequest) -> Plan {
         clear_markers(request);
+        if let Some(ttl) = self.strategy.automatic() {
+            request.cache_control = Some(Box::new(ttl.marker()));
+        }
         let prefix = Prefix::of(request, &Estimate as &dyn TokenCounter, Default::default());
         let budget = MAX_MARKERS - usize::from(request.cache_control.is_some());
         let input = StrategyInput {
@@ -312,12 +323,17 @@ impl Planner {
                 locations.push(location);
             }
         }
-        for mark in &applied {
-            let piece = &prefix.pieces[mark.position];
+        // The automatic marker writes where it lands, as an explicit one would.
+        let automatic = prefix
+            .automatic
+            .and_then(|_| prefix.pieces.iter().rposition(|p| p.eligible));
+        let written_at = applied.iter().map(|m| m.position).chain(automatic);
+        for position in written_at {
+            let piece = &prefix.pieces[position];
             if matches!(piece.location, Location::Message { .. })
-                && !self.written.contains(&(mark.position, piece.prefix_hash))
+                && !self.written.contains(&(position, piece.prefix_hash))
             {
-                self.written.push((mark.position, piece.prefix_hash));
+                self.written.push((position, piece.prefix_hash));
             }
         }
         if self.written.len() > HISTORY {

@@ -18,7 +18,9 @@ mod sessions;
 use proptest::prelude::*;
 use threadline_cache::planner::{Mark, StrategyInput};
 use threadline_cache::system::{SystemParts, split_system_prompt};
-use threadline_cache::{LookbackAware, Planner, Seed, Stable1h, Strategy as CacheStrategy, Ttl};
+use threadline_cache::{
+    Automatic, LookbackAware, Planner, Seed, Stable1h, Strategy as CacheStrategy, Ttl,
+};
 use threadline_normalize::{Options, normalize};
 use threadline_testkit::messages::{hostile_session, valid_session};
 use threadline_wire::content::Content;
@@ -170,7 +172,7 @@ fn setup() -> impl Strategy<Value = Setup> {
         proptest::option::of(any::<bool>()),
         any::<bool>(),
         0usize..8,
-        0u8..4,
+        0u8..6,
         proptest::collection::vec((0usize..400, any::<bool>()), 0..9),
         any::<u16>(),
         any::<bool>(),
@@ -266,6 +268,8 @@ fn run(session: Vec<threadline_message::Message>, setup: Setup) -> Result<(), St
         0 => Planner::new(Seed),
         1 => Planner::new(LookbackAware),
         2 => Planner::new(Stable1h),
+        4 => Planner::new(Automatic::default()),
+        5 => Planner::new(Automatic::one_hour()),
         _ => Planner::new(Arbitrary(setup.arbitrary.clone())),
     }
     .with_static_system((setup.system == 2).then_some(1));
@@ -293,6 +297,68 @@ proptest! {
     #[test]
     fn plans_of_valid_sessions_keep_the_rules(session in valid_session(), setup in setup()) {
         run(session, setup).map_err(TestCaseError::fail)?;
+    }
+
+    /// Hostile shapes for the automatic strategy (and the others, with a caller's top-level
+    /// marker): hundreds of blocks, nothing but thinking, empty text, markers everywhere. The
+    /// automatic marker counts: never more than 4 in all, and the plan stays valid.
+    #[test]
+    fn automatic_caching_never_takes_a_fifth_slot(
+        blocks in 0usize..300,
+        shape in 0u8..4,
+        strategy in 0u8..4,
+        long in any::<bool>(),
+        tools in any::<bool>(),
+        system in 0u8..3,
+    ) {
+        use threadline_wire::MessageParam;
+        let thinking = threadline_testkit::messages::thinking("hmm", "sig");
+        let block = |i: usize| match shape {
+            0 => ContentBlock::text(format!("block {i}")),
+            1 => thinking.clone(),
+            2 => ContentBlock::text(""),
+            _ => if i.is_multiple_of(2) { thinking.clone() } else { ContentBlock::text(format!("b{i}")) },
+        };
+        let mut marked = |i: usize| {
+            let mut b = block(i);
+            if let Some(slot) = threadline_cache::prefix::marker_slot(&mut b) {
+                *slot = Some(Box::new(CacheControl::ephemeral()));
+            }
+            b
+        };
+        let messages = vec![
+            MessageParam::user(vec![ContentBlock::text("start")]),
+            MessageParam::assistant((0..blocks).map(&mut marked).collect()),
+            MessageParam::user(vec![ContentBlock::text("go on")]),
+            MessageParam::assistant((0..blocks.min(40)).map(block).collect()),
+        ];
+        let setup = Setup {
+            tools,
+            system,
+            automatic: (strategy != 0).then_some(long),
+            stale_marker: false,
+            cut: 0,
+            strategy: 0,
+            arbitrary: Vec::new(),
+            deferred: 0,
+            marked_deferred: false,
+        };
+        let mut request = request_for(messages, &setup);
+        let mut planner = match strategy {
+            0 => Planner::new(if long { Automatic::one_hour() } else { Automatic::default() }),
+            1 => Planner::new(Seed),
+            2 => Planner::new(LookbackAware),
+            _ => Planner::new(Stable1h),
+        };
+        planner.plan(&mut request);
+        prop_assert!(request.cache_control.is_some(), "the automatic marker is set");
+        let found = markers(&request).map_err(TestCaseError::fail)?;
+        prop_assert!(found.len() <= 4, "{} markers: {found:?}", found.len());
+        let model = ModelTable::builtin().resolve(sessions::MODEL).model();
+        let rules: Vec<threadline_wire::Rule> = validate(&request, model).iter().map(|v| v.rule).collect();
+        prop_assert!(!rules.contains(&threadline_wire::Rule::TooManyCacheBreakpoints), "{rules:?}");
+        prop_assert!(!rules.contains(&threadline_wire::Rule::AutomaticCacheTtlConflict), "{rules:?}");
+        prop_assert!(!rules.contains(&threadline_wire::Rule::CacheTtlOrder), "{rules:?}");
     }
 
     #[test]

@@ -1102,6 +1102,36 @@ fn cases() -> Vec<Case> {
                 &format!("messages.0.content.1.cache_control.ttl{TTL_ORDER_TAIL}"),
             )],
         ),
+        // The automatic marker lands on the last cacheable block: one already marked with
+        // another lifetime is a 400 (our text); the same lifetime is a no-op.
+        fails(
+            Rule::AutomaticCacheTtlConflict,
+            haiku,
+            body(
+                json!([user(json!([text("a"), marker(text("b"), Some("1h"))]))]),
+                json!({"cache_control": {"type": "ephemeral"}}),
+            ),
+            &[(
+                "cache_control.ttl",
+                "cache_control.ttl: the automatic cache_control (ttl '5m') lands on messages.0.content.1, which already has a cache_control with ttl '1h'; use the same ttl or remove one of them",
+            )],
+        ),
+        passes(
+            Rule::AutomaticCacheTtlConflict,
+            haiku,
+            body(
+                json!([user(json!([text("a"), marker(text("b"), Some("5m"))]))]),
+                json!({"cache_control": {"type": "ephemeral"}}),
+            ),
+        ),
+        passes(
+            Rule::AutomaticCacheTtlConflict,
+            haiku,
+            body(
+                json!([user(json!([marker(text("a"), Some("1h")), text("b")]))]),
+                json!({"cache_control": {"type": "ephemeral", "ttl": "1h"}}),
+            ),
+        ),
         // Automatic caching marks the last block, after every explicit marker.
         fails(
             Rule::CacheTtlOrder,

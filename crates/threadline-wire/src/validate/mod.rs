@@ -81,6 +81,7 @@
 //! One pass over the messages and their blocks; ids are kept as borrowed `&str` in hash sets;
 //! nothing is cloned; strings are allocated only for violations.
 
+mod automatic_cache;
 mod cache;
 mod context_management;
 mod hash;
@@ -392,6 +393,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     tool_changes::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
+    automatic_cache::check(&mut ctx, view);
     breakpoints.finish(&mut ctx, view.cache_control);
     ctx.finish()
 }

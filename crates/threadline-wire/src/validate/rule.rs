@@ -216,6 +216,15 @@ pub enum Rule {
     /// Audit: reference §2.5 (WIRE, two repositories; DOC:prompt-caching "Mixing different
     /// TTLs").
     CacheTtlOrder,
+    /// The top-level automatic `cache_control` lands on a block (the request's last cacheable
+    /// one) that already has an explicit marker with a different lifetime (the same lifetime is
+    /// a no-op). The API's text is not published: ours is `cache_control.ttl: the automatic
+    /// cache_control (ttl 'A') lands on PATH, which already has a cache_control with ttl 'B';
+    /// use the same ttl or remove one of them`.
+    ///
+    /// Audit: api-2026-additions.md §5 "Slots" (DOC: a different TTL is a 400; text not
+    /// published). Added in issue 16.
+    AutomaticCacheTtlConflict,
     /// Manual thinking with `budget_tokens` below 1024. Text
     /// `thinking.enabled.budget_tokens: Input should be greater than or equal to 1024`
     /// (observed, many).
@@ -429,6 +438,7 @@ impl Rule {
         Rule::CacheControlOnEmptyText,
         Rule::CacheControlOnThinking,
         Rule::CacheTtlOrder,
+        Rule::AutomaticCacheTtlConflict,
         Rule::ThinkingBudgetTooSmall,
         Rule::ThinkingBudgetNotBelowMaxTokens,
         Rule::ThinkingWithForcedToolChoice,
@@ -487,6 +497,7 @@ impl Rule {
             Rule::CacheControlOnEmptyText => "cache_control_on_empty_text",
             Rule::CacheControlOnThinking => "cache_control_on_thinking",
             Rule::CacheTtlOrder => "cache_ttl_order",
+            Rule::AutomaticCacheTtlConflict => "automatic_cache_ttl_conflict",
             Rule::ThinkingBudgetTooSmall => "thinking_budget_too_small",
             Rule::ThinkingBudgetNotBelowMaxTokens => "thinking_budget_not_below_max_tokens",
             Rule::ThinkingWithForcedToolChoice => "thinking_with_forced_tool_choice",
@@ -684,6 +695,14 @@ pub(super) fn defer_loading_unsupported(tool: &str, model: &str) -> String {
 /// `A maximum of 4 blocks with cache_control may be provided. Found N.`.
 pub(super) fn too_many_cache_breakpoints(found: usize) -> String {
     format!("A maximum of 4 blocks with cache_control may be provided. Found {found}.")
+}
+
+/// Ours (the API's text is not published): the automatic marker's lifetime `wanted` differs
+/// from the explicit marker's `there` on the block at `path` where it lands.
+pub(super) fn automatic_cache_ttl_conflict(wanted: &str, path: &str, there: &str) -> String {
+    format!(
+        "cache_control.ttl: the automatic cache_control (ttl '{wanted}') lands on {path}, which already has a cache_control with ttl '{there}'; use the same ttl or remove one of them"
+    )
 }
 
 /// `PATH.text: cache_control cannot be set for empty text blocks`.
