@@ -32,7 +32,7 @@
 //! ```
 
 use serde_json::{Value, json};
-use threadline_cache::{LookbackAware, Planner, Seed, Stable1h, Ttl};
+use threadline_cache::{Automatic, LookbackAware, Planner, Seed, Stable1h, Ttl};
 use threadline_normalize::ImpliedRequests;
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
@@ -55,15 +55,19 @@ pub enum PlanStrategy {
     /// [`PlanStrategy::LookbackAware`] with one-hour markers on the tools and system prompt
     /// (`stable_1h`).
     Stable1h,
+    /// The top-level automatic `cache_control` for the tail (it takes one of the four slots),
+    /// explicit markers on the tools and system prompt and the lookback bridge (`automatic`).
+    Automatic,
 }
 
 impl PlanStrategy {
     /// Every strategy, by the name `--plan` takes.
-    pub const ALL: [(&'static str, PlanStrategy); 4] = [
+    pub const ALL: [(&'static str, PlanStrategy); 5] = [
         ("default", PlanStrategy::Default),
         ("seed", PlanStrategy::Seed),
         ("lookback_aware", PlanStrategy::LookbackAware),
         ("stable_1h", PlanStrategy::Stable1h),
+        ("automatic", PlanStrategy::Automatic),
     ];
 
     /// The strategy called `name`.
@@ -87,6 +91,7 @@ impl PlanStrategy {
             PlanStrategy::Default | PlanStrategy::LookbackAware => Planner::new(LookbackAware),
             PlanStrategy::Seed => Planner::new(Seed),
             PlanStrategy::Stable1h => Planner::new(Stable1h),
+            PlanStrategy::Automatic => Planner::new(Automatic::default()),
         }
     }
 }

@@ -152,7 +152,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
         /// Also re-plan every request with this cache strategy (`default`, `seed`,
-        /// `lookback_aware`, `stable_1h`) and compare its cache-read share and input cost with
+        /// `lookback_aware`, `stable_1h`, `automatic`) and compare its cache-read share and input cost with
         /// the recorded ones, per request and in total, with the difference in dollars.
         #[arg(long, value_name = "STRATEGY", value_parser = plan_strategy)]
         plan: Option<threadline_cli::inspect_plan::PlanStrategy>,

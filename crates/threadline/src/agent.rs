@@ -222,6 +222,14 @@ where
         self
     }
 
+    /// Asks for the API's cache diagnostics on every request and compares each answer with
+    /// threadline's own break detection (`Event::CacheDiagnosis`, a `cache_diagnosis` record
+    /// in the transcript).
+    pub fn cache_diagnostics(mut self) -> Self {
+        self.config.cache_diagnostics = true;
+        self
+    }
+
     /// No prompt-cache markers.
     pub fn no_cache_markers(mut self) -> Self {
         self.planner = None;
@@ -342,6 +350,7 @@ where
             compaction: self.compaction,
             memory: Arc::new(Mutex::new(CompactionMemory::default())),
             planner: SharedPlanner(self.planner.map(|p| Arc::new(Mutex::new(p)))),
+            detector: Default::default(),
             sources: Sources {
                 collector: Arc::new(collector),
                 workspace,
@@ -412,6 +421,7 @@ pub struct Agent<S> {
     compaction: Compaction,
     memory: Arc<Mutex<CompactionMemory>>,
     planner: SharedPlanner,
+    detector: crate::cache_diagnosis::SharedDivergence,
     sources: Sources,
     shaper: ContextShaper,
     transcript: Option<PathBuf>,
@@ -492,6 +502,7 @@ where
             .with_permission(SharedPermission(Arc::clone(&self.permission)))
             .with_shaper(self.shaper.clone())
             .with_cache_planner(self.planner.clone())
+            .with_break_detector(self.detector.clone())
             .with_attachments(CollectorHook(self.sources.clone()))
             .with_cancellation(self.cancel.clone());
         if let Some(changes) = &self.tool_changes {

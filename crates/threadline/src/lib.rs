@@ -95,6 +95,8 @@ mod agent;
 #[cfg(feature = "agent")]
 mod attachments;
 #[cfg(feature = "agent")]
+mod cache_diagnosis;
+#[cfg(feature = "agent")]
 mod cache_plan;
 #[cfg(feature = "agent")]
 mod compaction;

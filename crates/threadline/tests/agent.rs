@@ -518,3 +518,60 @@ async fn an_agent_built_with_a_history_resumes_it_and_appends_only_what_it_adds(
     assert!(written.contains("It said hello."));
     all_accepted(&mock);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_with_automatic_caching_and_cache_diagnostics() {
+    use threadline::cache::{Automatic, Planner};
+    use threadline::query::Agreement;
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        Step::text("Hello, how can I help?"),
+        Step::text("You need oat milk."),
+    ]))
+    .await
+    .expect("mock");
+    let workspace = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let mut agent = Agent::builder(client(&mock))
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .tool(ReadFile::new(workspace))
+        .today("2026-03-08")
+        .cache_planner(Planner::new(Automatic::default()))
+        .cache_diagnostics()
+        .build()
+        .expect("agent");
+    let first = run(&mut agent, "Hi").await;
+    let second = run(&mut agent, "What now?").await;
+    assert_eq!(finished(&second).0, Terminal::Completed);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.status, Some(200));
+        assert_eq!(body(request)["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(
+            request.headers.get("anthropic-beta").map(String::as_str),
+            Some("cache-diagnosis-2026-04-07")
+        );
+    }
+    assert_eq!(
+        body(&requests[0])["diagnostics"],
+        json!({"previous_message_id": null})
+    );
+    // The second run goes on from the first run's response, and the shared detector compares
+    // with the first run's request: an append, as the mock says too.
+    let reports: Vec<_> = first
+        .iter()
+        .chain(&second)
+        .filter_map(|e| match e {
+            Event::CacheDiagnosis(report) => Some(report.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(
+        body(&requests[1])["diagnostics"]["previous_message_id"],
+        json!(reports[0].api_message_id)
+    );
+    assert_eq!(reports[0].agreement, Agreement::Inconclusive);
+    assert_eq!(reports[1].agreement, Agreement::Agrees, "{:?}", reports[1]);
+}

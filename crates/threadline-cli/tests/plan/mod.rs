@@ -159,8 +159,22 @@ fn the_table_prints_the_comparison_and_its_assumptions_and_a_bad_name_is_exit_2(
     let bad = threadline(&["inspect", path, "--plan", "cheapest"]);
     assert_eq!(code(&bad), 2);
     assert!(
-        stderr(&bad).contains("seed, lookback_aware, stable_1h"),
+        stderr(&bad).contains("seed, lookback_aware, stable_1h, automatic"),
         "{}",
         stderr(&bad)
     );
+}
+
+#[test]
+fn the_automatic_strategy_is_accepted_and_reads_what_the_moving_marker_reads() {
+    // The top-level marker lands where the default's moving marker goes (the last cacheable
+    // block), and the bridge is the same: the same share, with one explicit marker fewer.
+    let wide = temp_file("plan-automatic-wide.jsonl", session(6, 30, 1));
+    let report = planned(wide.to_str().expect("utf-8"), "automatic");
+    assert_eq!(report["plan"]["strategy"], "automatic");
+    assert_eq!(share_of(&wide, "automatic"), share_of(&wide, "default"));
+    let narrow = temp_file("plan-automatic-narrow.jsonl", session(6, 1, 1));
+    let (automatic, default) = (share_of(&narrow, "automatic"), share_of(&narrow, "default"));
+    assert_eq!(automatic, default);
+    assert!(automatic > 0.5, "{automatic}");
 }
