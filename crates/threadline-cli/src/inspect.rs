@@ -145,6 +145,7 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
     let thresholds = Thresholds::for_model(model);
     let mut walk = ImpliedRequests::new(&session.messages);
     let mut index = 0usize;
+    let diagnosed = crate::inspect_diagnostics::recorded(&session.messages);
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {
             sim.reset_planner();
@@ -180,7 +181,7 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             }
             None => (Value::Null, Value::Null, Value::Null),
         };
-        rows.push(json!({
+        let mut row = json!({
             "index": index,
             "request_id": implied.key,
             "timestamp_ms": implied.at_ms,
@@ -193,7 +194,12 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             "cost": {"recorded": recorded_cost, "predicted": predicted_cost},
             "cache_break": step.cache_break.as_ref().map(break_json),
             "context_level": level_name(thresholds.level(step.usage.total())),
-        }));
+        });
+        if let Some(recorded) = implied.key.as_ref().and_then(|k| diagnosed.get(k)) {
+            row["diagnostics"] =
+                crate::inspect_diagnostics::row(recorded, step.cache_break.as_ref());
+        }
+        rows.push(row);
         index += 1;
     }
     let mae = |e: &[f64]| (!e.is_empty()).then(|| e.iter().sum::<f64>() / e.len() as f64);
@@ -364,6 +370,7 @@ pub fn render_text(report: &Value) -> String {
                 .unwrap_or(0.0),
             row["cache_break"]["description"].as_str().unwrap_or(""),
         ));
+        out.push_str(&crate::inspect_diagnostics::render(row));
         if planned {
             out.push_str(&format!(
                 "      re-planned {:>45} {:>15} {:>10.5}  {}\n",

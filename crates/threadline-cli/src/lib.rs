@@ -21,6 +21,7 @@
 pub mod accuracy;
 pub mod input;
 pub mod inspect;
+pub mod inspect_diagnostics;
 pub mod inspect_html;
 pub mod inspect_plan;
 pub mod project;

@@ -2,6 +2,7 @@
 //! every fixture Claude Code transcript recorded (target: `share_mae` ≤ 0.05 per transcript),
 //! and the context estimate's against the same usage (`estimate_mae_vs_recorded`).
 
+mod cache_diagnostics;
 mod common;
 mod plan;
 
