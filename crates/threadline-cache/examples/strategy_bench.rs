@@ -11,13 +11,16 @@
 mod sessions;
 
 use serde_json::json;
-use threadline_cache::{LookbackAware, Planner, Predicted, Seed, Stable1h, Ttl, hit_ratio};
+use threadline_cache::{
+    Automatic, LookbackAware, Planner, Predicted, Seed, Stable1h, Ttl, hit_ratio,
+};
 use threadline_wire::model::ModelTable;
 
 fn planner_of(name: &str, static_index: Option<usize>) -> Planner {
     let planner = match name {
         "seed" => Planner::new(Seed),
         "lookback_aware" => Planner::new(LookbackAware),
+        "automatic" => Planner::new(Automatic::default()),
         _ => Planner::new(Stable1h),
     };
     planner.with_static_system(static_index)
@@ -35,7 +38,7 @@ fn main() {
     } else {
         (2_000, vec![1u64, 2, 3, 4])
     };
-    let strategies = ["seed", "lookback_aware", "stable_1h"];
+    let strategies = ["seed", "lookback_aware", "stable_1h", "automatic"];
     let default_name = Planner::default().strategy_name();
     let mut all: Vec<Vec<Predicted>> = vec![Vec::new(); strategies.len()];
     let mut best_5m = Vec::new();
