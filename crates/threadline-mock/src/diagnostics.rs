@@ -6,7 +6,7 @@
 //! message, and of the other prompt-shaping parameters, with token estimates from byte lengths
 //! (markers excluded: moving a `cache_control` changes nothing cached). A later request's
 //! `previous_message_id` is compared with it and the earliest divergence reported, in the order
-//! the prompt is rendered (model, tools, system, then messages; [INF]: the docs do not give the
+//! the prompt is rendered (model, tools, system, then messages; inferred: the docs do not give the
 //! order between `tools` and `system`):
 //!
 //! | found | reported |

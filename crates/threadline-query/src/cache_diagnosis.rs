@@ -2,7 +2,7 @@
 //!
 //! With [`QueryConfig::with_cache_diagnostics`](crate::QueryConfig::with_cache_diagnostics),
 //! every request carries `diagnostics: {previous_message_id}`: `null` on the first request of
-//! a session, then the id of the last response (kept in [`State`](crate::State), so it
+//! a session, then the id of the last response (kept in [`State`](crate::State::previous_message_id), so it
 //! survives across runs and a journaled state). Each response's `diagnostics` is compared
 //! with the loop's own break detection for the same request (a [`BreakDetector`], e.g.
 //! `threadline-cache`'s `RequestDivergence` behind a closure), at the level the API reports
