@@ -37,6 +37,11 @@ use crate::respond::{Script, encode};
 /// How many fingerprints the mock keeps (the oldest is evicted past this).
 pub const MAX_FINGERPRINTS: usize = 1024;
 
+/// How many messages a fingerprint hashes one by one (its comparison horizon): the rest is one
+/// hash, and a divergence there is `unavailable` (as the API answers past its horizon). A kept
+/// fingerprint is therefore at most a few KiB.
+pub const HORIZON: usize = 512;
+
 /// A part of a request: its hash and an estimate of its tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Part {
@@ -52,7 +57,19 @@ struct Fingerprint {
     system: Part,
     /// `tool_choice`, `thinking`, `context_management`, `output_config`.
     other: u64,
+    /// Each message (at most [`HORIZON`] once kept).
     messages: Vec<Part>,
+    /// The messages past the horizon, once kept: how many, one hash of their hashes, tokens.
+    tail: Option<(usize, u64, u64)>,
+}
+
+/// One hash of a run of message hashes.
+fn hash_run(parts: &[Part]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    for p in parts {
+        p.hash.hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 impl Fingerprint {
@@ -85,7 +102,20 @@ impl Fingerprint {
                 .iter()
                 .map(|m| part(Some(to_value(m))))
                 .collect(),
+            tail: None,
         }
+    }
+
+    /// The fingerprint as kept: the messages past the horizon folded into one hash.
+    fn bounded(mut self) -> Fingerprint {
+        if self.messages.len() > HORIZON {
+            let rest = self.messages.split_off(HORIZON);
+            let tokens = rest
+                .iter()
+                .fold(0u64, |sum, m| sum.saturating_add(m.tokens));
+            self.tail = Some((HORIZON + rest.len(), hash_run(&rest), tokens));
+        }
+        self
     }
 
     /// The tokens of the parts from `tools` on (what a change there misses).
@@ -100,10 +130,11 @@ impl Fingerprint {
     }
 
     fn tokens_from_message(&self, index: usize) -> u64 {
+        let tail = self.tail.map_or(0, |(_, _, tokens)| tokens);
         self.messages
             .iter()
             .skip(index)
-            .fold(0u64, |sum, m| sum.saturating_add(m.tokens))
+            .fold(tail, |sum, m| sum.saturating_add(m.tokens))
     }
 
     /// The earliest divergence of `next` from `self`: `None` when there is none.
@@ -128,8 +159,19 @@ impl Fingerprint {
             .iter()
             .enumerate()
             .find(|(i, m)| next.messages.get(*i).map(|n| n.hash) != Some(m.hash))
-            .map(|(i, _)| i)?;
-        changed("messages_changed", self.tokens_from_message(altered))
+            .map(|(i, _)| i);
+        match (altered, self.tail) {
+            (Some(altered), _) => changed("messages_changed", self.tokens_from_message(altered)),
+            (None, Some((count, hash, _))) => {
+                let same = next
+                    .messages
+                    .get(HORIZON..count)
+                    .is_some_and(|run| hash_run(run) == hash);
+                // Past the horizon: where it diverged is not known.
+                (!same).then(|| json!({"type": "unavailable"}))
+            }
+            (None, None) => None,
+        }
     }
 }
 
@@ -214,7 +256,7 @@ impl Fingerprints {
                 },
             },
         };
-        store.insert(message_id.to_owned(), fingerprint);
+        store.insert(message_id.to_owned(), fingerprint.bounded());
         Some(forced.cloned().unwrap_or(computed))
     }
 }
@@ -353,6 +395,46 @@ mod tests {
         assert_eq!(
             f.answer(&request(&["a"], Some("m1")), BETA, "m10", Some(&forced)),
             Some(forced)
+        );
+    }
+
+    #[test]
+    fn past_the_horizon_a_change_is_unavailable_and_an_append_is_none() {
+        let f = Fingerprints::default();
+        let texts: Vec<String> = (0..HORIZON + 40).map(|i| format!("m{i}")).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let long = request(&texts, None);
+        assert_eq!(f.answer(&long, BETA, "h1", None), Some(Value::Null));
+        {
+            let store = f.inner.lock().expect("not poisoned");
+            let kept = &store.by_id["h1"];
+            assert_eq!(kept.messages.len(), HORIZON);
+            assert_eq!(kept.tail.map(|t| t.0), Some(HORIZON + 40));
+        }
+        let mut appended = long.clone();
+        appended
+            .messages
+            .push(MessageParam::user(vec![ContentBlock::text("more")]));
+        appended.diagnostics = Some(DiagnosticsParam::after("h1"));
+        assert_eq!(f.answer(&appended, BETA, "h2", None), Some(Value::Null));
+        let mut late = appended.clone();
+        late.diagnostics = Some(DiagnosticsParam::after("h2"));
+        late.messages[HORIZON + 3] = MessageParam::assistant(vec![ContentBlock::text("edited")]);
+        assert_eq!(
+            f.answer(&late, BETA, "h3", None),
+            Some(json!({"cache_miss_reason": {"type": "unavailable"}}))
+        );
+        let mut early = late.clone();
+        early.diagnostics = Some(DiagnosticsParam::after("h3"));
+        early.messages[2] = MessageParam::user(vec![ContentBlock::text("edited")]);
+        let reason = f.answer(&early, BETA, "h4", None).expect("asked");
+        assert_eq!(reason["cache_miss_reason"]["type"], "messages_changed");
+        let mut cut = early.clone();
+        cut.diagnostics = Some(DiagnosticsParam::after("h4"));
+        cut.messages.truncate(HORIZON + 1);
+        assert_eq!(
+            f.answer(&cut, BETA, "h5", None),
+            Some(json!({"cache_miss_reason": {"type": "unavailable"}}))
         );
     }
 
