@@ -209,15 +209,16 @@ pub fn estimate_request(request: &MessagesRequest) -> u64 {
 }
 
 /// `input + cache_creation + cache_read` tokens of `usage`: the whole input the API counted
-/// (`None` when it reported no `input_tokens`). Saturating: the numbers come from
-/// transcripts, which may be damaged.
+/// for the context the response leaves — with `usage.iterations`, the last non-compaction
+/// pass's ([`threadline_wire::Usage::context_tokens`]: after a server-side compaction, the
+/// summary onward, not the compaction pass's long input). `None` when it reported no
+/// `input_tokens` and no iterations. Saturating: the numbers come from transcripts, which
+/// may be damaged.
 pub fn reported_input(usage: &threadline_wire::Usage) -> Option<u64> {
-    Some(
-        usage
-            .input_tokens?
-            .saturating_add(usage.cache_creation_input_tokens.unwrap_or(0))
-            .saturating_add(usage.cache_read_input_tokens.unwrap_or(0)),
-    )
+    if usage.input_tokens.is_none() && usage.iterations().is_none() {
+        return None;
+    }
+    Some(usage.context_tokens())
 }
 
 /// Where the usage recorded in `visible` (the messages after the last compaction boundary of

@@ -533,6 +533,9 @@ fn apply_message_delta(message: &mut Message, delta: &MessageDelta) {
         if update.cache_read_input_tokens.is_some() {
             usage.cache_read_input_tokens = update.cache_read_input_tokens;
         }
+        if update.cache_creation.is_some() {
+            usage.cache_creation = update.cache_creation.clone();
+        }
         if update.server_tool_use.is_some() {
             usage.server_tool_use = update.server_tool_use.clone();
         }

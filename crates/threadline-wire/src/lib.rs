@@ -61,6 +61,7 @@ pub mod stream_event;
 pub mod tool_search;
 pub mod tool_change;
 pub mod tools;
+pub mod usage_iterations;
 pub mod validate;
 
 pub use api_error::{ApiErrorBody, ApiErrorResponse, ApiErrorType};
@@ -77,6 +78,7 @@ pub use request::{
 pub use response::{Message, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{Tool, ToolChoice};
+pub use usage_iterations::{IterationKind, UsageIteration};
 pub use validate::{
     Report, Rule, ValidateOptions, Violation, validate, validate_count_tokens,
     validate_count_tokens_report, validate_count_tokens_with, validate_report, validate_with,

@@ -135,8 +135,17 @@ impl Model {
         self.thinking.contains(&mode)
     }
 
-    /// The dollar cost of a usage, by this model's prices.
+    /// The dollar cost of a usage, by this model's prices: its billed tokens
+    /// ([`Usage::billed`](crate::response::Usage::billed)), so every `usage.iterations` pass
+    /// is paid for (a compaction pass, a declined fallback hop), not only the top-level
+    /// figures. Every pass is priced as this model's; to price a pass of another model (a
+    /// fallback hop names its `model`) by that model's row, use [`ModelTable::cost`].
     pub fn cost(&self, usage: &crate::response::Usage) -> f64 {
+        self.cost_of_tokens(&usage.billed())
+    }
+
+    /// The cost of exactly the top-level token figures of `usage` (its `iterations` unread).
+    fn cost_of_tokens(&self, usage: &crate::response::Usage) -> f64 {
         let per_token = |tokens: Option<u64>, price: f64| tokens.unwrap_or(0) as f64 * price / 1e6;
         let (write_5m, write_1h) = match &usage.cache_creation {
             Some(split) => (
@@ -215,6 +224,27 @@ impl ModelTable {
             default: file.default,
             models: file.models,
         })
+    }
+
+    /// The dollar cost of a response served by `model_id`: with `usage.iterations`, each
+    /// pass priced by the row of the model it names when the table knows it (a fallback
+    /// hop), else by `model_id`'s row; without iterations, [`Model::cost`] of `model_id`.
+    pub fn cost(&self, model_id: &str, usage: &crate::response::Usage) -> f64 {
+        let served = self.resolve(model_id).model();
+        match usage.iterations() {
+            None => served.cost(usage),
+            Some(iterations) => iterations
+                .iter()
+                .map(|it| {
+                    let row = it
+                        .model
+                        .as_deref()
+                        .and_then(|m| self.get(m))
+                        .unwrap_or(served);
+                    row.cost_of_tokens(&it.as_usage())
+                })
+                .sum(),
+        }
     }
 
     /// Every known model.
@@ -333,5 +363,36 @@ mod tests {
         ).expect("parses");
         let expected = 3.0 + 15.0 + 0.3 + 3.75 + 6.0;
         assert!((model.cost(&usage) - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cost_bills_every_iteration_and_prices_a_fallback_hop_by_its_model() {
+        let table = ModelTable::builtin();
+        let sonnet = table.resolve("claude-sonnet-4-6").model();
+        // The recorded compaction exchange: 99,357 input and 92 output tokens billed.
+        let usage: crate::response::Usage = serde_json::from_str(
+            r#"{"input_tokens":162,"output_tokens":11,"iterations":[{"type":"compaction","input_tokens":99195,"output_tokens":81},{"type":"message","input_tokens":162,"output_tokens":11}]}"#,
+        ).expect("parses");
+        let expected = 99_357.0 * 3.0 / 1e6 + 92.0 * 15.0 / 1e6;
+        assert!((sonnet.cost(&usage) - expected).abs() < 1e-12);
+        assert!((table.cost("claude-sonnet-4-6", &usage) - expected).abs() < 1e-12);
+        // A declined hop on another model is priced by that model's row.
+        let opus_id = table
+            .models()
+            .iter()
+            .find(|m| m.prices.input != sonnet.prices.input)
+            .map(|m| m.id.clone())
+            .expect("a row priced differently");
+        let other = table.resolve(&opus_id).model();
+        let fallback: crate::response::Usage = serde_json::from_value(serde_json::json!({
+            "input_tokens": 100, "output_tokens": 10, "iterations": [
+                {"type": "message", "model": opus_id, "input_tokens": 100, "output_tokens": 0},
+                {"type": "fallback_message", "model": "claude-sonnet-4-6", "input_tokens": 100,
+                 "output_tokens": 10}]}))
+        .expect("parses");
+        let expected = 100.0 * other.prices.input / 1e6
+            + 100.0 * sonnet.prices.input / 1e6
+            + 10.0 * sonnet.prices.output / 1e6;
+        assert!((table.cost("claude-sonnet-4-6", &fallback) - expected).abs() < 1e-12);
     }
 }

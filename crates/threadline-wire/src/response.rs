@@ -81,7 +81,8 @@ wire_struct! {
 }
 
 wire_struct! {
-    /// Token usage. In a stream, `message_delta` usage is cumulative and overwrites.
+    /// Token usage. In a stream, `message_delta` usage is cumulative and overwrites. The
+    /// top-level figures exclude compaction passes: bill [`Usage::billed`].
     pub struct Usage {
         required {}
         optional {
@@ -103,8 +104,10 @@ wire_struct! {
             pub inference_geo: String,
             /// `{"thinking_tokens": N}`.
             pub output_tokens_details: Value,
-            /// Per-iteration usage (beta: compaction, advisor, fallback).
-            pub iterations: Vec<Value>,
+            /// Per-iteration usage (beta: compaction, advisor, fallback); read it with
+            /// [`Usage::billed`], [`Usage::context_tokens`] and
+            /// [`Usage::compaction_iterations`] (`crate::usage_iterations`).
+            pub iterations: Vec<crate::usage_iterations::UsageIteration>,
         }
     }
 }

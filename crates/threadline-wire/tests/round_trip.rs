@@ -331,3 +331,69 @@ fn adaptive_thinking_display_and_task_budgets_round_trip_typed() {
         Some(&ThinkingDisplay::Other("verbose".to_owned()))
     );
 }
+
+#[test]
+fn compaction_blocks_round_trip_with_null_and_encrypted_content() {
+    for block in [
+        serde_json::json!({"type": "compaction", "content": "<summary>s</summary>"}),
+        serde_json::json!({"type": "compaction", "content": null}),
+        serde_json::json!({"type": "compaction", "content": null, "encrypted_content": "E=="}),
+        serde_json::json!({"type": "compaction", "content": "s", "encrypted_content": "E==",
+            "cache_control": {"type": "ephemeral"}}),
+    ] {
+        let parsed = assert_round_trip::<ContentBlock>("compaction block", &block);
+        // `null` stays `null`: it is not dropped as absent.
+        let written = serde_json::to_value(&parsed).expect("serializes");
+        assert_eq!(written.get("content"), block.get("content"));
+        assert!(
+            written
+                .as_object()
+                .is_some_and(|o| o.contains_key("content"))
+        );
+    }
+    // In a response, with the iterations of the recorded exchange.
+    let response = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "content": [{"type": "compaction", "content": null, "encrypted_content": "E=="},
+            {"type": "text", "text": "ok"}],
+        "model": "claude-sonnet-4-6", "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 162, "output_tokens": 11, "iterations": [
+            {"type": "compaction", "input_tokens": 99195, "output_tokens": 81,
+                "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+            {"type": "message", "input_tokens": 162, "output_tokens": 11,
+                "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}});
+    let parsed = assert_round_trip::<Message>("compaction response", &response);
+    let usage = parsed.usage.expect("usage");
+    assert_eq!(usage.billed().input_tokens, Some(99_357));
+    assert_eq!(usage.billed().output_tokens, Some(92));
+    assert_eq!(usage.context_tokens(), 162);
+}
+
+#[test]
+fn a_streamed_compaction_keeps_null_content_and_the_message_pass_usage() {
+    let events = [
+        r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-6","usage":{"input_tokens":100,"cache_read_input_tokens":55096,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":null,"encrypted_content":"E=="}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"compaction","stop_sequence":null},"usage":{"input_tokens":181,"cache_read_input_tokens":0,"output_tokens":9,"iterations":[{"type":"compaction","input_tokens":100,"cache_read_input_tokens":55096,"output_tokens":50},{"type":"message","input_tokens":181,"cache_read_input_tokens":0,"output_tokens":9}]}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let mut acc = threadline_wire::accumulate::MessageAccumulator::new();
+    for e in events {
+        acc.push(&StreamEvent::from_json(e).expect("parses"))
+            .expect("accumulates");
+    }
+    let message = acc.finish().expect("complete");
+    assert_eq!(
+        serde_json::to_value(&message.content[0]).expect("serializes"),
+        serde_json::json!({"type": "compaction", "content": null, "encrypted_content": "E=="})
+    );
+    assert_eq!(message.stop_reason, Some(StopReason::Compaction));
+    let usage = message.usage.expect("usage");
+    // `message_delta` overwrote the compaction pass's figures of `message_start`.
+    assert_eq!(usage.input_tokens, Some(181));
+    assert_eq!(usage.cache_read_input_tokens, Some(0));
+    assert_eq!(usage.context_tokens(), 181);
+    assert_eq!(usage.billed().input_tokens, Some(281));
+    assert_eq!(usage.billed().cache_read_input_tokens, Some(55_096));
+}
