@@ -163,6 +163,35 @@ pub struct Normalizer {
     last: IncrementalUpdate,
     /// How many leading messages of `output` equal the previous update's.
     unchanged: usize,
+    /// Where the input is cut with [`Options::from_last_compaction`].
+    cut: CompactionCut,
+}
+
+/// The cut at the last `compaction` block, and what the array looked like when it was
+/// found: rescanned (one backward walk) only when the array shrank, its first message or the
+/// message at the cut changed, or appended messages hold a compaction block or a tombstone.
+#[derive(Debug, Clone, Default)]
+struct CompactionCut {
+    at: usize,
+    scanned: usize,
+    first: Option<threadline_message::MessageId>,
+    at_id: Option<threadline_message::MessageId>,
+}
+
+impl CompactionCut {
+    fn update(&mut self, messages: &[Message]) -> usize {
+        let same = messages.len() >= self.scanned
+            && messages.first().map(Message::id) == self.first.as_ref()
+            && messages.get(self.at).map(Message::id) == self.at_id.as_ref()
+            && !crate::from_compaction::may_move_cut(&messages[self.scanned.min(messages.len())..]);
+        if !same {
+            self.at = crate::from_compaction::last_compaction_start(messages);
+            self.first = messages.first().map(|m| m.id().clone());
+            self.at_id = messages.get(self.at).map(|m| m.id().clone());
+        }
+        self.scanned = messages.len();
+        self.at
+    }
 }
 
 /// Where the prefix ends: input message `input` begins output message `output`.
@@ -230,6 +259,7 @@ impl Normalizer {
             prefix: Prefix::default(),
             last: IncrementalUpdate::Nothing,
             unchanged: 0,
+            cut: CompactionCut::default(),
         }
     }
 
@@ -242,6 +272,11 @@ impl Normalizer {
     /// `normalize(messages, options).messages`, computed from the tail only when `messages`
     /// is the array seen last with messages appended.
     pub fn update(&mut self, messages: &[Message]) -> &[MessageParam] {
+        let messages = if self.options.from_last_compaction {
+            &messages[self.cut.update(messages)..]
+        } else {
+            messages
+        };
         if self.last == IncrementalUpdate::Nothing {
             self.full(messages, FullReason::First);
         } else if !self.seen.matches(messages) {

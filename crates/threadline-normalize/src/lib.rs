@@ -90,6 +90,7 @@
 #![forbid(unsafe_code)]
 
 mod draft;
+pub mod from_compaction;
 mod ids;
 pub mod implied;
 pub mod incremental;
@@ -145,6 +146,11 @@ pub struct Options {
     /// does not see the tools. The query loop, which sends the same tools every turn, turns
     /// it on.
     pub resume_paused_turn: bool,
+    /// Send only what follows the last server-side `compaction` block: the messages before
+    /// the assistant message holding it, and that message's blocks before it, are dropped
+    /// (the API ignores them anyway; see [`from_compaction`]). The request may then start with
+    /// that assistant message. Default `false`; the query loop turns it on.
+    pub from_last_compaction: bool,
 }
 
 impl Default for Options {
@@ -153,6 +159,7 @@ impl Default for Options {
             media_limit: 100,
             keep_cache_control: false,
             resume_paused_turn: false,
+            from_last_compaction: false,
         }
     }
 }
@@ -167,6 +174,13 @@ impl Options {
     /// These options sending a paused turn back as it is (see [`Options::resume_paused_turn`]).
     pub fn with_resume_paused_turn(mut self, resume: bool) -> Self {
         self.resume_paused_turn = resume;
+        self
+    }
+
+    /// These options sending only what follows the last `compaction` block (see
+    /// [`Options::from_last_compaction`]).
+    pub fn with_from_last_compaction(mut self, on: bool) -> Self {
+        self.from_last_compaction = on;
         self
     }
 
@@ -190,7 +204,12 @@ pub struct Normalized {
 /// of the repairs made. Never fails, never panics; see the [crate documentation](crate) for
 /// the pipeline and its guarantees.
 pub fn normalize(messages: &[Message], options: &Options) -> Normalized {
-    pipeline::run(messages, options)
+    let start = if options.from_last_compaction {
+        from_compaction::last_compaction_start(messages)
+    } else {
+        0
+    };
+    pipeline::run(&messages[start..], options)
 }
 
 /// The array needed repairs and strict mode refused to make them.

@@ -54,7 +54,10 @@ pub(crate) fn run_drafts<'a>(
     let items = drop_non_api(messages, &order, options, report);
     let drafts = render_attachments(items);
     let drafts = merge_assistant_fragments(drafts);
-    let drafts = merge_consecutive_users(drafts);
+    let mut drafts = merge_consecutive_users(drafts);
+    if options.from_last_compaction {
+        crate::from_compaction::trim_before_compaction(&mut drafts);
+    }
     let drafts = thinking_hygiene(drafts, report);
     let mut drafts = empty_content(drafts, report);
     error_results_text_only(&mut drafts, report);

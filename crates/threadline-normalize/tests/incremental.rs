@@ -216,3 +216,89 @@ fn reset_after_an_edit_in_place() {
         }
     );
 }
+
+/// A session with server-side `compaction` blocks (each its own assistant fragment, `content`
+/// a summary or `null`, with or without `encrypted_content`) inserted at random places; the
+/// last inserted block's JSON.
+fn with_compactions() -> impl Strategy<Value = (Vec<Message>, Option<String>)> {
+    (
+        any_session(),
+        prop::collection::vec(
+            (
+                any::<Index>(),
+                prop::option::of("[a-z ]{0,12}"),
+                any::<bool>(),
+            ),
+            0..4,
+        ),
+    )
+        .prop_map(|(mut session, inserts)| {
+            let mut placed: Vec<(usize, String)> = Vec::new();
+            for (n, (at, summary, encrypted)) in inserts.into_iter().enumerate() {
+                let mut value = serde_json::json!({"type": "compaction", "content": summary});
+                if encrypted {
+                    value["encrypted_content"] = format!("E{n}==").into();
+                }
+                let block: threadline_wire::ContentBlock =
+                    serde_json::from_value(value).expect("a compaction block");
+                let json = serde_json::to_string(&block).expect("serializes");
+                let at = at.index(session.len() + 1);
+                for p in &mut placed {
+                    if p.0 >= at {
+                        p.0 += 1;
+                    }
+                }
+                placed.push((at, json));
+                session.insert(
+                    at,
+                    Message::assistant_fragment(format!("msg_compact_{n}"), "m", vec![block]),
+                );
+            }
+            let last = placed.into_iter().max_by_key(|p| p.0).map(|p| p.1);
+            (session, last)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
+
+    /// With `from_last_compaction`, nothing precedes the last `compaction` block: it is the
+    /// first block of the first message, byte-identical to the block received; and the
+    /// incremental normalizer, grown one message at a time, equals the batch one.
+    #[test]
+    fn nothing_goes_before_the_last_compaction_block(
+        (session, last) in with_compactions(),
+    ) {
+        let options = Options::default().with_from_last_compaction(true);
+        let messages = normalize(&session, &options).messages;
+        let positions: Vec<(usize, usize)> = messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                m.content
+                    .to_blocks()
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, b)| matches!(b, threadline_wire::ContentBlock::Compaction(_)))
+                    .map(move |(j, _)| (i, j))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        match &last {
+            Some(json) => {
+                prop_assert_eq!(positions, vec![(0, 0)]);
+                let first = messages[0].content.to_blocks().remove(0);
+                prop_assert_eq!(&serde_json::to_string(&first).expect("serializes"), json);
+                prop_assert!(messages[0].role == threadline_wire::Role::Assistant);
+            }
+            None => prop_assert!(positions.is_empty()),
+        }
+        let mut normalizer = Normalizer::new(options);
+        for cut in 0..=session.len() {
+            step(&mut normalizer, &session[..cut])?;
+        }
+    }
+}

@@ -35,7 +35,7 @@ pub struct QueryConfig {
     pub max_stop_hook_blocks: u32,
     /// Normalization options. The loop always turns [`Options::resume_paused_turn`] on (a
     /// paused turn is sent back as it came; every request of a run defines the same tools),
-    /// whatever this says.
+    /// and [`Options::from_last_compaction`], whatever this says.
     pub normalize: Options,
     /// Server-side fallback models (`fallbacks`), sent with every request. The API needs the
     /// `server-side-fallback-2026-07-01` beta header with it; the client's configuration

@@ -89,9 +89,13 @@ fn fresh_normalizer() -> Normalizer {
 
 /// The normalization options the loop runs with: the caller's, with paused turns always
 /// resumed ([`Transition::PauseTurnResume`](crate::Transition::PauseTurnResume) sends a paused
-/// turn back as it came, its running server tool call included).
+/// turn back as it came, its running server tool call included), and only what follows the
+/// last server-side `compaction` block sent (the API ignores what precedes it).
 pub(crate) fn loop_normalize_options(options: &Options) -> Options {
-    options.clone().with_resume_paused_turn(true)
+    options
+        .clone()
+        .with_resume_paused_turn(true)
+        .with_from_last_compaction(true)
 }
 
 impl State {

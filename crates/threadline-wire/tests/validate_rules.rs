@@ -1953,3 +1953,24 @@ fn the_recorded_orphan_tool_result_400_is_reproduced_with_the_merged_position() 
     assert_eq!(violations[0].message, recorded);
     assert_eq!(violations[0].path, "messages.1.content.0");
 }
+
+#[test]
+fn a_request_may_start_at_a_compaction_block() {
+    // What the loop sends after a server-side compaction: the assistant message that
+    // begins with the last compaction block, then the conversation after it.
+    let compaction = json!({"type": "compaction", "content": "<summary>s</summary>"});
+    let request = body(
+        json!([
+            assistant(json!([compaction, text("Reading."), tool_use("toolu_1")])),
+            user(json!([tool_result("toolu_1")])),
+        ]),
+        json!({"model": "claude-sonnet-4-6"}),
+    );
+    check(&request, "claude-sonnet-4-6", &[]);
+    let failed = json!({"type": "compaction", "content": null, "encrypted_content": "E=="});
+    let request = body(
+        json!([assistant(json!([failed])), user(json!([text("go on")]))]),
+        json!({"model": "claude-sonnet-4-6"}),
+    );
+    check(&request, "claude-sonnet-4-6", &[]);
+}
