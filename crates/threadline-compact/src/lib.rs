@@ -12,7 +12,9 @@
 //! 5. [`autocompact`](mod@autocompact) — at `window − min(max_output, 20k) − 13k` tokens ([`thresholds`]),
 //!    a [`Summarizer`] writes a summary; the array becomes boundary → summary → verbatim tail
 //!    → re-attached files. A [`CircuitBreaker`] stops repeated failures.
-//! 6. [`reactive`] — after a `prompt is too long` error: one compaction for the turn, then a
+//! 6. [`server`] — server-side compaction: the `compact_20260112` edit where the model
+//!    supports it, and the choice local | server | both ([`server::CompactionMode`]).
+//! 7. [`reactive`] — after a `prompt is too long` error: one compaction for the turn, then a
 //!    retry; a second refusal is reported.
 //!
 //! [`triggers`](triggers::triggers) says when each layer would run, for a history.
@@ -66,6 +68,7 @@ pub mod reattach;
 mod retractions;
 #[cfg(test)]
 mod send_check;
+pub mod server;
 pub mod snip;
 mod stamp;
 pub mod summarizer;

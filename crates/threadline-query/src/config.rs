@@ -1,6 +1,7 @@
 //! The run's fixed settings.
 
 use threadline_normalize::Options;
+use threadline_wire::request::ContextManagement;
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
 
 use crate::token_budget::TokenBudget;
@@ -47,6 +48,10 @@ pub struct QueryConfig {
     /// Ask for cache diagnostics (`diagnostics: {previous_message_id}`) on every request; see
     /// [`crate::cache_diagnosis`]. The body names the beta header.
     pub cache_diagnostics: bool,
+    /// Server-side context edits (`context_management`: `compact_20260112` from
+    /// `threadline_compact::server`), sent with every request. The client derives the beta
+    /// headers from the body.
+    pub context_management: Option<ContextManagement>,
 }
 
 impl QueryConfig {
@@ -65,6 +70,7 @@ impl QueryConfig {
             fallbacks: None,
             tool_search: ToolSearchConfig::default(),
             cache_diagnostics: false,
+            context_management: None,
         }
     }
 
@@ -83,6 +89,12 @@ impl QueryConfig {
     /// With cache diagnostics asked for on every request.
     pub fn with_cache_diagnostics(mut self) -> QueryConfig {
         self.cache_diagnostics = true;
+        self
+    }
+
+    /// With server-side context edits on every request.
+    pub fn with_context_management(mut self, management: ContextManagement) -> QueryConfig {
+        self.context_management = Some(management);
         self
     }
 

@@ -61,6 +61,7 @@ pub mod request_hooks;
 pub mod run;
 pub mod schema;
 pub mod scripted;
+mod server_compaction;
 pub mod state;
 pub mod terminal;
 pub mod token_budget;

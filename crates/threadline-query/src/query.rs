@@ -344,7 +344,10 @@ where
                     return self.max_tokens(st, &fragments);
                 }
                 if stop_reason == Some(StopReason::PauseTurn) {
-                    return self.pause_turn(st);
+                    return self.pause_turn(st, Transition::PauseTurnResume);
+                }
+                if stop_reason == Some(StopReason::Compaction) {
+                    return self.pause_turn(st, Transition::ServerCompactionPause);
                 }
                 if stop_reason == Some(StopReason::ModelContextWindowExceeded) {
                     return self.context_window_exceeded(st).await;
@@ -394,6 +397,7 @@ where
         request.system = self.q.config.system.clone();
         request.thinking = self.q.config.thinking.clone();
         request.fallbacks = self.q.config.fallbacks.clone();
+        request.context_management = self.q.config.context_management.clone();
         if !self.tool_definitions.is_empty() {
             request.tools = Some(self.tool_definitions.clone());
         }
@@ -526,6 +530,10 @@ where
         }
         match std::mem::take(&mut acc).finish() {
             Ok(message) => {
+                if crate::server_compaction::compacted(&message) {
+                    // The server summarised: the prefix the cache planner knew is gone.
+                    self.q.planner.reset();
+                }
                 let usage = message.usage.clone();
                 if let Some(output) = usage.as_ref().and_then(|u| u.output_tokens) {
                     st.output_tokens = st.output_tokens.saturating_add(output);
@@ -678,7 +686,13 @@ where
     /// A paused turn: its blocks are already in the history, and the next request sends them
     /// back as they are, which is how the API resumes the turn. It counts as a turn for
     /// `max_turns`.
-    fn pause_turn(&mut self, st: &mut State) -> Result<Transition, Terminal> {
+    /// A paused turn (`pause_turn`, or a server-side compaction's pause) goes back as it is
+    /// and the model continues; `transition` names which.
+    fn pause_turn(
+        &mut self,
+        st: &mut State,
+        transition: Transition,
+    ) -> Result<Transition, Terminal> {
         if st.recovery.pause_turn_resumes >= MAX_PAUSE_TURN_RESUMES {
             self.emit(Event::Warning(format!(
                 "the turn paused {MAX_PAUSE_TURN_RESUMES} times in a row; stopping with what was produced"
@@ -693,7 +707,7 @@ where
         {
             return Err(Terminal::MaxTurns { limit });
         }
-        Ok(Transition::PauseTurnResume)
+        Ok(transition)
     }
 
     fn max_tokens(

@@ -47,6 +47,13 @@ pub enum Transition {
     ///
     /// [`MAX_CONTEXT_WINDOW_RECOVERIES`]: crate::recovery::MAX_CONTEXT_WINDOW_RECOVERIES
     ContextWindowRecovery,
+    /// Server-side compaction paused the turn (`stop_reason: compaction`, asked for with
+    /// `pause_after_compaction`): the assistant turn holding the `compaction` block is sent
+    /// back as it is and the model continues from the summary (counted with the pauses of
+    /// [`Transition::PauseTurnResume`]: at most [`MAX_PAUSE_TURN_RESUMES`] in a row).
+    ///
+    /// [`MAX_PAUSE_TURN_RESUMES`]: crate::recovery::MAX_PAUSE_TURN_RESUMES
+    ServerCompactionPause,
 }
 
 impl Transition {
@@ -63,6 +70,7 @@ impl Transition {
             Transition::PauseTurnResume => "pause_turn_resume",
             Transition::ContextWindowCompact => "context_window_compact",
             Transition::ContextWindowRecovery => "context_window_recovery",
+            Transition::ServerCompactionPause => "server_compaction_pause",
         }
     }
 }
@@ -90,6 +98,7 @@ mod tests {
             Transition::PauseTurnResume,
             Transition::ContextWindowCompact,
             Transition::ContextWindowRecovery,
+            Transition::ServerCompactionPause,
         ] {
             let json = serde_json::to_string(&t).expect("serializes");
             assert_eq!(json, format!("\"{}\"", t.name()));

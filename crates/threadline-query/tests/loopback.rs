@@ -274,6 +274,12 @@ fn valid_body(request: &RecordedRequest) -> Value {
     );
     let body = request.body.clone().expect("a JSON body");
     let parsed: MessagesRequest = serde_json::from_value(body.clone()).expect("a request");
+    // The betas are the ones the body needs (`threadline_wire::betas`), and only those.
+    assert_eq!(
+        request.headers.get("anthropic-beta").cloned(),
+        threadline_wire::betas::header_value(&[], &parsed),
+        "the betas the body needs"
+    );
     let model = ModelTable::builtin().resolve(&parsed.model);
     assert!(model.is_known(), "model {}", parsed.model);
     // The client derives `anthropic-beta` from the body; the mock validated with it.

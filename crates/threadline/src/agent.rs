@@ -216,6 +216,16 @@ where
         self
     }
 
+    /// Server-side compaction with `server`'s settings where the model supports it, the
+    /// local autocompact where it does not (see [`Compaction::server`]); the other compaction
+    /// settings are kept.
+    pub fn server_compaction(mut self, server: crate::ServerCompaction) -> Self {
+        self.compaction = self
+            .compaction
+            .with_server(crate::CompactionMode::Server, server);
+        self
+    }
+
     /// The prompt-cache planner (default: `Planner::default()`, the lookback-aware strategy).
     pub fn cache_planner(mut self, planner: Planner) -> Self {
         self.planner = Some(planner);
@@ -497,7 +507,12 @@ where
     /// run continues from its state.
     pub fn run(&mut self, prompt: impl Into<String>) -> AgentRun {
         let prompt = prompt.into();
-        let mut query = Query::new(self.service.clone(), self.config.clone())
+        let mut config = self.config.clone();
+        let row = ModelTable::builtin().resolve(&config.model).model();
+        if let Some(management) = self.compaction.context_management(row) {
+            config.context_management = Some(management);
+        }
+        let mut query = Query::new(self.service.clone(), config)
             .with_tools(self.tools.clone())
             .with_permission(SharedPermission(Arc::clone(&self.permission)))
             .with_shaper(self.shaper.clone())

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 use threadline_cache::Planner;
+use threadline_compact::server::{CompactionMode, ServerCompaction};
 use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     AutocompactOptions, BudgetOptions, CircuitBreaker, CompactContext, Compacted, DirStore,
@@ -49,6 +50,11 @@ pub struct Compaction {
     /// [`EXACT_COUNT_BAND`] of the autocompact threshold; the count decides. `None` (the
     /// default): the estimate decides alone.
     pub token_counter: Option<SharedTokenCounter>,
+    /// Local, server-side or both ([`CompactionMode::choose`]: the server only where the
+    /// model supports it, the local autocompact wherever the server does not run).
+    pub mode: CompactionMode,
+    /// The server-side edit's settings (used when [`Compaction::mode`] asks for the server).
+    pub server: ServerCompaction,
 }
 
 /// How close to the autocompact threshold the estimate must come (this share of it) before
@@ -75,6 +81,8 @@ impl Default for Compaction {
             microcompact: Some(MicrocompactOptions::default()),
             autocompact: AutocompactOptions::default(),
             token_counter: None,
+            mode: CompactionMode::Local,
+            server: ServerCompaction::default(),
         }
     }
 }
@@ -86,6 +94,36 @@ impl Compaction {
             enabled: false,
             ..Compaction::default()
         }
+    }
+
+    /// Server-side compaction (`compact_20260112`) with `server`'s settings where the model
+    /// supports it, instead of the local autocompact; the local autocompact where it does
+    /// not. The other local layers (budget, microcompact) stay.
+    pub fn server(server: ServerCompaction) -> Compaction {
+        Compaction {
+            mode: CompactionMode::Server,
+            server,
+            ..Compaction::default()
+        }
+    }
+
+    /// These settings with another mode (local, server or both) and server settings.
+    pub fn with_server(mut self, mode: CompactionMode, server: ServerCompaction) -> Compaction {
+        self.mode = mode;
+        self.server = server;
+        self
+    }
+
+    /// The `context_management` every request carries for `model` (`None` when the server
+    /// does not compact for it).
+    pub fn context_management(
+        &self,
+        model: &Model,
+    ) -> Option<threadline_wire::request::ContextManagement> {
+        if !self.enabled || !self.mode.choose(model).server {
+            return None;
+        }
+        self.server.context_management(model)
     }
 
     /// Autocompact at `tokens` instead of the model's threshold (small windows, demos).
@@ -356,7 +394,7 @@ where
         input: StepInput<'a>,
     ) -> BoxFuture<'a, Result<StepOutcome, PolicyError>> {
         Box::pin(async move {
-            if !self.options.enabled {
+            if !self.options.enabled || !self.options.mode.choose(self.model()).local {
                 return Ok(StepOutcome::unchanged());
             }
             let limit = self.limit();

@@ -109,6 +109,8 @@ mod today;
 pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
 #[cfg(feature = "agent")]
 pub use compaction::{Compaction, EXACT_COUNT_BAND, SharedTokenCounter};
+#[cfg(feature = "agent")]
+pub use threadline_compact::server::{CompactionMode, ServerCompaction};
 #[cfg(all(feature = "compact", feature = "client"))]
 mod token_counter;
 #[cfg(all(feature = "compact", feature = "client"))]
