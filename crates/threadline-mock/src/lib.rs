@@ -59,11 +59,13 @@
 mod body;
 mod connections;
 pub mod diagnostics;
+mod context_edits;
 mod limits;
 mod recording;
 mod respond;
 pub mod scenario;
 mod server;
+pub mod server_compaction;
 mod simulated_usage;
 pub mod tool_search;
 pub mod usage;

@@ -125,6 +125,22 @@ pub(crate) fn script(
                 block_events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":"redacted_thinking","data":data}}));
                 content.push(json!({"type":"redacted_thinking","data":data}));
             }
+            Block::Compaction {
+                content: summary,
+                encrypted_content,
+            } => {
+                output_bytes += summary.as_ref().map_or(0, String::len);
+                let mut block = json!({"type":"compaction","content":summary});
+                let mut delta = json!({"type":"compaction_delta","content":summary});
+                if let Some(encrypted) = encrypted_content {
+                    block["encrypted_content"] = json!(encrypted);
+                    delta["encrypted_content"] = json!(encrypted);
+                }
+                block_events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":"compaction","content":null}}));
+                block_events
+                    .push(json!({"type":"content_block_delta","index":index,"delta":delta}));
+                content.push(block);
+            }
             Block::Verbatim { block } => {
                 output_bytes += block.to_string().len();
                 block_events.push(
@@ -162,14 +178,21 @@ pub(crate) fn script(
             }
         }
     }
-    events.push(json!({"type":"message_delta","delta":with_stop_details(json!({"stop_reason":stop_reason,"stop_sequence":null}), &step.stop_details),"usage":usage}));
+    let mut delta = json!({"type":"message_delta","delta":with_stop_details(json!({"stop_reason":stop_reason,"stop_sequence":null}), &step.stop_details),"usage":usage});
+    if let Some(management) = &step.context_management {
+        delta["context_management"] = management.clone();
+    }
+    events.push(delta);
     events.push(json!({"type":"message_stop"}));
 
-    let message = with_stop_details(
+    let mut message = with_stop_details(
         json!({"id":message_id,"type":"message","role":"assistant","content":content,
             "model":model,"stop_reason":stop_reason,"stop_sequence":null,"usage":usage}),
         &step.stop_details,
     );
+    if let Some(management) = &step.context_management {
+        message["context_management"] = management.clone();
+    }
 
     let ending = match &step.fault {
         None => Ending::Complete,
@@ -251,6 +274,11 @@ steps:
   - kind: message
     content: [{type: text, text: "cut"}]
     stop_reason: model_context_window_exceeded
+  - kind: message
+    content:
+      - {type: compaction, content: null, encrypted_content: "RQ=="}
+      - {type: compaction, content: "<summary>S.</summary>"}
+      - {type: text, text: "After."}
 "#;
         let scenario: Scenario = serde_yaml::from_str(yaml).expect("valid");
         for step in &scenario.steps {

@@ -203,6 +203,15 @@ pub struct MessageStep {
     /// diagnostics (see [`crate::diagnostics`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Value>,
+    /// The summary of a server-side compaction, when the request's `compact_20260112` edit
+    /// triggers on this step (default: an extractive one; see `server_compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_summary: Option<String>,
+    /// `context_management` to report (`{"applied_edits": [...]}`), in the `message_delta`
+    /// and in a non-streamed body (default: what the mock applied of the request's edits,
+    /// absent when it has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<Value>,
 }
 
 /// A content block of a scripted message.
@@ -246,6 +255,16 @@ pub enum Block {
         name: String,
         /// The input object.
         input: Value,
+    },
+    /// A server-side `compaction` block, streamed as the API does: a start with `content:
+    /// null`, one `compaction_delta` with the whole summary, a stop.
+    Compaction {
+        /// The summary (`None`: `null`, a failed summary).
+        #[serde(default)]
+        content: Option<String>,
+        /// The opaque state to send back, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
     },
     /// Any other block (a `server_tool_use`, a `web_search_tool_result`, …), sent whole in
     /// its `content_block_start` and kept verbatim in the message.
@@ -430,6 +449,8 @@ impl Step {
             fault: None,
             tool_search: None,
             diagnostics: None,
+            compaction_summary: None,
+            context_management: None,
         })
     }
 
@@ -531,6 +552,12 @@ impl Step {
     /// ones.
     pub fn with_diagnostics(self, diagnostics: Value) -> Self {
         self.map_message(|m| m.diagnostics = Some(diagnostics))
+    }
+
+    /// This message step with the summary a server-side compaction on it writes.
+    pub fn with_compaction_summary(self, summary: impl Into<String>) -> Self {
+        let summary = summary.into();
+        self.map_message(|m| m.compaction_summary = Some(summary))
     }
 
     /// This message step with a fault.

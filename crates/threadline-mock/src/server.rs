@@ -16,7 +16,7 @@ use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use serde_json::{Value, json};
+use serde_json::Value;
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::validate::{
     ValidateOptions, Violation, validate_count_tokens_with, validate_with,
@@ -535,7 +535,8 @@ async fn answer(
             Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
         };
         let tokens = state.usage.count_tokens(&request, bytes.len());
-        let body = serde_json::to_vec(&json!({"input_tokens": tokens})).expect("JSON serializes");
+        let answer = crate::server_compaction::count_tokens_answer(&request, tokens);
+        let body = serde_json::to_vec(&answer).expect("JSON serializes");
         return (
             Ok(json_response(StatusCode::OK, request_id, body)),
             Verdict::Accepted,
@@ -679,12 +680,24 @@ fn message_step(
     request_id: &str,
 ) -> Response<MockBody> {
     let message_id = state.next_id("msg");
+    // Server-side compaction and the context edits the request asks for.
+    let compacting = crate::server_compaction::plan(step, request);
+    let mut scripted = compacting
+        .as_ref()
+        .map_or_else(|| step.clone(), |c| c.step.clone());
+    if scripted.context_management.is_none() {
+        let input = crate::usage::estimate_tokens(request_bytes);
+        scripted.context_management = crate::context_edits::applied(request, input);
+    }
     let mut script = respond::script(
-        step,
+        &scripted,
         &message_id,
         &request.model,
         || state.next_id("toolu"),
-        |output_tokens| state.usage.usage(request, request_bytes, output_tokens),
+        |output_tokens| match &compacting {
+            Some(c) => c.usage(state.usage.as_ref(), output_tokens),
+            None => state.usage.usage(request, request_bytes, output_tokens),
+        },
     );
     let forced = step.diagnostics.as_ref();
     if let Some(d) = (state.fingerprints).answer(request, beta_header, &message_id, forced) {

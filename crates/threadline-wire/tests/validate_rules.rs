@@ -1973,4 +1973,24 @@ fn a_request_may_start_at_a_compaction_block() {
         json!({"model": "claude-sonnet-4-6"}),
     );
     check(&request, "claude-sonnet-4-6", &[]);
+    // The turn a compaction paused (`stop_reason: compaction`) goes back last: a
+    // continuation, not a prefill, even where prefill is refused.
+    let paused = json!({"type": "compaction", "content": "<summary>s</summary>"});
+    let request = body(
+        json!([user(json!([text("q")])), assistant(json!([paused]))]),
+        json!({"model": "claude-sonnet-4-6"}),
+    );
+    check(&request, "claude-sonnet-4-6", &[]);
+    let prefill = body(
+        json!([user(json!([text("q")])), assistant(json!([text("A")]))]),
+        json!({"model": "claude-sonnet-4-6"}),
+    );
+    check(
+        &prefill,
+        "claude-sonnet-4-6",
+        &[(
+            "messages.1",
+            "This model does not support assistant message prefill. The conversation must end with a user message.",
+        )],
+    );
 }

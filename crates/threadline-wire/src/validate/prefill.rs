@@ -3,7 +3,9 @@
 //!
 //! A final assistant message holding server tool calls or results is the continuation of a
 //! paused server-tool turn (`pause_turn`, which the documentation says to re-send as is), not a
-//! prefill, and is left alone.
+//! prefill, and is left alone; so is one holding a `compaction` block, the turn a server-side
+//! compaction paused (`stop_reason: compaction`: the documentation says to append it and call
+//! again).
 
 use super::View;
 use super::report::Ctx;
@@ -25,7 +27,8 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
             && (matches!(
                 block,
                 ContentBlock::ServerToolUse(_) | ContentBlock::McpToolUse(_)
-            ) || block.server_tool_result().is_some())
+            ) || block.server_tool_result().is_some()
+                || matches!(block, ContentBlock::Compaction(_)))
         {
             continuation = true;
         }
