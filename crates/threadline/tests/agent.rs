@@ -575,3 +575,72 @@ async fn an_agent_with_automatic_caching_and_cache_diagnostics() {
     assert_eq!(reports[0].agreement, Agreement::Inconclusive);
     assert_eq!(reports[1].agreement, Agreement::Agrees, "{:?}", reports[1]);
 }
+
+/// `Compaction::server`: where the model supports it, every request carries the
+/// `compact_20260112` edit (and the client its beta) and the local autocompact stays off even
+/// over its threshold; where it does not, the request carries no edit and the local
+/// autocompact runs as before.
+#[tokio::test(flavor = "current_thread")]
+async fn server_compaction_replaces_the_local_autocompact_where_the_model_supports_it() {
+    for (model, server) in [("claude-sonnet-4-6", true), ("claude-haiku-4-5", false)] {
+        let dir = workspace();
+        let mut steps = vec![read("big.txt"), read("medium.txt")];
+        if !server {
+            steps.push(Step::text("<summary>Two files were read.</summary>"));
+        }
+        steps.push(Step::text("Both files are read."));
+        let mock = MockServer::start(Scenario::new(steps)).await.expect("mock");
+        let mut compaction = small_compaction(Some(3_900));
+        compaction = compaction.with_server(
+            threadline::CompactionMode::Server,
+            threadline::ServerCompaction::default().with_trigger(60_000),
+        );
+        let workspace_handle = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+        let mut agent = Agent::builder(client(&mock))
+            .model(model)
+            .system_prompt("You read files.")
+            .workspace(dir.path())
+            .tool(ReadFile::new(workspace_handle))
+            .compaction(compaction)
+            .today("2026-03-08")
+            .build()
+            .expect("agent");
+        let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+        let (terminal, path) = finished(&events);
+        assert_eq!(terminal, Terminal::Completed, "{model}");
+        assert_eq!(
+            path,
+            [Transition::NextTurn, Transition::NextTurn],
+            "{model}"
+        );
+        let requests = mock.requests();
+        assert!(requests.iter().all(|r| r.status == Some(200)), "{model}");
+        let edit = json!({"edits": [{"type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": 60000}, "pause_after_compaction": false}]});
+        if server {
+            assert_eq!(compactions(&events), [], "{model}: no local autocompact");
+            assert_eq!(requests.len(), 3);
+            assert!(
+                requests
+                    .iter()
+                    .all(|r| body(r)["context_management"] == edit)
+            );
+            assert!(requests.iter().all(|r| {
+                r.headers.get("anthropic-beta").map(String::as_str) == Some("compact-2026-01-12")
+            }));
+        } else {
+            assert_eq!(compactions(&events), [CompactTrigger::Auto], "{model}");
+            assert_eq!(requests.len(), 4);
+            assert!(
+                requests
+                    .iter()
+                    .all(|r| body(r).get("context_management").is_none())
+            );
+            assert!(
+                requests
+                    .iter()
+                    .all(|r| !r.headers.contains_key("anthropic-beta"))
+            );
+        }
+    }
+}
