@@ -27,6 +27,12 @@ pub(crate) struct Totals {
     pub(crate) output_tokens: u64,
     /// The cost by the model table.
     pub(crate) cost: f64,
+    /// Server-side compaction passes (`usage.iterations` of type `compaction`).
+    pub(crate) compaction_iterations: u32,
+    /// Their input tokens (all: uncached, written and read), included in the totals above.
+    pub(crate) compaction_input_tokens: u64,
+    /// Their output tokens, included in `output_tokens`.
+    pub(crate) compaction_output_tokens: u64,
 }
 
 impl Totals {
@@ -47,20 +53,45 @@ impl Totals {
         }
     }
 
+    /// Adds what `usage` bills: every `usage.iterations` pass (a compaction pass, a declined
+    /// fallback hop), not only the top-level figures; each pass priced by its own model's row
+    /// when it names one the table knows.
     fn add(&mut self, usage: &Usage, model: &str) {
         // Saturating: the counts are the server's, and a hostile one may send u64::MAX.
         let add = |total: &mut u64, tokens: Option<u64>| {
             *total = total.saturating_add(tokens.unwrap_or(0));
         };
-        add(&mut self.input_tokens, usage.input_tokens);
+        let billed = usage.billed();
+        add(&mut self.input_tokens, billed.input_tokens);
         add(
             &mut self.cache_write_tokens,
-            usage.cache_creation_input_tokens,
+            billed.cache_creation_input_tokens,
         );
-        add(&mut self.cache_read_tokens, usage.cache_read_input_tokens);
-        add(&mut self.output_tokens, usage.output_tokens);
+        add(&mut self.cache_read_tokens, billed.cache_read_input_tokens);
+        add(&mut self.output_tokens, billed.output_tokens);
+        for pass in usage.compaction_iterations() {
+            self.compaction_iterations = self.compaction_iterations.saturating_add(1);
+            add(
+                &mut self.compaction_input_tokens,
+                Some(pass.total_input_tokens()),
+            );
+            add(&mut self.compaction_output_tokens, pass.output_tokens);
+        }
         let table = threadline::wire::model::ModelTable::builtin();
-        self.cost += table.resolve(model).model().cost(usage);
+        self.cost += table.cost(model, usage);
+    }
+
+    /// The compaction passes as a summary line's value (`None` when there were none).
+    pub(crate) fn compaction_line(&self) -> Option<String> {
+        (self.compaction_iterations > 0).then(|| {
+            format!(
+                "{} server-side compaction iteration{}: input {}, output {} (billed, in the tokens above)",
+                self.compaction_iterations,
+                if self.compaction_iterations == 1 { "" } else { "s" },
+                self.compaction_input_tokens,
+                self.compaction_output_tokens
+            )
+        })
     }
 }
 
@@ -163,6 +194,35 @@ mod tests {
         assert!((totals.cost - model.cost(&usage)).abs() < 1e-12);
         assert!(totals.cost > 0.0);
         assert_eq!(Totals::default().cache_read_share(), 0.0);
+    }
+
+    #[test]
+    fn totals_bill_every_iteration_and_count_compaction_passes() {
+        // The recorded ruby_llm compaction exchange.
+        let usage: Usage = serde_json::from_str(
+            r#"{"input_tokens":162,"output_tokens":11,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,
+            "iterations":[{"type":"compaction","input_tokens":99195,"output_tokens":81},
+                          {"type":"message","input_tokens":162,"output_tokens":11}]}"#,
+        )
+        .expect("parses");
+        let mut totals = Totals::default();
+        totals.add(&usage, "claude-sonnet-4-6");
+        assert_eq!((totals.input_tokens, totals.output_tokens), (99_357, 92));
+        assert_eq!(totals.compaction_iterations, 1);
+        assert_eq!(
+            (
+                totals.compaction_input_tokens,
+                totals.compaction_output_tokens
+            ),
+            (99_195, 81)
+        );
+        assert_eq!(
+            totals.compaction_line().as_deref(),
+            Some(
+                "1 server-side compaction iteration: input 99195, output 81 (billed, in the tokens above)"
+            )
+        );
+        assert_eq!(Totals::default().compaction_line(), None);
     }
 
     #[test]

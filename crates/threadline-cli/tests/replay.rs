@@ -89,3 +89,32 @@ fn a_file_without_messages_exchanges_is_exit_2_in_one_line() {
         String::from_utf8_lossy(&missing.stderr).starts_with("threadline: replay: cannot read")
     );
 }
+
+#[test]
+fn a_server_side_compaction_is_kept_and_billed_as_recorded() {
+    let output = replay(&fixture(
+        "crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_a_long_conversation_and_bills_the_summarization_pass.json",
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let summary = summary(&stdout);
+    assert_eq!(summary["exchanges used"], "1 of 1 recorded");
+    assert_eq!(summary["terminal"], "completed");
+    // Billed: both iterations, 99,195 + 162 input and 81 + 11 output; the top level says
+    // only 162 / 11.
+    assert_eq!(
+        summary["tokens"],
+        "input 99357, cache write 0, cache read 0, output 92 (billed, as recorded)"
+    );
+    assert_eq!(
+        summary["compaction"],
+        "1 server-side compaction iteration: input 99195, output 81 (billed, in the tokens above)"
+    );
+    assert_eq!(
+        summary["compaction blocks"],
+        "1 kept in the history, 1 identical to the recording"
+    );
+    // claude-sonnet-4-6: $3/M input, $15/M output.
+    assert_eq!(summary["cost"], "$0.2995");
+}

@@ -216,6 +216,16 @@ where
         self
     }
 
+    /// Server-side context edits sent with every request as given (a recorded request's, say);
+    /// a server-side compaction the [`Compaction`] asks for replaces them.
+    pub fn context_management(
+        mut self,
+        management: threadline_wire::request::ContextManagement,
+    ) -> Self {
+        self.config.context_management = Some(management);
+        self
+    }
+
     /// Server-side compaction with `server`'s settings where the model supports it, the
     /// local autocompact where it does not (see [`Compaction::server`]); the other compaction
     /// settings are kept.

@@ -128,6 +128,9 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
     ));
     let mut progress = Progress::new(Style::Timeline);
     let mut runs = 0;
+    let mut compaction_blocks = 0usize;
+    let mut identical = 0usize;
+    let recorded_blocks = recorded_compaction_blocks(exchanges);
     while let Some(start) = exchanges.get(mock.request_count()) {
         let Some(prompt) = first_prompt(&start.request) else {
             print_line(&format!(
@@ -161,6 +164,10 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
         let before = mock.request_count();
         let mut events = agent.run(prompt);
         while let Some(event) = events.next().await {
+            for block in kept_compaction_blocks(&event) {
+                compaction_blocks += 1;
+                identical += usize::from(recorded_blocks.contains(&block));
+            }
             progress.on_event(&event);
         }
         progress.finish_output();
@@ -210,13 +217,24 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
     line(
         "tokens:",
         format!(
-            "input {}, cache write {}, cache read {}, output {} (as recorded)",
+            "input {}, cache write {}, cache read {}, output {} (billed, as recorded)",
             totals.input_tokens,
             totals.cache_write_tokens,
             totals.cache_read_tokens,
             totals.output_tokens
         ),
     );
+    if let Some(compaction) = totals.compaction_line() {
+        line("compaction:", compaction);
+    }
+    if compaction_blocks > 0 {
+        line(
+            "compaction blocks:",
+            format!(
+                "{compaction_blocks} kept in the history, {identical} identical to the recording"
+            ),
+        );
+    }
     line("cost:", format!("${:.4}", totals.cost));
     if used != exchanges.len() {
         eprintln!(
@@ -233,6 +251,34 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The server-side `compaction` blocks `event` appends to the history, as JSON.
+fn kept_compaction_blocks(event: &threadline::query::Event) -> Vec<Value> {
+    match event {
+        threadline::query::Event::Message(threadline::message::Message::Assistant(a)) => a
+            .content
+            .iter()
+            .filter(|b| matches!(b, threadline::wire::ContentBlock::Compaction(_)))
+            .filter_map(|b| serde_json::to_value(b).ok())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The `compaction` blocks of the recorded JSON responses.
+fn recorded_compaction_blocks(exchanges: &[Exchange]) -> Vec<Value> {
+    exchanges
+        .iter()
+        .filter_map(|e| {
+            e.response
+                .pointer("/body/content")
+                .and_then(Value::as_array)
+        })
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
+        .cloned()
+        .collect()
 }
 
 /// The text of the first user message of a recorded request.
@@ -295,6 +341,13 @@ fn agent_for(
         .today("2026-01-01");
     if let Some(system) = system_text(request) {
         builder = builder.system_prompt(system);
+    }
+    // The recorded edits (server-side compaction, context editing) go with every request.
+    if let Some(management) = request
+        .get("context_management")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+    {
+        builder = builder.context_management(management);
     }
     for definition in request
         .get("tools")
