@@ -301,6 +301,10 @@ enum Command {
         /// Keep the scratch copy of the project (its path is printed).
         #[arg(long)]
         keep: bool,
+        /// `local`: the autocompact writes a summary with a model call; `server`: the requests
+        /// carry the `compact_20260112` edit and the API (here, the mock) compacts.
+        #[arg(long, value_enum, default_value = "local")]
+        compaction: commands::demo_server::DemoCompaction,
     },
     /// Drive a recorded session through the query loop against the mock.
     ///
@@ -437,7 +441,9 @@ fn main() -> ExitCode {
         }),
         Command::Session { command } => commands::session::run(&command),
         Command::Replay { fixture } => commands::replay::run(&fixture),
-        Command::Demo { keep } => commands::demo::run(&commands::demo::DemoArgs { keep }),
+        Command::Demo { keep, compaction } => {
+            commands::demo::run(&commands::demo::DemoArgs { keep, compaction })
+        }
         Command::Mock {
             addr,
             scenario,

@@ -190,8 +190,18 @@ impl Progress {
         match message {
             Message::Assistant(assistant) if self.style == Style::Timeline => {
                 for block in &assistant.content {
-                    if let ContentBlock::Text(text) = block {
-                        self.say(&format!("model: {}", first_line(&text.text, 100)));
+                    match block {
+                        ContentBlock::Text(text) => {
+                            self.say(&format!("model: {}", first_line(&text.text, 100)));
+                        }
+                        ContentBlock::Compaction(c) => self.say(&format!(
+                            "server-side compaction: the API summarised the conversation ({}); later requests start at this block",
+                            c.content.as_deref().map_or_else(
+                                || "no summary: a failed compaction, sent back as is".to_owned(),
+                                |s| format!("{} characters", s.chars().count())
+                            )
+                        )),
+                        _ => {}
                     }
                 }
                 if let (Some(stop), Some(usage)) = (&assistant.stop_reason, &assistant.usage) {

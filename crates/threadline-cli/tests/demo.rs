@@ -85,3 +85,44 @@ fn the_demo_shows_every_required_event_and_exits_0() {
     assert!(stdout.contains("started while the model is still streaming"));
     assert!(stderr.is_empty(), "nothing went wrong: {stderr}");
 }
+
+#[test]
+fn the_demo_with_server_compaction_names_its_compaction_iterations_and_exits_0() {
+    let elsewhere = tempfile::tempdir().expect("a temp dir");
+    let output = common::command()
+        .args(["demo", "--compaction", "server"])
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status.code()
+    );
+    let summary = summary(&stdout);
+    assert_eq!(summary["terminal"], "completed");
+    // The server compacted once; no local autocompact, no summary request.
+    assert_eq!(count(&summary["autocompact"]), 0);
+    assert!(
+        summary["requests"].contains("0 summary"),
+        "{}",
+        summary["requests"]
+    );
+    let compaction = &summary["server compaction"];
+    assert!(
+        compaction.starts_with("1 server-side compaction iteration: input "),
+        "{compaction}"
+    );
+    // The compaction pass read more than the trigger, and it is billed in the totals.
+    let pass_input = compaction.split("input ").nth(1).map_or(0, count);
+    assert!(pass_input >= 60_000, "{compaction}");
+    let billed_input = count(&summary["tokens"].replace("input ", ""));
+    assert!(billed_input >= pass_input, "{}", summary["tokens"]);
+    assert_eq!(summary.get("fix in place").map(String::as_str), Some("yes"));
+    let transitions: Vec<&str> = summary["transitions"].split(", ").collect();
+    assert!(transitions.contains(&"max_output_tokens_recovery"));
+    assert!(stdout.contains("server-side compaction: the API summarised the conversation"));
+    assert!(stderr.is_empty(), "nothing went wrong: {stderr}");
+}

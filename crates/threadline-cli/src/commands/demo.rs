@@ -3,7 +3,9 @@
 //! scripted scenario (`demo/scenario.yaml`). It shows tools starting while the model streams,
 //! a parallel batch, a 529 the client retries, an autocompact whose summary request goes to
 //! the mock, and a `max_tokens` recovery, then a summary. Exit 0 when the session completed
-//! and showed all of these; 1 when it did not; 2 when it could not start.
+//! and showed all of these; 1 when it did not; 2 when it could not start. With
+//! `--compaction server` the mock compacts server-side instead (`demo_server`), and the
+//! summary names the compaction iterations.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,6 +23,7 @@ use threadline::wire::model::ModelTable;
 use threadline::wire::{MessagesRequest, StreamEvent, SystemPrompt};
 
 use crate::agent_setup::{AgentSettings, SYSTEM_PROMPT, agent_builder, client, quick_retries};
+use crate::commands::demo_server::{self, DemoCompaction};
 use crate::meter::Meter;
 use crate::output::print_line;
 use crate::progress::{Progress, Style};
@@ -68,6 +71,8 @@ const DEMO_KEY: &str = "sk-ant-demo-offline";
 pub(crate) struct DemoArgs {
     /// Keep the scratch copy instead of deleting it.
     pub(crate) keep: bool,
+    /// Local autocompact or server-side compaction.
+    pub(crate) compaction: DemoCompaction,
 }
 
 pub(crate) fn run(args: &DemoArgs) -> ExitCode {
@@ -104,12 +109,27 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let server = args.compaction == DemoCompaction::Server;
+    if server && let Err(error) = demo_server::write_archives(&project) {
+        eprintln!("threadline: demo: cannot write the archived files: {error}");
+        return ExitCode::from(2);
+    }
     let scenario: Scenario = match serde_yaml::from_str(SCENARIO) {
         Ok(scenario) => scenario,
         Err(error) => {
             eprintln!("threadline: demo: the bundled scenario is invalid: {error}");
             return ExitCode::from(2);
         }
+    };
+    let scenario = match (server, scenario) {
+        (false, scenario) => scenario,
+        (true, scenario) => match demo_server::scenario(scenario) {
+            Some(scenario) => scenario,
+            None => {
+                eprintln!("threadline: demo: the bundled scenario has no summary step to replace");
+                return ExitCode::from(2);
+            }
+        },
     };
     let steps = scenario.steps.len();
     let mock = match MockServer::start(scenario).await {
@@ -146,6 +166,9 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         file_tokens: 500,
         total_tokens: 1_000,
     };
+    if server {
+        compaction = demo_server::compaction(compaction);
+    }
     let agent = agent_builder(
         client,
         &meter,
@@ -177,9 +200,16 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         "  mock      {} playing {steps} scripted answers",
         mock.base_url()
     ));
-    print_line(&format!(
-        "  model     {MODEL}; autocompact at {autocompact_at} tokens (small on purpose)"
-    ));
+    if server {
+        print_line(&format!(
+            "  model     {MODEL}; server-side compaction at {} input tokens (the API's minimum is 50,000)",
+            demo_server::TRIGGER
+        ));
+    } else {
+        print_line(&format!(
+            "  model     {MODEL}; autocompact at {autocompact_at} tokens (small on purpose)"
+        ));
+    }
     print_line(&format!("  prompt    {PROMPT}"));
     print_line("");
 
@@ -269,6 +299,12 @@ async fn demo(args: &DemoArgs) -> ExitCode {
                 .join(", ")
         ),
     );
+    line(
+        "server compaction:",
+        totals
+            .compaction_line()
+            .unwrap_or_else(|| "none".to_owned()),
+    );
     line("transitions:", progress.transition_names());
     line(
         "tokens:",
@@ -302,7 +338,12 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         print_line(&format!("  kept at           {}", kept.display()));
     }
 
-    let missing = missing_events(&progress, retried, rejected, fixed);
+    let compacted = if server {
+        totals.compaction_iterations > 0
+    } else {
+        progress.autocompacts() > 0
+    };
+    let missing = missing_events(&progress, retried, rejected, fixed, (server, compacted));
     if missing.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -320,6 +361,7 @@ fn missing_events(
     retried: usize,
     rejected: usize,
     fixed: bool,
+    (server, compacted): (bool, bool),
 ) -> Vec<&'static str> {
     let mut missing = Vec::new();
     if progress.terminal != Some(Terminal::Completed) {
@@ -334,8 +376,12 @@ fn missing_events(
     if retried == 0 {
         missing.push("a retried 529");
     }
-    if progress.autocompacts() == 0 {
-        missing.push("an autocompact");
+    if !compacted {
+        missing.push(if server {
+            "a server-side compaction"
+        } else {
+            "an autocompact"
+        });
     }
     for needed in [
         Transition::NextTurn,

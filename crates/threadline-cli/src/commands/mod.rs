@@ -4,6 +4,7 @@ pub(crate) mod accumulate;
 pub(crate) mod check;
 pub(crate) mod compact;
 pub(crate) mod demo;
+pub(crate) mod demo_server;
 pub(crate) mod inspect;
 pub(crate) mod mock;
 pub(crate) mod normalize;
