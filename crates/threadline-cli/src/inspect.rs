@@ -141,6 +141,7 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
     let mut errors = Vec::new();
     let (mut recorded_total, mut predicted_total) = (Usage::default(), Usage::default());
     let (mut cost_recorded, mut cost_predicted) = (0.0, 0.0);
+    let mut compaction_passes = CompactionPasses::default();
     let mut last_at = 0u64;
     let thresholds = Thresholds::for_model(model);
     let mut walk = ImpliedRequests::new(&session.messages);
@@ -176,11 +177,17 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
                 errors.push((share - predicted_share).abs());
                 let cost = model.cost(usage);
                 cost_recorded += cost;
+                compaction_passes.add(usage);
                 add(&mut recorded_total, usage);
                 (usage_json(usage), json!(share), json!(cost))
             }
             None => (Value::Null, Value::Null, Value::Null),
         };
+        let passes = implied
+            .recorded
+            .as_ref()
+            .map(compaction_iterations_json)
+            .filter(|p| p.as_array().is_some_and(|a| !a.is_empty()));
         let mut row = json!({
             "index": index,
             "request_id": implied.key,
@@ -199,11 +206,15 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             row["diagnostics"] =
                 crate::inspect_diagnostics::row(recorded, step.cache_break.as_ref());
         }
+        if let (Some(passes), Some(map)) = (passes, row.as_object_mut()) {
+            // Server-side compaction passes, billed beside the request's own (top-level) usage.
+            map.insert("compaction_iterations".to_owned(), passes);
+        }
         rows.push(row);
         index += 1;
     }
     let mae = |e: &[f64]| (!e.is_empty()).then(|| e.iter().sum::<f64>() / e.len() as f64);
-    json!({
+    let mut report = json!({
         "format": session.format,
         "model": model.id,
         "model_warning": resolved.warning(),
@@ -226,7 +237,50 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
         "share_mae": mae(&errors),
         "share_mae_after_first": mae(errors.get(1..).unwrap_or(&[])),
         "compaction": compaction_json(&session.messages, model, config.unseen.tokens),
-    })
+    });
+    if compaction_passes.count > 0
+        && let Some(map) = report.as_object_mut()
+    {
+        map.insert("compaction_iterations".to_owned(), compaction_passes.json());
+    }
+    report
+}
+
+/// The server-side compaction passes (`usage.iterations` of type `compaction`) a transcript
+/// recorded: each billed, apart from the requests' own usage.
+#[derive(Debug, Default)]
+struct CompactionPasses {
+    count: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl CompactionPasses {
+    fn add(&mut self, usage: &Usage) {
+        for pass in usage.compaction_iterations() {
+            self.count = self.count.saturating_add(1);
+            self.input_tokens = self.input_tokens.saturating_add(pass.total_input_tokens());
+            self.output_tokens = self
+                .output_tokens
+                .saturating_add(pass.output_tokens.unwrap_or(0));
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"count": self.count, "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens})
+    }
+}
+
+/// A usage's compaction passes as the report shows them.
+fn compaction_iterations_json(usage: &Usage) -> Value {
+    usage
+        .compaction_iterations()
+        .map(|pass| {
+            json!({"input_tokens": pass.total_input_tokens(),
+                "output_tokens": pass.output_tokens.unwrap_or(0)})
+        })
+        .collect()
 }
 
 fn level_name(level: Level) -> &'static str {
@@ -371,6 +425,16 @@ pub fn render_text(report: &Value) -> String {
             row["cache_break"]["description"].as_str().unwrap_or(""),
         ));
         out.push_str(&crate::inspect_diagnostics::render(row));
+        for pass in row["compaction_iterations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            out.push_str(&format!(
+                "      server-side compaction pass: input {}, output {} (billed in the cost)\n",
+                pass["input_tokens"], pass["output_tokens"]
+            ));
+        }
         if planned {
             out.push_str(&format!(
                 "      re-planned {:>45} {:>15} {:>10.5}  {}\n",
@@ -393,6 +457,13 @@ pub fn render_text(report: &Value) -> String {
         cost(&totals["cost"]["recorded"]),
         cost(&totals["cost"]["predicted"]),
     ));
+    let passes = &report["compaction_iterations"];
+    if passes.is_object() {
+        out.push_str(&format!(
+            "compaction iterations: {} (input {}, output {}), billed apart from the requests' own usage\n",
+            passes["count"], passes["input_tokens"], passes["output_tokens"]
+        ));
+    }
     match report["share_mae"].as_f64() {
         Some(mae) => out.push_str(&format!(
             "share_mae {mae:.4} (after the first request: {})",

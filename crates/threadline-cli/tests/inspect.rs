@@ -298,3 +298,63 @@ fn a_recorded_cache_break_is_named_with_its_cause() {
     assert_eq!(request["cache_break"]["cause"], "prior_thinking_stripped");
     assert_eq!(request["cache_break"]["location"], "messages.1.content.1");
 }
+
+#[test]
+fn server_side_compaction_passes_are_shown_apart_and_billed() {
+    use threadline_message::{Message, TranscriptWriter};
+    use threadline_wire::{ContentBlock, StopReason, Usage};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("compacted.jsonl");
+    let mut writer = TranscriptWriter::open(&path).expect("opens");
+    let compaction: ContentBlock =
+        serde_json::from_value(serde_json::json!({"type": "compaction", "content": "S."}))
+            .expect("a block");
+    // The recorded ruby_llm exchange's usage.
+    let usage: Usage = serde_json::from_value(serde_json::json!({
+        "input_tokens": 162, "output_tokens": 11, "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0, "iterations": [
+            {"type": "compaction", "input_tokens": 99195, "output_tokens": 81},
+            {"type": "message", "input_tokens": 162, "output_tokens": 11}]}))
+    .expect("usage");
+    let mut answer = Message::assistant_fragment(
+        "msg_1",
+        "claude-sonnet-4-6",
+        vec![compaction, ContentBlock::text("The fox.")],
+    );
+    if let Message::Assistant(assistant) = &mut answer {
+        assistant.stop_reason = Some(StopReason::EndTurn);
+        assistant.usage = Some(Box::new(usage));
+    }
+    writer
+        .append_all(&[Message::user_text("Which animal jumps?"), answer])
+        .expect("written");
+    drop(writer);
+    let path = path.to_str().expect("UTF-8 path");
+    let report = report(path);
+    assert_eq!(
+        report["compaction_iterations"],
+        serde_json::json!({"count": 1, "input_tokens": 99195, "output_tokens": 81})
+    );
+    let row = &report["requests"][0];
+    assert_eq!(
+        row["compaction_iterations"],
+        serde_json::json!([{"input_tokens": 99195, "output_tokens": 81}])
+    );
+    // The request's own usage stays the top level; the cost bills both passes.
+    assert_eq!(row["recorded"]["input_tokens"], 162);
+    let cost = row["cost"]["recorded"].as_f64().expect("a cost");
+    assert!(
+        (cost - (99_357.0 * 3.0 + 92.0 * 15.0) / 1e6).abs() < 1e-9,
+        "{cost}"
+    );
+    let out = threadline(&["inspect", path]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("server-side compaction pass: input 99195, output 81 (billed in the cost)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("compaction iterations: 1 (input 99195, output 81)"),
+        "{text}"
+    );
+}
