@@ -262,6 +262,33 @@ mod tests {
     }
 
     #[test]
+    fn count_tokens_applies_compaction_blocks_and_reports_the_original_count() {
+        let body = |management: Option<Value>| {
+            let mut value = json!({"model": "claude-sonnet-4-6", "messages": [
+                {"role": "user", "content": "x".repeat(40_000)},
+                {"role": "assistant", "content": [{"type": "compaction", "content": "S."}]},
+                {"role": "user", "content": "go on"}]});
+            if let Some(m) = management {
+                value["context_management"] = m;
+            }
+            serde_json::from_value::<CountTokensRequest>(value).expect("a count request")
+        };
+        assert_eq!(
+            count_tokens_answer(&body(None), 10_500),
+            json!({"input_tokens": 10_500})
+        );
+        let edits = json!({"edits": [{"type": "compact_20260112"}]});
+        let answer = count_tokens_answer(&body(Some(edits)), 10_500);
+        assert_eq!(
+            answer["context_management"]["original_input_tokens"],
+            10_500
+        );
+        let applied = answer["input_tokens"].as_u64().expect("a count");
+        // The 40,000-character message (~10,000 tokens) is not counted.
+        assert!(applied < 600, "{answer}");
+    }
+
+    #[test]
     fn a_request_over_the_trigger_compacts_and_pauses_when_asked() {
         let messages =
             json!([{"role": "user", "content": format!("First. {}", "y".repeat(220_000))}]);
