@@ -118,3 +118,27 @@ fn a_server_side_compaction_is_kept_and_billed_as_recorded() {
     // claude-sonnet-4-6: $3/M input, $15/M output.
     assert_eq!(summary["cost"], "$0.2995");
 }
+
+#[test]
+fn a_streamed_compaction_is_kept_and_its_message_start_figures_are_not_billed_twice() {
+    // message_start carried the compaction pass's figures, message_delta the message pass's
+    // and both iterations: the bill is the iterations' sum.
+    let output = replay(&fixture(
+        "pydantic__pydantic-ai/test_anthropic_compaction_usage_with_cache_streaming.json",
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary = summary(&stdout);
+    assert_eq!(
+        summary["tokens"],
+        "input 281, cache write 0, cache read 55096, output 91 (billed, as recorded)"
+    );
+    assert_eq!(
+        summary["compaction"],
+        "1 server-side compaction iteration: input 55196, output 83 (billed, in the tokens above)"
+    );
+    assert_eq!(
+        summary["compaction blocks"],
+        "1 kept in the history, 1 identical to the recording"
+    );
+}

@@ -266,19 +266,28 @@ fn kept_compaction_blocks(event: &threadline::query::Event) -> Vec<Value> {
     }
 }
 
-/// The `compaction` blocks of the recorded JSON responses.
+/// The `compaction` blocks of the recorded responses: a JSON body's as recorded, a stream's
+/// as its events accumulate.
 fn recorded_compaction_blocks(exchanges: &[Exchange]) -> Vec<Value> {
-    exchanges
-        .iter()
-        .filter_map(|e| {
-            e.response
-                .pointer("/body/content")
+    let mut blocks = Vec::new();
+    for exchange in exchanges {
+        let content = match exchange.response.get("sse").and_then(Value::as_str) {
+            Some(sse) => threadline::wire::message_stream::read_message(sse.as_bytes())
+                .ok()
+                .and_then(|m| serde_json::to_value(m.content).ok()),
+            None => exchange.response.pointer("/body/content").cloned(),
+        };
+        blocks.extend(
+            content
+                .as_ref()
                 .and_then(Value::as_array)
-        })
-        .flatten()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
-        .cloned()
-        .collect()
+                .into_iter()
+                .flatten()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
+                .cloned(),
+        );
+    }
+    blocks
 }
 
 /// The text of the first user message of a recorded request.
