@@ -5,6 +5,7 @@
 //! |---------------------------------------------------|----------------------------------------|
 //! | the trigger crossed twice, then `end_turn`        | `the_trigger_is_crossed_twice_and_the_session_finishes` |
 //! | `Transition::ServerCompactionPause`               | `a_paused_compaction_continues_the_turn` |
+//! | a failed summary (`content: null`) sent back as is | `a_failed_compaction_block_goes_back_with_its_null_content` |
 
 use super::*;
 use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
@@ -278,4 +279,38 @@ async fn a_paused_compaction_continues_the_turn() {
         .flatten()
         .collect();
     assert_eq!(history_text, ["Done."]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_compaction_block_goes_back_with_its_null_content() {
+    // A summary that failed (`content: null`) with its encrypted state: kept and sent back as
+    // is, `null` included, and the next request starts at it.
+    let failed = Block::Compaction {
+        content: None,
+        encrypted_content: Some("RW5jcnlwdGVk".to_owned()),
+    };
+    let mock = mock([
+        Step::message(vec![failed, dump("toolu_1", 10)]),
+        Step::text("Done."),
+    ])
+    .await;
+    let tools = ToolSet::new().with(Dump);
+    let out = run(query(client(&mock, 0), compacting(false), &tools)).await;
+    assert_eq!(out.path(), [Transition::NextTurn]);
+    assert_eq!(out.terminal, Terminal::Completed);
+    check(&mock, &out, &tools, &[Some(200); 2], &[1]);
+    let sent: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.body.expect("a body"))
+        .collect();
+    let first = &sent[1]["messages"][0];
+    assert_eq!(first["role"], "assistant");
+    let block = without_markers(first["content"][0].clone());
+    assert_eq!(
+        block,
+        json!({"type": "compaction", "content": null, "encrypted_content": "RW5jcnlwdGVk"})
+    );
+    assert!(block.as_object().is_some_and(|b| b.contains_key("content")));
+    assert_eq!(compaction_blocks(&out), [block]);
 }
