@@ -443,6 +443,19 @@ mod tests {
     }
 
     #[test]
+    fn after_a_server_side_compaction_the_context_is_the_message_pass() {
+        // The recorded ruby_llm exchange: the compaction pass read 99,195 tokens, the answer
+        // 162 (the summary onward).
+        let usage: Usage = serde_json::from_value(serde_json::json!({
+            "input_tokens": 162, "output_tokens": 11, "iterations": [
+                {"type": "compaction", "input_tokens": 99195, "output_tokens": 81},
+                {"type": "message", "input_tokens": 162, "output_tokens": 11}]}))
+        .expect("usage");
+        assert_eq!(reported_input(&usage), Some(162));
+        assert_eq!(reported_input(&Usage::default()), None);
+    }
+
+    #[test]
     fn the_estimate_is_anchored_on_the_last_reported_usage() {
         let mut answer = Message::assistant_fragment("msg_1", "m", vec![ContentBlock::text("ok")]);
         if let Message::Assistant(a) = &mut answer {
