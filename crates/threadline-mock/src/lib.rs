@@ -58,8 +58,8 @@
 
 mod body;
 mod connections;
-pub mod diagnostics;
 mod context_edits;
+pub mod diagnostics;
 mod limits;
 mod recording;
 mod respond;

@@ -66,8 +66,8 @@ pub mod state;
 pub mod terminal;
 pub mod token_budget;
 pub mod tool;
-pub mod tool_search;
 pub mod tool_changes;
+pub mod tool_search;
 pub mod transition;
 
 pub use cache_diagnosis::{Agreement, BreakDetector, CacheDiagnosisReport, Prediction};

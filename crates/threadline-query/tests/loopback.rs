@@ -46,12 +46,12 @@
 #[path = "loopback/cache_diagnosis.rs"]
 mod cache_diagnosis;
 mod common;
-#[path = "loopback/tool_search.rs"]
-mod tool_search;
-#[path = "loopback/tool_changes.rs"]
-mod tool_changes;
 #[path = "loopback/server_compaction.rs"]
 mod server_compaction;
+#[path = "loopback/tool_changes.rs"]
+mod tool_changes;
+#[path = "loopback/tool_search.rs"]
+mod tool_search;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -95,8 +95,8 @@ mod rule;
 mod system;
 mod text;
 mod thinking;
-mod tool_search;
 mod tool_changes;
+mod tool_search;
 mod tools;
 mod turns;
 
