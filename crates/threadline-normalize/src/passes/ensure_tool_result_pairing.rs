@@ -82,8 +82,9 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
     } else {
         None
     };
-    let mut duplicates: Duplicates = duplicate_uses(&drafts, paused).into_iter().peekable();
-    let carried = carried_server_uses(&drafts, resume_paused_turn);
+    let duplicate_positions = duplicate_uses(&drafts, paused);
+    let carried = carried_server_uses(&drafts, &duplicate_positions, resume_paused_turn);
+    let mut duplicates: Duplicates = duplicate_positions.into_iter().peekable();
     let mut out: Vec<Draft<'a>> = Vec::with_capacity(drafts.len() + 1);
     for (n, mut draft) in drafts.into_iter().enumerate() {
         if draft.is_assistant() {
@@ -682,6 +683,22 @@ mod tests {
             out,
             "U: text(q) | A: text(Looking.) use(t1) | U: result(t1) text(also) | A: text(Found it.) | U: text(thanks)"
         );
+    }
+
+    #[test]
+    fn a_server_tool_use_beside_a_removed_client_call_is_not_carried() {
+        // Found by the hostile-session property: the client call beside the search repeats an
+        // earlier id, so it is removed and its result answers nothing; carrying the search
+        // would leave it pending before a plain user turn (a 400).
+        let session = [
+            user("q"),
+            asst(vec![tool_use("t1")]),
+            results(&["t1"]),
+            asst(vec![tool_use("t1"), server_use("srvtoolu_a")]),
+            results(&["t1"]),
+        ];
+        let (out, _) = paired_with(&session, true);
+        assert!(!out.contains("srvtoolu_a"), "{out}");
     }
 
     #[test]

@@ -14,20 +14,21 @@ use threadline_wire::ContentBlock;
 use crate::draft::{Draft, server_result_id};
 
 /// The ids of the server tool uses that stay although their result is not in their own
-/// message: the message also calls client tools, the next message is a user message of only
-/// `tool_result`s, and the one after it is an assistant message that begins with the result,
-/// or — with `resume` ([`Options::resume_paused_turn`](crate::Options): every request
-/// defines the same tools, so the server tool is still there) — absent: the API answers in
-/// the coming response.
-pub(super) fn carried_server_uses(drafts: &[Draft<'_>], resume: bool) -> HashSet<String> {
+/// message: the message also calls client tools that stay (not `duplicates`, the
+/// `(message, block)` positions the pass removes) and the next message is a user message of
+/// only `tool_result`s that answers one of them, and the one after it is an assistant message
+/// that begins with the result, or — with `resume`
+/// ([`Options::resume_paused_turn`](crate::Options): every request defines the same tools,
+/// so the server tool is still there) — absent: the API answers in the coming response.
+pub(super) fn carried_server_uses(
+    drafts: &[Draft<'_>],
+    duplicates: &[(usize, usize)],
+    resume: bool,
+) -> HashSet<String> {
+    let duplicates: HashSet<(usize, usize)> = duplicates.iter().copied().collect();
     let mut carried = HashSet::new();
     for (n, draft) in drafts.iter().enumerate() {
-        if !draft.is_assistant()
-            || !draft
-                .blocks
-                .iter()
-                .any(|b| matches!(b, ContentBlock::ToolUse(_)))
-        {
+        if !draft.is_assistant() {
             continue;
         }
         let Some(answer) = drafts.get(n + 1) else {
@@ -40,6 +41,20 @@ pub(super) fn carried_server_uses(drafts: &[Draft<'_>], resume: bool) -> HashSet
                 .iter()
                 .all(|b| matches!(b, ContentBlock::ToolResult(_)));
         if !only_results {
+            continue;
+        }
+        // A client call that stays and is answered there: without one, the answer is dropped
+        // or emptied and the server call would be left pending before a plain user turn.
+        let answered_client_call = draft.blocks.iter().enumerate().any(|(k, b)| {
+            let ContentBlock::ToolUse(call) = b else {
+                return false;
+            };
+            !duplicates.contains(&(n, k))
+                && answer.blocks.iter().any(
+                    |r| matches!(r, ContentBlock::ToolResult(result) if result.tool_use_id == call.id),
+                )
+        });
+        if !answered_client_call {
             continue;
         }
         let next = drafts.get(n + 2);
