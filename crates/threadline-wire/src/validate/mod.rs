@@ -84,6 +84,7 @@
 mod automatic_cache;
 mod cache;
 mod context_management;
+mod fallbacks;
 mod hash;
 mod ids;
 mod messages;
@@ -318,6 +319,8 @@ struct View<'a> {
     output_config: Option<&'a OutputConfig>,
     context_management: Option<&'a ContextManagement>,
     mcp_servers: Option<&'a serde_json::Value>,
+    fallbacks: Option<&'a crate::request::Fallbacks>,
+    has_fallback_credit_token: bool,
 }
 
 fn has_mcp_servers(value: Option<&serde_json::Value>) -> bool {
@@ -347,6 +350,8 @@ impl<'a> View<'a> {
             output_config: r.output_config.as_ref(),
             context_management: r.context_management.as_ref(),
             mcp_servers: r.mcp_servers.as_ref(),
+            fallbacks: r.fallbacks.as_ref(),
+            has_fallback_credit_token: r.extra.contains_key("fallback_credit_token"),
         }
     }
 
@@ -368,6 +373,8 @@ impl<'a> View<'a> {
             output_config: r.output_config.as_ref(),
             context_management: r.context_management.as_ref(),
             mcp_servers: r.mcp_servers.as_ref(),
+            fallbacks: None,
+            has_fallback_credit_token: false,
         }
     }
 
@@ -385,6 +392,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     params::check(&mut ctx, view);
     output_config::check(&mut ctx, view);
     context_management::check(&mut ctx, view);
+    fallbacks::check(&mut ctx, view);
     tools::check(&mut ctx, view, &mut breakpoints);
     tool_search::check_tools(&mut ctx, view);
     tool_search::check_references(&mut ctx, view);

@@ -406,6 +406,17 @@ pub enum Rule {
     /// Audit: api-2026-additions.md §7 and anthropic-api.md §2.6 (DOC:effort). Model-specific:
     /// a warning on an unknown model.
     ThinkingDisabledAtEffort,
+    /// `fallbacks` of a shape the API does not take: a list of no entries or more than three,
+    /// an entry naming the request's model or another entry's, `"default"` with only the
+    /// list-only beta (`server-side-fallback-2026-06-01`), a shape other than `"default"` or a
+    /// list, or `fallbacks` beside a top-level `fallback_credit_token` (a hard 400). Texts ours:
+    /// the rules are documented, their texts not published. (The missing beta is
+    /// [`Rule::BetaHeaderMissing`], with the API's pattern `fallbacks: Extra inputs are not
+    /// permitted`.)
+    ///
+    /// Audit: api-2026-additions.md §6 "Server-side fallback" (DOC; PY `beta_fallbacks_param.py`,
+    /// `beta_fallback_credit_token_param.py`). Added in issue 16.
+    FallbacksInvalid,
 }
 
 impl Rule {
@@ -465,6 +476,7 @@ impl Rule {
         Rule::TaskBudgetTooSmall,
         Rule::TaskBudgetUnsupported,
         Rule::ThinkingDisabledAtEffort,
+        Rule::FallbacksInvalid,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -524,6 +536,7 @@ impl Rule {
             Rule::TaskBudgetTooSmall => "task_budget_too_small",
             Rule::TaskBudgetUnsupported => "task_budget_unsupported",
             Rule::ThinkingDisabledAtEffort => "thinking_disabled_at_effort",
+            Rule::FallbacksInvalid => "fallbacks_invalid",
         }
     }
 }

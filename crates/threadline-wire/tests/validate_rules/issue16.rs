@@ -486,3 +486,115 @@ fn a_tool_change_between_a_tool_use_and_its_result_is_the_pairing_rules() {
         ],
     );
 }
+
+const FALLBACK_BETA: &str = "server-side-fallback-2026-07-01";
+
+/// The `fallbacks` rules (issue 16 item 6): the missing beta with the API's pattern, the
+/// rest with our texts.
+pub(super) fn fallback_cases() -> Vec<Case> {
+    let hello = || user(json!("Hello"));
+    let with = |fallbacks: Value| body(json!([hello()]), json!({"fallbacks": fallbacks}));
+    vec![
+        beta(
+            fails(
+                Rule::BetaHeaderMissing,
+                "claude-haiku-4-5",
+                with(json!("default")),
+                &[("fallbacks", "fallbacks: Extra inputs are not permitted")],
+            ),
+            "",
+        ),
+        beta(
+            passes(
+                Rule::BetaHeaderMissing,
+                "claude-haiku-4-5",
+                with(json!("default")),
+            ),
+            FALLBACK_BETA,
+        ),
+        beta(
+            fails(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                with(json!([
+                    {"model": "claude-opus-4-8"},
+                    {"model": "claude-haiku-4-5"},
+                    {"model": "claude-opus-4-8"},
+                    {"model": "claude-sonnet-4-6"}
+                ])),
+                &[
+                    (
+                        "fallbacks",
+                        "fallbacks: List should have between 1 and 3 items, not 4",
+                    ),
+                    (
+                        "fallbacks.1.model",
+                        "fallbacks.1.model: each fallback model must differ from `model` and from the other fallbacks (claude-haiku-4-5)",
+                    ),
+                    (
+                        "fallbacks.2.model",
+                        "fallbacks.2.model: each fallback model must differ from `model` and from the other fallbacks (claude-opus-4-8)",
+                    ),
+                ],
+            ),
+            FALLBACK_BETA,
+        ),
+        beta(
+            passes(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                with(
+                    json!([{"model": "claude-opus-4-8"}, {"model": "claude-sonnet-4-6", "max_tokens": 512}]),
+                ),
+            ),
+            FALLBACK_BETA,
+        ),
+        beta(
+            fails(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                with(json!("default")),
+                &[(
+                    "fallbacks",
+                    "fallbacks: \"default\" requires server-side-fallback-2026-07-01; server-side-fallback-2026-06-01 takes a list of models only",
+                )],
+            ),
+            "server-side-fallback-2026-06-01",
+        ),
+        beta(
+            passes(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                with(json!([{"model": "claude-opus-4-8"}])),
+            ),
+            "server-side-fallback-2026-06-01",
+        ),
+        beta(
+            fails(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                with(json!({"models": ["claude-opus-4-8"]})),
+                &[(
+                    "fallbacks",
+                    "fallbacks: Input should be 'default' or a list of fallback models",
+                )],
+            ),
+            FALLBACK_BETA,
+        ),
+        beta(
+            fails(
+                Rule::FallbacksInvalid,
+                "claude-haiku-4-5",
+                body(
+                    json!([hello()]),
+                    json!({"fallbacks": "default", "fallback_credit_token": "fct_1"}),
+                ),
+                &[(
+                    "fallback_credit_token",
+                    "fallback_credit_token: cannot be combined with fallbacks; send one or the other",
+                )],
+            ),
+            FALLBACK_BETA,
+        ),
+    ]
+}
