@@ -145,8 +145,9 @@ pub fn header_names(header: &str, beta: &str) -> bool {
 
 /// A beta's name without its trailing `-YYYY-MM-DD` date.
 fn feature_of(beta: &str) -> &str {
-    let bytes = beta.as_bytes();
-    if bytes.len() > 11 {
+    // The date is ASCII: a cut inside a multi-byte character means there is none (and
+    // `split_at` there would panic; the header comes from configuration or a recording).
+    if beta.len() > 11 && beta.is_char_boundary(beta.len() - 11) {
         let (head, date) = beta.split_at(beta.len() - 11);
         let d = date.as_bytes();
         let digits = |r: std::ops::Range<usize>| d[r].iter().all(u8::is_ascii_digit);
@@ -248,5 +249,22 @@ mod tests {
         assert_eq!(feature_of("oauth"), "oauth");
         assert_eq!(feature_of("x-2026-1-12"), "x-2026-1-12");
         assert_eq!(feature_of("é-2026-01-12"), "é");
+        // Twelve bytes whose cut at len - 11 falls inside a character.
+        assert_eq!(feature_of("€€€€"), "€€€€");
+        assert!(!header_names("€€€€,ü-2026-01-1é", COMPACT));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_header_and_any_configured_beta_are_read_without_panicking(
+            header in "\\PC{0,40}",
+            configured in proptest::collection::vec("\\PC{0,20}", 0..4),
+        ) {
+            let _ = header_names(&header, COMPACT);
+            let mut r = request();
+            r.fallbacks = Some(Fallbacks::Default);
+            let merged = header_value(&configured, &r).unwrap_or_default();
+            proptest::prop_assert!(merged.contains("server-side-fallback-"));
+        }
     }
 }
