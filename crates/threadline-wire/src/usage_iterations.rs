@@ -105,7 +105,9 @@ impl Usage {
     /// iterations (compaction passes and declined fallback hops included), else the
     /// top-level figures. Only the token fields are set (saturating sums); a cache-write
     /// split is summed when any pass reported one (a pass without counts its writes as
-    /// five-minute ones).
+    /// five-minute ones; with none, the top level's split is kept). A declined fallback hop's
+    /// pass is another model's: its tokens are in these sums, so price the response with
+    /// [`crate::model::ModelTable::cost`], which prices each pass by its own model's row.
     pub fn billed(&self) -> Usage {
         let Some(iterations) = self.iterations() else {
             return Usage {
@@ -134,6 +136,17 @@ impl Usage {
                 None => w5m = add(w5m, it.cache_creation_input_tokens),
             }
         }
+        // No pass split its writes but the top level did (it covers the non-compaction
+        // passes): its one-hour writes stay one-hour ones, the rest are five-minute ones, so
+        // a one-hour write is never priced as a cheaper five-minute one.
+        if !split
+            && let Some(top) = &self.cache_creation
+            && let Some(hour) = top.ephemeral_1h_input_tokens.filter(|h| *h > 0)
+        {
+            split = true;
+            w1h = hour.min(write);
+            w5m = write - w1h;
+        }
         Usage {
             input_tokens: Some(input),
             output_tokens: Some(output),
@@ -148,11 +161,20 @@ impl Usage {
         }
     }
 
-    /// The size of the context the response leaves: the last non-compaction iteration's
-    /// whole input (after a compaction, the summary onward), else the top-level whole input.
+    /// The size of the context the response leaves: the whole input of the last pass of the
+    /// conversation's own model (`message` or `fallback_message`: after a compaction, the
+    /// summary onward; never a compaction pass or the advisor's, whose input is another
+    /// model's prompt), else the top-level whole input.
     pub fn context_tokens(&self) -> u64 {
         self.iterations()
-            .and_then(|i| i.iter().rev().find(|it| !it.is_compaction()))
+            .and_then(|i| {
+                i.iter().rev().find(|it| {
+                    matches!(
+                        it.kind,
+                        Some(IterationKind::Message | IterationKind::FallbackMessage)
+                    )
+                })
+            })
             .map_or_else(
                 || self.total_input_tokens(),
                 UsageIteration::total_input_tokens,
@@ -214,6 +236,25 @@ mod tests {
         assert_eq!(split.ephemeral_5m_input_tokens, Some(0));
         assert_eq!(usage.context_tokens(), 26);
         assert_eq!(usage.compaction_iterations().count(), 2);
+    }
+
+    #[test]
+    fn a_top_level_one_hour_split_survives_and_the_advisor_pass_is_not_the_context() {
+        let usage: Usage = serde_json::from_value(json!({
+            "input_tokens": 10, "cache_creation_input_tokens": 40,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 40},
+            "iterations": [
+                {"type": "compaction", "input_tokens": 900, "cache_creation_input_tokens": 5},
+                {"type": "message", "input_tokens": 10, "cache_creation_input_tokens": 40},
+                {"type": "advisor_message", "model": "claude-opus-4-8", "input_tokens": 7000}
+            ]}))
+        .expect("parses");
+        let split = usage.billed().cache_creation.expect("the top level's split is kept");
+        assert_eq!(
+            (split.ephemeral_5m_input_tokens, split.ephemeral_1h_input_tokens),
+            (Some(5), Some(40))
+        );
+        assert_eq!(usage.context_tokens(), 50);
     }
 
     #[test]
