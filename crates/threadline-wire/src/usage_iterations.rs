@@ -241,17 +241,23 @@ mod tests {
     #[test]
     fn a_top_level_one_hour_split_survives_and_the_advisor_pass_is_not_the_context() {
         let usage: Usage = serde_json::from_value(json!({
-            "input_tokens": 10, "cache_creation_input_tokens": 40,
-            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 40},
-            "iterations": [
-                {"type": "compaction", "input_tokens": 900, "cache_creation_input_tokens": 5},
-                {"type": "message", "input_tokens": 10, "cache_creation_input_tokens": 40},
-                {"type": "advisor_message", "model": "claude-opus-4-8", "input_tokens": 7000}
-            ]}))
+        "input_tokens": 10, "cache_creation_input_tokens": 40,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 40},
+        "iterations": [
+            {"type": "compaction", "input_tokens": 900, "cache_creation_input_tokens": 5},
+            {"type": "message", "input_tokens": 10, "cache_creation_input_tokens": 40},
+            {"type": "advisor_message", "model": "claude-opus-4-8", "input_tokens": 7000}
+        ]}))
         .expect("parses");
-        let split = usage.billed().cache_creation.expect("the top level's split is kept");
+        let split = usage
+            .billed()
+            .cache_creation
+            .expect("the top level's split is kept");
         assert_eq!(
-            (split.ephemeral_5m_input_tokens, split.ephemeral_1h_input_tokens),
+            (
+                split.ephemeral_5m_input_tokens,
+                split.ephemeral_1h_input_tokens
+            ),
             (Some(5), Some(40))
         );
         assert_eq!(usage.context_tokens(), 50);

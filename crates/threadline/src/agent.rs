@@ -217,7 +217,8 @@ where
     }
 
     /// Server-side context edits sent with every request as given (a recorded request's, say);
-    /// a server-side compaction the [`Compaction`] asks for replaces them.
+    /// a server-side compaction the [`Compaction`] asks for is added after them (replacing a
+    /// `compact_20260112` edit among them).
     pub fn context_management(
         mut self,
         management: threadline_wire::request::ContextManagement,
@@ -520,7 +521,17 @@ where
         let mut config = self.config.clone();
         let row = ModelTable::builtin().resolve(&config.model).model();
         if let Some(management) = self.compaction.context_management(row) {
-            config.context_management = Some(management);
+            // The caller's own edits (`clear_thinking` first, `clear_tool_uses`) stay, in
+            // their order; the compaction edit replaces any earlier one, after them.
+            match config.context_management.as_mut() {
+                Some(existing) => {
+                    existing.edits.retain(|e| {
+                        !matches!(e, threadline_wire::request::ContextEdit::Compact(_))
+                    });
+                    existing.edits.extend(management.edits);
+                }
+                None => config.context_management = Some(management),
+            }
         }
         let mut query = Query::new(self.service.clone(), config)
             .with_tools(self.tools.clone())

@@ -644,3 +644,45 @@ async fn server_compaction_replaces_the_local_autocompact_where_the_model_suppor
         }
     }
 }
+
+/// The caller's own context edits stay beside the server-side compaction edit, in their
+/// order and before it (`clear_thinking` must come first).
+#[tokio::test(flavor = "current_thread")]
+async fn server_compaction_keeps_the_callers_own_context_edits() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([Step::text("Hello.")]))
+        .await
+        .expect("mock");
+    let own: threadline_wire::request::ContextManagement = serde_json::from_value(json!({
+        "edits": [{"type": "clear_tool_uses_20250919"}, {"type": "compact_20260112"}]
+    }))
+    .expect("edits");
+    let compaction = small_compaction(None).with_server(
+        threadline::CompactionMode::Server,
+        threadline::ServerCompaction::default().with_trigger(60_000),
+    );
+    let mut agent = Agent::builder(client(&mock))
+        .model("claude-sonnet-4-6")
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .context_management(own)
+        .compaction(compaction)
+        .today("2026-03-08")
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "Hi").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    let requests = mock.requests();
+    assert_eq!(
+        body(&requests[0])["context_management"],
+        json!({"edits": [{"type": "clear_tool_uses_20250919"}, {"type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": 60000}, "pause_after_compaction": false}]})
+    );
+    assert_eq!(
+        requests[0]
+            .headers
+            .get("anthropic-beta")
+            .map(String::as_str),
+        Some("context-management-2025-06-27,compact-2026-01-12")
+    );
+}
