@@ -7,7 +7,9 @@
 //! (`compaction_summary`) or an extractive one ([`extractive_summary`]); its usage has
 //! `iterations` = [the compaction pass, the message pass] and the top-level figures are the
 //! message pass's (as the API reports them); with `pause_after_compaction` the answer is the
-//! block alone with `stop_reason: compaction`, the scripted content left for the next call.
+//! block alone with `stop_reason: compaction` and only the compaction pass is billed (no
+//! message pass ran: the top-level figures are zero). The step's scripted content is used up
+//! by the pause: the next step answers the continuation.
 //!
 //! `count_tokens` with `context_management` applies existing compaction blocks and reports
 //! `context_management.original_input_tokens`, the count before them.
@@ -137,6 +139,8 @@ pub(crate) struct Compacting {
     pub(crate) output: u64,
     /// The request the message pass sees: the summary, instead of what it replaced.
     pub(crate) after: MessagesRequest,
+    /// Paused after the summary: no message pass ran.
+    pub(crate) paused: bool,
 }
 
 /// The compaction the request triggers on this step, if any.
@@ -161,7 +165,8 @@ pub(crate) fn plan(step: &MessageStep, request: &MessagesRequest) -> Option<Comp
         content: Some(summary),
         encrypted_content: None,
     };
-    if edit.pause_after_compaction == Some(true) {
+    let paused = edit.pause_after_compaction == Some(true);
+    if paused {
         step.content = vec![block];
         step.stop_reason = Some("compaction".to_owned());
     } else {
@@ -172,6 +177,7 @@ pub(crate) fn plan(step: &MessageStep, request: &MessagesRequest) -> Option<Comp
         input,
         output,
         after,
+        paused,
     })
 }
 
@@ -182,7 +188,6 @@ impl Compacting {
     pub(crate) fn usage(&self, usage: &dyn UsageModel, output_tokens: u64) -> Usage {
         let message_output = output_tokens.saturating_sub(self.output);
         let after_bytes = serde_json::to_vec(&self.after).map_or(0, |v| v.len());
-        let mut top = usage.usage(&self.after, after_bytes, message_output);
         let pass = |kind, input, output, write, read| UsageIteration {
             kind: Some(kind),
             input_tokens: Some(input),
@@ -193,8 +198,21 @@ impl Compacting {
             model: None,
             extra: Default::default(),
         };
+        let compaction = pass(IterationKind::Compaction, self.input, self.output, 0, 0);
+        if self.paused {
+            // Only the summary was written: the top level (the non-compaction passes) is zero.
+            return Usage {
+                input_tokens: Some(0),
+                output_tokens: Some(0),
+                cache_creation_input_tokens: Some(0),
+                cache_read_input_tokens: Some(0),
+                iterations: Some(vec![compaction]),
+                ..Usage::default()
+            };
+        }
+        let mut top = usage.usage(&self.after, after_bytes, message_output);
         top.iterations = Some(vec![
-            pass(IterationKind::Compaction, self.input, self.output, 0, 0),
+            compaction,
             pass(
                 IterationKind::Message,
                 top.input_tokens.unwrap_or(0),
@@ -308,13 +326,29 @@ mod tests {
                 encrypted_content: None
             }]
         );
-        let usage = compacting.usage(&crate::usage::EstimateUsage, compacting.output + 3);
+        let usage = compacting.usage(&crate::usage::EstimateUsage, compacting.output);
+        // Paused: only the compaction pass ran and is billed; the top level is zero.
         let its = usage.iterations().expect("iterations");
+        assert_eq!(its.len(), 1);
         assert_eq!(its[0].kind, Some(IterationKind::Compaction));
         assert_eq!(its[0].input_tokens, Some(compacting.input));
+        assert_eq!(its[0].output_tokens, Some(compacting.output));
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens),
+            (Some(0), Some(0))
+        );
+        assert_eq!(usage.billed().input_tokens, Some(compacting.input));
+        assert!(compacting.input >= 50_000);
+        // Not paused: the compaction pass, then the message pass the top level reports.
+        let go = json!({"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}});
+        let messages =
+            json!([{"role": "user", "content": format!("First. {}", "y".repeat(220_000))}]);
+        let compacting = plan(&step, &request(messages, go)).expect("compacts");
+        let usage = compacting.usage(&crate::usage::EstimateUsage, compacting.output + 3);
+        let its = usage.iterations().expect("iterations");
+        assert_eq!(its.len(), 2);
         assert_eq!(its[1].output_tokens, Some(3));
         assert_eq!(usage.output_tokens, Some(3));
         assert_eq!(usage.input_tokens, its[1].input_tokens);
-        assert!(compacting.input >= 50_000);
     }
 }
