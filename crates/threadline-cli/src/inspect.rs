@@ -175,7 +175,9 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             Some(usage) => {
                 let share = usage.cache_read_share();
                 errors.push((share - predicted_share).abs());
-                let cost = model.cost(usage);
+                // Each pass by its own model's row (a fallback hop), as replay and the demo
+                // price it.
+                let cost = ModelTable::builtin().cost(&model.id, usage);
                 cost_recorded += cost;
                 compaction_passes.add(usage);
                 add(&mut recorded_total, usage);

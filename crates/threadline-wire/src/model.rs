@@ -231,20 +231,34 @@ impl ModelTable {
     /// hop), else by `model_id`'s row; without iterations, [`Model::cost`] of `model_id`.
     pub fn cost(&self, model_id: &str, usage: &crate::response::Usage) -> f64 {
         let served = self.resolve(model_id).model();
-        match usage.iterations() {
-            None => served.cost(usage),
-            Some(iterations) => iterations
+        let Some(iterations) = usage.iterations() else {
+            return served.cost(usage);
+        };
+        let other_row = |it: &crate::usage_iterations::UsageIteration| {
+            it.model
+                .as_deref()
+                .and_then(|m| self.get(m))
+                .filter(|row| row.id != served.id)
+        };
+        // The served model's passes together, through `Usage::billed` (which keeps a
+        // top-level cache-write split); each other model's pass by its own row.
+        let own: Vec<_> = iterations
+            .iter()
+            .filter(|it| other_row(it).is_none())
+            .cloned()
+            .collect();
+        let own_cost = if own.is_empty() {
+            0.0
+        } else {
+            let mut own_usage = usage.clone();
+            own_usage.iterations = Some(own);
+            served.cost(&own_usage)
+        };
+        own_cost
+            + iterations
                 .iter()
-                .map(|it| {
-                    let row = it
-                        .model
-                        .as_deref()
-                        .and_then(|m| self.get(m))
-                        .unwrap_or(served);
-                    row.cost_of_tokens(&it.as_usage())
-                })
-                .sum(),
-        }
+                .filter_map(|it| other_row(it).map(|row| row.cost_of_tokens(&it.as_usage())))
+                .sum::<f64>()
     }
 
     /// Every known model.
@@ -394,5 +408,18 @@ mod tests {
             + 100.0 * sonnet.prices.input / 1e6
             + 10.0 * sonnet.prices.output / 1e6;
         assert!((table.cost("claude-sonnet-4-6", &fallback) - expected).abs() < 1e-12);
+        // One-hour writes the top level splits stay one-hour ones through the iterations.
+        let hour: crate::response::Usage = serde_json::from_value(serde_json::json!({
+            "input_tokens": 10, "cache_creation_input_tokens": 1000,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 1000},
+            "iterations": [
+                {"type": "compaction", "input_tokens": 500, "output_tokens": 20},
+                {"type": "message", "input_tokens": 10, "cache_creation_input_tokens": 1000}]}))
+        .expect("parses");
+        let expected = 510.0 * sonnet.prices.input / 1e6
+            + 20.0 * sonnet.prices.output / 1e6
+            + 1000.0 * sonnet.prices.cache_write_1h / 1e6;
+        assert!((table.cost("claude-sonnet-4-6", &hour) - expected).abs() < 1e-12);
+        assert!((sonnet.cost(&hour) - expected).abs() < 1e-12);
     }
 }
