@@ -10,7 +10,20 @@
 //! and is withdrawn by a `tool_removal` block. The blocks go in a `role: "system"` message
 //! appended after the last user message (a place the API allows: after a user turn, never
 //! between a `tool_use` and its result, followed only by the model's answer), and every later
-//! request repeats that message at the same place — append, never edit.
+//! request repeats that message at the same place — append, never edit. A tool deferred from
+//! the start (tool search) and then withdrawn gets its `tool_removal` too, and is no longer
+//! run.
+//!
+//! What is inferred, not verified: that the appended deferred definition keeps the cached
+//! prefix. The `tools` array does grow by it; api-2026-additions.md §2 says deferred tools are
+//! not in the prefix (the server renders them at the prompt's tail), so the cache simulator
+//! and the loopback prefix checks leave deferred tools out. The API's cache diagnostics
+//! compare request structure, not hits, and may still name such a request `tools_changed`
+//! (with high cache reads: a late change behind the breakpoint). Tools known at the start —
+//! declared deferred there and surfaced by `tool_addition` later — leave `tools` untouched
+//! byte for byte; prefer that where the tool set is known. The `anthropic-beta` set also grows
+//! by the feature's beta at the first change (the header is derived from the body); whether a
+//! changed beta set costs the cache is not documented.
 //!
 //! A model without the feature gets today's behaviour: `tools` lists what is offered now, so
 //! the array changes and the cached prefix breaks at the first changed tool; the
@@ -85,6 +98,9 @@ struct Ledger {
     initially_offered: BTreeSet<String>,
     /// What the model is offered now.
     offered: BTreeSet<String>,
+    /// Tools deferred from the start (never offered, found by tool search) that were
+    /// withdrawn: announced by a `tool_removal`, no longer run, left out of a changed `tools`.
+    hidden: BTreeSet<String>,
     /// Tools added after the start, to run.
     added: BTreeMap<String, Arc<dyn LoopTool>>,
     /// The tools of each connected server.
@@ -184,12 +200,18 @@ impl ToolChanges {
         let mut applied = Applied::default();
         if ready && !ledger.pending.is_empty() {
             let before = ledger.offered.clone();
+            let hidden_before = ledger.hidden.clone();
             let ops = std::mem::take(&mut ledger.pending);
             for op in ops {
                 ledger.apply_op(op, in_place);
             }
             let added: Vec<String> = ledger.offered.difference(&before).cloned().collect();
-            let removed: Vec<String> = before.difference(&ledger.offered).cloned().collect();
+            let removed: BTreeSet<String> = before
+                .difference(&ledger.offered)
+                .chain(ledger.hidden.difference(&hidden_before))
+                .cloned()
+                .collect();
+            let removed: Vec<String> = removed.into_iter().collect();
             applied.runnable = Some(ledger.runnable(base));
             if !added.is_empty() || !removed.is_empty() {
                 if in_place {
@@ -219,7 +241,10 @@ impl ToolChanges {
             ledger
                 .declared
                 .iter()
-                .filter(|t| t.is_deferred() || ledger.offered.contains(t.name()))
+                .filter(|t| {
+                    (t.is_deferred() && !ledger.hidden.contains(t.name()))
+                        || ledger.offered.contains(t.name())
+                })
                 .cloned()
                 .collect()
         };
@@ -342,11 +367,13 @@ impl Ledger {
             .difference(&self.initially_offered)
             .cloned()
             .collect();
-        let removed: Vec<String> = self
+        let removed: BTreeSet<String> = self
             .initially_offered
             .difference(&self.offered)
+            .chain(self.hidden.iter())
             .cloned()
             .collect();
+        let removed: Vec<String> = removed.into_iter().collect();
         if !added.is_empty() || !removed.is_empty() {
             self.announced.push(Announcement {
                 after_assistants,
@@ -357,6 +384,18 @@ impl Ledger {
 
     fn is_declared(&self, name: &str) -> bool {
         self.declared.iter().any(|t| t.name() == name)
+    }
+
+    /// Withdraws `name`: from what is offered, or — a tool deferred from the start and
+    /// never offered — from what tool search may surface.
+    fn withdraw(&mut self, name: String) {
+        let deferred = self
+            .declared
+            .iter()
+            .any(|t| t.name() == name && t.is_deferred());
+        if !self.offered.remove(&name) && deferred {
+            self.hidden.insert(name);
+        }
     }
 
     /// Declares `tool` if it is new (deferred when announced in place, unless nothing else
@@ -385,29 +424,42 @@ impl Ledger {
             Op::Enable(tool) => {
                 let name = tool.name().to_owned();
                 self.declare(tool, in_place);
+                self.hidden.remove(&name);
                 self.offered.insert(name);
             }
             Op::Reoffer(name) => {
                 if self.is_declared(&name) {
+                    self.hidden.remove(&name);
                     self.offered.insert(name);
                 }
             }
-            Op::Disable(name) => {
-                self.offered.remove(&name);
-            }
+            Op::Disable(name) => self.withdraw(name),
             Op::Connect(server, tools) => {
                 let mut names = Vec::with_capacity(tools.len());
                 for tool in tools {
                     let name = tool.name().to_owned();
                     self.declare(tool, in_place);
+                    self.hidden.remove(&name);
                     self.offered.insert(name.clone());
                     names.push(name);
+                }
+                // A server that reconnects: the tools it no longer lists are withdrawn.
+                let gone: Vec<String> = self
+                    .servers
+                    .get(&server)
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| !names.contains(n))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.withdraw(name);
                 }
                 self.servers.insert(server, names);
             }
             Op::Disconnect(server) => {
                 for name in self.servers.remove(&server).unwrap_or_default() {
-                    self.offered.remove(&name);
+                    self.withdraw(name);
                 }
             }
         }
@@ -426,7 +478,8 @@ impl Ledger {
         let withdrawn = |name: &str| {
             let ever_offered =
                 self.initially_offered.contains(name) || self.added.contains_key(name);
-            !self.offered.contains(name) && (ever_offered || !deferred.contains(name))
+            self.hidden.contains(name)
+                || (!self.offered.contains(name) && (ever_offered || !deferred.contains(name)))
         };
         for name in base.names() {
             if let Some(tool) = base.get(name)
@@ -671,6 +724,88 @@ mod tests {
         changes.apply(&mut compacted, model, 1, &base());
         assert_eq!(roles(&compacted), ["user", "system", "assistant", "user"]);
         assert_eq!(compacted.messages[1], second.messages[3]);
+    }
+
+    #[test]
+    fn disabling_a_tool_deferred_from_the_start_withdraws_it() {
+        // Review finding: a tool deferred at the start (tool search) was never "offered", so
+        // disabling it sent nothing and the executor still ran it.
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let with_deferred = |messages| {
+            let mut r = request(messages);
+            let tools = r.tools.as_mut().expect("tools");
+            tools[1].set_deferred(true);
+            r
+        };
+        let mut first = with_deferred(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        changes.disable("weather");
+        let mut second = with_deferred(vec![user("a"), assistant("b"), user("c")]);
+        let applied = changes.apply(&mut second, model, 0, &base());
+        let changed = applied.changed.expect("a change");
+        assert!(changed.added.is_empty());
+        assert_eq!(changed.removed, ["weather".to_owned()]);
+        assert_eq!(second.tools, first.tools, "tools keep their bytes");
+        assert_eq!(roles(&second), ["user", "assistant", "user", "system"]);
+        let runnable = applied.runnable.expect("runnable changed");
+        assert_eq!(runnable.names().collect::<Vec<_>>(), ["read"]);
+        // Re-offered: surfaced by an addition, and run again.
+        changes.reoffer("weather");
+        let mut third = with_deferred(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+        ]);
+        let applied = changes.apply(&mut third, model, 0, &base());
+        assert_eq!(
+            applied.changed.expect("a change").added,
+            ["weather".to_owned()]
+        );
+        let runnable = applied.runnable.expect("runnable changed");
+        assert_eq!(runnable.names().collect::<Vec<_>>(), ["read", "weather"]);
+    }
+
+    #[test]
+    fn a_server_that_reconnects_with_fewer_tools_withdraws_the_rest() {
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        changes.connect_server("srv", vec![Arc::new(Named("one")), Arc::new(Named("two"))]);
+        let mut second = request(vec![user("a"), assistant("b"), user("c")]);
+        changes.apply(&mut second, model, 0, &base());
+        changes.connect_server("srv", vec![Arc::new(Named("one"))]);
+        let mut third = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+        ]);
+        let applied = changes.apply(&mut third, model, 0, &base());
+        assert_eq!(
+            applied.changed.expect("a change").removed,
+            ["two".to_owned()]
+        );
+        changes.disconnect_server("srv");
+        let mut fourth = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+            assistant("f"),
+            user("g"),
+        ]);
+        let applied = changes.apply(&mut fourth, model, 0, &base());
+        assert_eq!(
+            applied.changed.expect("a change").removed,
+            ["one".to_owned()]
+        );
+        assert_eq!(changes.offered(), ["read".to_owned(), "weather".to_owned()]);
     }
 
     #[test]
