@@ -72,8 +72,23 @@ fn hash_run(parts: &[Part]) -> u64 {
     hasher.finish()
 }
 
+/// The betas of a header as a sorted set (order and spacing do not matter; bounded).
+fn beta_set(header: &str) -> Vec<&str> {
+    let mut betas: Vec<&str> = header
+        .split(',')
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .take(64)
+        .collect();
+    betas.sort_unstable();
+    betas.dedup();
+    betas
+}
+
 impl Fingerprint {
-    fn of(request: &MessagesRequest) -> Fingerprint {
+    /// `betas` is the request's `anthropic-beta` header: the set of betas shapes the prompt
+    /// too (a change of it is `unavailable`, api-2026-additions.md §4).
+    fn of(request: &MessagesRequest, betas: &str) -> Fingerprint {
         let part = |value: Option<Value>| {
             let value = value.unwrap_or(Value::Null);
             let text = canonical(value);
@@ -95,6 +110,8 @@ impl Fingerprint {
                 request.thinking.as_ref().map(to_value),
                 request.context_management.as_ref().map(to_value),
                 request.output_config.as_ref().map(to_value),
+                request.extra.get("output_format"),
+                beta_set(betas),
             ])))
             .hash,
             messages: request
@@ -241,7 +258,7 @@ impl Fingerprints {
         if !header_names(beta_header, CACHE_DIAGNOSIS) {
             return None;
         }
-        let fingerprint = Fingerprint::of(request);
+        let fingerprint = Fingerprint::of(request, beta_header);
         let mut store = self
             .inner
             .lock()
@@ -395,6 +412,22 @@ mod tests {
         assert_eq!(
             f.answer(&request(&["a"], Some("m1")), BETA, "m10", Some(&forced)),
             Some(forced)
+        );
+    }
+
+    #[test]
+    fn a_changed_beta_set_is_unavailable_and_its_order_does_not_matter() {
+        let f = Fingerprints::default();
+        let first = request(&["a"], None);
+        let two = format!("{BETA},compact-2026-01-12");
+        let reordered = format!("compact-2026-01-12, {BETA}");
+        assert_eq!(f.answer(&first, &two, "b1", None), Some(Value::Null));
+        let same = request(&["a", "b", "c"], Some("b1"));
+        assert_eq!(f.answer(&same, &reordered, "b2", None), Some(Value::Null));
+        let fewer = request(&["a", "b", "c", "d", "e"], Some("b2"));
+        assert_eq!(
+            f.answer(&fewer, BETA, "b3", None),
+            Some(json!({"cache_miss_reason": {"type": "unavailable"}}))
         );
     }
 
