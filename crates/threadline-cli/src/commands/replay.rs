@@ -266,15 +266,15 @@ fn kept_compaction_blocks(event: &threadline::query::Event) -> Vec<Value> {
     }
 }
 
-/// The `compaction` blocks of the recorded responses: a JSON body's as recorded, a stream's
-/// as its events accumulate.
+/// The `compaction` blocks of the recorded responses: a JSON body's as recorded; a stream's
+/// assembled from its raw events (each `data:` line parsed as plain JSON: the block's start
+/// and its one `compaction_delta`), not through the stream reader the client used, so the
+/// comparison checks that reader too.
 fn recorded_compaction_blocks(exchanges: &[Exchange]) -> Vec<Value> {
     let mut blocks = Vec::new();
     for exchange in exchanges {
         let content = match exchange.response.get("sse").and_then(Value::as_str) {
-            Some(sse) => threadline::wire::message_stream::read_message(sse.as_bytes())
-                .ok()
-                .and_then(|m| serde_json::to_value(m.content).ok()),
+            Some(sse) => Some(streamed_compaction_blocks(sse)),
             None => exchange.response.pointer("/body/content").cloned(),
         };
         blocks.extend(
@@ -288,6 +288,49 @@ fn recorded_compaction_blocks(exchanges: &[Exchange]) -> Vec<Value> {
         );
     }
     blocks
+}
+
+/// The `compaction` blocks of a recorded stream, from its raw `data:` lines: each block's
+/// `content_block_start`, with the fields of the `compaction_delta`s at its index laid over.
+fn streamed_compaction_blocks(sse: &str) -> Value {
+    let mut open: std::collections::BTreeMap<u64, serde_json::Map<String, Value>> =
+        std::collections::BTreeMap::new();
+    let mut done = Vec::new();
+    for line in sse.lines() {
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let Ok(event) = serde_json::from_str::<Value>(data.trim_start()) else {
+            continue;
+        };
+        let index = event.get("index").and_then(Value::as_u64);
+        match (event.get("type").and_then(Value::as_str), index) {
+            (Some("content_block_start"), Some(i)) => {
+                if let Some(block) = event.get("content_block").and_then(Value::as_object)
+                    && block.get("type").and_then(Value::as_str) == Some("compaction")
+                {
+                    open.insert(i, block.clone());
+                }
+            }
+            (Some("content_block_delta"), Some(i)) => {
+                if let (Some(block), Some(delta)) = (
+                    open.get_mut(&i),
+                    event.get("delta").and_then(Value::as_object),
+                ) {
+                    for (key, value) in delta.iter().filter(|(k, _)| *k != "type") {
+                        block.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            (Some("content_block_stop"), Some(i)) => {
+                if let Some(block) = open.remove(&i) {
+                    done.push(Value::Object(block));
+                }
+            }
+            _ => {}
+        }
+    }
+    Value::Array(done)
 }
 
 /// The text of the first user message of a recorded request.
