@@ -63,6 +63,7 @@
 //!   (the date is an input).
 #![forbid(unsafe_code)]
 
+pub mod agent_definitions;
 pub mod collector;
 mod context_entries;
 pub mod control_paths;
