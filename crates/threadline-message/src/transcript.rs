@@ -115,9 +115,19 @@ pub struct WriterOptions {
     /// Call `sync_data` after every line, so that an appended line survives a power loss and
     /// not only a crash of the process. Off by default: it costs a disk round trip per line.
     pub sync_data: bool,
+    /// Fields added to every line, after the message's own (a subagent's transcript is
+    /// marked `"isSidechain": true, "agentId": …`, as Claude Code marks its subagents'
+    /// records; a reader ignores them).
+    pub marks: Vec<(String, serde_json::Value)>,
 }
 
 impl WriterOptions {
+    /// These options with `key: value` added to every line (see [`WriterOptions::marks`]).
+    pub fn with_mark(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.marks.push((key.into(), value));
+        self
+    }
+
     /// These options with `sync_data` set.
     pub fn with_sync_data(mut self, sync_data: bool) -> Self {
         self.sync_data = sync_data;
@@ -236,6 +246,7 @@ impl TranscriptWriter {
         let serialized = serde_json::to_writer(&mut buffer, message);
         let result = match serialized {
             Ok(()) => {
+                self.add_marks(&mut buffer);
                 buffer.push(b'\n');
                 if let Cow::Owned(redacted) = redact_key_shapes_in_bytes(&buffer) {
                     buffer = redacted;
@@ -259,6 +270,22 @@ impl TranscriptWriter {
         messages
             .into_iter()
             .try_for_each(|message| self.append(message))
+    }
+
+    /// Adds the [`WriterOptions::marks`] inside the object just serialized (it ends with `}`).
+    fn add_marks(&self, buffer: &mut Vec<u8>) {
+        if self.options.marks.is_empty() || buffer.last() != Some(&b'}') {
+            return;
+        }
+        buffer.pop();
+        for (key, value) in &self.options.marks {
+            buffer.push(b',');
+            // A string and a JSON value always serialize.
+            let _ = serde_json::to_writer(&mut *buffer, key);
+            buffer.push(b':');
+            let _ = serde_json::to_writer(&mut *buffer, value);
+        }
+        buffer.push(b'}');
     }
 
     /// The transcript's path.

@@ -57,6 +57,7 @@ pub(crate) struct Executor {
     progress_tx: mpsc::UnboundedSender<(usize, Value)>,
     progress_rx: mpsc::UnboundedReceiver<(usize, Value)>,
     delivered: usize,
+    history: Option<Arc<[threadline_message::Message]>>,
 }
 
 impl Executor {
@@ -76,7 +77,21 @@ impl Executor {
             progress_tx,
             progress_rx,
             delivered: 0,
+            history: None,
         }
+    }
+
+    /// The history the turn's request was built from, for tools that need it.
+    pub(crate) fn set_history(&mut self, history: Arc<[threadline_message::Message]>) {
+        self.history = Some(history);
+    }
+
+    /// Whether a tool of the set needs the history ([`Tool::needs_history`]).
+    pub(crate) fn wants_history(&self) -> bool {
+        self.tools
+            .names()
+            .filter_map(|name| self.tools.get(name))
+            .any(|tool| tool.needs_history())
     }
 
     /// Whether any tool use was queued.
@@ -172,6 +187,7 @@ impl Executor {
         let ctx = ToolContext {
             tool_use_id: id.clone(),
             cancel: self.cancel.child_token(),
+            history: tool.needs_history().then(|| self.history.clone()).flatten(),
         };
         let call = async move {
             let verdict = tool.check_permission(&input);

@@ -285,6 +285,9 @@ where
             Arc::clone(&self.q.permission),
             self.q.cancel.child_token(),
         );
+        if executor.wants_history() {
+            executor.set_history(Arc::from(st.visible()));
+        }
         match self.stream_response(st, request, &mut executor).await {
             Response::Aborted => {
                 executor.abort(INTERRUPTED);

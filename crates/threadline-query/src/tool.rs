@@ -80,6 +80,9 @@ pub struct ToolContext {
     pub tool_use_id: String,
     /// Fires when the run is aborted; the call's stream is dropped right after.
     pub cancel: CancellationToken,
+    /// The history the turn's request was built from (its visible part), given only to a
+    /// tool that asks for it ([`Tool::needs_history`]): a forked subagent starts from it.
+    pub history: Option<Arc<[threadline_message::Message]>>,
 }
 
 impl ToolContext {
@@ -88,7 +91,14 @@ impl ToolContext {
         ToolContext {
             tool_use_id: tool_use_id.into(),
             cancel: CancellationToken::new(),
+            history: None,
         }
+    }
+
+    /// The same context with `history` (see [`ToolContext::history`]).
+    pub fn with_history(mut self, history: Arc<[threadline_message::Message]>) -> ToolContext {
+        self.history = Some(history);
+        self
     }
 }
 
@@ -122,6 +132,11 @@ pub trait Tool: Send + Sync {
     /// Whether the tool is always loaded, never deferred behind tool search (see
     /// [`crate::tool_search`]). Default: no.
     fn always_load(&self) -> bool {
+        false
+    }
+    /// Whether the call needs the turn's history in [`ToolContext::history`] (a forked
+    /// subagent does). Default: no (the history is then not copied).
+    fn needs_history(&self) -> bool {
         false
     }
     /// Runs the tool.
