@@ -63,6 +63,7 @@ pub mod diagnostics;
 mod limits;
 mod recording;
 mod respond;
+pub mod routes;
 pub mod scenario;
 mod server;
 pub mod server_compaction;
@@ -71,6 +72,7 @@ pub mod tool_search;
 pub mod usage;
 
 pub use limits::ServerLimits;
+pub use routes::Route;
 pub use scenario::{
     Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step, StreamFault,
 };

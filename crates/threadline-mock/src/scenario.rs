@@ -40,6 +40,9 @@ pub struct Scenario {
     /// Repeat the last step once the list is exhausted (for benchmarks and demos).
     #[serde(default)]
     pub repeat_last: bool,
+    /// Conversations answered from their own steps (see [`crate::routes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<crate::routes::Route>,
 }
 
 /// A scenario file could not be read.
@@ -107,7 +110,14 @@ impl Scenario {
         Scenario {
             steps: steps.into_iter().collect(),
             repeat_last: false,
+            routes: Vec::new(),
         }
+    }
+
+    /// This scenario with `route` answering the requests that hold its marker.
+    pub fn with_route(mut self, route: crate::routes::Route) -> Self {
+        self.routes.push(route);
+        self
     }
 
     /// This scenario, repeating its last step forever.

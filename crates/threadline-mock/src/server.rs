@@ -117,6 +117,7 @@ impl MockConfig {
 struct State {
     scenario: Scenario,
     next_step: AtomicU64,
+    routes: crate::routes::RouteCursors,
     counter: AtomicU64,
     recording: Mutex<Recording>,
     usage: Arc<dyn UsageModel>,
@@ -133,7 +134,10 @@ impl State {
         format!("{prefix}_mock{n:020}")
     }
 
-    fn take_step(&self) -> Step {
+    fn take_step(&self, request: &MessagesRequest) -> Step {
+        if let Some(step) = self.routes.take(&self.scenario.routes, request) {
+            return step;
+        }
         let n =
             usize::try_from(self.next_step.fetch_add(1, Ordering::Relaxed)).unwrap_or(usize::MAX);
         let steps = &self.scenario.steps;
@@ -187,9 +191,11 @@ impl MockServer {
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let limits = config.limits;
+        let routes = crate::routes::RouteCursors::new(&config.scenario.routes);
         let state = Arc::new(State {
             scenario: config.scenario,
             next_step: AtomicU64::new(0),
+            routes,
             counter: AtomicU64::new(0),
             recording: Mutex::new(Recording::new(
                 limits.max_recorded_requests,
@@ -550,7 +556,7 @@ async fn answer(
         Ok(request) => request,
         Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
     };
-    let response = match state.take_step() {
+    let response = match state.take_step(&request) {
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
