@@ -253,6 +253,9 @@ pub struct Planner {
     static_system: Option<usize>,
     previous: Option<Previous>,
     written: Vec<(usize, u64)>,
+    /// The next request keeps the previous request's last message marker where its prefix
+    /// is unchanged (a fork's first request: see [`Planner::forked`]).
+    keep_previous_mark: bool,
 }
 
 impl Default for Planner {
@@ -269,6 +272,7 @@ impl Planner {
             static_system: None,
             previous: None,
             written: Vec::new(),
+            keep_previous_mark: false,
         }
     }
 
@@ -289,6 +293,21 @@ impl Planner {
     /// ([`crate::Simulator::step_prefix`]) instead of flattening the request again.
     pub fn planned_prefix(&self) -> Option<&Prefix> {
         self.previous.as_ref().map(|p| &p.prefix)
+    }
+
+    /// A planner with `strategy` for a conversation forked from this one's session (a
+    /// forked subagent, whose first request extends this session's last one): it knows the
+    /// previous request and the markers written, and its first request keeps the previous
+    /// request's last message marker where the prefix up to it is unchanged, so the fork's
+    /// request is the parent's byte for byte, markers included, up to the fork point.
+    pub fn forked(&self, strategy: impl Strategy + 'static) -> Planner {
+        Planner {
+            strategy: Box::new(strategy),
+            static_system: self.static_system,
+            previous: self.previous.clone(),
+            written: self.written.clone(),
+            keep_previous_mark: true,
+        }
     }
 
     /// Forgets the previous request (after a compaction, or for a new session).
@@ -312,7 +331,18 @@ impl Planner {
             written: &self.written,
             budget,
         };
-        let wanted = self.strategy.place(&input);
+        let mut wanted = self.strategy.place(&input);
+        if std::mem::take(&mut self.keep_previous_mark) {
+            wanted.extend(self.previous.as_ref().and_then(|previous| {
+                let position = previous.last_message_mark()?;
+                let before = &previous.prefix.pieces[position];
+                let now = prefix.pieces.get(position)?;
+                (now.prefix_hash == before.prefix_hash).then(|| Mark {
+                    position,
+                    ttl: before.marker.unwrap_or(Ttl::FiveMinutes),
+                })
+            }));
+        }
         let marks = enforce(&prefix, wanted, budget);
         let mut applied = Vec::with_capacity(marks.len());
         let mut locations = Vec::with_capacity(marks.len());
