@@ -262,12 +262,12 @@ mod tests {
     use super::*;
 
     fn workspace_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(AGENTS_DIR)).unwrap();
+        let dir = tempfile::tempdir().expect("test setup");
+        std::fs::create_dir_all(dir.path().join(AGENTS_DIR)).expect("test setup");
         for (name, text) in files {
-            std::fs::write(dir.path().join(AGENTS_DIR).join(name), text).unwrap();
+            std::fs::write(dir.path().join(AGENTS_DIR).join(name), text).expect("test setup");
         }
-        let workspace = Workspace::new(dir.path()).unwrap();
+        let workspace = Workspace::new(dir.path()).expect("test setup");
         (dir, workspace)
     }
 
@@ -284,7 +284,7 @@ mod tests {
             ),
             ("notes.txt", "not a definition"),
         ]);
-        let loaded = load_definitions(&workspace).unwrap();
+        let loaded = load_definitions(&workspace).expect("test setup");
         let summary: Vec<_> = loaded
             .iter()
             .map(|d| {
@@ -321,11 +321,11 @@ mod tests {
     #[test]
     fn errors_name_the_file() {
         let (dir, workspace) = workspace_with(&[("x.md", "name: x\n")]);
-        let error = load_definitions(&workspace).unwrap_err();
+        let error = load_definitions(&workspace).expect_err("an error");
         let expected = dir
             .path()
             .canonicalize()
-            .unwrap()
+            .expect("test setup")
             .join(AGENTS_DIR)
             .join("x.md");
         assert_eq!(
@@ -339,7 +339,8 @@ mod tests {
                 .to_string()
                 .starts_with(&expected.display().to_string())
         );
-        let missing = parse_definition(Path::new("y.md"), "---\nname: y\n---\n").unwrap_err();
+        let missing =
+            parse_definition(Path::new("y.md"), "---\nname: y\n---\n").expect_err("an error");
         assert_eq!(
             missing.to_string(),
             "y.md: the frontmatter has no `description`"
@@ -370,12 +371,13 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_symlink_out_of_the_workspace_is_refused() {
-        let outside = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().expect("test setup");
         let target = outside.path().join("evil.md");
-        std::fs::write(&target, "---\nname: evil\ndescription: d\n---\n").unwrap();
+        std::fs::write(&target, "---\nname: evil\ndescription: d\n---\n").expect("test setup");
         let (dir, workspace) = workspace_with(&[]);
-        std::os::unix::fs::symlink(&target, dir.path().join(AGENTS_DIR).join("evil.md")).unwrap();
-        let error = load_definitions(&workspace).unwrap_err();
+        std::os::unix::fs::symlink(&target, dir.path().join(AGENTS_DIR).join("evil.md"))
+            .expect("test setup");
+        let error = load_definitions(&workspace).expect_err("an error");
         assert!(
             matches!(
                 &error,
@@ -387,8 +389,8 @@ mod tests {
             "{error}"
         );
         assert!(
-            load_definitions(&Workspace::new(outside.path()).unwrap())
-                .unwrap()
+            load_definitions(&Workspace::new(outside.path()).expect("test setup"))
+                .expect("test setup")
                 .is_empty()
         );
     }

@@ -30,6 +30,7 @@ use threadline_wire::{ContentBlock, SystemPrompt};
 use crate::config::QueryConfig;
 use crate::event::Event;
 use crate::query::Query;
+use crate::recovery::INTERRUPTED;
 use crate::state::State;
 use crate::terminal::Terminal;
 use threadline_wire::service::MessagesService;
@@ -160,8 +161,9 @@ impl SubagentConfig {
 }
 
 /// Builds the nested loop for a configuration, the way the parent's own loop is built (same
-/// service, request shaper, cache planner, permission callback): the caller's wiring.
-pub type QueryFactory<S> = Arc<dyn Fn(QueryConfig) -> Query<S> + Send + Sync>;
+/// service, request shaper, cache planner, permission callback): the caller's wiring. The
+/// flag is `true` for a forked subagent (whose cache planner continues the parent's).
+pub type QueryFactory<S> = Arc<dyn Fn(QueryConfig, bool) -> Query<S> + Send + Sync>;
 
 /// The `Task` tool (see the [module docs](self)).
 pub struct TaskTool<S> {
@@ -301,6 +303,53 @@ struct Launch<S> {
     state: State,
     agent_id: String,
     kind: String,
+    transcript: Option<PathBuf>,
+}
+
+/// Closes a subagent's transcript when its call is dropped before the nested loop finished
+/// (the parent's abort drops running calls at once): every tool use the file holds without a
+/// result gets the interrupted result, so the file ends as a finished loop's would.
+struct Closer {
+    transcript: Option<PathBuf>,
+    agent_id: String,
+    finished: bool,
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        let Some(path) = self.transcript.as_ref().filter(|_| !self.finished) else {
+            return;
+        };
+        // Best effort: what the loop's writer wrote is read back (the writer is gone).
+        let Ok(read) = threadline_message::transcript::read_transcript(path) else {
+            return;
+        };
+        let mut open: Vec<String> = Vec::new();
+        for message in &read.messages {
+            match message {
+                Message::Assistant(a) => open.extend(a.content.iter().filter_map(|b| match b {
+                    ContentBlock::ToolUse(t) => Some(t.id.clone()),
+                    _ => None,
+                })),
+                Message::User(u) => {
+                    for block in &u.content {
+                        if let ContentBlock::ToolResult(r) = block {
+                            open.retain(|id| *id != r.tool_use_id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if open.is_empty() {
+            return;
+        }
+        if let Ok(mut writer) = TranscriptWriter::open_with(path, writer_options(&self.agent_id)) {
+            for id in open {
+                let _ = writer.append(&Message::synthetic_error_result(id, INTERRUPTED));
+            }
+        }
+    }
 }
 
 impl<S> TaskTool<S>
@@ -339,8 +388,10 @@ where
             config.max_tokens = self.parent.max_tokens;
             config.escalated_max_tokens = self.parent.escalated_max_tokens;
             let history = ctx.history.as_deref().unwrap_or_default().to_vec();
-            let mut state = State::default();
-            state.messages = history;
+            let state = State {
+                messages: history,
+                ..State::default()
+            };
             (state, vec![Message::user_text(prompt)])
         } else {
             let definition = self.config.types.iter().find(|t| t.name == kind);
@@ -374,12 +425,14 @@ where
             tools.insert(Arc::new(self.nested()));
         }
         let agent_id = agent_id(&ctx.tool_use_id);
-        let mut query = (self.factory)(config)
+        let mut query = (self.factory)(config, kind == FORK)
             .with_tools(tools)
             .with_cancellation(ctx.cancel.clone());
+        let mut transcript = None;
         if let Some(dir) = &self.config.transcripts {
             let writer = open_transcript(dir, &agent_id, kind, description, &ctx.tool_use_id)
                 .map_err(|e| format!("Task: cannot write the subagent's transcript: {e}"))?;
+            transcript = Some(writer.path().to_path_buf());
             query = query.with_transcript(writer);
         }
         Ok(Launch {
@@ -388,6 +441,7 @@ where
             state,
             agent_id,
             kind: kind.to_owned(),
+            transcript,
         })
     }
 
@@ -409,6 +463,12 @@ where
     S::Future: Send + 'static,
 {
     async fn run(self, ctx: ToolContext) -> ToolOutput {
+        // Declared before the run, so dropped after it (after the loop's own writer).
+        let mut closer = Closer {
+            transcript: self.transcript,
+            agent_id: self.agent_id.clone(),
+            finished: false,
+        };
         let mut events = self.query.run(self.state, self.input);
         let mut finished = None;
         while let Some(event) = events.next().await {
@@ -416,6 +476,7 @@ where
                 finished = Some(done);
             }
         }
+        closer.finished = true;
         let raw = json!({"agentId": self.agent_id, "subagentType": self.kind});
         let Some(done) = finished else {
             return ToolOutput::error("The subagent ended without an answer.").with_raw(raw);
@@ -479,11 +540,18 @@ fn open_transcript(
     let meta_path = dir.join(format!("agent-{agent_id}.meta.json"));
     std::fs::write(&meta_path, meta.to_string())
         .map_err(|e| format!("{}: {e}", meta_path.display()))?;
-    let options = WriterOptions::default()
+    TranscriptWriter::open_with(
+        dir.join(format!("agent-{agent_id}.jsonl")),
+        writer_options(agent_id),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Every line of a subagent's transcript is marked as Claude Code marks its subagents'.
+fn writer_options(agent_id: &str) -> WriterOptions {
+    WriterOptions::default()
         .with_mark("isSidechain", Value::Bool(true))
-        .with_mark("agentId", Value::String(agent_id.to_owned()));
-    TranscriptWriter::open_with(dir.join(format!("agent-{agent_id}.jsonl")), options)
-        .map_err(|e| e.to_string())
+        .with_mark("agentId", Value::String(agent_id.to_owned()))
 }
 
 #[cfg(test)]

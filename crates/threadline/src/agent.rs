@@ -62,6 +62,9 @@ pub enum AgentError {
     /// The date is not `YYYY-MM-DD`.
     #[error("{0:?} is not a date of the form YYYY-MM-DD")]
     Date(String),
+    /// A subagent definition of the workspace cannot be read.
+    #[error("subagent definitions: {0}")]
+    Subagents(#[from] threadline_attach::agent_definitions::DefinitionError),
 }
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
@@ -83,6 +86,7 @@ pub struct AgentBuilder<S> {
     today: Option<String>,
     history: Vec<Message>,
     tool_changes: Option<threadline_query::ToolChanges>,
+    subagents: Option<threadline_query::SubagentConfig>,
 }
 
 impl<S> std::fmt::Debug for AgentBuilder<S> {
@@ -277,6 +281,16 @@ where
         self
     }
 
+    /// Offers the `Task` tool: the model may start subagents (see
+    /// `threadline_query::subagent`), of the types in `subagents` and those defined in the
+    /// workspace's `.claude/agents/*.md`. Off by default. With a
+    /// [`transcript`](Self::transcript) `<session>.jsonl`, each subagent writes
+    /// `<session>/subagents/agent-<id>.jsonl` unless `subagents` names another directory.
+    pub fn subagents(mut self, subagents: threadline_query::SubagentConfig) -> Self {
+        self.subagents = Some(subagents);
+        self
+    }
+
     /// Starts the session from `messages` (a resumed session: a transcript read back, a
     /// fork, an import) instead of an empty history. The first run continues after them;
     /// they are not written to the [`transcript`](Self::transcript) again (only what the runs
@@ -360,6 +374,17 @@ where
                 message: e.to_string(),
             })?;
         }
+        let subagents = match self.subagents {
+            Some(subagents) => {
+                let mut subagents =
+                    crate::subagents::with_definitions(subagents, workspace.as_deref())?;
+                if let (None, Some(path)) = (&subagents.transcripts, &self.transcript) {
+                    subagents.transcripts = Some(crate::subagents::transcripts_dir(path));
+                }
+                Some(subagents)
+            }
+            None => None,
+        };
         let mut state = State::default();
         state.messages = self.history;
         Ok(Agent {
@@ -382,6 +407,7 @@ where
             cancel: self.cancel,
             state: Arc::new(Mutex::new(state)),
             tool_changes: self.tool_changes,
+            subagents,
         })
     }
 }
@@ -422,8 +448,8 @@ impl StopHook for SharedStopHook {
     }
 }
 
-/// The agent's permission callback, shared by its runs.
-struct SharedPermission(Arc<dyn PermissionCallback>);
+/// The agent's permission callback, shared by its runs (and its subagents).
+pub(crate) struct SharedPermission(pub(crate) Arc<dyn PermissionCallback>);
 
 impl PermissionCallback for SharedPermission {
     fn decide<'a>(&'a self, request: PermissionRequest<'a>) -> BoxFuture<'a, Permission> {
@@ -449,6 +475,7 @@ pub struct Agent<S> {
     cancel: CancellationToken,
     state: Arc<Mutex<State>>,
     tool_changes: Option<threadline_query::ToolChanges>,
+    subagents: Option<threadline_query::SubagentConfig>,
 }
 
 impl<S> std::fmt::Debug for Agent<S> {
@@ -487,6 +514,7 @@ where
             today: None,
             history: Vec::new(),
             tool_changes: None,
+            subagents: None,
         }
     }
 
@@ -533,8 +561,24 @@ where
                 None => config.context_management = Some(management),
             }
         }
+        let mut tools = self.tools.clone();
+        if let Some(subagents) = &self.subagents {
+            let parent = crate::subagents::Parent {
+                service: self.service.clone(),
+                shaper: self.shaper.clone(),
+                permission: Arc::clone(&self.permission),
+                planner: self.planner.clone(),
+            };
+            let task = crate::subagents::task_tool(
+                parent,
+                config.clone(),
+                self.tools.clone(),
+                subagents.clone(),
+            );
+            tools.insert(Arc::new(task));
+        }
         let mut query = Query::new(self.service.clone(), config)
-            .with_tools(self.tools.clone())
+            .with_tools(tools)
             .with_permission(SharedPermission(Arc::clone(&self.permission)))
             .with_shaper(self.shaper.clone())
             .with_cache_planner(self.planner.clone())

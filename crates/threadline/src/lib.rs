@@ -103,6 +103,8 @@ mod compaction;
 #[cfg(feature = "agent")]
 mod model_call;
 #[cfg(feature = "agent")]
+mod subagents;
+#[cfg(feature = "agent")]
 mod today;
 
 #[cfg(feature = "agent")]

@@ -3,6 +3,9 @@
 //! compaction after `prompt is too long`, cache markers, `@` mentions, the transcript, and a
 //! session that continues across runs. Every request the mock received passed `validate`.
 
+#[path = "agent/subagents.rs"]
+mod subagents;
+
 use std::path::Path;
 use std::sync::Arc;
 
