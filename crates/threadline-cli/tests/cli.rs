@@ -5,6 +5,7 @@ mod check_rules;
 mod common;
 mod project;
 mod session;
+mod subagents;
 
 use common::{code, repo, stderr, stdout, temp_file, threadline};
 

@@ -571,7 +571,7 @@ mod tests {
             .with_types(vec![SubagentType::new("reader", "Reads files.", "Read.")])
             .with_fork(true);
         assert_eq!(
-            describe(&config).lines().skip(3).collect::<Vec<_>>(),
+            describe(&config).lines().skip(2).collect::<Vec<_>>(),
             [
                 "- general-purpose: the default; every tool.",
                 "- reader: Reads files.",
