@@ -25,6 +25,8 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline_message::Message;
 use threadline_message::transcript::{TranscriptWriter, WriterOptions};
+#[cfg(test)]
+use threadline_wire::Content;
 use threadline_wire::{ContentBlock, SystemPrompt};
 
 use crate::config::QueryConfig;
@@ -377,7 +379,8 @@ where
         config.max_tokens = self.config.max_tokens.min(self.parent.max_tokens.max(1));
         config.escalated_max_tokens = Some(config.max_tokens);
         let mut tools = ToolSet::new();
-        let (state, messages) = if kind == FORK && self.config.fork {
+        let forked = kind == FORK && self.config.fork;
+        let (state, messages) = if forked {
             // The parent's tools, system and history as sent: the request prefix is the
             // parent's.
             for name in self.tools.names() {
@@ -420,18 +423,23 @@ where
             }
             (State::default(), vec![Message::user_text(prompt)])
         };
-        if kind == FORK {
+        if forked {
             // Same definition bytes as the parent's, every call refused.
             tools.insert(Arc::new(self.nested()));
         }
         let agent_id = agent_id(&ctx.tool_use_id);
-        let mut query = (self.factory)(config, kind == FORK)
+        let mut query = (self.factory)(config, forked)
             .with_tools(tools)
             .with_cancellation(ctx.cancel.clone());
         let mut transcript = None;
         if let Some(dir) = &self.config.transcripts {
-            let writer = open_transcript(dir, &agent_id, kind, description, &ctx.tool_use_id)
-                .map_err(|e| format!("Task: cannot write the subagent's transcript: {e}"))?;
+            let failed = |e: String| format!("Task: cannot write the subagent's transcript: {e}");
+            let mut writer = open_transcript(dir, &agent_id, kind, description, &ctx.tool_use_id)
+                .map_err(failed)?;
+            // A fork's file holds the history it inherited: it reads back as its whole array.
+            writer
+                .append_all(&state.messages)
+                .map_err(|e| failed(e.to_string()))?;
             transcript = Some(writer.path().to_path_buf());
             query = query.with_transcript(writer);
         }
@@ -563,6 +571,89 @@ mod tests {
         assert_eq!(agent_id(""), "cbf29ce484222325");
         assert_eq!(agent_id("toolu_1").len(), 16);
         assert_ne!(agent_id("toolu_1"), agent_id("toolu_2"));
+    }
+
+    use crate::scripted::{Reply, Response, ScriptedService};
+    use threadline_wire::StopReason;
+
+    fn task_tool(service: &ScriptedService, config: SubagentConfig) -> TaskTool<ScriptedService> {
+        let service = service.clone();
+        let factory: QueryFactory<ScriptedService> =
+            Arc::new(move |config, _fork| Query::new(service.clone(), config));
+        let parent = QueryConfig::new("claude-sonnet-4-5", 1024);
+        let tools = ToolSet::new().with(Echo);
+        TaskTool::new(factory, parent, tools, config)
+    }
+
+    struct Echo;
+    impl Tool for Echo {
+        fn name(&self) -> &str {
+            "Echo"
+        }
+        fn description(&self) -> &str {
+            "Echoes."
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
+            tool::result(async { ToolOutput::text("echo") })
+        }
+    }
+
+    async fn call(tool: &TaskTool<ScriptedService>, input: Value) -> ToolOutput {
+        let mut stream = tool.call(input, ToolContext::new("toolu_1"));
+        while let Some(event) = stream.next().await {
+            if let crate::tool::ToolEvent::Result(output) = event {
+                return output;
+            }
+        }
+        ToolOutput::error("no result")
+    }
+
+    #[tokio::test]
+    async fn an_unknown_type_an_empty_prompt_and_a_nested_call_are_refused() {
+        let service = ScriptedService::new([]);
+        let tool = task_tool(&service, SubagentConfig::default().with_fork(true));
+        let unknown = call(
+            &tool,
+            json!({"description": "d", "prompt": "p", "subagent_type": "x"}),
+        )
+        .await;
+        assert_eq!(
+            unknown,
+            ToolOutput::error(
+                "Task: no subagent type \"x\"; the types are: general-purpose, fork."
+            )
+        );
+        let empty = call(&tool, json!({"description": "d", "prompt": " "})).await;
+        assert_eq!(empty, ToolOutput::error("Task: the prompt is empty."));
+        let nested = call(&tool.nested(), json!({"description": "d", "prompt": "p"})).await;
+        assert_eq!(nested, ToolOutput::error(NESTED_REFUSAL));
+        assert_eq!(service.requests().len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_subagent_is_bounded_in_turns() {
+        let looping = || {
+            Reply::stream(
+                Response::new("msg")
+                    .tool_use("toolu_e", "Echo", json!({}))
+                    .stop(StopReason::ToolUse),
+            )
+        };
+        let service = ScriptedService::new([looping(), looping(), looping()]);
+        let tool = task_tool(&service, SubagentConfig::default().with_limits(2, 512));
+        let output = call(&tool, json!({"description": "d", "prompt": "loop"})).await;
+        assert!(output.is_error);
+        let Content::Text(text) = &output.content else {
+            panic!("text")
+        };
+        assert!(text.starts_with("The subagent stopped (MaxTurns"), "{text}");
+        let requests = service.requests();
+        assert_eq!(requests.len(), 2);
+        assert!(requests.iter().all(|r| r.max_tokens == 512));
+        assert!(service.violations().is_empty());
     }
 
     #[test]

@@ -346,7 +346,7 @@ async fn a_restricted_subagent_is_refused_a_tool_outside_its_list() {
     std::fs::create_dir_all(dir.path().join(".claude/agents")).expect("agents dir");
     std::fs::write(
         dir.path().join(".claude/agents/reader.md"),
-        "---\nname: reader\ndescription: Reads only.\ntools: Echo\nmodel: inherit\n---\n[route-R] You only read.\n",
+        "---\nname: reader\ndescription: Reads only.\ntools: Echo\nmodel: claude-haiku-4-5\n---\n[route-R] You only read.\n",
     )
     .expect("definition");
     let scenario = Scenario::new([
@@ -410,6 +410,10 @@ async fn a_restricted_subagent_is_refused_a_tool_outside_its_list() {
     };
     assert_eq!(names(&requests[0]), ["Echo", "Secret", "Task"]);
     assert_eq!(names(&requests[1]), ["Echo"]);
+    assert_eq!(
+        (requests[0].model.as_str(), requests[1].model.as_str()),
+        ("claude-sonnet-4-5", "claude-haiku-4-5")
+    );
     assert!(
         serde_json::to_string(&requests[1].system)
             .expect("system")
@@ -506,8 +510,12 @@ async fn a_forked_subagent_reads_the_parents_cached_prefix() {
     assert!(share >= 0.9, "read share {share}");
     let paths = subagent_transcripts(dir.path());
     assert_eq!(paths.len(), 1);
-    assert_transcript_valid(&paths[0]);
-    assert_transcript_valid(&dir.path().join("session.jsonl"));
+    // The fork's file holds the inherited history, then the fork's own turn.
+    let fork_messages = assert_transcript_valid(&paths[0]);
+    let parent_messages = assert_transcript_valid(&dir.path().join("session.jsonl"));
+    assert_eq!(fork_messages[0], parent_messages[0]);
+    assert_eq!(fork_messages.len(), 3);
+    assert_eq!(last_text(&fork_messages), "The fork's summary.");
 }
 
 #[tokio::test(flavor = "current_thread")]
