@@ -47,6 +47,15 @@ impl ToolOutput {
         }
     }
 
+    /// A successful result with any content (text, images, documents).
+    pub fn content(content: Content) -> ToolOutput {
+        ToolOutput {
+            content,
+            is_error: false,
+            raw: None,
+        }
+    }
+
     /// An error result the model can read.
     pub fn error(text: impl Into<String>) -> ToolOutput {
         ToolOutput {

@@ -1,0 +1,122 @@
+//! An MCP `tools/call` result as tool_result content.
+//!
+//! Text stays text; an image becomes an image block (base64); an embedded resource becomes
+//! its text (a text resource) or a document (a PDF blob), a linked resource one line naming
+//! its URI; anything else (audio, unknown kinds) one line saying what was left out. The text
+//! is bounded by [`MAX_OUTPUT_BYTES`], the built-in shell tool's limit.
+
+use serde_json::Value;
+use threadline_query::ToolOutput;
+use threadline_wire::{Content, ContentBlock, TextBlock};
+
+/// The most text kept from one result (the built-in shell tool's limit).
+/// (the same figure as `threadline_tools::shell::MAX_OUTPUT_BYTES`, not a dependency here).
+pub const MAX_OUTPUT_BYTES: usize = 30_000;
+
+/// The most image or document bytes (base64) kept from one result; larger ones are left out
+/// with a note.
+pub const MAX_MEDIA_BYTES: usize = 5 * 1024 * 1024;
+
+/// Maps the JSON of a `CallToolResult` (`content`, `isError`, `structuredContent`).
+pub fn to_output(result: &Value) -> ToolOutput {
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    let mut blocks: Vec<ContentBlock> = Vec::new();
+    let mut text_budget = MAX_OUTPUT_BYTES;
+    let mut push_text = |blocks: &mut Vec<ContentBlock>, text: &str| {
+        let mut text = text.to_owned();
+        if text.len() > text_budget {
+            let mut cut = text_budget;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let dropped = text.len() - cut;
+            text.truncate(cut);
+            text.push_str(&format!("\n… [{dropped} bytes of MCP output cut]"));
+            text_budget = 0;
+        } else {
+            text_budget -= text.len();
+        }
+        blocks.push(ContentBlock::Text(TextBlock::new(text)));
+    };
+    let items = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for item in &items {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "text" => push_text(&mut blocks, item["text"].as_str().unwrap_or("")),
+            "image" => {
+                let data = item["data"].as_str().unwrap_or("");
+                let mime = item["mimeType"].as_str().unwrap_or("");
+                if data.len() <= MAX_MEDIA_BYTES && is_image_type(mime) {
+                    blocks.push(media("image", mime, data));
+                } else {
+                    push_text(
+                        &mut blocks,
+                        &format!("[image {mime} of {} base64 bytes left out]", data.len()),
+                    );
+                }
+            }
+            "resource" => {
+                let resource = &item["resource"];
+                let uri = resource["uri"].as_str().unwrap_or("");
+                let mime = resource["mimeType"].as_str().unwrap_or("");
+                if let Some(text) = resource["text"].as_str() {
+                    push_text(&mut blocks, &format!("[resource {uri}]\n{text}"));
+                } else if let Some(blob) = resource["blob"].as_str() {
+                    if mime == "application/pdf" && blob.len() <= MAX_MEDIA_BYTES {
+                        blocks.push(media("document", mime, blob));
+                    } else if is_image_type(mime) && blob.len() <= MAX_MEDIA_BYTES {
+                        blocks.push(media("image", mime, blob));
+                    } else {
+                        push_text(
+                            &mut blocks,
+                            &format!(
+                                "[resource {uri} ({mime}, {} base64 bytes) left out]",
+                                blob.len()
+                            ),
+                        );
+                    }
+                }
+            }
+            "resource_link" => {
+                let uri = item["uri"].as_str().unwrap_or("");
+                let name = item["name"].as_str().unwrap_or("");
+                let mime = item["mimeType"]
+                    .as_str()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
+                push_text(&mut blocks, &format!("[resource link {name}: {uri}{mime}]"));
+            }
+            other => push_text(&mut blocks, &format!("[{other} content left out]")),
+        }
+    }
+    if blocks.is_empty()
+        && let Some(structured) = result.get("structuredContent")
+    {
+        push_text(&mut blocks, &structured.to_string());
+    }
+    let content = match blocks.as_slice() {
+        [] => Content::Text(String::new()),
+        [ContentBlock::Text(text)] => Content::Text(text.text.clone()),
+        _ => Content::Blocks(blocks),
+    };
+    ToolOutput::content(content).with_is_error(is_error)
+}
+
+fn is_image_type(mime: &str) -> bool {
+    matches!(
+        mime,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    )
+}
+
+fn media(kind: &str, mime: &str, data: &str) -> ContentBlock {
+    let block = serde_json::json!({
+        "type": kind,
+        "source": {"type": "base64", "media_type": mime, "data": data},
+    });
+    serde_json::from_value(block).unwrap_or_else(|_| ContentBlock::text("[media left out]"))
+}

@@ -1,0 +1,57 @@
+//! MCP servers as tools of a threadline agent, on the official Rust SDK (`rmcp`).
+//!
+//! The servers are those of Claude Code's `.mcp.json` ([`McpConfig`]): child processes over
+//! stdio and streamable-HTTP endpoints. [`McpServers::connect`] starts them all at once, each
+//! within a connect timeout; a server that fails is one line ([`ConnectError`]) and the
+//! others go on. Every tool of a server becomes a [`threadline_query::Tool`] named
+//! `mcp__<server>__<tool>` ([`tool_name`]) with the server's JSON schema:
+//!
+//! - `readOnlyHint` makes it concurrency-safe; a tool that is not read-only, or is marked
+//!   destructive, asks permission (like the shell tool);
+//! - its result becomes tool_result content ([`content::to_output`]): text, images as image
+//!   blocks, embedded resources as text or documents, bounded like the built-in tools;
+//!   `isError` becomes `is_error`;
+//! - progress notifications become the call's progress events; every call has a timeout;
+//!   when the loop aborts, the call is cancelled (`notifications/cancelled`);
+//! - a server that crashes mid-call answers an error result naming it; the session goes on.
+//!
+//! A child never receives `ANTHROPIC_*` variables; it is killed when its session is dropped;
+//! its stderr is kept (bounded), never mixed into our output.
+//!
+//! ```
+//! use std::path::Path;
+//! use threadline_mcp::{McpConfig, ServerConfig};
+//!
+//! let text = r#"{"mcpServers": {
+//!     "files": {"command": "npx", "args": ["-y", "${PKG:-server-files}"]},
+//!     "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"X-Key": "${KEY}"}}
+//! }}"#;
+//! let env = |name: &str| (name == "KEY").then(|| "k1".to_owned());
+//! let config = McpConfig::parse(text, Path::new(".mcp.json"), &env).unwrap();
+//! assert_eq!(
+//!     config.servers["files"],
+//!     ServerConfig::Stdio {
+//!         command: "npx".into(),
+//!         args: vec!["-y".into(), "server-files".into()],
+//!         env: Default::default(),
+//!     }
+//! );
+//! assert!(matches!(&config.servers["remote"], ServerConfig::Http { headers, .. } if headers["X-Key"] == "k1"));
+//! assert_eq!(threadline_mcp::tool_name("files", "read.file"), "mcp__files__read_file");
+//! ```
+
+pub mod config;
+pub mod content;
+mod error;
+mod manager;
+mod name;
+mod server;
+mod tool;
+
+pub use config::{ConfigError, McpConfig, ServerConfig};
+pub use error::ConnectError;
+pub use manager::McpServers;
+pub use name::{MAX_TOOL_NAME, tool_name};
+pub use server::{
+    MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ToolInfo,
+};

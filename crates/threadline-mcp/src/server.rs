@@ -1,0 +1,380 @@
+//! One connected MCP server: the rmcp client session, its tools and instructions, and the
+//! captured end of a child's stderr.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt as _};
+use serde_json::Value;
+use threadline_query::tool::ProgressSender;
+use tokio::io::AsyncReadExt as _;
+
+use crate::config::ServerConfig;
+use crate::error::ConnectError;
+use crate::tool::McpTool;
+
+/// The most stderr kept from a child (its last bytes), for error lines and `mcp list`.
+pub const MAX_STDERR_BYTES: usize = 16 * 1024;
+
+/// The most tools taken from one server (a bound on a peer's list).
+pub const MAX_TOOLS_PER_SERVER: usize = 2000;
+
+/// The most bytes of instructions kept from one server.
+pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+
+/// Timeouts of the MCP client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// How long a server has to start, answer `initialize` and list its tools.
+    pub connect_timeout: Duration,
+    /// How long one tool call may take.
+    pub call_timeout: Duration,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            connect_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl McpOptions {
+    /// The same options with `connect_timeout`.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same options with `call_timeout`.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+}
+
+pub(crate) type Progress = Arc<Mutex<HashMap<ProgressToken, ProgressSender>>>;
+
+/// Receives the server's notifications: progress goes to the call that asked for it.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    pub(crate) progress: Progress,
+}
+
+impl ClientHandler for Handler {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let map = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = map.get(&params.progress_token) {
+            let mut event = serde_json::json!({"progress": params.progress});
+            if let Some(total) = params.total {
+                event["total"] = total.into();
+            }
+            if let Some(message) = &params.message {
+                event["message"] = message.clone().into();
+            }
+            sender.send(event);
+        }
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.client_info = Implementation::new("threadline", env!("CARGO_PKG_VERSION"));
+        info
+    }
+}
+
+/// The last [`MAX_STDERR_BYTES`] a child wrote to its stderr.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        let mut tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        tail.extend(bytes);
+        let excess = tail.len().saturating_sub(MAX_STDERR_BYTES);
+        tail.drain(..excess);
+    }
+
+    pub(crate) fn text(&self) -> String {
+        let tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The last non-empty line (for a one-line error).
+    pub(crate) fn last_line(&self) -> Option<String> {
+        let text = self.text();
+        let line = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+        let mut line = line.to_owned();
+        if line.len() > 200 {
+            let mut cut = 200;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('…');
+        }
+        Some(line)
+    }
+}
+
+/// A tool as the server listed it (for `threadline mcp list`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolInfo {
+    /// The name the server gave it.
+    pub server_name: String,
+    /// The loop name, `mcp__<server>__<tool>`.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its input schema.
+    pub input_schema: Value,
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint` (absent counts as true, as the MCP specification says).
+    pub destructive: bool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) service: RunningService<RoleClient, Handler>,
+    pub(crate) progress: Progress,
+    pub(crate) stderr: StderrTail,
+    pub(crate) options: McpOptions,
+    pub(crate) pid: Option<u32>,
+}
+
+/// A connected server.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+    tools: Vec<ToolInfo>,
+    instructions: Option<String>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.shared.name)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Starts (stdio) or reaches (HTTP) the server `name`, completes the handshake and lists
+    /// its tools, all within `options.connect_timeout`.
+    pub async fn connect(
+        name: &str,
+        config: &ServerConfig,
+        options: McpOptions,
+    ) -> Result<McpServer, ConnectError> {
+        let stderr = StderrTail::default();
+        match tokio::time::timeout(
+            options.connect_timeout,
+            connect_inner(name, config, options, stderr.clone()),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ConnectError::Timeout {
+                server: name.to_owned(),
+                after: options.connect_timeout,
+                stderr: stderr.last_line(),
+            }),
+        }
+    }
+
+    /// The server's name in the configuration.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// What the server listed.
+    pub fn tool_infos(&self) -> &[ToolInfo] {
+        &self.tools
+    }
+
+    /// The server's `instructions` (from `initialize`), if any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// The end of the child's stderr (empty for HTTP servers).
+    pub fn stderr(&self) -> String {
+        self.shared.stderr.text()
+    }
+
+    /// The child's process id (stdio servers).
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.pid
+    }
+
+    /// Whether the session has ended (the server exited or the connection closed).
+    pub fn is_closed(&self) -> bool {
+        self.shared.service.is_closed() || self.shared.service.peer().is_transport_closed()
+    }
+
+    /// The server's tools as loop tools.
+    pub fn tools(&self) -> Vec<Arc<dyn threadline_query::Tool>> {
+        self.tools
+            .iter()
+            .map(|info| {
+                Arc::new(McpTool::new(info.clone(), Arc::clone(&self.shared)))
+                    as Arc<dyn threadline_query::Tool>
+            })
+            .collect()
+    }
+}
+
+async fn connect_inner(
+    name: &str,
+    config: &ServerConfig,
+    options: McpOptions,
+    stderr: StderrTail,
+) -> Result<McpServer, ConnectError> {
+    let progress: Progress = Arc::default();
+    let handler = Handler {
+        progress: Arc::clone(&progress),
+    };
+    let handshake = |source: Box<dyn std::error::Error + Send + Sync>, stderr: &StderrTail| {
+        ConnectError::Handshake {
+            server: name.to_owned(),
+            message: source.to_string(),
+            stderr: stderr.last_line(),
+        }
+    };
+    let mut pid = None;
+    let service = match config {
+        ServerConfig::Stdio { command, args, env } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).kill_on_drop(true);
+            for (key, _) in std::env::vars_os() {
+                if key.to_string_lossy().starts_with("ANTHROPIC_") {
+                    cmd.env_remove(&key);
+                }
+            }
+            for (key, value) in env {
+                if !key.starts_with("ANTHROPIC_") {
+                    cmd.env(key, value);
+                }
+            }
+            let (transport, child_stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|source| ConnectError::Spawn {
+                    server: name.to_owned(),
+                    command: command.clone(),
+                    source,
+                })?;
+            pid = transport.id();
+            if let Some(mut pipe) = child_stderr {
+                let tail = stderr.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = pipe.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        tail.push(&buf[..n]);
+                    }
+                });
+            }
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| handshake(Box::new(e), &stderr))?
+        }
+        ServerConfig::Http { url, headers } => {
+            // reqwest's rustls has no provider of its own here: ring, as threadline-client.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut custom = HashMap::new();
+            for (key, value) in headers {
+                let bad = |message: String| ConnectError::Config {
+                    server: name.to_owned(),
+                    message,
+                };
+                let key = http::HeaderName::try_from(key.as_str())
+                    .map_err(|e| bad(format!("header `{key}`: {e}")))?;
+                let value = http::HeaderValue::try_from(value.as_str())
+                    .map_err(|e| bad(format!("header `{key}`: {e}")))?;
+                custom.insert(key, value);
+            }
+            let mut transport_config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                );
+            transport_config.custom_headers = custom;
+            let transport = StreamableHttpClientTransport::from_config(transport_config);
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| handshake(Box::new(e), &stderr))?
+        }
+    };
+    let instructions = service.peer_info().and_then(|info| {
+        info.instructions.clone().map(|mut text| {
+            if text.len() > MAX_INSTRUCTIONS_BYTES {
+                let mut cut = MAX_INSTRUCTIONS_BYTES;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            text
+        })
+    });
+    let listed =
+        service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|source| ConnectError::ListTools {
+                server: name.to_owned(),
+                message: source.to_string(),
+                stderr: stderr.last_line(),
+            })?;
+    let mut seen = BTreeMap::new();
+    let mut tools = Vec::new();
+    for tool in listed.into_iter().take(MAX_TOOLS_PER_SERVER) {
+        let loop_name = crate::name::tool_name(name, &tool.name);
+        if seen.insert(loop_name.clone(), ()).is_some() {
+            continue;
+        }
+        let annotations = tool.annotations.as_ref();
+        let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+        let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(true);
+        tools.push(ToolInfo {
+            server_name: tool.name.to_string(),
+            name: loop_name,
+            description: tool.description.as_deref().unwrap_or("").to_owned(),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+            read_only,
+            destructive,
+        });
+    }
+    Ok(McpServer {
+        shared: Arc::new(Shared {
+            name: name.to_owned(),
+            service,
+            progress,
+            stderr,
+            options,
+            pid,
+        }),
+        tools,
+        instructions,
+    })
+}
