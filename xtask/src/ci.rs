@@ -5,12 +5,14 @@
 //! 3. `cargo deny check licenses bans sources` (installs cargo-deny with
 //!    `cargo install cargo-deny --locked` if missing)
 //! 4. `cargo xtask fixtures --check` (run in-process)
-//! 5. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
-//! 6. `cargo test --workspace --doc`
-//! 7. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
+//! 5. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
+//!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK)
+//! 6. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
+//! 7. `cargo test --workspace --doc`
+//! 8. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
 //!    ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
 //!    (installs cargo-fuzz pinned if missing)
-//! 8. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
+//! 9. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
 //!    transcript checked in headless Chromium (installs Debian's `chromium` if missing)
 //!
 //! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
@@ -22,7 +24,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{e2e, fixtures, fuzz};
+use crate::{e2e, fixtures, fuzz, mcp_servers};
 
 /// The proptest seed CI runs with (see the module documentation).
 pub(crate) const PROPTEST_SEED: &str = "20261130";
@@ -41,6 +43,8 @@ pub(crate) enum Step {
     Deny,
     /// `cargo xtask fixtures --check`, in-process.
     FixturesCheck,
+    /// `cargo xtask mcp-servers`, in-process.
+    McpServers,
     /// nextest if installed, else `cargo test --workspace`.
     Tests,
     /// `cargo xtask fuzz` for [`FUZZ_SECONDS`] per target with [`FUZZ_SEED`], in-process.
@@ -56,6 +60,7 @@ impl Step {
             Self::Cargo(args) => format!("cargo {}", args.join(" ")),
             Self::Deny => "cargo deny check licenses bans sources".to_owned(),
             Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
+            Self::McpServers => "cargo xtask mcp-servers".to_owned(),
             Self::Tests => "cargo nextest run --workspace (or cargo test --workspace)".to_owned(),
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
@@ -79,6 +84,7 @@ pub(crate) fn steps() -> Vec<Step> {
         ]),
         Step::Deny,
         Step::FixturesCheck,
+        Step::McpServers,
         Step::Tests,
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
         Step::Fuzz,
@@ -143,6 +149,7 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 },
             )
         }
+        Step::McpServers => mcp_servers::run(root),
         Step::Tests => {
             if has_subcommand(root, "nextest") {
                 run_cargo(root, &["nextest", "run", "--workspace"])
@@ -188,6 +195,7 @@ mod tests {
                 "cargo clippy --workspace --all-targets -- -D warnings",
                 "cargo deny check licenses bans sources",
                 "cargo xtask fixtures --check",
+                "cargo xtask mcp-servers",
                 "cargo nextest run --workspace (or cargo test --workspace)",
                 "cargo test --workspace --doc",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",

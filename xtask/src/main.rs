@@ -9,6 +9,8 @@
 //!   performance ratios listed in `xtask/src/bench.rs`.
 //! * `cargo xtask fuzz --seconds N [--target NAME]` builds the cargo-fuzz targets of `fuzz/`
 //!   and runs each for N seconds, reporting executions and findings (`xtask/src/fuzz.rs`).
+//! * `cargo xtask mcp-servers` installs the MCP servers threadline-mcp's tests start, pinned,
+//!   into `target/test-servers/` (`xtask/src/mcp_servers.rs`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
@@ -17,6 +19,7 @@ mod ci;
 mod e2e;
 mod fixtures;
 mod fuzz;
+mod mcp_servers;
 mod record;
 mod sources;
 mod util;
@@ -47,6 +50,8 @@ enum Command {
     /// Render `threadline inspect --html` of every fixture transcript in headless Chromium
     /// (installed from the distribution when missing) and check each page drew.
     E2e(e2e::E2eArgs),
+    /// Install the MCP servers threadline-mcp's tests start (pinned) into target/test-servers.
+    McpServers,
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -113,6 +118,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
         Command::E2e(args) => e2e::run(&util::repo_root(), &args),
+        Command::McpServers => mcp_servers::run(&util::repo_root()),
         Command::Ci => ci::run(),
     };
     match result {
