@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 mod agent_setup;
 mod commands;
+mod mcp_setup;
 mod meter;
 mod output;
 mod permission_prompt;
@@ -274,6 +275,15 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = commands::run::DEFAULT_MAX_TURNS,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// MCP servers from this file (Claude Code's `.mcp.json` format), beside those of the
+        /// workspace's `.mcp.json` (read always; a server of the same name here wins).
+        #[arg(long, value_name = "FILE")]
+        mcp_config: Option<std::path::PathBuf>,
+    },
+    /// List the MCP servers of `.mcp.json` (and `--mcp-config`): tools and instructions.
+    Mcp {
+        #[command(subcommand)]
+        command: commands::mcp::McpCommand,
     },
     /// Operate on session transcripts: fork, rewind, list, show.
     ///
@@ -425,6 +435,7 @@ fn main() -> ExitCode {
             allow_shell,
             transcript,
             max_turns,
+            mcp_config,
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
             dry_run,
@@ -438,7 +449,9 @@ fn main() -> ExitCode {
             allow_shell,
             transcript: transcript.as_deref(),
             max_turns,
+            mcp_config: mcp_config.as_deref(),
         }),
+        Command::Mcp { command } => commands::mcp::run(&command),
         Command::Session { command } => commands::session::run(&command),
         Command::Replay { fixture } => commands::replay::run(&fixture),
         Command::Demo { keep, compaction } => {

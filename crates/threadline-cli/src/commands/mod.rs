@@ -6,6 +6,7 @@ pub(crate) mod compact;
 pub(crate) mod demo;
 pub(crate) mod demo_server;
 pub(crate) mod inspect;
+pub(crate) mod mcp;
 pub(crate) mod mock;
 pub(crate) mod normalize;
 pub(crate) mod replay;

@@ -47,6 +47,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
     pub(crate) max_turns: u32,
+    /// `--mcp-config FILE`: more MCP servers beside the workspace's `.mcp.json`.
+    pub(crate) mcp_config: Option<&'a Path>,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -128,6 +130,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
                 .or(args.transcript),
             history: resume.as_ref().map(|r| r.history.as_slice()),
             max_turns: args.max_turns,
+            mcp_config: args.mcp_config,
         });
     }
     let Some(prompt) = args.prompt else {
@@ -148,6 +151,13 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut first = first;
+    if let Err(line) =
+        crate::mcp_setup::add_to_dry_run(&mut first.request, workspace.root(), args.mcp_config)
+    {
+        eprintln!("threadline: run: {line}");
+        return ExitCode::from(2);
+    }
     for entry in &first.collected.report {
         eprintln!("threadline: run: {entry}");
     }

@@ -41,6 +41,8 @@ pub(crate) struct LiveArgs<'a> {
     /// A resumed session's history (`--resume`).
     pub(crate) history: Option<&'a [Message]>,
     pub(crate) max_turns: u32,
+    /// `--mcp-config FILE`.
+    pub(crate) mcp_config: Option<&'a Path>,
 }
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
@@ -83,6 +85,15 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
         }
     };
     drop(key);
+    let mcp_config = match crate::mcp_setup::load(args.workspace, args.mcp_config) {
+        Ok(config) => config,
+        Err(line) => {
+            eprintln!("threadline: run: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    // Kept to the end of the run: dropping it stops the servers.
+    let mcp = runtime.block_on(crate::mcp_setup::connect(&mcp_config, "run"));
     let meter = Meter::default();
     let mut builder = agent_builder(
         client,
@@ -115,7 +126,9 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
     if let Some(history) = args.history {
         builder = builder.history(history.to_vec());
     }
-    builder = builder.max_turns(args.max_turns);
+    builder = builder
+        .max_turns(args.max_turns)
+        .tools(&crate::mcp_setup::tool_set(&mcp));
     let mut agent = match builder.build() {
         Ok(agent) => agent,
         Err(error) => {
@@ -132,6 +145,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
     });
     // A question still waiting on the terminal must not hold the process (its reader thread
     // is not joined).
+    crate::mcp_setup::stop(&runtime, mcp);
     runtime.shutdown_background();
     code
 }

@@ -1,0 +1,106 @@
+//! `threadline mcp list [--cwd DIR] [--mcp-config FILE]`: the configured MCP servers, each
+//! connected: its tools (the names the model sees) and its instructions; a server that did
+//! not connect is one line. Exit code 0: every server connected; 1: some did not; 2: the
+//! configuration could not be read.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::terminal_text::terminal_safe;
+
+/// `threadline mcp` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum McpCommand {
+    /// Connect every configured server and list its tools and instructions.
+    List {
+        /// The workspace whose `.mcp.json` is read (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// More servers, from this file (Claude Code's `.mcp.json` format).
+        #[arg(long, value_name = "FILE")]
+        mcp_config: Option<std::path::PathBuf>,
+    },
+}
+
+pub(crate) fn run(command: &McpCommand) -> ExitCode {
+    match command {
+        McpCommand::List { cwd, mcp_config } => list(cwd.as_deref(), mcp_config.as_deref()),
+    }
+}
+
+fn list(cwd: Option<&Path>, extra: Option<&Path>) -> ExitCode {
+    let workspace = match cwd {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
+    };
+    let config = match crate::mcp_setup::load(&workspace, extra) {
+        Ok(config) => config,
+        Err(line) => {
+            eprintln!("threadline: mcp: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    if config.servers.is_empty() {
+        println!("no MCP servers configured");
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("threadline: mcp: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let servers = runtime.block_on(threadline_mcp::McpServers::connect(
+        &config,
+        threadline_mcp::McpOptions::default(),
+    ));
+    let mut out = String::new();
+    for server in &servers.servers {
+        let tools = server.tool_infos();
+        out.push_str(&format!(
+            "{}: connected, {} tools\n",
+            server.name(),
+            tools.len()
+        ));
+        if let Some(instructions) = server.instructions() {
+            for line in instructions.lines().filter(|l| !l.trim().is_empty()) {
+                out.push_str(&format!("  | {}\n", terminal_safe(line, false)));
+            }
+        }
+        for tool in tools {
+            let first = tool.description.lines().next().unwrap_or("");
+            let mut hints = Vec::new();
+            if tool.read_only {
+                hints.push("read-only");
+            } else {
+                hints.push("asks");
+            }
+            out.push_str(&format!(
+                "  {} [{}] {}\n",
+                tool.name,
+                hints.join(", "),
+                terminal_safe(first, false)
+            ));
+        }
+    }
+    for failure in &servers.failures {
+        out.push_str(&format!(
+            "{}: failed: {}\n",
+            failure.server(),
+            terminal_safe(&failure.to_string(), false)
+        ));
+    }
+    print!("{out}");
+    let all_connected = servers.failures.is_empty();
+    crate::mcp_setup::stop(&runtime, servers);
+    runtime.shutdown_background();
+    if all_connected {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
