@@ -50,6 +50,20 @@ pub(crate) fn tool_set(servers: &McpServers) -> ToolSet {
     set
 }
 
+/// The `mcp_instructions_delta` source: the connected servers' instructions, announced once
+/// (and a server that is gone, removed).
+pub(crate) fn instructions_source(servers: &McpServers) -> threadline::attach::DeltaSource {
+    let items: Vec<threadline::message::DeltaItem> = servers
+        .instructions()
+        .into_iter()
+        .map(|(name, text)| threadline::message::DeltaItem {
+            name: name.to_owned(),
+            description: text.to_owned(),
+        })
+        .collect();
+    threadline::attach::DeltaSource::mcp_instructions(move || items.clone())
+}
+
 /// `--dry-run`: the MCP servers' tools in the printed request, deferred as the loop would
 /// defer them (tool search when they exceed the window share).
 pub(crate) fn add_to_dry_run(

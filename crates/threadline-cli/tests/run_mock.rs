@@ -698,3 +698,69 @@ fn run_resume_refuses_what_it_cannot_resume() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The workspace `.mcp.json` of the MCP test: threadline-mcp's Python SDK fixture server
+/// (installed by `cargo xtask mcp-servers`).
+fn python_mcp_config(workspace: &Path) {
+    let repo = common::repo();
+    let python = repo.join("target/test-servers/venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: install the test servers with `cargo xtask mcp-servers`",
+        python.display()
+    );
+    let script = repo.join("crates/threadline-mcp/tests/fixtures/fastmcp_server.py");
+    let config = serde_json::json!({"mcpServers": {"py": {"command": python, "args": [script]}}});
+    std::fs::write(workspace.join(".mcp.json"), config.to_string()).expect(".mcp.json");
+}
+
+#[test]
+fn run_offers_the_workspace_mcp_tools_and_announces_their_instructions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    python_mcp_config(&workspace);
+    let mock = mock_playing(
+        dir.path(),
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_mcp, name: mcp__py__shout, input: {text: "hello mcp"}}
+  - kind: message
+    content:
+      - {type: text, text: "Shouted."}
+"#,
+    );
+    let transcript = dir.path().join("session.jsonl");
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            transcript.to_str().expect("utf-8 path"),
+            "Shout it.",
+        ],
+        &workspace,
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Shouted."), "{stdout}");
+    let recorded = std::fs::read_to_string(&transcript).expect("the transcript is written");
+    // The read-only MCP tool ran (no question) and its result is in the session.
+    assert!(recorded.contains("HELLO MCP"), "{recorded}");
+    // The server's instructions were announced once, as an `mcp_instructions` delta.
+    let announcements: Vec<&str> = recorded
+        .lines()
+        .filter(|l| l.contains("\"mcp_instructions\""))
+        .collect();
+    assert_eq!(announcements.len(), 1, "{recorded}");
+    assert!(
+        announcements[0].contains("Use add for sums."),
+        "{}",
+        announcements[0]
+    );
+}

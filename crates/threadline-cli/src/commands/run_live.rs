@@ -128,7 +128,8 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
     }
     builder = builder
         .max_turns(args.max_turns)
-        .tools(&crate::mcp_setup::tool_set(&mcp));
+        .tools(&crate::mcp_setup::tool_set(&mcp))
+        .source(crate::mcp_setup::instructions_source(&mcp));
     let mut agent = match builder.build() {
         Ok(agent) => agent,
         Err(error) => {
