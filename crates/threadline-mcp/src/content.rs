@@ -120,3 +120,51 @@ fn media(kind: &str, mime: &str, data: &str) -> ContentBlock {
     });
     serde_json::from_value(block).unwrap_or_else(|_| ContentBlock::text("[media left out]"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_is_bounded_like_the_shell_tool() {
+        let big = "é".repeat(MAX_OUTPUT_BYTES);
+        let output = to_output(&json!({"content": [{"type": "text", "text": big}]}));
+        let Content::Text(text) = &output.content else {
+            panic!("one text")
+        };
+        let kept = MAX_OUTPUT_BYTES;
+        assert!(text.starts_with(&"é".repeat(kept / 2)));
+        assert!(text.ends_with(&format!(
+            "\n… [{} bytes of MCP output cut]",
+            2 * kept - kept
+        )));
+    }
+
+    #[test]
+    fn is_error_audio_and_structured_content() {
+        let output =
+            to_output(&json!({"isError": true, "content": [{"type": "text", "text": "no"}]}));
+        assert!(output.is_error);
+        let output = to_output(
+            &json!({"content": [{"type": "audio", "data": "AA", "mimeType": "audio/wav"}]}),
+        );
+        assert_eq!(
+            output.content,
+            Content::Text("[audio content left out]".into())
+        );
+        let output = to_output(&json!({"content": [], "structuredContent": {"n": 1}}));
+        assert_eq!(output.content, Content::Text("{\"n\":1}".into()));
+    }
+
+    #[test]
+    fn a_pdf_resource_is_a_document() {
+        let output = to_output(&json!({"content": [{"type": "resource", "resource":
+            {"uri": "file:///a.pdf", "mimeType": "application/pdf", "blob": "JVBERi0="}}]}));
+        let blocks = output.content.to_blocks();
+        assert_eq!(
+            serde_json::to_value(&blocks[0]).expect("json"),
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}})
+        );
+    }
+}

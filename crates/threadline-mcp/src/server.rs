@@ -20,6 +20,9 @@ use crate::tool::McpTool;
 /// The most stderr kept from a child (its last bytes), for error lines and `mcp list`.
 pub const MAX_STDERR_BYTES: usize = 16 * 1024;
 
+/// How long a failed handshake waits for the child's stderr to end.
+const STDERR_GRACE: Duration = Duration::from_millis(500);
+
 /// The most tools taken from one server (a bound on a peer's list).
 pub const MAX_TOOLS_PER_SERVER: usize = 2000;
 
@@ -280,9 +283,10 @@ async fn connect_inner(
                     source,
                 })?;
             pid = transport.id();
+            let mut reader = None;
             if let Some(mut pipe) = child_stderr {
                 let tail = stderr.clone();
-                tokio::spawn(async move {
+                reader = Some(tokio::spawn(async move {
                     let mut buf = [0u8; 4096];
                     while let Ok(n) = pipe.read(&mut buf).await {
                         if n == 0 {
@@ -290,12 +294,19 @@ async fn connect_inner(
                         }
                         tail.push(&buf[..n]);
                     }
-                });
+                }));
             }
-            handler
-                .serve(transport)
-                .await
-                .map_err(|e| handshake(Box::new(e), &stderr))?
+            match handler.serve(transport).await {
+                Ok(service) => service,
+                Err(error) => {
+                    // A child that exited: its last words are on their way; wait for them
+                    // (bounded) so the one line can say them.
+                    if let Some(reader) = reader {
+                        let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
+                    }
+                    return Err(handshake(Box::new(error), &stderr));
+                }
+            }
         }
         ServerConfig::Http { url, headers } => {
             // reqwest's rustls has no provider of its own here: ring, as threadline-client.

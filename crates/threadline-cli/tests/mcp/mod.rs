@@ -33,10 +33,11 @@ fn mcp_list_shows_servers_tools_instructions_and_a_failed_server_in_one_line() {
     assert_eq!(code(&out), 1, "a server failed: {}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "py: connected, 2 tools\n\
+        "py: connected, 3 tools\n\
          \x20 | Use add for sums.\n\
          \x20 mcp__py__add [asks] Adds two integers.\n\
          \x20 mcp__py__shout [read-only] Upper-cases text.\n\
+         \x20 mcp__py__wait [asks] Waits, then answers; says on stderr when it was cancelled.\n\
          broken: failed: MCP server `broken`: cannot start `/nonexistent/threadline-test-server`: \
          No such file or directory (os error 2)\n"
     );
@@ -53,7 +54,7 @@ fn run_dry_run_prints_the_mcp_tools_and_warns_of_a_failed_server() {
     let request: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the request");
     let tools = request["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["mcp__py__add", "mcp__py__shout"]);
+    assert_eq!(names, ["mcp__py__add", "mcp__py__shout", "mcp__py__wait"]);
     assert_eq!(tools[0]["input_schema"]["required"], json!(["a", "b"]));
     assert_eq!(tools[0]["description"], "Adds two integers.");
     assert_eq!(
@@ -82,7 +83,7 @@ fn run_takes_mcp_config_beside_the_workspace_file() {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let request: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the request");
-    assert_eq!(request["tools"].as_array().map(Vec::len), Some(2));
+    assert_eq!(request["tools"].as_array().map(Vec::len), Some(3));
     let bad = threadline_in(
         &["mcp", "list", "--mcp-config", "/no/such.json"],
         empty.path(),

@@ -286,3 +286,45 @@ async fn streamable_http_lists_calls_and_reports_progress() {
     assert_eq!(progress, expected[..progress.len()]);
     assert!(!output.is_error);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_and_linked_resources_become_text() {
+    let server = connect("everything", &everything_stdio()).await;
+    let (_, output) = call(
+        &*tool(&server, "mcp__everything__get-resource-reference"),
+        json!({"resourceType": "Text", "resourceId": 1}),
+    )
+    .await;
+    assert!(!output.is_error, "{:?}", output.content);
+    let texts: Vec<String> = output
+        .content
+        .to_blocks()
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        texts.iter().any(
+            |t| t.starts_with("[resource demo://resource/static/document/")
+                || t.starts_with("[resource ")
+        ),
+        "{texts:?}"
+    );
+    let (_, output) = call(
+        &*tool(&server, "mcp__everything__get-resource-links"),
+        json!({"count": 2}),
+    )
+    .await;
+    let links: Vec<String> = output
+        .content
+        .to_blocks()
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) if t.text.starts_with("[resource link ") => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 2, "{:?}", output.content);
+}

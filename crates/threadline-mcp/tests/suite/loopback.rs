@@ -124,7 +124,7 @@ async fn the_model_calls_a_server_everything_tool_and_its_result_reaches_the_nex
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_hundred_mcp_tools_are_deferred_behind_tool_search() {
     let server = connect("py", &python_server(300)).await;
-    assert_eq!(server.tool_infos().len(), 302);
+    assert_eq!(server.tool_infos().len(), 303);
     let mock = mock([Step::text("Nothing to do.")]).await;
     let mut tools = ToolSet::new();
     for tool in server.tools() {
@@ -143,7 +143,7 @@ async fn three_hundred_mcp_tools_are_deferred_behind_tool_search() {
                 .is_some_and(|n| n.starts_with("mcp__py__"))
         })
         .collect();
-    assert_eq!(mcp.len(), 302);
+    assert_eq!(mcp.len(), 303);
     assert!(mcp.iter().all(|t| t["defer_loading"] == json!(true)));
     let search: Vec<&Value> = declared
         .iter()
@@ -219,7 +219,8 @@ async fn a_server_connecting_mid_session_reaches_the_model_as_tool_additions() {
         system,
         [&json!({"role": "system", "content": [
             {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "mcp__calc__add"}},
-            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "mcp__calc__shout"}}
+            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "mcp__calc__shout"}},
+            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "mcp__calc__wait"}}
         ]})]
     );
     let declared: Vec<&str> = bodies[1]["tools"]
@@ -228,7 +229,15 @@ async fn a_server_connecting_mid_session_reaches_the_model_as_tool_additions() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(declared, ["connect", "mcp__calc__add", "mcp__calc__shout"]);
+    assert_eq!(
+        declared,
+        [
+            "connect",
+            "mcp__calc__add",
+            "mcp__calc__shout",
+            "mcp__calc__wait"
+        ]
+    );
     assert_eq!(
         tool_results(&bodies[2]),
         [json!({"type": "tool_result", "tool_use_id": "toolu_2", "content": "5"})]
