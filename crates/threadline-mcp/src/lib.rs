@@ -13,7 +13,9 @@
 //!   `isError` becomes `is_error`;
 //! - progress notifications become the call's progress events; every call has a timeout;
 //!   when the loop aborts, the call is cancelled (`notifications/cancelled`);
-//! - a server that crashes mid-call answers an error result naming it; the session goes on.
+//! - a server that crashes mid-call answers an error result naming it; the session goes on;
+//!   a server offered through [`McpServer::connect_to`] (mid-session, `ToolChanges`) has its
+//!   tools withdrawn when it leaves (`tool_removal` on a model with the feature).
 //!
 //! A child never receives `ANTHROPIC_*` variables; it is killed when its session is dropped;
 //! its stderr is kept (bounded), never mixed into our output.
@@ -53,5 +55,6 @@ pub use error::ConnectError;
 pub use manager::McpServers;
 pub use name::{MAX_TOOL_NAME, tool_name};
 pub use server::{
-    MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ToolInfo,
+    LEAVE_POLL, MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOLS_PER_SERVER, McpOptions,
+    McpServer, ToolInfo,
 };

@@ -23,6 +23,9 @@ pub const MAX_STDERR_BYTES: usize = 16 * 1024;
 /// How long a failed handshake waits for the child's stderr to end.
 const STDERR_GRACE: Duration = Duration::from_millis(500);
 
+/// How often a server connected to a session is checked for having left.
+pub const LEAVE_POLL: Duration = Duration::from_millis(250);
+
 /// The most tools taken from one server (a bound on a peer's list).
 pub const MAX_TOOLS_PER_SERVER: usize = 2000;
 
@@ -157,6 +160,22 @@ pub(crate) struct Shared {
     pub(crate) stderr: StderrTail,
     pub(crate) options: McpOptions,
     pub(crate) pid: Option<u32>,
+    /// Where the server's leaving is reported (see [`McpServer::connect_to`]), once.
+    pub(crate) changes: Mutex<Option<threadline_query::ToolChanges>>,
+}
+
+impl Shared {
+    /// The server is gone: withdraws its tools from the session it was connected to (once).
+    pub(crate) fn withdraw(&self) {
+        let changes = self
+            .changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(changes) = changes {
+            changes.disconnect_server(self.name.clone());
+        }
+    }
 }
 
 /// A connected server.
@@ -228,6 +247,35 @@ impl McpServer {
     /// Whether the session has ended (the server exited or the connection closed).
     pub fn is_closed(&self) -> bool {
         self.shared.service.is_closed() || self.shared.service.peer().is_transport_closed()
+    }
+
+    /// Offers the server's tools to a running session through `changes` (`tool_addition` on a
+    /// model with mid-conversation tool changes, else a changed `tools`), and withdraws them
+    /// the same way when the server leaves: at once when a call finds the connection closed,
+    /// otherwise within [`LEAVE_POLL`] of the exit (a task that ends when the server is
+    /// dropped). Needs a Tokio runtime.
+    pub fn connect_to(&self, changes: &threadline_query::ToolChanges) {
+        *self
+            .shared
+            .changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(changes.clone());
+        changes.connect_server(self.name(), self.tools());
+        let weak = Arc::downgrade(&self.shared);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(LEAVE_POLL).await;
+                    let Some(shared) = weak.upgrade() else {
+                        return;
+                    };
+                    if shared.service.is_closed() || shared.service.peer().is_transport_closed() {
+                        shared.withdraw();
+                        return;
+                    }
+                }
+            });
+        }
     }
 
     /// The server's tools as loop tools.
@@ -384,6 +432,7 @@ async fn connect_inner(
             stderr,
             options,
             pid,
+            changes: Mutex::new(None),
         }),
         tools,
         instructions,

@@ -165,6 +165,7 @@ async fn call(
 fn failed(server: &str, tool: &str, error: &ServiceError, shared: &Shared) -> ToolOutput {
     let detail = match error {
         ServiceError::TransportClosed => {
+            shared.withdraw();
             let mut line = format!("the server closed the connection during `{tool}`");
             if let Some(stderr) = shared.stderr.last_line() {
                 line.push_str(&format!(" (stderr: {stderr})"));

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
 use threadline_mcp::McpServer;
 use threadline_message::Message;
 use threadline_mock::{Block, MockServer, Scenario, Step};
 use threadline_query::tool::{self as qtool, Tool, ToolContext, ToolOutput, ToolStream};
+
 use threadline_query::{
     AllowAll, Event, Query, QueryConfig, State, Terminal, ToolChanges, ToolSet,
 };
@@ -160,6 +162,8 @@ async fn three_hundred_mcp_tools_are_deferred_behind_tool_search() {
 /// `connect`: connects the Python server mid-session and offers its tools.
 struct Connect {
     changes: ToolChanges,
+    /// The connected server, kept alive for the session (and for `kill`).
+    server: Arc<Mutex<Option<McpServer>>>,
 }
 
 impl Tool for Connect {
@@ -174,10 +178,12 @@ impl Tool for Connect {
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         let changes = self.changes.clone();
+        let slot = Arc::clone(&self.server);
         qtool::result(async move {
             match McpServer::connect("calc", &python_server(0), options()).await {
                 Ok(server) => {
-                    changes.connect_server("calc", server.tools());
+                    server.connect_to(&changes);
+                    *slot.lock().expect("lock") = Some(server);
                     ToolOutput::text("connected")
                 }
                 Err(error) => ToolOutput::error(error.to_string()),
@@ -201,6 +207,7 @@ async fn a_server_connecting_mid_session_reaches_the_model_as_tool_additions() {
     let changes = ToolChanges::new();
     let tools = ToolSet::new().with(Connect {
         changes: changes.clone(),
+        server: Arc::default(),
     });
     let config = QueryConfig::new("claude-opus-4-8", 1024).with_system("MCP loopback.");
     let query = Query::new(client(&mock), config)
@@ -242,4 +249,98 @@ async fn a_server_connecting_mid_session_reaches_the_model_as_tool_additions() {
         tool_results(&bodies[2]),
         [json!({"type": "tool_result", "tool_use_id": "toolu_2", "content": "5"})]
     );
+}
+
+/// `kill`: SIGKILLs the connected server and waits until its connection is closed.
+struct Kill {
+    server: Arc<Mutex<Option<McpServer>>>,
+}
+
+impl Tool for Kill {
+    fn name(&self) -> &str {
+        "kill"
+    }
+    fn description(&self) -> &str {
+        "Kills the calculator MCP server."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
+        let server = self.server.lock().expect("lock").clone();
+        qtool::result(async move {
+            let Some(server) = server else {
+                return ToolOutput::error("not connected");
+            };
+            let pid = server.pid().and_then(|p| i32::try_from(p).ok());
+            let pid = pid.and_then(rustix::process::Pid::from_raw).expect("a pid");
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            while !server.is_closed() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            ToolOutput::text("killed")
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_mid_session_has_its_tools_withdrawn_as_tool_removals() {
+    let mock = mock([
+        Step::message(vec![tool_use("toolu_1", "connect", json!({}))]),
+        Step::message(vec![tool_use("toolu_2", "kill", json!({}))]),
+        Step::message(vec![tool_use(
+            "toolu_3",
+            "mcp__calc__add",
+            json!({"a": 1, "b": 2}),
+        )]),
+        Step::text("The calculator is gone."),
+    ])
+    .await;
+    let changes = ToolChanges::new();
+    let slot: Arc<Mutex<Option<McpServer>>> = Arc::default();
+    let tools = ToolSet::new()
+        .with(Connect {
+            changes: changes.clone(),
+            server: Arc::clone(&slot),
+        })
+        .with(Kill {
+            server: Arc::clone(&slot),
+        });
+    let config = QueryConfig::new("claude-opus-4-8", 1024).with_system("MCP loopback.");
+    let query = Query::new(client(&mock), config)
+        .with_tools(tools)
+        .with_tool_changes(changes.clone())
+        .with_permission(AllowAll);
+    let (terminal, bodies) = drive(query, &mock, 4).await;
+    assert!(matches!(terminal, Terminal::Completed), "{terminal:?}");
+    // Whether the poll or the failed call noticed first, the last request withdraws all
+    // three tools in a system message, and the call of `add` was answered with an error.
+    let last = &bodies[3];
+    let removals: Vec<&Value> = last["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_removal")
+        .collect();
+    let removed: Vec<&str> = removals
+        .iter()
+        .filter_map(|b| b["tool"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        removed,
+        ["mcp__calc__add", "mcp__calc__shout", "mcp__calc__wait"]
+    );
+    let results = tool_results(last);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["tool_use_id"], "toolu_3");
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        changes
+            .offered()
+            .iter()
+            .all(|n| !n.starts_with("mcp__calc__"))
+    );
+    drop(slot);
 }
