@@ -79,10 +79,9 @@ pub(crate) fn add_to_dry_run(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let tools = runtime.block_on(async {
-        let servers = connect(&config, "run").await;
-        tool_set(&servers)
-    });
+    let servers = runtime.block_on(connect(&config, "run"));
+    let tools = tool_set(&servers);
+    stop(&runtime, servers);
     runtime.shutdown_background();
     if tools.is_empty() {
         return Ok(());
