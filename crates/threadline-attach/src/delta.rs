@@ -46,6 +46,60 @@ pub fn told(history: &[Message], set: &str) -> (BTreeSet<String>, bool) {
     (names, any)
 }
 
+/// What the model has been told about `set`, with the last description announced for each
+/// name (additions add or replace, removals remove).
+pub fn told_descriptions(history: &[Message], set: &str) -> BTreeMap<String, String> {
+    let mut told = BTreeMap::new();
+    for attachment in attachments_since_last_compaction(history) {
+        let Attachment::Delta(delta) = attachment else {
+            continue;
+        };
+        if delta.set != set {
+            continue;
+        }
+        for item in &delta.added {
+            told.insert(item.name.clone(), item.description.clone());
+        }
+        for name in &delta.removed {
+            told.remove(name);
+        }
+    }
+    told
+}
+
+/// Like [`announcement`], and a known name whose description changed is announced again
+/// (added with its new description): for sets whose descriptions are the content, such as
+/// an MCP server's instructions after it reconnects with different ones.
+pub fn announcement_with_descriptions(
+    set: &str,
+    history: &[Message],
+    current: &[DeltaItem],
+) -> Option<DeltaAnnouncement> {
+    let mut announced = announcement(set, history, current);
+    let told = told_descriptions(history, set);
+    let mut now: BTreeMap<&str, &DeltaItem> = BTreeMap::new();
+    for item in current {
+        now.entry(item.name.as_str()).or_insert(item);
+    }
+    let changed: Vec<DeltaItem> = now
+        .iter()
+        .filter(|(name, item)| told.get(**name).is_some_and(|d| *d != item.description))
+        .map(|(_, item)| (*item).clone())
+        .collect();
+    if changed.is_empty() {
+        return announced;
+    }
+    let delta = announced.get_or_insert_with(|| DeltaAnnouncement {
+        set: set.to_owned(),
+        added: Vec::new(),
+        removed: Vec::new(),
+        initial: false,
+    });
+    delta.added.extend(changed);
+    delta.added.sort_by(|a, b| a.name.cmp(&b.name));
+    announced
+}
+
 /// The announcement `history` calls for when `set` is now `current`: `None` when the model
 /// already knows exactly `current`.
 ///
@@ -108,6 +162,8 @@ pub struct DeltaSource {
     set: String,
     name: String,
     current: CurrentSet,
+    /// Re-announce a known name whose description changed ([`announcement_with_descriptions`]).
+    by_description: bool,
 }
 
 impl std::fmt::Debug for DeltaSource {
@@ -130,6 +186,7 @@ impl DeltaSource {
             name: format!("{set}_delta"),
             set,
             current: Arc::new(current),
+            by_description: false,
         }
     }
 
@@ -143,9 +200,12 @@ impl DeltaSource {
         DeltaSource::new(AGENT_LISTING, current)
     }
 
-    /// MCP instructions: each item a server name and its instructions.
+    /// MCP instructions: each item a server name and its instructions; a server whose
+    /// instructions changed (it reconnected with different ones) is announced again.
     pub fn mcp_instructions(current: impl Fn() -> Vec<DeltaItem> + Send + Sync + 'static) -> Self {
-        DeltaSource::new(MCP_INSTRUCTIONS, current)
+        let mut source = DeltaSource::new(MCP_INSTRUCTIONS, current);
+        source.by_description = true;
+        source
     }
 
     /// The set announced.
@@ -155,7 +215,11 @@ impl DeltaSource {
 
     /// The announcement `history` calls for now (see [`announcement`]).
     pub fn announcement(&self, history: &[Message]) -> Option<DeltaAnnouncement> {
-        announcement(&self.set, history, &(self.current)())
+        if self.by_description {
+            announcement_with_descriptions(&self.set, history, &(self.current)())
+        } else {
+            announcement(&self.set, history, &(self.current)())
+        }
     }
 }
 
@@ -181,6 +245,56 @@ impl Source for DeltaSource {
 mod tests {
     use super::*;
     use threadline_message::{CompactTrigger, SystemKind};
+
+    #[test]
+    fn mcp_instructions_are_announced_again_when_they_change() {
+        let current = Arc::new(std::sync::Mutex::new("Use add.".to_owned()));
+        let shared = Arc::clone(&current);
+        let source = DeltaSource::mcp_instructions(move || {
+            vec![DeltaItem {
+                name: "calc".into(),
+                description: shared.lock().map(|s| s.clone()).unwrap_or_default(),
+            }]
+        });
+        let mut history = vec![Message::user_text("hi")];
+        let first = source.announcement(&history).expect("initial");
+        assert!(first.initial);
+        history.push(Message::attachment(Attachment::Delta(first)));
+        assert_eq!(source.announcement(&history), None);
+        *current.lock().expect("lock") = "Use add and mul.".into();
+        let again = source.announcement(&history).expect("changed");
+        assert_eq!(
+            again,
+            DeltaAnnouncement {
+                set: MCP_INSTRUCTIONS.into(),
+                added: vec![DeltaItem {
+                    name: "calc".into(),
+                    description: "Use add and mul.".into(),
+                }],
+                removed: vec![],
+                initial: false,
+            }
+        );
+        history.push(Message::attachment(Attachment::Delta(again)));
+        assert_eq!(source.announcement(&history), None);
+        // The other sets keep comparing names only.
+        let tools = DeltaSource::deferred_tools(|| {
+            vec![DeltaItem {
+                name: "calc".into(),
+                description: "other".into(),
+            }]
+        });
+        let told = vec![Message::attachment(Attachment::Delta(DeltaAnnouncement {
+            set: DEFERRED_TOOLS.into(),
+            added: vec![DeltaItem {
+                name: "calc".into(),
+                description: "x".into(),
+            }],
+            removed: vec![],
+            initial: true,
+        }))];
+        assert_eq!(tools.announcement(&told), None);
+    }
 
     fn items(names: &[&str]) -> Vec<DeltaItem> {
         names
