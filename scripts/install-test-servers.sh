@@ -13,6 +13,7 @@ mkdir -p "$dest/npm"
 npm_stamp="$(cat "$pins/package-lock.json" | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$dest/npm/.stamp" 2>/dev/null || true)" != "$npm_stamp" ]]; then
   cp "$pins/package.json" "$pins/package-lock.json" "$dest/npm/"
+  command -v npm >/dev/null || { echo "install-test-servers: npm is missing" >&2; exit 1; }
   (cd "$dest/npm" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
   echo "$npm_stamp" > "$dest/npm/.stamp"
 fi
@@ -20,7 +21,10 @@ fi
 py_stamp="$(cat "$pins/requirements.txt" | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$dest/venv/.stamp" 2>/dev/null || true)" != "$py_stamp" ]]; then
   rm -rf "$dest/venv"
-  python3 -m venv "$dest/venv"
+  python3 -m venv "$dest/venv" || {
+    echo "install-test-servers: python3 -m venv failed (Debian: apt-get install python3-venv; mcp needs Python >= 3.10)" >&2
+    exit 1
+  }
   "$dest/venv/bin/pip" install --quiet --disable-pip-version-check -r "$pins/requirements.txt"
   echo "$py_stamp" > "$dest/venv/.stamp"
 fi
