@@ -712,6 +712,12 @@ fn python_mcp_config(workspace: &Path) {
     let script = repo.join("crates/threadline-mcp/tests/fixtures/fastmcp_server.py");
     let config = serde_json::json!({"mcpServers": {"py": {"command": python, "args": [script]}}});
     std::fs::write(workspace.join(".mcp.json"), config.to_string()).expect(".mcp.json");
+    std::fs::create_dir_all(workspace.join(".claude")).expect(".claude");
+    std::fs::write(
+        workspace.join(".claude/settings.local.json"),
+        r#"{"enabledMcpjsonServers": ["py"]}"#,
+    )
+    .expect("settings");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `threadline mcp list [--cwd DIR] [--mcp-config FILE]`: the configured MCP servers, each
 //! connected: its tools (the names the model sees) and its instructions; a server that did
-//! not connect is one line. Exit code 0: every server connected; 1: some did not; 2: the
+//! not connect is one line (a server of the workspace's `.mcp.json` that is not approved, too:
+//! see `mcp_setup`). Exit code 0: every server connected; 1: some did not; 2: the
 //! configuration could not be read.
 
 use std::path::Path;
@@ -33,7 +34,7 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> ExitCode {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
     };
-    let config = match crate::mcp_setup::load(&workspace, extra) {
+    let config = match crate::mcp_setup::load(&workspace, extra, "mcp") {
         Ok(config) => config,
         Err(line) => {
             eprintln!("threadline: mcp: {line}");

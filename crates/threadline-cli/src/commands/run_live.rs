@@ -85,7 +85,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
         }
     };
     drop(key);
-    let mcp_config = match crate::mcp_setup::load(args.workspace, args.mcp_config) {
+    let mcp_config = match crate::mcp_setup::load(args.workspace, args.mcp_config, "run") {
         Ok(config) => config,
         Err(line) => {
             eprintln!("threadline: run: {line}");

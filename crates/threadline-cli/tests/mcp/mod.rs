@@ -6,7 +6,22 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::common::{code, repo, stderr, stdout, threadline_in};
+use std::path::Path;
+use std::process::Output;
+
+use crate::common::{code, command, repo, stderr, stdout};
+
+/// The binary in `cwd` with `HOME` an empty directory below it (no user settings approve
+/// anything).
+fn threadline_in(args: &[&str], cwd: &Path) -> Output {
+    command()
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd.join("no-home"))
+        .env_remove("THREADLINE_DATE")
+        .output()
+        .expect("the binary runs")
+}
 
 /// A workspace whose `.mcp.json` has the Python server `py` and a `broken` one.
 fn workspace() -> tempfile::TempDir {
@@ -23,7 +38,57 @@ fn workspace() -> tempfile::TempDir {
         "broken": {"command": "/nonexistent/threadline-test-server"},
     }});
     std::fs::write(dir.path().join(".mcp.json"), config.to_string()).expect("written");
+    approve(
+        dir.path(),
+        json!({"enabledMcpjsonServers": ["py", "broken"]}),
+    );
     dir
+}
+
+/// Writes the workspace's `.claude/settings.local.json`.
+fn approve(workspace: &Path, settings: serde_json::Value) {
+    std::fs::create_dir_all(workspace.join(".claude")).expect("dir");
+    std::fs::write(
+        workspace.join(".claude/settings.local.json"),
+        settings.to_string(),
+    )
+    .expect("written");
+}
+
+#[test]
+fn a_workspace_server_runs_only_when_approved_like_claude_code() {
+    let dir = workspace();
+    // Not approved: nothing starts, one line each.
+    approve(dir.path(), json!({}));
+    // A committed settings.json approving everything does not count.
+    std::fs::write(
+        dir.path().join(".claude/settings.json"),
+        json!({"enableAllProjectMcpServers": true}).to_string(),
+    )
+    .expect("written");
+    let out = threadline_in(&["mcp", "list"], dir.path());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "no MCP servers configured\n");
+    assert_eq!(
+        stderr(&out),
+        "threadline: mcp: MCP server `broken` of .mcp.json is not approved: add it to \
+         `enabledMcpjsonServers` in .claude/settings.local.json (or pass --mcp-config)\n\
+         threadline: mcp: MCP server `py` of .mcp.json is not approved: add it to \
+         `enabledMcpjsonServers` in .claude/settings.local.json (or pass --mcp-config)\n"
+    );
+    // All approved but one disabled.
+    approve(
+        dir.path(),
+        json!({"enableAllProjectMcpServers": true, "disabledMcpjsonServers": ["broken"]}),
+    );
+    let out = threadline_in(&["mcp", "list"], dir.path());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("py: connected, 3 tools\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("broken"));
 }
 
 #[test]
