@@ -275,30 +275,6 @@ impl ContentBlock {
         ContentBlock::Text(TextBlock::new(text))
     }
 
-    /// The block's cache marker, if it has one (and can carry one).
-    pub fn cache_control(&self) -> Option<&CacheControl> {
-        match self {
-            ContentBlock::Text(b) => b.cache_control.as_deref(),
-            ContentBlock::Image(b) => b.cache_control.as_deref(),
-            ContentBlock::Document(b) => b.cache_control.as_deref(),
-            ContentBlock::SearchResult(b) => b.cache_control.as_deref(),
-            ContentBlock::ToolUse(b) => b.cache_control.as_deref(),
-            ContentBlock::ToolResult(b) => b.cache_control.as_deref(),
-            ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => {
-                b.cache_control.as_deref()
-            }
-            ContentBlock::ContainerUpload(b) => b.cache_control.as_deref(),
-            ContentBlock::Compaction(b) => b.cache_control.as_deref(),
-            ContentBlock::ToolReference(b) => b.cache_control.as_deref(),
-            ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => {
-                b.cache_control.as_deref()
-            }
-            other => other
-                .server_tool_result()
-                .and_then(|r| r.cache_control.as_deref()),
-        }
-    }
-
     /// The result of a server tool, whichever tool it is.
     pub fn server_tool_result(&self) -> Option<&ServerToolResultBlock> {
         match self {

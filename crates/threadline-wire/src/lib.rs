@@ -47,6 +47,7 @@ pub mod accumulate;
 pub mod api_error;
 pub mod betas;
 pub mod cache_control;
+mod cache_markers;
 pub mod content;
 pub mod diagnostics;
 pub mod message_stream;
