@@ -141,7 +141,7 @@ pub fn piece_hash(piece: Piece<'_>) -> u64 {
         Piece::Tool(tool) => {
             0u8.hash(&mut h);
             let mut tool = tool.clone();
-            *tool.cache_control_mut() = None;
+            tool.clear_cache_control();
             hash_json(&tool, &mut h);
         }
         Piece::System(block) => {
@@ -153,7 +153,7 @@ pub fn piece_hash(piece: Piece<'_>) -> u64 {
         Piece::Block(block) => {
             2u8.hash(&mut h);
             let mut block = block.clone();
-            clear_marker(&mut block);
+            block.clear_cache_control();
             hash_json(&block, &mut h);
         }
     }
@@ -164,40 +164,6 @@ fn hash_json<T: serde::Serialize>(value: &T, h: &mut DefaultHasher) {
     match serde_json::to_vec(value) {
         Ok(bytes) => bytes.hash(h),
         Err(_) => 0u8.hash(h),
-    }
-}
-
-/// The marker slot of a content block, when its type has one (thinking blocks have none;
-/// unknown blocks are handled as JSON by [`clear_marker`]).
-pub fn marker_slot(block: &mut ContentBlock) -> Option<&mut Option<Box<CacheControl>>> {
-    Some(match block {
-        ContentBlock::Text(b) => &mut b.cache_control,
-        ContentBlock::Image(b) => &mut b.cache_control,
-        ContentBlock::Document(b) => &mut b.cache_control,
-        ContentBlock::SearchResult(b) => &mut b.cache_control,
-        ContentBlock::ToolUse(b) => &mut b.cache_control,
-        ContentBlock::ToolResult(b) => &mut b.cache_control,
-        ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => &mut b.cache_control,
-        ContentBlock::ContainerUpload(b) => &mut b.cache_control,
-        ContentBlock::Compaction(b) => &mut b.cache_control,
-        ContentBlock::ToolReference(b) => &mut b.cache_control,
-        ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => &mut b.cache_control,
-        other => return other.server_tool_result_mut().map(|r| &mut r.cache_control),
-    })
-}
-
-/// Removes any marker from `block` (nested tool-result content included).
-pub fn clear_marker(block: &mut ContentBlock) {
-    if let ContentBlock::ToolResult(result) = block
-        && let Some(Content::Blocks(inner)) = &mut result.content
-    {
-        inner.iter_mut().for_each(clear_marker);
-    }
-    if let ContentBlock::Unknown(serde_json::Value::Object(map)) = block {
-        map.remove("cache_control");
-    }
-    if let Some(slot) = marker_slot(block) {
-        *slot = None;
     }
 }
 
@@ -358,7 +324,7 @@ impl Prefix {
                 continue;
             }
             let mut bare = tool.clone();
-            *bare.cache_control_mut() = None;
+            bare.clear_cache_control();
             let own = piece_hash(Piece::Tool(&bare));
             let tokens = counter.count(Piece::Tool(&bare), own);
             push(
@@ -472,22 +438,13 @@ impl Prefix {
     }
 }
 
-/// Clears every marker of `request`: tools, system blocks, message blocks (nested ones too).
-/// The top-level automatic marker is left as it is.
+/// Clears every marker of `request`: tools, system blocks, message blocks (nested ones too;
+/// see [`MessagesRequest::clear_cache_control`]). The top-level automatic marker is left as it
+/// is.
 pub fn clear_markers(request: &mut MessagesRequest) {
-    for tool in request.tools.iter_mut().flatten() {
-        *tool.cache_control_mut() = None;
-    }
-    if let Some(threadline_wire::SystemPrompt::Blocks(blocks)) = &mut request.system {
-        for block in blocks {
-            block.cache_control = None;
-        }
-    }
-    for message in &mut request.messages {
-        if let Content::Blocks(blocks) = &mut message.content {
-            blocks.iter_mut().for_each(clear_marker);
-        }
-    }
+    let automatic = request.cache_control.take();
+    request.clear_cache_control();
+    request.cache_control = automatic;
 }
 
 /// Puts a marker on the piece at `location` of `request`; false when the piece cannot carry
@@ -500,7 +457,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
             // defer_loading=true and cache_control set."); it is not in the prefix anyway.
             Some(tool) if tool.is_deferred() => false,
             Some(tool) => {
-                *Tool::cache_control_mut(tool) = Some(Box::new(ttl.marker()));
+                *tool.cache_control_mut() = Some(Box::new(ttl.marker()));
                 true
             }
             None => false,
@@ -543,7 +500,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
                 return false;
             };
             match blocks.get_mut(block) {
-                Some(b) if is_eligible(b) => match marker_slot(b) {
+                Some(b) if is_eligible(b) => match b.cache_control_mut() {
                     Some(slot) => {
                         *slot = Some(Box::new(ttl.marker()));
                         true

@@ -30,8 +30,8 @@ use crate::breaks::{BreakCause, CacheBreak};
 use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
-    DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, clear_marker, hash_of,
-    is_eligible, marker_slot, mix, piece_hash,
+    DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, hash_of, is_eligible, mix,
+    piece_hash,
 };
 use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
@@ -403,7 +403,7 @@ impl<'m> SessionSimulator<'m> {
                 }
                 // The planner clears every marker before it flattens the request.
                 let mut bare = block.clone();
-                clear_marker(&mut bare);
+                bare.clear_cache_control();
                 let mut own = mix(piece_hash(Piece::Block(&bare)), role);
                 if index == 0 {
                     own = mix(own, 0x6d73_6773_7461_7274);
@@ -419,7 +419,7 @@ impl<'m> SessionSimulator<'m> {
                 }
                 self.info.push(PieceInfo {
                     message,
-                    markable: eligible && marker_slot(&mut bare).is_some(),
+                    markable: eligible && bare.cache_control_mut().is_some(),
                     last_eligible,
                 });
                 self.pieces.push(PrefixPiece {
@@ -509,8 +509,8 @@ impl<'m> SessionSimulator<'m> {
                 None => return,
             },
         };
-        clear_marker(&mut marked);
-        if let Some(slot) = marker_slot(&mut marked) {
+        marked.clear_cache_control();
+        if let Some(slot) = marked.cache_control_mut() {
             *slot = Some(Box::new(Ttl::FiveMinutes.marker()));
         }
         let piece = &self.pieces[position];

@@ -37,7 +37,7 @@ impl ToolSnapshot {
             .iter()
             .cloned()
             .map(|mut tool| {
-                *tool.cache_control_mut() = None;
+                tool.clear_cache_control();
                 match &mut tool {
                     Tool::Custom(t) => t.defer_loading = None,
                     Tool::Versioned(t) => t.defer_loading = None,

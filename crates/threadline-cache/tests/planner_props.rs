@@ -244,7 +244,7 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
                     if !threadline_cache::prefix::is_eligible(b) {
                         continue;
                     }
-                    if let Some(slot) = threadline_cache::prefix::marker_slot(b) {
+                    if let Some(slot) = b.cache_control_mut() {
                         *slot = Some(Box::new(CacheControl::ephemeral()));
                     }
                 }
@@ -321,7 +321,7 @@ proptest! {
         };
         let mut marked = |i: usize| {
             let mut b = block(i);
-            if let Some(slot) = threadline_cache::prefix::marker_slot(&mut b) {
+            if let Some(slot) = b.cache_control_mut() {
                 *slot = Some(Box::new(CacheControl::ephemeral()));
             }
             b
