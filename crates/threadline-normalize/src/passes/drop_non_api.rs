@@ -1,7 +1,7 @@
 //! Pass 2: what never goes to the API is dropped; what does is cloned, once.
 
 use threadline_message::{Message, SystemKind};
-use threadline_wire::{Content, ContentBlock};
+use threadline_wire::ContentBlock;
 
 use crate::Options;
 use crate::draft::{Draft, Item};
@@ -114,58 +114,11 @@ fn local_command_text(content: &str) -> String {
 fn clone_blocks(blocks: &[ContentBlock], options: &Options) -> Vec<ContentBlock> {
     let mut blocks = blocks.to_vec();
     if !options.keep_cache_control {
-        for block in &mut blocks {
-            strip_cache_control(block);
-        }
+        blocks
+            .iter_mut()
+            .for_each(ContentBlock::clear_cache_control);
     }
     blocks
-}
-
-/// Removes `block`'s `cache_control`, and those of the blocks nested in it (tool result and
-/// search result content); thinking blocks and unknown blocks can only carry one in their
-/// raw fields.
-fn strip_cache_control(block: &mut ContentBlock) {
-    match block {
-        ContentBlock::Text(b) => b.cache_control = None,
-        ContentBlock::Image(b) => b.cache_control = None,
-        ContentBlock::Document(b) => b.cache_control = None,
-        ContentBlock::SearchResult(b) => {
-            b.cache_control = None;
-            b.content.iter_mut().for_each(strip_cache_control);
-        }
-        ContentBlock::ToolUse(b) => b.cache_control = None,
-        ContentBlock::ToolResult(b) => {
-            b.cache_control = None;
-            if let Some(Content::Blocks(nested)) = &mut b.content {
-                nested.iter_mut().for_each(strip_cache_control);
-            }
-        }
-        ContentBlock::Thinking(b) => {
-            b.extra.remove("cache_control");
-        }
-        ContentBlock::RedactedThinking(b) => {
-            b.extra.remove("cache_control");
-        }
-        ContentBlock::ServerToolUse(b) | ContentBlock::McpToolUse(b) => b.cache_control = None,
-        ContentBlock::WebSearchToolResult(b)
-        | ContentBlock::WebFetchToolResult(b)
-        | ContentBlock::CodeExecutionToolResult(b)
-        | ContentBlock::BashCodeExecutionToolResult(b)
-        | ContentBlock::TextEditorCodeExecutionToolResult(b)
-        | ContentBlock::ToolSearchToolResult(b)
-        | ContentBlock::McpToolResult(b) => b.cache_control = None,
-        ContentBlock::ContainerUpload(b) => b.cache_control = None,
-        ContentBlock::Compaction(b) => b.cache_control = None,
-        ContentBlock::ToolReference(b) => b.cache_control = None,
-        ContentBlock::ToolAddition(b) | ContentBlock::ToolRemoval(b) => b.cache_control = None,
-        ContentBlock::Unknown(value) => {
-            if let Some(object) = value.as_object_mut() {
-                object.remove("cache_control");
-            }
-        }
-        // A block type added to the wire crate after this pass was written: left as it is.
-        _ => {}
-    }
 }
 
 #[cfg(test)]
@@ -174,6 +127,7 @@ mod tests {
     use crate::testing::*;
     use serde_json::json;
     use threadline_message::{Level, MessageId, UserMessage};
+    use threadline_wire::Content;
     use threadline_wire::{CacheControl, TextBlock};
 
     fn kept(messages: &[Message]) -> Vec<String> {
