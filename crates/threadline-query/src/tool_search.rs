@@ -133,7 +133,7 @@ pub fn apply(
 /// in which every tool is deferred is sent with none deferred.
 fn sanitize(tools: &mut [Tool]) {
     for tool in tools.iter_mut().filter(|t| t.is_deferred()) {
-        *tool.cache_control_mut() = None;
+        tool.clear_cache_control();
     }
     if !tools.is_empty() && tools.iter().all(Tool::is_deferred) {
         tools.iter_mut().for_each(|t| t.set_deferred(false));
