@@ -167,16 +167,11 @@ fn hash_json<T: serde::Serialize>(value: &T, h: &mut DefaultHasher) {
     }
 }
 
-/// Whether a marker may be put on `block`: never on thinking or redacted thinking, never on
-/// an empty text block, never on a block this version does not know.
+/// Whether a marker may be put on `block`: [`ContentBlock::is_cache_eligible`] (never on
+/// thinking or redacted thinking, an empty text block, or a block this version does not
+/// know), the rule the validator shares.
 pub fn is_eligible(block: &ContentBlock) -> bool {
-    match block {
-        ContentBlock::Text(t) => !t.text.is_empty(),
-        ContentBlock::Thinking(_)
-        | ContentBlock::RedactedThinking(_)
-        | ContentBlock::Unknown(_) => false,
-        _ => true,
-    }
+    block.is_cache_eligible()
 }
 
 fn block_marker(block: &ContentBlock) -> Option<Ttl> {

@@ -45,6 +45,19 @@ macro_rules! slot {
 }
 
 impl ContentBlock {
+    /// Whether a cache marker may be put on this block (and an automatic one land on it):
+    /// never on thinking or redacted thinking, never on an empty text block, never on a block
+    /// this version does not know. The one rule the planner and the validator share.
+    pub fn is_cache_eligible(&self) -> bool {
+        match self {
+            ContentBlock::Text(t) => !t.text.is_empty(),
+            ContentBlock::Thinking(_)
+            | ContentBlock::RedactedThinking(_)
+            | ContentBlock::Unknown(_) => false,
+            _ => true,
+        }
+    }
+
     /// The block's cache marker, if it has one (and can carry one).
     pub fn cache_control(&self) -> Option<&CacheControl> {
         slot!(self, &).and_then(|slot| slot.as_deref())

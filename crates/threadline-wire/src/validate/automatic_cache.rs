@@ -13,24 +13,13 @@ use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use crate::cache_control::CacheControl;
-use crate::content::{Content, ContentBlock};
+use crate::content::Content;
 use crate::request::SystemPrompt;
 
 /// Where the automatic marker lands: the path of the block (as sent) and its explicit marker.
 struct Landing<'a> {
     path: String,
     marker: Option<&'a CacheControl>,
-}
-
-/// Whether the automatic marker may land on `block`.
-fn cacheable(block: &ContentBlock) -> bool {
-    match block {
-        ContentBlock::Text(t) => !t.text.is_empty(),
-        ContentBlock::Thinking(_)
-        | ContentBlock::RedactedThinking(_)
-        | ContentBlock::Unknown(_) => false,
-        _ => true,
-    }
 }
 
 /// The last cacheable block of the request, if there is one.
@@ -45,8 +34,11 @@ fn landing<'a>(view: &View<'a>) -> Option<Landing<'a>> {
             }
             Content::Text(_) => {}
             Content::Blocks(blocks) => {
-                if let Some((b, block)) =
-                    blocks.iter().enumerate().rev().find(|(_, b)| cacheable(b))
+                if let Some((b, block)) = blocks
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, b)| b.is_cache_eligible())
                 {
                     return Some(Landing {
                         path: format!("messages.{m}.content.{b}"),
