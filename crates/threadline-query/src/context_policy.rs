@@ -2,6 +2,9 @@
 //! the pre-flight blocking limit, and the prompt-too-long recovery steps (drain, reactive
 //! compact), behind one trait whose every method defaults to "nothing to do".
 
+use std::fmt;
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use threadline_message::Message;
 use threadline_wire::service::ServiceError;
@@ -47,14 +50,18 @@ impl StepOutcome {
 }
 
 /// A failure of a context step. The loop reports it and goes on without the step.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{step}: {message}")]
+///
+/// Built with [`PolicyError::from_source`], it keeps the step's own error as its
+/// [`source`](std::error::Error::source). Two errors are equal when their step and message
+/// are (the source is not compared).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PolicyError {
     /// The step (`autocompact`, `reactive_compact`, …).
     pub step: &'static str,
     /// What went wrong.
     pub message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl PolicyError {
@@ -63,9 +70,45 @@ impl PolicyError {
         PolicyError {
             step,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error of `step` caused by `source`: the message is the source's text, and
+    /// [`source`](std::error::Error::source) returns it.
+    pub fn from_source(
+        step: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> PolicyError {
+        PolicyError {
+            step,
+            message: source.to_string(),
+            source: Some(Arc::new(source)),
         }
     }
 }
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.step, self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl PartialEq for PolicyError {
+    fn eq(&self, other: &Self) -> bool {
+        self.step == other.step && self.message == other.message
+    }
+}
+
+impl Eq for PolicyError {}
 
 /// The history as a step sees it.
 #[derive(Debug)]
@@ -138,3 +181,31 @@ pub trait ContextPolicy: Send {
 pub struct NoPolicy;
 
 impl ContextPolicy for NoPolicy {}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, thiserror::Error)]
+    #[error("the summary call failed")]
+    struct StepFailure;
+
+    #[test]
+    fn from_source_keeps_the_step_error_as_its_source() {
+        let error = PolicyError::from_source("autocompact", StepFailure);
+        assert_eq!(error.to_string(), "autocompact: the summary call failed");
+        let source = error.source().expect("the step error is kept");
+        assert_eq!(source.downcast_ref::<StepFailure>(), Some(&StepFailure));
+        let cloned = error.clone();
+        assert!(cloned.source().is_some_and(|s| s.is::<StepFailure>()));
+    }
+
+    #[test]
+    fn new_has_no_source() {
+        let error = PolicyError::new("snip", "nothing to snip");
+        assert_eq!(error.to_string(), "snip: nothing to snip");
+        assert!(error.source().is_none());
+    }
+}

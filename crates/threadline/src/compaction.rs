@@ -293,7 +293,7 @@ where
         let result = match kind {
             Kind::Auto => autocompact(history, &summarizer, &context, options, &mut breaker)
                 .await
-                .map_err(|e| PolicyError::new("autocompact", e.to_string())),
+                .map_err(|e| PolicyError::from_source("autocompact", e)),
             Kind::Reactive(error) => {
                 let mut guard = ReactiveGuard::new();
                 reactive_compact(
@@ -306,7 +306,7 @@ where
                     &mut guard,
                 )
                 .await
-                .map_err(|e| PolicyError::new("reactive_compact", e.to_string()))
+                .map_err(|e| PolicyError::from_source("reactive_compact", e))
             }
         };
         self.memory().breaker = breaker;
