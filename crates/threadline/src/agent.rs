@@ -52,12 +52,13 @@ pub enum AgentError {
         source: std::io::Error,
     },
     /// The transcript cannot be opened for appending.
-    #[error("{}: cannot open the transcript: {message}", path.display())]
+    #[error("{}: cannot open the transcript: {source}", path.display())]
     Transcript {
         /// The file.
         path: PathBuf,
         /// Why.
-        message: String,
+        #[source]
+        source: threadline_message::TranscriptError,
     },
     /// The date is not `YYYY-MM-DD`.
     #[error("{0:?} is not a date of the form YYYY-MM-DD")]
@@ -369,9 +370,9 @@ where
             )));
         }
         if let Some(path) = &self.transcript {
-            TranscriptWriter::open(path).map_err(|e| AgentError::Transcript {
+            TranscriptWriter::open(path).map_err(|source| AgentError::Transcript {
                 path: path.clone(),
-                message: e.to_string(),
+                source,
             })?;
         }
         let subagents = match self.subagents {
@@ -652,4 +653,39 @@ fn is_date(date: &str) -> bool {
             4 | 7 => *b == b'-',
             _ => b.is_ascii_digit(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use threadline_message::TranscriptError;
+    use threadline_query::scripted::ScriptedService;
+
+    use super::*;
+
+    #[test]
+    fn a_transcript_that_cannot_be_opened_keeps_its_error_as_the_source() {
+        let path = PathBuf::from("/definitely/not/here/session.jsonl");
+        let error = match Agent::builder(ScriptedService::new([]))
+            .transcript(path.clone())
+            .build()
+        {
+            Ok(_) => panic!("the transcript directory does not exist"),
+            Err(error) => error,
+        };
+        assert!(
+            error
+                .to_string()
+                .starts_with("/definitely/not/here/session.jsonl: cannot open the transcript: "),
+            "{error}"
+        );
+        let source = error.source().expect("the transcript error is kept");
+        match source.downcast_ref::<TranscriptError>() {
+            Some(TranscriptError::Open { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("not the transcript's open error: {other:?}"),
+        }
+    }
 }
