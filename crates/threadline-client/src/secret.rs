@@ -31,6 +31,7 @@ pub struct ApiKey(HeaderValue);
 /// character). The key itself is not part of the error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the API key contains a character that is not allowed in an HTTP header")]
+#[non_exhaustive]
 pub struct InvalidApiKey;
 
 impl ApiKey {

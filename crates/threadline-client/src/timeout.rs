@@ -35,6 +35,7 @@ pub enum TimeoutPhase {
     TimeoutPhase::FirstByte => "waiting for the first event",
     TimeoutPhase::Idle => "waiting for the next event",
 })]
+#[non_exhaustive]
 pub struct TimeoutError {
     /// Which wait.
     pub phase: TimeoutPhase,

@@ -325,6 +325,7 @@ pub(crate) type MockBody = http_body_util::combinators::BoxBody<Bytes, Abort>;
 /// The scenario asked for the connection to be cut.
 #[derive(Debug, thiserror::Error)]
 #[error("connection cut by the mock scenario")]
+#[non_exhaustive]
 pub struct Abort;
 
 fn full(bytes: impl Into<Bytes>) -> MockBody {

@@ -215,6 +215,7 @@ pub fn normalize(messages: &[Message], options: &Options) -> Normalized {
 /// The array needed repairs and strict mode refused to make them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the message array needs repairs before the API accepts it: {report}")]
+#[non_exhaustive]
 pub struct StrictError {
     /// The repairs [`normalize`] would have made.
     pub report: Report,

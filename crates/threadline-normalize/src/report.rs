@@ -254,6 +254,7 @@ impl fmt::Display for RepairKind {
 
 /// One repair.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Repair {
     /// The pass that made it.
     pub pass: Pass,
@@ -280,6 +281,7 @@ impl fmt::Display for Repair {
 /// Every repair of one normalization, in the order they were made (pass by pass, and within
 /// a pass in message order).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The repairs.
     pub repairs: Vec<Repair>,

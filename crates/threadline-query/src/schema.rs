@@ -37,6 +37,7 @@ pub struct Problem {
 
 /// The problems of an input, in document order (at most [`MAX_PROBLEMS`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub struct SchemaErrors {
     /// The problems.
     pub problems: Vec<Problem>,

@@ -153,6 +153,7 @@ pub enum Truncation {
 /// A stream that ended without a complete message: what was received, and why it is partial.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("incomplete stream: {reason}")]
+#[non_exhaustive]
 pub struct StreamIncomplete {
     /// The message as far as it got (`None` without `message_start`).
     pub partial: Option<Box<Message>>,

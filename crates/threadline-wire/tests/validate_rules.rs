@@ -1560,11 +1560,7 @@ fn display_prints_the_api_text_alone_when_it_starts_with_the_path() {
         "messages.0.content.0: messages: text content blocks must be non-empty"
     );
     // `messages.1` is not a prefix of the path `messages.12`.
-    let v = Violation {
-        rule: Rule::EmptyContent,
-        path: "messages.1".to_owned(),
-        message: "messages.12: x".to_owned(),
-    };
+    let v = Violation::new(Rule::EmptyContent, "messages.1", "messages.12: x");
     assert_eq!(v.to_string(), "messages.1: messages.12: x");
 }
 

@@ -117,6 +117,7 @@ use crate::tools::{Tool, ToolChoice};
 
 /// One broken rule: which, where, and what the API says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Violation {
     /// The rule.
     pub rule: Rule,
@@ -130,6 +131,15 @@ pub struct Violation {
 }
 
 impl Violation {
+    /// A violation of `rule` at `path`, with the API's `message`.
+    pub fn new(rule: Rule, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Violation {
+            rule,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
     /// Whether [`message`](Self::message) already starts with [`path`](Self::path) (followed by
     /// `:` or `.`), so that printing the message alone says where.
     pub fn message_starts_with_path(&self) -> bool {
