@@ -397,3 +397,21 @@ fn a_streamed_compaction_keeps_null_content_and_the_message_pass_usage() {
     assert_eq!(usage.billed().input_tokens, Some(281));
     assert_eq!(usage.billed().cache_read_input_tokens, Some(55_096));
 }
+
+/// Found by the `request_json` fuzz target: an unknown field holding a number beyond `f64`'s
+/// exact range changed in a round trip (serde_json's default float parser is not exact:
+/// `4…096e106` read as `3.999999999999999e106`, written as `3.9999999999999995e106`, read
+/// back as another value). The workspace enables `float_roundtrip`, so a parsed number is
+/// written and read back as itself.
+#[test]
+fn a_huge_number_in_an_unknown_field_round_trips_exactly() {
+    let body = format!(
+        r#"{{"max_tokens":4{}96,"messages":[{{"content":[{{"text":"hello","type":"text"}}],"role":"user"}}],"model":"claude-sonet-4-5","stream":false}}"#,
+        "0".repeat(104)
+    );
+    let request: CountTokensRequest = serde_json::from_str(&body).expect("parses");
+    let text = serde_json::to_string(&request).expect("serializes");
+    let again: CountTokensRequest = serde_json::from_str(&text).expect("parses back");
+    assert_eq!(again, request);
+    assert_eq!(serde_json::to_string(&again).expect("serializes"), text);
+}
