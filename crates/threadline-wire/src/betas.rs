@@ -98,14 +98,20 @@ fn need(out: &mut Vec<&'static str>, beta: &'static str) {
     }
 }
 
+/// The beta one `context_management` edit needs (`None` for an edit this version does not
+/// know).
+pub fn for_edit(edit: &ContextEdit) -> Option<&'static str> {
+    match edit {
+        ContextEdit::Compact(_) => Some(COMPACT),
+        ContextEdit::ClearToolUses(_) | ContextEdit::ClearThinking(_) => Some(CONTEXT_MANAGEMENT),
+        _ => None,
+    }
+}
+
 fn context_management(management: Option<&ContextManagement>, out: &mut Vec<&'static str>) {
     for edit in management.map(|m| m.edits.as_slice()).unwrap_or_default() {
-        match edit {
-            ContextEdit::Compact(_) => need(out, COMPACT),
-            ContextEdit::ClearToolUses(_) | ContextEdit::ClearThinking(_) => {
-                need(out, CONTEXT_MANAGEMENT)
-            }
-            _ => {}
+        if let Some(beta) = for_edit(edit) {
+            need(out, beta);
         }
     }
 }

@@ -169,38 +169,48 @@ impl SystemPrompt {
     }
 }
 
+/// Clears the markers of a request's parts (both request types hold the same ones).
+fn clear_request_parts(
+    tools: &mut Option<Vec<Tool>>,
+    system: &mut Option<SystemPrompt>,
+    messages: &mut [MessageParam],
+    automatic: &mut Option<Box<CacheControl>>,
+) {
+    tools
+        .iter_mut()
+        .flatten()
+        .for_each(Tool::clear_cache_control);
+    if let Some(system) = system {
+        system.clear_cache_control();
+    }
+    messages
+        .iter_mut()
+        .for_each(MessageParam::clear_cache_control);
+    *automatic = None;
+}
+
 impl MessagesRequest {
     /// Removes every marker from the request: tools, system blocks, message blocks (nested
     /// ones included) and the top-level automatic-caching marker.
     pub fn clear_cache_control(&mut self) {
-        self.tools
-            .iter_mut()
-            .flatten()
-            .for_each(Tool::clear_cache_control);
-        if let Some(system) = &mut self.system {
-            system.clear_cache_control();
-        }
-        self.messages
-            .iter_mut()
-            .for_each(MessageParam::clear_cache_control);
-        self.cache_control = None;
+        clear_request_parts(
+            &mut self.tools,
+            &mut self.system,
+            &mut self.messages,
+            &mut self.cache_control,
+        );
     }
 }
 
 impl CountTokensRequest {
     /// Removes every marker from the request, as [`MessagesRequest::clear_cache_control`].
     pub fn clear_cache_control(&mut self) {
-        self.tools
-            .iter_mut()
-            .flatten()
-            .for_each(Tool::clear_cache_control);
-        if let Some(system) = &mut self.system {
-            system.clear_cache_control();
-        }
-        self.messages
-            .iter_mut()
-            .for_each(MessageParam::clear_cache_control);
-        self.cache_control = None;
+        clear_request_parts(
+            &mut self.tools,
+            &mut self.system,
+            &mut self.messages,
+            &mut self.cache_control,
+        );
     }
 }
 

@@ -12,7 +12,6 @@ use serde_json::Value;
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
-use crate::betas::{COMPACT, CONTEXT_MANAGEMENT};
 use crate::model::Feature;
 use crate::request::ContextEdit;
 
@@ -29,14 +28,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let mut beta_reported = false;
     for (n, edit) in edits.iter().enumerate() {
         let path = format!("context_management.edits.{n}");
-        let beta = match edit {
-            ContextEdit::Compact(_) => Some(COMPACT),
-            ContextEdit::ClearToolUses(_) | ContextEdit::ClearThinking(_) => {
-                Some(CONTEXT_MANAGEMENT)
-            }
-            _ => None,
-        };
-        if let Some(beta) = beta
+        if let Some(beta) = crate::betas::for_edit(edit)
             && !beta_reported
             && ctx.options.names_beta(beta) == Some(false)
         {
