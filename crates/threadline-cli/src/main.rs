@@ -10,8 +10,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::CliError;
+
 mod agent_setup;
 mod commands;
+mod error;
 mod mcp_setup;
 mod meter;
 mod output;
@@ -63,12 +66,9 @@ struct SessionPick {
 
 impl SessionPick {
     /// The transcript file to read, or the line saying why there is none (exit code 2).
-    fn resolve(&self, transcript: &str) -> Result<String, ExitCode> {
+    fn resolve(&self, transcript: &str) -> Result<String, CliError> {
         project::resolve_transcript(transcript, self.session.as_deref(), self.agent.as_deref())
-            .map_err(|line| {
-                eprintln!("{line}");
-                ExitCode::from(2)
-            })
+            .map_err(CliError::input)
     }
 }
 
@@ -358,7 +358,24 @@ fn main() -> ExitCode {
         }
     };
     input::set_max_input_bytes(cli.max_input_bytes);
-    let code = match cli.command {
+    let code = match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // The one place an error is printed: one line (the violations of a dry run, one
+            // each), or nothing when the command reported what it found as it found it.
+            if !error.is_reported() {
+                eprintln!("{error}");
+            }
+            error.exit_code()
+        }
+    };
+    // A write to stdout that failed makes the run a failure, whatever the command said.
+    output::finish(code)
+}
+
+/// Runs the subcommand.
+fn run(command: Command) -> Result<(), CliError> {
+    match command {
         Command::Accumulate { file } => commands::accumulate::run(&file),
         Command::Check {
             file,
@@ -379,12 +396,10 @@ fn main() -> ExitCode {
             model,
             max_tokens,
             next,
-        } => match pick.resolve(&transcript) {
-            Ok(path) => {
-                commands::normalize::run(&path, model.as_deref(), max_tokens, next.as_deref())
-            }
-            Err(code) => code,
-        },
+        } => {
+            let path = pick.resolve(&transcript)?;
+            commands::normalize::run(&path, model.as_deref(), max_tokens, next.as_deref())
+        }
         Command::Inspect {
             transcript,
             pick,
@@ -392,16 +407,16 @@ fn main() -> ExitCode {
             html,
             plan,
             model,
-        } => match pick.resolve(&transcript) {
-            Ok(path) => commands::inspect::run(&commands::inspect::InspectArgs {
+        } => {
+            let path = pick.resolve(&transcript)?;
+            commands::inspect::run(&commands::inspect::InspectArgs {
                 path: &path,
                 json,
                 html: html.as_deref(),
                 plan,
                 model: model.as_deref(),
-            }),
-            Err(code) => code,
-        },
+            })
+        }
         Command::Sessions { dir, json } => commands::sessions::run(&dir, json),
         Command::Compact {
             transcript,
@@ -462,7 +477,5 @@ fn main() -> ExitCode {
             scenario,
             limits,
         } => commands::mock::run(addr, scenario.as_deref(), &limits),
-    };
-    // A write to stdout that failed makes the run a failure, whatever the command said.
-    output::finish(code)
+    }
 }

@@ -4,12 +4,11 @@
 //! bound cuts a runaway event early); a canonical fixture is read whole. Both stop at the
 //! input limit (`--max-input-bytes`).
 
-use std::process::ExitCode;
-
 use std::io::Read as _;
 
 use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
 
+use crate::error::CliError;
 use crate::input::{open_input, too_large};
 
 /// The SSE bodies in the input: the input itself, or every SSE body of a canonical fixture.
@@ -88,23 +87,21 @@ fn read(path: &str) -> Result<Input, String> {
     )))
 }
 
-pub(crate) fn run(path: &str) -> ExitCode {
-    let bodies = match read(path) {
-        Ok(Input::Whole(bytes)) => sse_bodies(&bytes)
+pub(crate) fn run(path: &str) -> Result<(), CliError> {
+    let bodies: Vec<_> = match read(path).map_err(CliError::input)? {
+        Input::Whole(bytes) => sse_bodies(&bytes)
             .into_iter()
             .map(|(label, body)| (label, read_message(&body)))
             .collect(),
-        Ok(Input::Streamed(result)) => vec![(None, *result)],
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
+        Input::Streamed(result) => vec![(None, *result)],
     };
     if bodies.is_empty() {
-        eprintln!("threadline: {path}: the fixture holds no SSE response");
-        return ExitCode::from(1);
+        return Err(CliError::Broken {
+            what: format!("{path}: the fixture holds no SSE response"),
+            source: None,
+        });
     }
-    let mut failed = false;
+    let mut failed = 0;
     for (label, result) in bodies {
         let prefix = label
             .map(|l| format!("{path}: {l}: "))
@@ -112,7 +109,7 @@ pub(crate) fn run(path: &str) -> ExitCode {
         match result {
             Ok(message) => print_json(&message),
             Err(error) => {
-                failed = true;
+                failed += 1;
                 if let Some(partial) = error.partial() {
                     print_json(partial);
                 }
@@ -120,10 +117,11 @@ pub(crate) fn run(path: &str) -> ExitCode {
             }
         }
     }
-    if failed {
-        ExitCode::from(1)
+    if failed > 0 {
+        // Each broken stream was reported after its partial message.
+        Err(CliError::Found { problems: failed })
     } else {
-        ExitCode::SUCCESS
+        Ok(())
     }
 }
 

@@ -17,7 +17,6 @@
 //! input cannot be checked.
 
 use std::collections::BTreeSet;
-use std::process::ExitCode;
 
 use serde_json::Value;
 use threadline_wire::model::{Model, ModelTable};
@@ -26,6 +25,7 @@ use threadline_wire::{
     CountTokensRequest, MessagesRequest, validate_count_tokens_report, validate_report,
 };
 
+use crate::error::CliError;
 use crate::input::read_input;
 use crate::session::{
     Continuation, NEXT_MESSAGE_PLACEHOLDER, build_request, looks_like_transcript, read_session,
@@ -233,29 +233,26 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
     Ok(checked)
 }
 
-pub(crate) fn run(args: &CheckArgs<'_>) -> ExitCode {
-    match read_input(args.path).and_then(|bytes| check_input(&bytes, args)) {
-        Err(line) => {
-            eprintln!("{line}");
-            ExitCode::from(2)
-        }
-        Ok(checked) => {
-            for warning in &checked.warnings {
-                // Request text (ids, names) goes to a terminal: escape control characters.
-                eprintln!("threadline: warning: {}", terminal_safe(warning, false));
-            }
-            if checked.violations.is_empty() {
-                // Say so on stderr, so stdout stays the list of violations (empty here).
-                eprintln!("threadline: {}: no violations", args.path);
-                return ExitCode::SUCCESS;
-            }
-            for line in &checked.violations {
-                // A violation quotes the request (a tool's name, a model id): escaped.
-                crate::output::print_line(&terminal_safe(line, false));
-            }
-            ExitCode::from(1)
-        }
+pub(crate) fn run(args: &CheckArgs<'_>) -> Result<(), CliError> {
+    let checked = read_input(args.path)
+        .and_then(|bytes| check_input(&bytes, args))
+        .map_err(CliError::input)?;
+    for warning in &checked.warnings {
+        // Request text (ids, names) goes to a terminal: escape control characters.
+        eprintln!("threadline: warning: {}", terminal_safe(warning, false));
     }
+    if checked.violations.is_empty() {
+        // Say so on stderr, so stdout stays the list of violations (empty here).
+        eprintln!("threadline: {}: no violations", args.path);
+        return Ok(());
+    }
+    for line in &checked.violations {
+        // A violation quotes the request (a tool's name, a model id): escaped.
+        crate::output::print_line(&terminal_safe(line, false));
+    }
+    Err(CliError::Found {
+        problems: checked.violations.len(),
+    })
 }
 
 #[cfg(test)]

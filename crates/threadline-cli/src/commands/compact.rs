@@ -3,7 +3,6 @@
 //! transcript (JSONL), which `threadline normalize` and `check` read.
 
 use std::fs;
-use std::process::ExitCode;
 use std::time::SystemTime;
 
 use futures::executor::block_on;
@@ -19,6 +18,7 @@ use threadline_normalize::{Options, normalize};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
+use crate::error::{BoxError, CliError};
 use crate::session::{Sidechains, load_session};
 
 /// The layer to apply.
@@ -44,15 +44,18 @@ pub(crate) struct CompactArgs<'a> {
     pub(crate) now: Option<&'a str>,
 }
 
-fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), String> {
+fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliError> {
+    let cannot = |what: String, source: BoxError| CliError::Destination { what, source };
     let mut text = String::new();
     for message in messages {
-        let line = serde_json::to_string(message).map_err(|e| e.to_string())?;
+        let line = serde_json::to_string(message)
+            .map_err(|e| cannot("cannot write the result".to_owned(), e.into()))?;
         text.push_str(&line);
         text.push('\n');
     }
     match out {
-        Some(path) => fs::write(path, text).map_err(|e| format!("{path}: {e}")),
+        Some(path) => fs::write(path, text)
+            .map_err(|e| cannot(format!("cannot write the result: {path}"), e.into())),
         None => {
             crate::output::print_line(text.trim_end_matches('\n'));
             Ok(())
@@ -60,23 +63,12 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), Strin
     }
 }
 
-pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
+pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     let path = args.transcript;
-    let session = match load_session(path, Sidechains::Never) {
-        Ok(session) => session,
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
-    };
+    let session = load_session(path, Sidechains::Never).map_err(CliError::input)?;
     let now = match args.now {
-        Some(text) => match humantime::parse_rfc3339_weak(text) {
-            Ok(now) => now,
-            Err(e) => {
-                eprintln!("threadline: --now {text}: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        Some(text) => humantime::parse_rfc3339_weak(text)
+            .map_err(|e| CliError::unusable(None, format!("--now {text}"), Some(e.into())))?,
         None => SystemTime::now(),
     };
     let resolved = ModelTable::builtin().resolve(args.model);
@@ -133,19 +125,17 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
             } else {
                 let scripted;
                 let summarizer: &dyn Summarizer = match args.summary {
-                    Some(file) => match crate::input::read_input(file).and_then(|bytes| {
-                        String::from_utf8(bytes)
-                            .map_err(|_| format!("threadline: --summary {file}: not UTF-8 text"))
-                    }) {
-                        Ok(text) => {
-                            scripted = ScriptedSummarizer::new([Ok(text)]);
-                            &scripted
-                        }
-                        Err(line) => {
-                            eprintln!("{line}");
-                            return ExitCode::from(2);
-                        }
-                    },
+                    Some(file) => {
+                        let text = crate::input::read_input(file)
+                            .and_then(|bytes| {
+                                String::from_utf8(bytes).map_err(|_| {
+                                    format!("threadline: --summary {file}: not UTF-8 text")
+                                })
+                            })
+                            .map_err(CliError::input)?;
+                        scripted = ScriptedSummarizer::new([Ok(text)]);
+                        &scripted
+                    }
                     None => &ExtractiveSummarizer,
                 };
                 let context = CompactContext {
@@ -173,22 +163,21 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> ExitCode {
                         (done.messages, what)
                     }
                     Err(e) => {
-                        eprintln!("threadline: {path}: cannot compact: {e}");
-                        return ExitCode::from(1);
+                        return Err(CliError::Broken {
+                            what: format!("{path}: cannot compact"),
+                            source: Some(e.into()),
+                        });
                     }
                 }
             }
         }
     };
     let after = estimate_context(&messages, overhead);
-    if let Err(e) = write_transcript(&messages, args.out) {
-        eprintln!("threadline: cannot write the result: {e}");
-        return ExitCode::from(2);
-    }
+    write_transcript(&messages, args.out)?;
     eprintln!(
         "threadline: {path}: {} messages, ~{before} tokens -> {} messages, ~{after} tokens; {what}",
         history.len(),
         messages.len(),
     );
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -7,14 +7,14 @@
 //! `--compaction server` the mock compacts server-side instead (`demo_server`), and the
 //! summary names the compaction iterations.
 
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt as _;
 use threadline::Compaction;
 use threadline::attach::{SystemContext, Workspace};
+use threadline::client::Client;
 use threadline::compact::{ReattachOptions, TailOptions, overhead_of};
 use threadline::mock::{MockServer, Scenario};
 use threadline::query::{Event, Terminal, Transition};
@@ -24,7 +24,8 @@ use threadline::wire::{MessagesRequest, StreamEvent, SystemPrompt};
 
 use crate::agent_setup::{AgentSettings, SYSTEM_PROMPT, agent_builder, client, quick_retries};
 use crate::commands::demo_server::{self, DemoCompaction};
-use crate::meter::Meter;
+use crate::error::CliError;
+use crate::meter::{Meter, Metered, Totals};
 use crate::output::print_line;
 use crate::progress::{Progress, Style};
 
@@ -75,85 +76,142 @@ pub(crate) struct DemoArgs {
     pub(crate) compaction: DemoCompaction,
 }
 
-pub(crate) fn run(args: &DemoArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("threadline: demo: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::runtime(DEMO, e))?;
     runtime.block_on(demo(args))
 }
 
-async fn demo(args: &DemoArgs) -> ExitCode {
+/// The subcommand, as error lines name it.
+const DEMO: Option<&str> = Some("demo");
+
+/// The demo: set the session up, run the scenario, report what it showed.
+async fn demo(args: &DemoArgs) -> Result<(), CliError> {
     let started = Instant::now();
-    let scratch = match tempfile::Builder::new()
-        .prefix("threadline-demo-")
-        .tempdir()
-    {
-        Ok(dir) => dir,
-        Err(error) => {
-            eprintln!("threadline: demo: cannot create a scratch directory: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let project = scratch.path().join("textstats");
-    if let Err(error) = copy_project(&project) {
-        eprintln!(
-            "threadline: demo: cannot write the project to {}: {error}",
-            project.display()
-        );
-        return ExitCode::from(2);
-    }
     let server = args.compaction == DemoCompaction::Server;
-    if server && let Err(error) = demo_server::write_archives(&project) {
-        eprintln!("threadline: demo: cannot write the archived files: {error}");
-        return ExitCode::from(2);
+    let setup = Setup::prepare(server).await?;
+    let Setup {
+        scratch,
+        project,
+        mock,
+        meter,
+        mut agent,
+        steps,
+        autocompact_at,
+    } = setup;
+    print_banner(&project, &mock, steps, server, autocompact_at);
+    let progress = run_scenario(&mut agent, &mock).await;
+    let seen = Seen::measure(&mock, &meter, &project, progress);
+    print_summary(&seen, started);
+    if args.keep {
+        let kept = scratch.keep();
+        print_line(&format!("  kept at           {}", kept.display()));
     }
-    let scenario: Scenario = match serde_yaml::from_str(SCENARIO) {
-        Ok(scenario) => scenario,
-        Err(error) => {
-            eprintln!("threadline: demo: the bundled scenario is invalid: {error}");
-            return ExitCode::from(2);
+    let missing = seen.missing(server);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Unmet {
+            command: "demo",
+            message: format!("the session did not show {}", missing.join(", ")),
+        })
+    }
+}
+
+/// The demo's agent, over the client to the mock.
+type DemoAgent = threadline::Agent<Metered<Client>>;
+
+/// Everything the session runs in: the scratch project, the mock playing the scenario, the
+/// agent and the meter counting its tokens.
+struct Setup {
+    /// Deleted when dropped, unless `--keep`.
+    scratch: tempfile::TempDir,
+    /// The bundled project's copy in `scratch`.
+    project: PathBuf,
+    mock: MockServer,
+    meter: Meter,
+    agent: DemoAgent,
+    /// The scenario's scripted answers.
+    steps: usize,
+    /// The local autocompact threshold, in tokens.
+    autocompact_at: u64,
+}
+
+impl Setup {
+    /// Writes the scratch project, starts the mock with the (server-compaction or local)
+    /// scenario and builds the agent. Every failure is "could not start" (exit code 2).
+    async fn prepare(server: bool) -> Result<Setup, CliError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("threadline-demo-")
+            .tempdir()
+            .map_err(|e| CliError::start(DEMO, "cannot create a scratch directory", e))?;
+        let project = scratch.path().join("textstats");
+        copy_project(&project).map_err(|e| {
+            CliError::start(
+                DEMO,
+                format!("cannot write the project to {}", project.display()),
+                e,
+            )
+        })?;
+        if server {
+            demo_server::write_archives(&project)
+                .map_err(|e| CliError::start(DEMO, "cannot write the archived files", e))?;
         }
-    };
-    let scenario = match (server, scenario) {
-        (false, scenario) => scenario,
-        (true, scenario) => match demo_server::scenario(scenario) {
-            Some(scenario) => scenario,
-            None => {
-                eprintln!("threadline: demo: the bundled scenario has no summary step to replace");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let steps = scenario.steps.len();
-    let mock = match MockServer::start(scenario).await {
-        Ok(mock) => mock,
-        Err(error) => {
-            eprintln!("threadline: demo: cannot start the mock server on loopback: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let client = match client(&mock.base_url(), DEMO_KEY, Some(quick_retries())) {
-        Ok(client) => client,
-        Err(line) => {
-            eprintln!("threadline: demo: {line}");
-            return ExitCode::from(2);
-        }
-    };
-    let meter = Meter::default();
-    let autocompact_at = match overhead(&project) {
-        Ok(overhead) => overhead + CONVERSATION_TOKENS,
-        Err(error) => {
-            eprintln!("threadline: demo: {error}");
-            return ExitCode::from(2);
-        }
-    };
+        let scenario = scenario(server)?;
+        let steps = scenario.steps.len();
+        let mock = MockServer::start(scenario)
+            .await
+            .map_err(|e| CliError::start(DEMO, "cannot start the mock server on loopback", e))?;
+        let client = client(&mock.base_url(), DEMO_KEY, Some(quick_retries()))
+            .map_err(|line| CliError::start_line(DEMO, line))?;
+        let meter = Meter::default();
+        let autocompact_at = overhead(&project)? + CONVERSATION_TOKENS;
+        let agent = agent_builder(
+            client,
+            &meter,
+            AgentSettings {
+                workspace: &project,
+                model: MODEL,
+                max_tokens: 1_024,
+                shell: ShellAccess::Allow,
+                compaction: compaction(autocompact_at, server),
+                today: Some(TODAY),
+            },
+        )
+        .escalated_max_tokens(4_096)
+        .build()
+        .map_err(|source| CliError::Agent {
+            command: "demo",
+            source,
+        })?;
+        Ok(Setup {
+            scratch,
+            project,
+            mock,
+            meter,
+            agent,
+            steps,
+            autocompact_at,
+        })
+    }
+}
+
+/// The bundled scenario; with server-side compaction, its summary step replaced.
+fn scenario(server: bool) -> Result<Scenario, CliError> {
+    let scenario: Scenario = serde_yaml::from_str(SCENARIO)
+        .map_err(|e| CliError::start(DEMO, "the bundled scenario is invalid", e))?;
+    if !server {
+        return Ok(scenario);
+    }
+    demo_server::scenario(scenario).ok_or_else(|| {
+        CliError::start_line(DEMO, "the bundled scenario has no summary step to replace")
+    })
+}
+
+/// The demo's compaction: a small autocompact threshold and tail, or the server's.
+fn compaction(autocompact_at: u64, server: bool) -> Compaction {
     let mut compaction = Compaction::default()
         .autocompact_at(autocompact_at)
         .with_tail(TailOptions {
@@ -169,28 +227,17 @@ async fn demo(args: &DemoArgs) -> ExitCode {
     if server {
         compaction = demo_server::compaction(compaction);
     }
-    let agent = agent_builder(
-        client,
-        &meter,
-        AgentSettings {
-            workspace: &project,
-            model: MODEL,
-            max_tokens: 1_024,
-            shell: ShellAccess::Allow,
-            compaction,
-            today: Some(TODAY),
-        },
-    )
-    .escalated_max_tokens(4_096)
-    .build();
-    let mut agent = match agent {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("threadline: demo: {error}");
-            return ExitCode::from(2);
-        }
-    };
+    compaction
+}
 
+/// The lines before the session: the project, the mock, the model and the prompt.
+fn print_banner(
+    project: &Path,
+    mock: &MockServer,
+    steps: usize,
+    server: bool,
+    autocompact_at: u64,
+) {
     print_line("threadline demo: an offline coding session against the embedded mock API");
     print_line(&format!(
         "  project   {} (a scratch copy of the bundled textstats)",
@@ -212,7 +259,11 @@ async fn demo(args: &DemoArgs) -> ExitCode {
     }
     print_line(&format!("  prompt    {PROMPT}"));
     print_line("");
+}
 
+/// Runs the prompt to its end, printing the timeline; a note for each 529 the client retried
+/// (the loop does not see those; the mock does).
+async fn run_scenario(agent: &mut DemoAgent, mock: &MockServer) -> Progress {
     let mut progress = Progress::new(Style::Timeline);
     let mut events = agent.run(PROMPT);
     let mut overloaded_seen = 0;
@@ -220,7 +271,6 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         if let Event::Stream(stream) = &event
             && matches!(**stream, StreamEvent::MessageStart(_))
         {
-            // The client's retries are invisible to the loop; the mock saw them.
             let overloaded = mock
                 .requests()
                 .iter()
@@ -236,16 +286,67 @@ async fn demo(args: &DemoArgs) -> ExitCode {
         progress.on_event(&event);
     }
     progress.finish_output();
+    progress
+}
 
-    let recorded = mock.requests();
-    let retried = recorded.iter().filter(|r| r.status == Some(529)).count();
-    let rejected = recorded
-        .iter()
-        .filter(|r| r.status.is_some_and(|s| s != 200 && s != 529))
-        .count();
-    let totals = meter.totals();
-    let fixed = std::fs::read_to_string(project.join("stats.py"))
-        .is_ok_and(|text| text.contains("return sum(xs) / len(xs)"));
+/// What the session showed: the loop's progress, what the mock recorded, the tokens billed.
+struct Seen {
+    progress: Progress,
+    /// Requests the mock saw (retries included).
+    requests: usize,
+    /// Requests answered 529 and resent.
+    retried: usize,
+    /// Requests answered otherwise than 200 or 529.
+    rejected: usize,
+    totals: Totals,
+    /// Whether `stats.py` holds the fix.
+    fixed: bool,
+}
+
+impl Seen {
+    fn measure(mock: &MockServer, meter: &Meter, project: &Path, progress: Progress) -> Seen {
+        let recorded = mock.requests();
+        Seen {
+            requests: recorded.len(),
+            retried: recorded.iter().filter(|r| r.status == Some(529)).count(),
+            rejected: recorded
+                .iter()
+                .filter(|r| r.status.is_some_and(|s| s != 200 && s != 529))
+                .count(),
+            totals: meter.totals(),
+            fixed: std::fs::read_to_string(project.join("stats.py"))
+                .is_ok_and(|text| text.contains("return sum(xs) / len(xs)")),
+            progress,
+        }
+    }
+
+    /// What the demo must have shown and did not.
+    fn missing(&self, server: bool) -> Vec<&'static str> {
+        let compacted = if server {
+            self.totals.compaction_iterations > 0
+        } else {
+            self.progress.autocompacts() > 0
+        };
+        missing_events(
+            &self.progress,
+            self.retried,
+            self.rejected,
+            self.fixed,
+            (server, compacted),
+        )
+    }
+}
+
+/// The summary after the session: turns, requests, tools, compaction, tokens, cost.
+fn print_summary(seen: &Seen, started: Instant) {
+    let Seen {
+        progress,
+        requests,
+        retried,
+        totals,
+        fixed,
+        ..
+    } = seen;
     let model = ModelTable::builtin().resolve(MODEL).model().clone();
     let batches: Vec<String> = progress
         .parallel_batches
@@ -265,8 +366,7 @@ async fn demo(args: &DemoArgs) -> ExitCode {
     line(
         "requests:",
         format!(
-            "{} to the mock: {} from the loop, {} summary, {retried} answered 529",
-            recorded.len(),
+            "{requests} to the mock: {} from the loop, {} summary, {retried} answered 529",
             progress.requests,
             progress.compactions.len()
         ),
@@ -327,32 +427,14 @@ async fn demo(args: &DemoArgs) -> ExitCode {
             totals.cost, model.id, model.prices.input, model.prices.cache_read, model.prices.output
         ),
     );
-    line("fix in place:", if fixed { "yes" } else { "no" }.to_owned());
+    line(
+        "fix in place:",
+        if *fixed { "yes" } else { "no" }.to_owned(),
+    );
     line(
         "wall time:",
         format!("{:.2} s", started.elapsed().as_secs_f64()),
     );
-
-    if args.keep {
-        let kept = scratch.keep();
-        print_line(&format!("  kept at           {}", kept.display()));
-    }
-
-    let compacted = if server {
-        totals.compaction_iterations > 0
-    } else {
-        progress.autocompacts() > 0
-    };
-    let missing = missing_events(&progress, retried, rejected, fixed, (server, compacted));
-    if missing.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "threadline: demo: the session did not show {}",
-            missing.join(", ")
-        );
-        ExitCode::from(1)
-    }
 }
 
 /// What the demo must have shown and did not.
@@ -403,9 +485,14 @@ fn missing_events(
 
 /// The estimated tokens of the system prompt (with the session context the agent appends)
 /// and the built-in tools' definitions.
-fn overhead(project: &Path) -> Result<u64, String> {
-    let workspace = Workspace::new(project)
-        .map_err(|e| format!("{}: not a usable workspace: {e}", project.display()))?;
+fn overhead(project: &Path) -> Result<u64, CliError> {
+    let workspace = Workspace::new(project).map_err(|e| {
+        CliError::start(
+            DEMO,
+            format!("{}: not a usable workspace", project.display()),
+            e,
+        )
+    })?;
     let root = workspace.root().display().to_string();
     let tools = threadline::tools::builtin(Arc::new(workspace), ShellAccess::Allow);
     let mut context = SystemContext::new();

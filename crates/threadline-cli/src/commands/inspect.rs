@@ -2,12 +2,12 @@
 //! [`threadline_cli::inspect`], printed.
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use threadline_cli::inspect::{render_text, report};
 use threadline_cli::inspect_html::render_html;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
+use crate::error::CliError;
 use crate::session::{Sidechains, load_session_history};
 use crate::terminal_text::terminal_safe;
 
@@ -20,14 +20,9 @@ pub(crate) struct InspectArgs<'a> {
     pub(crate) model: Option<&'a str>,
 }
 
-pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
-    let session = match load_session_history(args.path, Sidechains::WhenNoMainChain) {
-        Ok(session) => session,
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
-    };
+pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
+    let session =
+        load_session_history(args.path, Sidechains::WhenNoMainChain).map_err(CliError::input)?;
     let mut report = report(&session, args.model);
     if let Some(strategy) = args.plan {
         add_plan(&mut report, &session, args.model, strategy);
@@ -38,17 +33,16 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
     if let Some(out) = args.html
         && let Err(e) = std::fs::write(out, render_html(&report, args.path))
     {
-        eprintln!("threadline: cannot write {}: {e}", out.display());
-        return ExitCode::from(1);
+        return Err(CliError::output(
+            None,
+            format!("cannot write {}", out.display()),
+            e,
+        ));
     }
     if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => crate::output::print_line(&json),
-            Err(e) => {
-                eprintln!("threadline: cannot print the report: {e}");
-                return ExitCode::from(1);
-            }
-        }
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::output(None, "cannot print the report", e))?;
+        crate::output::print_line(&json);
     } else {
         // The table quotes the transcript (cache-break causes carry a command's output, which
         // Claude Code records with ANSI escapes): control characters are escaped.
@@ -57,5 +51,5 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> ExitCode {
             crate::output::print_line(&terminal_safe(&render_plan(&report), true));
         }
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

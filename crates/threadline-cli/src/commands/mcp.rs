@@ -5,8 +5,8 @@
 //! configuration could not be read.
 
 use std::path::Path;
-use std::process::ExitCode;
 
+use crate::error::CliError;
 use crate::terminal_text::terminal_safe;
 
 /// `threadline mcp` subcommands.
@@ -23,38 +23,27 @@ pub(crate) enum McpCommand {
     },
 }
 
-pub(crate) fn run(command: &McpCommand) -> ExitCode {
+pub(crate) fn run(command: &McpCommand) -> Result<(), CliError> {
     match command {
         McpCommand::List { cwd, mcp_config } => list(cwd.as_deref(), mcp_config.as_deref()),
     }
 }
 
-fn list(cwd: Option<&Path>, extra: Option<&Path>) -> ExitCode {
+fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
     let workspace = match cwd {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
     };
-    let config = match crate::mcp_setup::load(&workspace, extra, "mcp") {
-        Ok(config) => config,
-        Err(line) => {
-            eprintln!("threadline: mcp: {line}");
-            return ExitCode::from(2);
-        }
-    };
+    let config = crate::mcp_setup::load(&workspace, extra, "mcp")
+        .map_err(|line| CliError::unusable(Some("mcp"), line, None))?;
     if config.servers.is_empty() {
         println!("no MCP servers configured");
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("threadline: mcp: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::runtime(Some("mcp"), e))?;
     let servers = runtime.block_on(threadline_mcp::McpServers::connect(
         &config,
         threadline_mcp::McpOptions::default(),
@@ -96,12 +85,13 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> ExitCode {
         ));
     }
     print!("{out}");
-    let all_connected = servers.failures.is_empty();
+    let failed = servers.failures.len();
     crate::mcp_setup::stop(&runtime, servers);
     runtime.shutdown_background();
-    if all_connected {
-        ExitCode::SUCCESS
+    if failed == 0 {
+        Ok(())
     } else {
-        ExitCode::from(1)
+        // Each server that did not connect is a line of the list.
+        Err(CliError::Found { problems: failed })
     }
 }

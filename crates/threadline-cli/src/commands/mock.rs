@@ -2,9 +2,9 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::error::CliError;
 use threadline_mock::{MockConfig, MockServer, Scenario, ServerLimits, Step};
 
 /// The mock's bounds on what clients send (`threadline_mock::ServerLimits`).
@@ -67,43 +67,30 @@ fn default_scenario() -> Scenario {
     Scenario::new([Step::text("Hello from the threadline mock.")]).repeating_last()
 }
 
-pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>, limits: &LimitArgs) -> ExitCode {
+pub(crate) fn run(
+    addr: SocketAddr,
+    scenario: Option<&Path>,
+    limits: &LimitArgs,
+) -> Result<(), CliError> {
     let scenario = match scenario {
         // The mock's loader reads the file whole: refuse one over the input limit (or
         // endless, `/dev/zero`) before it does.
-        Some(path) => match crate::input::read_input(&path.display().to_string())
-            .map_err(|line| line.trim_start_matches("threadline: ").to_owned())
-            .and_then(|_| Scenario::from_file(path).map_err(|e| e.to_string()))
-        {
-            Ok(scenario) => scenario,
-            Err(error) => {
-                eprintln!("threadline: {error}");
-                return ExitCode::from(2);
-            }
-        },
+        Some(path) => crate::input::read_input(&path.display().to_string())
+            .map_err(CliError::input)
+            .and_then(|_| Ok(Scenario::from_file(path)?))?,
         None => default_scenario(),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("threadline: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::runtime(None, e))?;
     runtime.block_on(async move {
         let config = MockConfig::new(scenario)
             .with_addr(addr)
             .with_limits(limits.limits());
-        let server = match MockServer::start_with(config).await {
-            Ok(server) => server,
-            Err(error) => {
-                eprintln!("threadline: cannot listen on {addr}: {error}");
-                return ExitCode::from(2);
-            }
-        };
+        let server = MockServer::start_with(config)
+            .await
+            .map_err(|e| CliError::start(None, format!("cannot listen on {addr}"), e))?;
         // The first line is the base URL, for scripts that start the mock on port 0.
         crate::output::print_line(&format!("listening on {}", server.base_url()));
         match tokio::signal::ctrl_c().await {
@@ -112,14 +99,13 @@ pub(crate) fn run(addr: SocketAddr, scenario: Option<&Path>, limits: &LimitArgs)
                     "threadline: mock stopped after {} requests",
                     server.request_count()
                 );
-                ExitCode::SUCCESS
             }
             Err(error) => {
                 eprintln!("threadline: cannot wait for Ctrl-C: {error}");
                 server.wait().await;
-                ExitCode::SUCCESS
             }
         }
+        Ok(())
     })
 }
 

@@ -1,7 +1,6 @@
 //! `threadline normalize TRANSCRIPT`: a session transcript to the request body the model sees.
 
-use std::process::ExitCode;
-
+use crate::error::CliError;
 use crate::session::{Continuation, Sidechains, build_request, load_session};
 
 /// Prints the request that continues the session. A finished session (it ends with the
@@ -13,14 +12,8 @@ pub(crate) fn run(
     model: Option<&str>,
     max_tokens: Option<u64>,
     next: Option<&str>,
-) -> ExitCode {
-    let session = match load_session(path, Sidechains::Never) {
-        Ok(session) => session,
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
-    };
+) -> Result<(), CliError> {
+    let session = load_session(path, Sidechains::Never).map_err(CliError::input)?;
     let (request, normalized, continuation) = build_request(&session, model, max_tokens, next);
     if continuation == Continuation::Finished && next.is_none() {
         eprintln!(
@@ -31,15 +24,11 @@ pub(crate) fn run(
             session.messages.len(),
             normalized.report.summary()
         );
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
-    match serde_json::to_string_pretty(&request) {
-        Ok(json) => crate::output::print_line(&json),
-        Err(e) => {
-            eprintln!("threadline: cannot print the request: {e}");
-            return ExitCode::from(1);
-        }
-    }
+    let json = serde_json::to_string_pretty(&request)
+        .map_err(|e| CliError::output(None, "cannot print the request", e))?;
+    crate::output::print_line(&json);
     eprintln!(
         "threadline: {path}: {} transcript, {} messages -> {} request messages; {}",
         session.format,
@@ -47,5 +36,5 @@ pub(crate) fn run(
         request.messages.len(),
         normalized.report.summary()
     );
-    ExitCode::SUCCESS
+    Ok(())
 }

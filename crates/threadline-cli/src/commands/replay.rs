@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -23,6 +22,7 @@ use threadline::query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
 use threadline::wire::Content;
 
 use crate::agent_setup::{client, quick_retries};
+use crate::error::CliError;
 use crate::meter::{Meter, Metered};
 use crate::output::print_line;
 use crate::progress::{Progress, Style};
@@ -36,37 +36,40 @@ struct Exchange {
     response: Value,
 }
 
-pub(crate) fn run(path: &Path) -> ExitCode {
-    let exchanges = match load(path) {
-        Ok(exchanges) => exchanges,
-        Err(line) => {
-            eprintln!("threadline: replay: {line}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+pub(crate) fn run(path: &Path) -> Result<(), CliError> {
+    let exchanges = load(path)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("threadline: replay: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::runtime(REPLAY, e))?;
     runtime.block_on(replay(path, &exchanges))
 }
 
+/// The subcommand, as error lines name it.
+const REPLAY: Option<&str> = Some("replay");
+
 /// The `/v1/messages` exchanges of the fixture at `path`.
-fn load(path: &Path) -> Result<Vec<Exchange>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+fn load(path: &Path) -> Result<Vec<Exchange>, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        command: REPLAY,
+        path: path.to_owned(),
+        source,
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        CliError::unusable(
+            REPLAY,
+            format!("{} is not JSON", path.display()),
+            Some(e.into()),
+        )
+    })?;
     let Some(all) = value.get("exchanges").and_then(Value::as_array) else {
-        return Err(format!(
-            "{} is not a canonical fixture (no `exchanges`)",
-            path.display()
+        return Err(CliError::unusable(
+            REPLAY,
+            format!(
+                "{} is not a canonical fixture (no `exchanges`)",
+                path.display()
+            ),
+            None,
         ));
     };
     let exchanges: Vec<Exchange> = all
@@ -81,15 +84,16 @@ fn load(path: &Path) -> Result<Vec<Exchange>, String> {
         })
         .collect();
     if exchanges.is_empty() {
-        return Err(format!(
-            "{} records no /v1/messages exchange",
-            path.display()
+        return Err(CliError::unusable(
+            REPLAY,
+            format!("{} records no /v1/messages exchange", path.display()),
+            None,
         ));
     }
     Ok(exchanges)
 }
 
-async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
+async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
     let mut steps = Vec::with_capacity(exchanges.len());
     for (i, exchange) in exchanges.iter().enumerate() {
         match serde_json::from_value::<Step>(
@@ -97,27 +101,19 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
         ) {
             Ok(step) => steps.push(step),
             Err(error) => {
-                eprintln!(
-                    "threadline: replay: exchange {i}: the response cannot be replayed: {error}"
-                );
-                return ExitCode::from(2);
+                return Err(CliError::unusable(
+                    REPLAY,
+                    format!("exchange {i}: the response cannot be replayed"),
+                    Some(error.into()),
+                ));
             }
         }
     }
-    let mock = match MockServer::start(Scenario::new(steps)).await {
-        Ok(mock) => mock,
-        Err(error) => {
-            eprintln!("threadline: replay: cannot start the mock server on loopback: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let client = match client(&mock.base_url(), REPLAY_KEY, Some(quick_retries())) {
-        Ok(client) => client,
-        Err(line) => {
-            eprintln!("threadline: replay: {line}");
-            return ExitCode::from(2);
-        }
-    };
+    let mock = MockServer::start(Scenario::new(steps))
+        .await
+        .map_err(|e| CliError::start(REPLAY, "cannot start the mock server on loopback", e))?;
+    let client = client(&mock.base_url(), REPLAY_KEY, Some(quick_retries()))
+        .map_err(|line| CliError::start_line(REPLAY, line))?;
     let results = Arc::new(recorded_results(exchanges));
     let meter = Meter::default();
     print_line(&format!(
@@ -143,13 +139,10 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
         // recording did.
         let left = exchanges.len() - mock.request_count();
         let agent = agent_for(&start.request, client.clone(), &meter, &results, left);
-        let mut agent = match agent {
-            Ok(agent) => agent,
-            Err(error) => {
-                eprintln!("threadline: replay: {error}");
-                return ExitCode::from(2);
-            }
-        };
+        let mut agent = agent.map_err(|source| CliError::Agent {
+            command: "replay",
+            source,
+        })?;
         runs += 1;
         let model = start
             .request
@@ -237,20 +230,24 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> ExitCode {
     }
     line("cost:", format!("${:.4}", totals.cost));
     if used != exchanges.len() {
-        eprintln!(
-            "threadline: replay: the loop used {used} of {} recorded exchanges",
-            exchanges.len()
-        );
-        return ExitCode::from(1);
+        return Err(CliError::Unmet {
+            command: "replay",
+            message: format!(
+                "the loop used {used} of {} recorded exchanges",
+                exchanges.len()
+            ),
+        });
     }
     if !refused.is_empty() {
-        eprintln!(
-            "threadline: replay: the mock did not answer as recorded: {}",
-            refused.join(", ")
-        );
-        return ExitCode::from(1);
+        return Err(CliError::Unmet {
+            command: "replay",
+            message: format!(
+                "the mock did not answer as recorded: {}",
+                refused.join(", ")
+            ),
+        });
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// The server-side `compaction` blocks `event` appends to the history, as JSON.

@@ -6,8 +6,8 @@
 //! attachments of the `@` mentions — printed, not sent.
 
 use std::path::Path;
-use std::process::ExitCode;
 
+use crate::error::CliError;
 use threadline_attach::{
     AgentMentions, Collected, Collector, DateChange, FileMentions, Limits, NestedInstructions,
     QueuedCommands, SystemContext, TokenUsage, Turn, UserContext, Workspace, git_status_snapshot,
@@ -55,51 +55,28 @@ pub(crate) struct RunArgs<'a> {
 /// tool call forever is stopped (a long real session rarely needs more).
 pub(crate) const DEFAULT_MAX_TURNS: u32 = 100;
 
-pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
+/// The subcommand, as error lines name it.
+const RUN: Option<&str> = Some("run");
+
+pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let cwd = match args.cwd {
         Some(dir) => dir.to_path_buf(),
-        None => match std::env::current_dir() {
-            Ok(dir) => dir,
-            Err(e) => {
-                eprintln!("threadline: run: cannot read the current directory: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        None => std::env::current_dir()
+            .map_err(|e| CliError::start(RUN, "cannot read the current directory", e))?,
     };
-    let workspace = match Workspace::new(&cwd) {
-        Ok(workspace) => workspace,
-        Err(e) => {
-            eprintln!(
-                "threadline: run: {}: not a usable workspace: {e}",
-                cwd.display()
-            );
-            return ExitCode::from(2);
-        }
-    };
-    let date = match date(args.date) {
-        Ok(date) => date,
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
-    };
+    let workspace = Workspace::new(&cwd).map_err(|e| {
+        CliError::start(RUN, format!("{}: not a usable workspace", cwd.display()), e)
+    })?;
+    let date = date(args.date)?;
     // A resumed Claude Code session is imported into a new file: without a key the run
     // cannot start, so say so before writing it.
-    if args.resume.is_some()
-        && !args.dry_run
-        && let Err(line) = super::run_live::api_key(args.base_url)
-    {
-        eprintln!("{line}");
-        return ExitCode::from(2);
+    if args.resume.is_some() && !args.dry_run {
+        super::run_live::api_key(args.base_url)?;
     }
     let resume = match args.resume {
-        Some(file) => match super::session::prepare_resume(file, args.out) {
-            Ok(resume) => Some(resume),
-            Err(line) => {
-                eprintln!("{line}");
-                return ExitCode::from(2);
-            }
-        },
+        Some(file) => {
+            Some(super::session::prepare_resume(file, args.out).map_err(CliError::input)?)
+        }
         None => None,
     };
     let model_id = args
@@ -134,48 +111,30 @@ pub(crate) fn run(args: &RunArgs<'_>) -> ExitCode {
         });
     }
     let Some(prompt) = args.prompt else {
-        eprintln!("threadline: run: --dry-run needs a PROMPT");
-        return ExitCode::from(2);
+        return Err(CliError::usage(RUN, "--dry-run needs a PROMPT"));
     };
-    let first = match first_request(&FirstRequest {
+    let mut first = first_request(&FirstRequest {
         workspace: &workspace,
         prompt,
         model: model_id,
         max_tokens,
         context_window: model.context_window,
         date: &date,
-    }) {
-        Ok(first) => first,
-        Err(e) => {
-            eprintln!("threadline: run: cannot start the attachment collector: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut first = first;
-    if let Err(line) =
-        crate::mcp_setup::add_to_dry_run(&mut first.request, workspace.root(), args.mcp_config)
-    {
-        eprintln!("threadline: run: {line}");
-        return ExitCode::from(2);
-    }
+    })
+    .map_err(|e| CliError::start(RUN, "cannot start the attachment collector", e))?;
+    crate::mcp_setup::add_to_dry_run(&mut first.request, workspace.root(), args.mcp_config)
+        .map_err(|line| CliError::unusable(RUN, line, None))?;
     for entry in &first.collected.report {
         eprintln!("threadline: run: {entry}");
     }
     let violations = validate(&first.request, model);
-    match serde_json::to_string_pretty(&first.request) {
-        Ok(json) => crate::output::print_line(&json),
-        Err(e) => {
-            eprintln!("threadline: run: cannot print the request: {e}");
-            return ExitCode::from(1);
-        }
-    }
+    let json = serde_json::to_string_pretty(&first.request)
+        .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
+    crate::output::print_line(&json);
     if !violations.is_empty() {
-        for violation in &violations {
-            eprintln!("threadline: run: the request is invalid: {violation}");
-        }
-        return ExitCode::from(1);
+        return Err(CliError::InvalidRequest { violations });
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// Everything the first request depends on.
@@ -233,7 +192,7 @@ fn first_request(input: &FirstRequest<'_>) -> std::io::Result<First> {
 }
 
 /// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock.
-fn date(flag: Option<&str>) -> Result<String, String> {
+fn date(flag: Option<&str>) -> Result<String, CliError> {
     let date = match flag {
         Some(date) => date.to_owned(),
         None => match std::env::var(DATE_VARIABLE) {
@@ -253,8 +212,9 @@ fn date(flag: Option<&str>) -> Result<String, String> {
     if well_formed {
         Ok(date)
     } else {
-        Err(format!(
-            "threadline: run: {date:?} is not a date of the form YYYY-MM-DD"
+        Err(CliError::usage(
+            RUN,
+            format!("{date:?} is not a date of the form YYYY-MM-DD"),
         ))
     }
 }
@@ -265,7 +225,11 @@ mod tests {
 
     #[test]
     fn dates_are_checked() {
-        assert_eq!(date(Some("2026-11-30")).as_deref(), Ok("2026-11-30"));
+        assert_eq!(date(Some("2026-11-30")).ok().as_deref(), Some("2026-11-30"));
+        assert_eq!(
+            date(Some("30/11/2026")).map_err(|e| e.to_string()),
+            Err("threadline: run: \"30/11/2026\" is not a date of the form YYYY-MM-DD".to_owned())
+        );
         assert!(date(Some("30/11/2026")).is_err());
         assert!(date(Some("2026-11-3")).is_err());
         // The clock's date is well formed.

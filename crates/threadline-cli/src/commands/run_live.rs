@@ -8,7 +8,6 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -19,6 +18,7 @@ use threadline::tools::ShellAccess;
 use threadline_message::Message;
 
 use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
+use crate::error::CliError;
 use crate::meter::{Meter, Metered};
 use crate::permission_prompt::{AskOnStdin, can_ask};
 use crate::progress::{Progress, Style};
@@ -47,51 +47,36 @@ pub(crate) struct LiveArgs<'a> {
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
 /// the one line saying it is missing (exit code 2). Checked before anything is written.
-pub(crate) fn api_key(base_url: Option<&str>) -> Result<String, String> {
+pub(crate) fn api_key(base_url: Option<&str>) -> Result<String, CliError> {
     match std::env::var(API_KEY_VARIABLE) {
         Ok(key) if !key.trim().is_empty() => Ok(key),
         _ if base_url.is_some() => Ok(PLACEHOLDER_KEY.to_owned()),
-        _ => Err(format!(
-            "threadline: run: {API_KEY_VARIABLE} is not set; set it to call the API, pass \
-             --base-url URL for another server, or use --dry-run"
+        _ => Err(CliError::start_line(
+            RUN,
+            format!(
+                "{API_KEY_VARIABLE} is not set; set it to call the API, pass --base-url URL \
+                 for another server, or use --dry-run"
+            ),
         )),
     }
 }
 
-pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
-    let key = match api_key(args.base_url) {
-        Ok(key) => key,
-        Err(line) => {
-            eprintln!("{line}");
-            return ExitCode::from(2);
-        }
-    };
+/// The subcommand, as error lines name it.
+const RUN: Option<&str> = Some("run");
+
+pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
+    let key = api_key(args.base_url)?;
     let base_url = args.base_url.unwrap_or(API_BASE_URL);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("threadline: run: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let client = match runtime.block_on(async { client(base_url, &key, None) }) {
-        Ok(client) => client,
-        Err(line) => {
-            eprintln!("threadline: run: {line}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::runtime(RUN, e))?;
+    let client = runtime
+        .block_on(async { client(base_url, &key, None) })
+        .map_err(|line| CliError::start_line(RUN, line))?;
     drop(key);
-    let mcp_config = match crate::mcp_setup::load(args.workspace, args.mcp_config, "run") {
-        Ok(config) => config,
-        Err(line) => {
-            eprintln!("threadline: run: {line}");
-            return ExitCode::from(2);
-        }
-    };
+    let mcp_config = crate::mcp_setup::load(args.workspace, args.mcp_config, "run")
+        .map_err(|line| CliError::unusable(RUN, line, None))?;
     // Kept to the end of the run: dropping it stops the servers.
     let mcp = runtime.block_on(crate::mcp_setup::connect(&mcp_config, "run"));
     let meter = Meter::default();
@@ -130,42 +115,32 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> ExitCode {
         .max_turns(args.max_turns)
         .tools(&crate::mcp_setup::tool_set(&mcp))
         .source(crate::mcp_setup::instructions_source(&mcp));
-    let mut agent = match builder.build() {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("threadline: run: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let code = runtime.block_on(async {
+    let mut agent = builder.build().map_err(|source| CliError::Agent {
+        command: "run",
+        source,
+    })?;
+    let result = runtime.block_on(async {
         match (args.prompt, &lines) {
             (Some(prompt), _) => one_run(&mut agent, prompt).await,
             (None, Some(lines)) => prompt_loop(&mut agent, &meter, lines).await,
-            (None, None) => ExitCode::from(2),
+            // Unreachable: without a PROMPT, stdin is always read.
+            (None, None) => Err(CliError::usage(RUN, "no PROMPT and no stdin to read")),
         }
     });
     // A question still waiting on the terminal must not hold the process (its reader thread
     // is not joined).
     crate::mcp_setup::stop(&runtime, mcp);
     runtime.shutdown_background();
-    code
+    result
 }
 
 type LiveAgent = threadline::Agent<Metered<Client>>;
 
 /// One run; exit 0 when it completed, 1 when it ended otherwise (the reason on stderr).
-async fn one_run(agent: &mut LiveAgent, prompt: &str) -> ExitCode {
-    let terminal = drive(agent, prompt).await;
-    match terminal {
-        Some(Terminal::Completed) => ExitCode::SUCCESS,
-        Some(other) => {
-            eprintln!("threadline: run: the session ended: {other}");
-            ExitCode::from(1)
-        }
-        None => {
-            eprintln!("threadline: run: the session ended without a reason");
-            ExitCode::from(1)
-        }
+async fn one_run(agent: &mut LiveAgent, prompt: &str) -> Result<(), CliError> {
+    match drive(agent, prompt).await {
+        Some(Terminal::Completed) => Ok(()),
+        terminal => Err(CliError::SessionEnded { terminal }),
     }
 }
 
@@ -181,7 +156,11 @@ async fn drive(agent: &mut LiveAgent, prompt: &str) -> Option<Terminal> {
 }
 
 /// Prompts until EOF or `exit`; exit 0 unless stdin fails.
-async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter, lines: &StdinLines) -> ExitCode {
+async fn prompt_loop(
+    agent: &mut LiveAgent,
+    meter: &Meter,
+    lines: &StdinLines,
+) -> Result<(), CliError> {
     eprintln!("threadline: type a request, or `exit` (Ctrl-D) to stop");
     loop {
         eprint!("> ");
@@ -190,8 +169,9 @@ async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter, lines: &StdinLines) -
             None => break,
             Some(Ok(line)) => line,
             Some(Err(error)) => {
-                eprintln!("threadline: run: cannot read stdin: {error}");
-                return ExitCode::from(2);
+                return Err(CliError::Input {
+                    line: format!("threadline: run: cannot read stdin: {error}"),
+                });
             }
         };
         let line = line.trim();
@@ -215,5 +195,5 @@ async fn prompt_loop(agent: &mut LiveAgent, meter: &Meter, lines: &StdinLines) -
         totals.output_tokens,
         totals.cost
     );
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -6,7 +6,6 @@
 //! (an unreadable file, an unknown message, too many turns, an existing `--out`) is exit 2.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use threadline_message::claude_code::{
@@ -18,6 +17,7 @@ use threadline_message::transcript::{
 };
 use threadline_message::{Message, MessageId};
 
+use crate::error::CliError;
 use crate::input::read_input;
 use crate::session::{Session, Sidechains, load_session, no_messages, read_session};
 use crate::terminal_text::terminal_safe;
@@ -85,20 +85,15 @@ pub(crate) enum SessionCommand {
     },
 }
 
-pub(crate) fn run(command: &SessionCommand) -> ExitCode {
+pub(crate) fn run(command: &SessionCommand) -> Result<(), CliError> {
     let result = match command {
         SessionCommand::Fork { file, at, out } => fork(file, at, out),
         SessionCommand::Rewind { file, turns, out } => rewind(file, *turns, out),
         SessionCommand::List { dir, json } => list(dir, *json),
         SessionCommand::Show { file, json } => show(file, *json),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(line) => {
-            eprintln!("{line}");
-            ExitCode::from(2)
-        }
-    }
+    // Each operation's error is one line naming the file (unreadable, exists, bad id).
+    result.map_err(CliError::input)
 }
 
 /// The session id of the transcript at `path`: its file stem (`stdin` for `-`).

@@ -1,7 +1,6 @@
 //! `threadline sessions DIR [--json]`: the sessions of a Claude Code project directory.
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use serde_json::{Value, json};
 use threadline_message::claude_code::{ImportOptions, ImportResult, import_claude_code_file};
@@ -9,18 +8,13 @@ use threadline_message::claude_code_project::{AgentFile, AgentKind, SessionFiles
 
 use threadline_message::SessionInfo;
 
+use crate::error::CliError;
 use crate::project::overview;
 use crate::terminal_text::terminal_safe;
 
 /// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
-pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
-    let project = match scan_project(dir) {
-        Ok(project) => project,
-        Err(error) => {
-            eprintln!("threadline: {error}");
-            return ExitCode::from(2);
-        }
-    };
+pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
+    let project = scan_project(dir)?;
     for problem in &project.problems {
         let path = problem.path.display().to_string();
         eprintln!(
@@ -60,18 +54,14 @@ pub(crate) fn run(dir: &str, json_output: bool) -> ExitCode {
                 "reason": p.reason,
             })).collect::<Vec<_>>(),
         });
-        match serde_json::to_string_pretty(&report) {
-            Ok(text) => crate::output::print_line(&text),
-            Err(e) => {
-                eprintln!("threadline: cannot print the list: {e}");
-                return ExitCode::from(1);
-            }
-        }
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::output(None, "cannot print the list", e))?;
+        crate::output::print_line(&text);
     } else {
         // Ids, titles and models come from the files: control characters are escaped.
         crate::output::print_line(&terminal_safe(&render(&rows, &orphans), true));
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// Imports the file at `path` (streamed line by line), unless it is larger than the input
