@@ -94,82 +94,26 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
         .unwrap_or_else(|| Thresholds::for_model(model).autocompact);
 
     let (messages, what) = match args.strategy {
-        Strategy::Micro => {
-            let options = MicrocompactOptions {
-                keep_recent: args.keep,
-                ..MicrocompactOptions::default()
-            };
-            match microcompact_time_based(&history, &options, now) {
-                Some(done) => (
-                    done.messages,
-                    format!("cleared {} old tool results", done.cleared.len()),
-                ),
-                None => (
-                    history.clone(),
-                    "nothing cleared (the prompt cache has not expired, or no old results)"
-                        .to_owned(),
-                ),
-            }
-        }
+        Strategy::Micro => micro(&history, args.keep, now),
         Strategy::Snip => {
             let snipped = snip_oldest(&history, limit, overhead);
             let what = format!("removed {} messages", snipped.removed.len());
             (snipped.messages, what)
         }
+        Strategy::Auto if before < limit => {
+            eprintln!("threadline: {path}: {before} tokens, below the limit {limit}; unchanged");
+            (history.clone(), "nothing to compact".to_owned())
+        }
         Strategy::Auto => {
-            if before < limit {
-                eprintln!(
-                    "threadline: {path}: {before} tokens, below the limit {limit}; unchanged"
-                );
-                (history.clone(), "nothing to compact".to_owned())
-            } else {
-                let scripted;
-                let summarizer: &dyn Summarizer = match args.summary {
-                    Some(file) => {
-                        let text = crate::input::read_input(file)
-                            .and_then(|bytes| {
-                                String::from_utf8(bytes).map_err(|_| {
-                                    format!("threadline: --summary {file}: not UTF-8 text")
-                                })
-                            })
-                            .map_err(CliError::input)?;
-                        scripted = ScriptedSummarizer::new([Ok(text)]);
-                        &scripted
-                    }
-                    None => &ExtractiveSummarizer,
-                };
-                let context = CompactContext {
-                    model,
-                    base: &base,
-                    limit,
-                    now,
-                    trigger: CompactTrigger::Manual,
-                    files: &HistoryOnly,
-                };
-                let result = block_on(autocompact(
-                    &history,
-                    summarizer,
-                    &context,
-                    &AutocompactOptions::default(),
-                    &mut CircuitBreaker::new(),
-                ));
-                match result {
-                    Ok(done) => {
-                        let what = format!(
-                            "summarized {} messages, kept a tail, re-attached {} files",
-                            visible.len(),
-                            done.reattached.len()
-                        );
-                        (done.messages, what)
-                    }
-                    Err(e) => {
-                        return Err(CliError::Broken {
-                            what: format!("{path}: cannot compact"),
-                            source: Some(e.into()),
-                        });
-                    }
-                }
-            }
+            let context = CompactContext {
+                model,
+                base: &base,
+                limit,
+                now,
+                trigger: CompactTrigger::Manual,
+                files: &HistoryOnly,
+            };
+            summarize(&history, visible.len(), &context, args)?
         }
     };
     let after = estimate_context(&messages, overhead);
@@ -180,4 +124,62 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
         messages.len(),
     );
     Ok(())
+}
+
+/// `micro`: old tool results cleared once the prompt cache has expired at `now`.
+fn micro(history: &[Message], keep: usize, now: SystemTime) -> (Vec<Message>, String) {
+    let options = MicrocompactOptions {
+        keep_recent: keep,
+        ..MicrocompactOptions::default()
+    };
+    match microcompact_time_based(history, &options, now) {
+        Some(done) => (
+            done.messages,
+            format!("cleared {} old tool results", done.cleared.len()),
+        ),
+        None => (
+            history.to_vec(),
+            "nothing cleared (the prompt cache has not expired, or no old results)".to_owned(),
+        ),
+    }
+}
+
+/// `auto` over the limit: everything before a verbatim tail summarized, by the text of
+/// `--summary FILE` or, without it, extractively.
+fn summarize(
+    history: &[Message],
+    visible: usize,
+    context: &CompactContext<'_>,
+    args: &CompactArgs<'_>,
+) -> Result<(Vec<Message>, String), CliError> {
+    let scripted;
+    let summarizer: &dyn Summarizer = match args.summary {
+        Some(file) => {
+            let text = crate::input::read_input(file)
+                .and_then(|bytes| {
+                    String::from_utf8(bytes)
+                        .map_err(|_| format!("threadline: --summary {file}: not UTF-8 text"))
+                })
+                .map_err(CliError::input)?;
+            scripted = ScriptedSummarizer::new([Ok(text)]);
+            &scripted
+        }
+        None => &ExtractiveSummarizer,
+    };
+    let done = block_on(autocompact(
+        history,
+        summarizer,
+        context,
+        &AutocompactOptions::default(),
+        &mut CircuitBreaker::new(),
+    ))
+    .map_err(|e| CliError::Broken {
+        what: format!("{}: cannot compact", args.transcript),
+        source: Some(e.into()),
+    })?;
+    let what = format!(
+        "summarized {visible} messages, kept a tail, re-attached {} files",
+        done.reattached.len()
+    );
+    Ok((done.messages, what))
 }

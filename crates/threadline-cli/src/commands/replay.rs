@@ -23,7 +23,7 @@ use threadline::wire::Content;
 
 use crate::agent_setup::{client, quick_retries};
 use crate::error::CliError;
-use crate::meter::{Meter, Metered};
+use crate::meter::{Meter, Metered, Totals};
 use crate::output::print_line;
 use crate::progress::{Progress, Style};
 
@@ -93,28 +93,14 @@ fn load(path: &Path) -> Result<Vec<Exchange>, CliError> {
     Ok(exchanges)
 }
 
+/// The replay: the mock playing the recorded responses, the recorded conversations driven
+/// through the loop, then the summary and whether every exchange was used as recorded.
 async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
-    let mut steps = Vec::with_capacity(exchanges.len());
-    for (i, exchange) in exchanges.iter().enumerate() {
-        match serde_json::from_value::<Step>(
-            json!({"kind": "fixture", "response": exchange.response}),
-        ) {
-            Ok(step) => steps.push(step),
-            Err(error) => {
-                return Err(CliError::unusable(
-                    REPLAY,
-                    format!("exchange {i}: the response cannot be replayed"),
-                    Some(error.into()),
-                ));
-            }
-        }
-    }
-    let mock = MockServer::start(Scenario::new(steps))
+    let mock = MockServer::start(scenario(exchanges)?)
         .await
         .map_err(|e| CliError::start(REPLAY, "cannot start the mock server on loopback", e))?;
     let client = client(&mock.base_url(), REPLAY_KEY, Some(quick_retries()))
         .map_err(|line| CliError::start_line(REPLAY, line))?;
-    let results = Arc::new(recorded_results(exchanges));
     let meter = Meter::default();
     print_line(&format!(
         "threadline replay: {} ({} recorded exchanges) through the loop against the mock at {}",
@@ -122,11 +108,58 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
         exchanges.len(),
         mock.base_url()
     ));
-    let mut progress = Progress::new(Style::Timeline);
-    let mut runs = 0;
-    let mut compaction_blocks = 0usize;
-    let mut identical = 0usize;
+    let driven = drive_runs(exchanges, &mock, &client, &meter).await?;
+    let answered = Answered::of(&mock, exchanges);
+    print_summary(&driven, &answered, exchanges.len(), &meter.totals());
+    answered.check(exchanges.len())
+}
+
+/// The mock's scenario: each recorded response, in order, byte for byte.
+fn scenario(exchanges: &[Exchange]) -> Result<Scenario, CliError> {
+    let mut steps = Vec::with_capacity(exchanges.len());
+    for (i, exchange) in exchanges.iter().enumerate() {
+        let step = serde_json::from_value::<Step>(
+            json!({"kind": "fixture", "response": exchange.response}),
+        )
+        .map_err(|error| {
+            CliError::unusable(
+                REPLAY,
+                format!("exchange {i}: the response cannot be replayed"),
+                Some(error.into()),
+            )
+        })?;
+        steps.push(step);
+    }
+    Ok(Scenario::new(steps))
+}
+
+/// What the runs through the loop showed.
+struct Driven {
+    progress: Progress,
+    /// Agent runs started (one per recorded conversation).
+    runs: usize,
+    /// Compaction blocks the history kept.
+    compaction_blocks: usize,
+    /// Of those, the ones identical to a recorded block.
+    identical: usize,
+}
+
+/// One agent run per recorded conversation, each from the exchange the mock answers next,
+/// until every exchange is used or a run sends nothing.
+async fn drive_runs(
+    exchanges: &[Exchange],
+    mock: &MockServer,
+    client: &Client,
+    meter: &Meter,
+) -> Result<Driven, CliError> {
+    let results = Arc::new(recorded_results(exchanges));
     let recorded_blocks = recorded_compaction_blocks(exchanges);
+    let mut driven = Driven {
+        progress: Progress::new(Style::Timeline),
+        runs: 0,
+        compaction_blocks: 0,
+        identical: 0,
+    };
     while let Some(start) = exchanges.get(mock.request_count()) {
         let Some(prompt) = first_prompt(&start.request) else {
             print_line(&format!(
@@ -138,19 +171,22 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
         // No more tool-using turns than answers are left: the loop stops where the
         // recording did.
         let left = exchanges.len() - mock.request_count();
-        let agent = agent_for(&start.request, client.clone(), &meter, &results, left);
-        let mut agent = agent.map_err(|source| CliError::Agent {
-            command: "replay",
-            source,
-        })?;
-        runs += 1;
+        let mut agent =
+            agent_for(&start.request, client.clone(), meter, &results, left).map_err(|source| {
+                CliError::Agent {
+                    command: "replay",
+                    source,
+                }
+            })?;
+        driven.runs += 1;
         let model = start
             .request
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or("?");
         print_line(&format!(
-            "run {runs} from exchange {} ({model}): {}",
+            "run {} from exchange {} ({model}): {}",
+            driven.runs,
             mock.request_count(),
             crate::progress::first_line(&prompt, 80)
         ));
@@ -158,39 +194,82 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
         let mut events = agent.run(prompt);
         while let Some(event) = events.next().await {
             for block in kept_compaction_blocks(&event) {
-                compaction_blocks += 1;
-                identical += usize::from(recorded_blocks.contains(&block));
+                driven.compaction_blocks += 1;
+                driven.identical += usize::from(recorded_blocks.contains(&block));
             }
-            progress.on_event(&event);
+            driven.progress.on_event(&event);
         }
-        progress.finish_output();
+        driven.progress.finish_output();
         if mock.request_count() == before {
             break;
         }
     }
+    Ok(driven)
+}
 
-    let recorded = mock.requests();
-    let used = recorded.len();
-    let refused: Vec<String> = recorded
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| {
-            let expected = exchanges
-                .get(*i)
-                .and_then(|e| e.response.get("status"))
-                .and_then(Value::as_u64);
-            r.status.map(u64::from) != expected.or(Some(200))
-        })
-        .map(|(i, r)| format!("request {} answered {:?}", i + 1, r.status))
-        .collect();
-    let totals = meter.totals();
+/// How the mock answered the loop's requests, against the recording.
+struct Answered {
+    /// Requests the loop sent (each used one recorded exchange).
+    used: usize,
+    /// `request N answered STATUS` for each answered otherwise than recorded.
+    refused: Vec<String>,
+}
+
+impl Answered {
+    fn of(mock: &MockServer, exchanges: &[Exchange]) -> Answered {
+        let recorded = mock.requests();
+        let refused = recorded
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| {
+                let expected = exchanges
+                    .get(*i)
+                    .and_then(|e| e.response.get("status"))
+                    .and_then(Value::as_u64);
+                r.status.map(u64::from) != expected.or(Some(200))
+            })
+            .map(|(i, r)| format!("request {} answered {:?}", i + 1, r.status))
+            .collect();
+        Answered {
+            used: recorded.len(),
+            refused,
+        }
+    }
+
+    /// Every recorded exchange used, each answered as recorded (exit 0); else exit 1.
+    fn check(&self, recorded: usize) -> Result<(), CliError> {
+        if self.used != recorded {
+            return Err(CliError::Unmet {
+                command: "replay",
+                message: format!(
+                    "the loop used {} of {recorded} recorded exchanges",
+                    self.used
+                ),
+            });
+        }
+        if !self.refused.is_empty() {
+            return Err(CliError::Unmet {
+                command: "replay",
+                message: format!(
+                    "the mock did not answer as recorded: {}",
+                    self.refused.join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The summary after the runs: exchanges used, terminal, transitions, tokens, cost.
+fn print_summary(driven: &Driven, answered: &Answered, recorded: usize, totals: &Totals) {
+    let progress = &driven.progress;
     print_line("");
     print_line("summary");
     let line = |key: &str, value: String| print_line(&format!("  {key:<17} {value}"));
-    line("runs:", runs.to_string());
+    line("runs:", driven.runs.to_string());
     line(
         "exchanges used:",
-        format!("{used} of {} recorded", exchanges.len()),
+        format!("{} of {recorded} recorded", answered.used),
     );
     line(
         "terminal:",
@@ -220,34 +299,16 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
     if let Some(compaction) = totals.compaction_line() {
         line("compaction:", compaction);
     }
-    if compaction_blocks > 0 {
+    if driven.compaction_blocks > 0 {
         line(
             "compaction blocks:",
             format!(
-                "{compaction_blocks} kept in the history, {identical} identical to the recording"
+                "{} kept in the history, {} identical to the recording",
+                driven.compaction_blocks, driven.identical
             ),
         );
     }
     line("cost:", format!("${:.4}", totals.cost));
-    if used != exchanges.len() {
-        return Err(CliError::Unmet {
-            command: "replay",
-            message: format!(
-                "the loop used {used} of {} recorded exchanges",
-                exchanges.len()
-            ),
-        });
-    }
-    if !refused.is_empty() {
-        return Err(CliError::Unmet {
-            command: "replay",
-            message: format!(
-                "the mock did not answer as recorded: {}",
-                refused.join(", ")
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// The server-side `compaction` blocks `event` appends to the history, as JSON.
