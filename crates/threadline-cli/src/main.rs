@@ -5,6 +5,9 @@
 //! could not be read (or the arguments are wrong, or it is larger than `--max-input-bytes`).
 //! Output that could not be written completely (a full disk, a closed pipe) is exit code 1
 //! when the command would have succeeded.
+//!
+//! Every command returns `Result<(), CliError>` ([`error`]); `main` prints the error once and
+//! exits with [`CliError::exit_code`](error::CliError::exit_code).
 
 use std::process::ExitCode;
 
