@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | 0 | the command did what it was asked | (no error) |
 //! | 1 | the input was read but is broken or invalid, the command found problems, or its output is incomplete | [`Broken`](CliError::Broken), [`Output`](CliError::Output), [`InvalidRequest`](CliError::InvalidRequest), [`SessionEnded`](CliError::SessionEnded), [`Unmet`](CliError::Unmet), [`Found`](CliError::Found) |
-//! | 2 | the arguments are wrong, the input cannot be read or used, or the command could not start | [`Usage`](CliError::Usage), [`Input`](CliError::Input), [`Project`](CliError::Project), [`Scenario`](CliError::Scenario), [`Read`](CliError::Read), [`Unusable`](CliError::Unusable), [`Destination`](CliError::Destination), [`Start`](CliError::Start), [`Agent`](CliError::Agent) |
+//! | 2 | the arguments are wrong, the input cannot be read or used, or the command could not start | [`Usage`](CliError::Usage), [`Input`](CliError::Input), [`Rejected`](CliError::Rejected), [`Project`](CliError::Project), [`Scenario`](CliError::Scenario), [`Read`](CliError::Read), [`Unusable`](CliError::Unusable), [`Destination`](CliError::Destination), [`Start`](CliError::Start), [`Agent`](CliError::Agent) |
 //!
 //! A write to stdout that failed turns a success into exit code 1 (`output::finish`), after
 //! the error, if any, is mapped.
@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use threadline::query::Terminal;
+use threadline_cli::input::InputError;
 
 /// Any error a source may carry (an I/O error, a server's, a parser's).
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -34,13 +35,18 @@ pub(crate) enum CliError {
         /// What is wrong.
         message: String,
     },
-    /// An input cannot be read or used as the command reads it — unreadable, larger than
-    /// `--max-input-bytes`, not UTF-8, no message in it, no such session — as the one line the
-    /// library's readers ([`threadline_cli::input`], [`threadline_cli::session`],
-    /// [`threadline_cli::project`]) give, which names the path. Exit code 2.
+    /// An input cannot be read as the command reads it: unreadable, larger than
+    /// `--max-input-bytes`, not UTF-8, no message in it ([`threadline_cli::input`]). Exit
+    /// code 2.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// An input or argument the command rejects, as the one line that says why and names it:
+    /// a project directory without the session asked for ([`threadline_cli::project`]), a
+    /// body `check` cannot read as a request, a session operation refused (an unknown message
+    /// id, an existing `--out`). Exit code 2.
     #[error("{line}")]
-    Input {
-        /// The printable line, `threadline: PATH: …`.
+    Rejected {
+        /// The printable line, `threadline: …`.
         line: String,
     },
     /// A Claude Code project directory cannot be listed (`sessions DIR`). Exit code 2.
@@ -157,7 +163,8 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             CliError::Usage { .. }
-            | CliError::Input { .. }
+            | CliError::Input(_)
+            | CliError::Rejected { .. }
             | CliError::Project(_)
             | CliError::Scenario(_)
             | CliError::Read { .. }
@@ -179,9 +186,9 @@ impl CliError {
         matches!(self, CliError::Found { .. })
     }
 
-    /// An input problem as the library's reader put it (one line, naming the path).
-    pub(crate) fn input(line: String) -> Self {
-        CliError::Input { line }
+    /// An input or argument rejected, as the one line that says why.
+    pub(crate) fn rejected(line: impl Into<String>) -> Self {
+        CliError::Rejected { line: line.into() }
     }
 
     /// The command could not start: `what`, and the error behind it.
@@ -287,9 +294,16 @@ mod tests {
                 "threadline: run: --dry-run needs a PROMPT",
             ),
             (
-                CliError::input("threadline: x.jsonl: not UTF-8 text".to_owned()),
+                CliError::from(InputError::NotUtf8 {
+                    path: "x.jsonl".to_owned(),
+                }),
                 ExitCode::from(2),
                 "threadline: x.jsonl: not UTF-8 text",
+            ),
+            (
+                CliError::rejected("threadline: --agent needs --session"),
+                ExitCode::from(2),
+                "threadline: --agent needs --session",
             ),
             (
                 CliError::Read {

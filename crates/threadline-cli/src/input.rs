@@ -4,7 +4,8 @@
 //! (`--max-input-bytes`, default [`DEFAULT_MAX_INPUT_BYTES`]): an input that never ends
 //! (`/dev/zero`, an endless pipe) or a file larger than the limit is refused with one line that
 //! names the limit and the flag, and the command exits with code 2. Formats that can be read
-//! as they come (SSE) are streamed through [`open_input`] instead of held whole.
+//! as they come (SSE) are streamed through [`open_input`] instead of held whole. What goes
+//! wrong is an [`InputError`], whose text is the one line the command prints.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,12 +26,64 @@ pub fn max_input_bytes() -> u64 {
     MAX_INPUT_BYTES.load(Ordering::SeqCst)
 }
 
-/// The line saying that `path` is over the limit.
-pub fn too_large(path: &str) -> String {
-    format!(
-        "threadline: {path}: the input is larger than the limit of {} bytes (raise it with --max-input-bytes)",
-        max_input_bytes()
-    )
+/// Why an input cannot be read as a command reads it. The text is the one line the command
+/// prints (it starts with `threadline: ` and names the input); the command exits with code 2.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The file cannot be opened or read.
+    #[error("threadline: cannot read {name}: {source}")]
+    Read {
+        /// The input as the line names it: the path, or `stdin`.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The input is larger than the limit (`--max-input-bytes`), or never ends.
+    #[error(
+        "threadline: {path}: the input is larger than the limit of {limit} bytes (raise it with --max-input-bytes)"
+    )]
+    TooLarge {
+        /// The input.
+        path: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The input is not UTF-8 text.
+    #[error("threadline: {path}: not UTF-8 text")]
+    NotUtf8 {
+        /// The input (or the flag and the file, `--summary FILE`).
+        path: String,
+    },
+    /// A transcript gave no user or assistant message ([`crate::session::no_messages`]).
+    #[error("threadline: {path}: {what}{}", first_problem(first.as_deref(), *problems))]
+    NoMessages {
+        /// The transcript.
+        path: String,
+        /// What was found instead.
+        what: String,
+        /// The first problem the reader reported (a printable line), if any.
+        first: Option<String>,
+        /// How many problems it reported.
+        problems: usize,
+    },
+}
+
+/// `; PROBLEM` (or `; the first of N problems: PROBLEM`) when the reader reported any.
+fn first_problem(first: Option<&str>, problems: usize) -> String {
+    match (first, problems) {
+        (None, _) => String::new(),
+        (Some(only), 0 | 1) => format!("; {only}"),
+        (Some(first), n) => format!("; the first of {n} problems: {first}"),
+    }
+}
+
+/// The error saying that `path` is over the limit.
+pub fn too_large(path: &str) -> InputError {
+    InputError::TooLarge {
+        path: path.to_owned(),
+        limit: max_input_bytes(),
+    }
 }
 
 /// An input being read: at most one byte more than the limit comes out of it, so a reader can
@@ -55,15 +108,16 @@ impl Read for BoundedInput {
     }
 }
 
-/// Opens `path` (stdin for `-`) for reading, cut one byte after the limit; the error is one
-/// printable line.
-pub fn open_input(path: &str) -> Result<BoundedInput, String> {
+/// Opens `path` (stdin for `-`) for reading, cut one byte after the limit.
+pub fn open_input(path: &str) -> Result<BoundedInput, InputError> {
     let reader: Box<dyn Read> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
         Box::new(
-            std::fs::File::open(path)
-                .map_err(|e| format!("threadline: cannot read {path}: {e}"))?,
+            std::fs::File::open(path).map_err(|source| InputError::Read {
+                name: path.to_owned(),
+                source,
+            })?,
         )
     };
     Ok(BoundedInput {
@@ -72,20 +126,64 @@ pub fn open_input(path: &str) -> Result<BoundedInput, String> {
     })
 }
 
-/// The bytes of `path`, or of stdin for `-`, at most the limit; the error is one printable
-/// line (unreadable, or larger than the limit).
-pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
+/// The bytes of `path`, or of stdin for `-`, at most the limit (unreadable, or larger than
+/// the limit, is the error).
+pub fn read_input(path: &str) -> Result<Vec<u8>, InputError> {
     let mut input = open_input(path)?;
     let mut bytes = Vec::new();
-    input.read_to_end(&mut bytes).map_err(|e| {
-        if path == "-" {
-            format!("threadline: cannot read stdin: {e}")
-        } else {
-            format!("threadline: cannot read {path}: {e}")
-        }
-    })?;
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Read {
+            name: if path == "-" { "stdin" } else { path }.to_owned(),
+            source,
+        })?;
     if input.over_limit() {
         return Err(too_large(path));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_file_is_one_line_with_the_io_error_as_its_source() {
+        use std::error::Error as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing.json");
+        let path = missing.display().to_string();
+        let error = read_input(&path).expect_err("no such file");
+        let io = std::fs::File::open(&missing).expect_err("no such file");
+        assert_eq!(
+            error.to_string(),
+            format!("threadline: cannot read {path}: {io}")
+        );
+        let kind = error
+            .source()
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind);
+        assert_eq!(kind, Some(std::io::ErrorKind::NotFound));
+    }
+
+    #[test]
+    fn a_transcript_without_messages_names_its_first_problem() {
+        let none = crate::session::no_messages("t.jsonl", "no messages found", &[]);
+        assert_eq!(none.to_string(), "threadline: t.jsonl: no messages found");
+        let one =
+            crate::session::no_messages("t.jsonl", "no messages found", &["line 1: x".into()]);
+        assert_eq!(
+            one.to_string(),
+            "threadline: t.jsonl: no messages found; line 1: x"
+        );
+        let two = crate::session::no_messages(
+            "t.jsonl",
+            "no messages found",
+            &["line 1: x".into(), "line 2: y".into()],
+        );
+        assert_eq!(
+            two.to_string(),
+            "threadline: t.jsonl: no messages found; the first of 2 problems: line 1: x"
+        );
+    }
 }

@@ -71,7 +71,7 @@ impl SessionPick {
     /// The transcript file to read, or the line saying why there is none (exit code 2).
     fn resolve(&self, transcript: &str) -> Result<String, CliError> {
         project::resolve_transcript(transcript, self.session.as_deref(), self.agent.as_deref())
-            .map_err(CliError::input)
+            .map_err(CliError::rejected)
     }
 }
 

@@ -9,7 +9,7 @@ use threadline_normalize::{Normalized, Options, normalize};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
-use crate::input::read_input;
+use crate::input::{InputError, read_input};
 
 /// The model a request is built for when neither the flag nor the transcript names one.
 const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
@@ -90,18 +90,17 @@ pub enum Sidechains {
 }
 
 /// Reads the transcript at `path` (`-` for stdin) for a command, and prints the problems found
-/// in it to stderr, one line each. The error is the one printable line saying why there is no
-/// session (unreadable, not UTF-8, no user or assistant message); the command exits with
-/// code 2. A Claude Code sub-agent file (every record a sidechain) is imported as its own
+/// in it to stderr, one line each. The error says why there is no session (unreadable, not
+/// UTF-8, no user or assistant message); the command exits with code 2. A Claude Code sub-agent file (every record a sidechain) is imported as its own
 /// main chain.
-pub fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+pub fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, InputError> {
     load(path, sidechains, &ImportOptions::default())
 }
 
 /// [`load_session`] for a command that replays the whole session rather than continuing it
 /// (`inspect`): a Claude Code transcript's history before its compactions is read too
 /// (`logicalParentUuid` followed), with the boundaries where they were.
-pub fn load_session_history(path: &str, sidechains: Sidechains) -> Result<Session, String> {
+pub fn load_session_history(path: &str, sidechains: Sidechains) -> Result<Session, InputError> {
     load(
         path,
         sidechains,
@@ -109,10 +108,15 @@ pub fn load_session_history(path: &str, sidechains: Sidechains) -> Result<Sessio
     )
 }
 
-fn load(path: &str, sidechains: Sidechains, options: &ImportOptions) -> Result<Session, String> {
+fn load(
+    path: &str,
+    sidechains: Sidechains,
+    options: &ImportOptions,
+) -> Result<Session, InputError> {
     let bytes = read_input(path)?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
+    let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
+        path: path.to_owned(),
+    })?;
     let mut session = read_session_with(&text, options);
     if !session.has_conversation()
         && sidechains == Sidechains::WhenNoMainChain
@@ -134,16 +138,14 @@ fn load(path: &str, sidechains: Sidechains, options: &ImportOptions) -> Result<S
     Ok(session)
 }
 
-/// The one-line error for a transcript that gave no message: `what`, and the first problem
-/// the reader reported (a file where no line parses says why its first line did not).
-pub fn no_messages(path: &str, what: &str, problems: &[String]) -> String {
-    match problems {
-        [] => format!("threadline: {path}: {what}"),
-        [only] => format!("threadline: {path}: {what}; {only}"),
-        [first, ..] => format!(
-            "threadline: {path}: {what}; the first of {} problems: {first}",
-            problems.len()
-        ),
+/// The error for a transcript that gave no message: `what`, and the first problem the reader
+/// reported (a file where no line parses says why its first line did not).
+pub fn no_messages(path: &str, what: &str, problems: &[String]) -> InputError {
+    InputError::NoMessages {
+        path: path.to_owned(),
+        what: what.to_owned(),
+        first: problems.first().cloned(),
+        problems: problems.len(),
     }
 }
 

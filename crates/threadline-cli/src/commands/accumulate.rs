@@ -9,7 +9,7 @@ use std::io::Read as _;
 use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
 
 use crate::error::CliError;
-use crate::input::{open_input, too_large};
+use crate::input::{InputError, open_input, too_large};
 
 /// The SSE bodies in the input: the input itself, or every SSE body of a canonical fixture.
 fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
@@ -32,7 +32,7 @@ fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
 }
 
 /// The input, read: a body held whole (a canonical fixture, or a JSON document), or the result
-/// of a stream read as it came, or why reading stopped (one printable line, exit code 2).
+/// of a stream read as it came.
 enum Input {
     Whole(Vec<u8>),
     Streamed(Box<Result<threadline_wire::Message, StreamReadError>>),
@@ -41,9 +41,12 @@ enum Input {
 /// Reads the input: SSE is fed to the incremental reader chunk by chunk (its per-event bound
 /// applies as the bytes come, and nothing is held but the message); an input that starts with
 /// `{` (a fixture) is read whole. Both stop at the input limit.
-fn read(path: &str) -> Result<Input, String> {
+fn read(path: &str) -> Result<Input, InputError> {
     let mut input = open_input(path)?;
-    let cannot = |e: std::io::Error| format!("threadline: cannot read {path}: {e}");
+    let cannot = |source: std::io::Error| InputError::Read {
+        name: path.to_owned(),
+        source,
+    };
     let mut chunk = vec![0u8; 64 * 1024];
     let mut leading = Vec::new();
     // The leading whitespace, then the first chunk that says which format this is.
@@ -88,7 +91,7 @@ fn read(path: &str) -> Result<Input, String> {
 }
 
 pub(crate) fn run(path: &str) -> Result<(), CliError> {
-    let bodies: Vec<_> = match read(path).map_err(CliError::input)? {
+    let bodies: Vec<_> = match read(path)? {
         Input::Whole(bytes) => sse_bodies(&bytes)
             .into_iter()
             .map(|(label, body)| (label, read_message(&body)))

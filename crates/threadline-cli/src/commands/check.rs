@@ -204,7 +204,8 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
             path,
             "no messages found in the transcript",
             &session.problems,
-        ));
+        )
+        .to_string());
     }
     for problem in &session.problems {
         eprintln!("threadline: {path}: {problem}");
@@ -234,9 +235,8 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
 }
 
 pub(crate) fn run(args: &CheckArgs<'_>) -> Result<(), CliError> {
-    let checked = read_input(args.path)
-        .and_then(|bytes| check_input(&bytes, args))
-        .map_err(CliError::input)?;
+    let bytes = read_input(args.path)?;
+    let checked = check_input(&bytes, args).map_err(CliError::rejected)?;
     for warning in &checked.warnings {
         // Request text (ids, names) goes to a terminal: escape control characters.
         eprintln!("threadline: warning: {}", terminal_safe(warning, false));

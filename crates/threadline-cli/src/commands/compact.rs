@@ -19,6 +19,7 @@ use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
 use crate::error::{BoxError, CliError};
+use crate::input::InputError;
 use crate::session::{Sidechains, load_session};
 
 /// The layer to apply.
@@ -65,7 +66,7 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliEr
 
 pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     let path = args.transcript;
-    let session = load_session(path, Sidechains::Never).map_err(CliError::input)?;
+    let session = load_session(path, Sidechains::Never)?;
     let now = match args.now {
         Some(text) => humantime::parse_rfc3339_weak(text)
             .map_err(|e| CliError::unusable(None, format!("--now {text}"), Some(e.into())))?,
@@ -155,12 +156,10 @@ fn summarize(
     let scripted;
     let summarizer: &dyn Summarizer = match args.summary {
         Some(file) => {
-            let text = crate::input::read_input(file)
-                .and_then(|bytes| {
-                    String::from_utf8(bytes)
-                        .map_err(|_| format!("threadline: --summary {file}: not UTF-8 text"))
-                })
-                .map_err(CliError::input)?;
+            let bytes = crate::input::read_input(file)?;
+            let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
+                path: format!("--summary {file}"),
+            })?;
             scripted = ScriptedSummarizer::new([Ok(text)]);
             &scripted
         }

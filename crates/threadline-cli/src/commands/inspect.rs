@@ -21,8 +21,7 @@ pub(crate) struct InspectArgs<'a> {
 }
 
 pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
-    let session =
-        load_session_history(args.path, Sidechains::WhenNoMainChain).map_err(CliError::input)?;
+    let session = load_session_history(args.path, Sidechains::WhenNoMainChain)?;
     let mut report = report(&session, args.model);
     if let Some(strategy) = args.plan {
         add_plan(&mut report, &session, args.model, strategy);

@@ -76,7 +76,7 @@ pub(crate) fn run(
         // The mock's loader reads the file whole: refuse one over the input limit (or
         // endless, `/dev/zero`) before it does.
         Some(path) => crate::input::read_input(&path.display().to_string())
-            .map_err(CliError::input)
+            .map_err(CliError::from)
             .and_then(|_| Ok(Scenario::from_file(path)?))?,
         None => default_scenario(),
     };

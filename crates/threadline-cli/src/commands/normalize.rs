@@ -13,7 +13,7 @@ pub(crate) fn run(
     max_tokens: Option<u64>,
     next: Option<&str>,
 ) -> Result<(), CliError> {
-    let session = load_session(path, Sidechains::Never).map_err(CliError::input)?;
+    let session = load_session(path, Sidechains::Never)?;
     let (request, normalized, continuation) = build_request(&session, model, max_tokens, next);
     if continuation == Continuation::Finished && next.is_none() {
         eprintln!(

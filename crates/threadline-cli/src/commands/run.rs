@@ -74,9 +74,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         super::run_live::api_key(args.base_url)?;
     }
     let resume = match args.resume {
-        Some(file) => {
-            Some(super::session::prepare_resume(file, args.out).map_err(CliError::input)?)
-        }
+        Some(file) => Some(super::session::prepare_resume(file, args.out)?),
         None => None,
     };
     let model_id = args

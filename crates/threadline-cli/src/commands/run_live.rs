@@ -169,8 +169,10 @@ async fn prompt_loop(
             None => break,
             Some(Ok(line)) => line,
             Some(Err(error)) => {
-                return Err(CliError::Input {
-                    line: format!("threadline: run: cannot read stdin: {error}"),
+                return Err(CliError::Read {
+                    command: RUN,
+                    path: "stdin".into(),
+                    source: error,
                 });
             }
         };

@@ -18,7 +18,7 @@ use threadline_message::transcript::{
 use threadline_message::{Message, MessageId};
 
 use crate::error::CliError;
-use crate::input::read_input;
+use crate::input::{InputError, read_input};
 use crate::session::{Session, Sidechains, load_session, no_messages, read_session};
 use crate::terminal_text::terminal_safe;
 
@@ -86,14 +86,12 @@ pub(crate) enum SessionCommand {
 }
 
 pub(crate) fn run(command: &SessionCommand) -> Result<(), CliError> {
-    let result = match command {
+    match command {
         SessionCommand::Fork { file, at, out } => fork(file, at, out),
         SessionCommand::Rewind { file, turns, out } => rewind(file, *turns, out),
         SessionCommand::List { dir, json } => list(dir, *json),
         SessionCommand::Show { file, json } => show(file, *json),
-    };
-    // Each operation's error is one line naming the file (unreadable, exists, bad id).
-    result.map_err(CliError::input)
+    }
 }
 
 /// The session id of the transcript at `path`: its file stem (`stdin` for `-`).
@@ -108,25 +106,25 @@ fn session_id(path: &str) -> String {
 }
 
 /// Writes `messages` to the new transcript `out`; refuses an existing file.
-pub(crate) fn write_new(out: &Path, messages: &[Message]) -> Result<(), String> {
+pub(crate) fn write_new(out: &Path, messages: &[Message]) -> Result<(), CliError> {
     let mut writer = TranscriptWriter::create_new(out, WriterOptions::default()).map_err(|e| {
         if e.is_already_exists() {
-            format!(
+            CliError::rejected(format!(
                 "threadline: {}: the file exists; not overwritten (choose another --out)",
                 out.display()
-            )
+            ))
         } else {
-            format!("threadline: {e}")
+            CliError::rejected(format!("threadline: {e}"))
         }
     })?;
     writer
         .append_all(messages)
-        .map_err(|e| format!("threadline: {e}"))
+        .map_err(|e| CliError::rejected(format!("threadline: {e}")))
 }
 
 /// Copies `bytes` (a threadline transcript, as read) to the new file `out`, byte for byte,
 /// created with the transcript mode; refuses an existing file.
-fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), String> {
+fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), CliError> {
     use std::io::Write as _;
     let mut open = std::fs::OpenOptions::new();
     open.write(true).create_new(true);
@@ -137,31 +135,38 @@ fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), String> {
     );
     let mut file = open.open(out).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            format!(
+            CliError::rejected(format!(
                 "threadline: {}: the file exists; not overwritten (choose another --out)",
                 out.display()
-            )
+            ))
         } else {
-            format!("threadline: cannot create {}: {e}", out.display())
+            CliError::Destination {
+                what: format!("cannot create {}", out.display()),
+                source: e.into(),
+            }
         }
     })?;
     file.write_all(bytes)
         .and_then(|()| file.flush())
-        .map_err(|e| format!("threadline: cannot write {}: {e}", out.display()))
+        .map_err(|e| CliError::Destination {
+            what: format!("cannot write {}", out.display()),
+            source: e.into(),
+        })
 }
 
 /// Reads the transcript at `path` as `load_session` does, keeping its text.
-fn load_with_text(path: &str) -> Result<(Session, String), String> {
+fn load_with_text(path: &str) -> Result<(Session, String), CliError> {
     let bytes = read_input(path)?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("threadline: {path}: not UTF-8 text"))?;
+    let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
+        path: path.to_owned(),
+    })?;
     let session = read_session(&text);
     if session.messages.is_empty() {
-        return Err(no_messages(
+        return Err(CliError::from(no_messages(
             path,
             "no messages found (is this a transcript?)",
             &session.problems,
-        ));
+        )));
     }
     for problem in &session.problems {
         eprintln!("threadline: {path}: {problem}");
@@ -186,13 +191,16 @@ fn source_lines<'a>(session: &Session, text: &'a str) -> Option<Vec<&'a str>> {
 
 /// Writes the new transcript `out`: each message as the line given for it (a source line,
 /// rewritten), else serialized; key shapes redacted as the transcript writer does.
-fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(), String> {
+fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(), CliError> {
     let mut text = String::new();
     for (line, message) in lines {
         match line {
             Some(line) => text.push_str(line),
             None => text.push_str(&serde_json::to_string(message).map_err(|e| {
-                format!("threadline: cannot serialize message {}: {e}", message.id())
+                CliError::rejected(format!(
+                    "threadline: cannot serialize message {}: {e}",
+                    message.id()
+                ))
             })?),
         }
         text.push('\n');
@@ -201,11 +209,11 @@ fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(
     copy_new(out, &bytes)
 }
 
-fn fork(file: &str, at: &str, out: &Path) -> Result<(), String> {
+fn fork(file: &str, at: &str, out: &Path) -> Result<(), CliError> {
     let (session, text) = load_with_text(file)?;
     let source = session_id(file);
     let forked = session_ops::fork(&session.messages, &MessageId::from(at), &source)
-        .map_err(|e| format!("threadline: session fork: {file}: {e}"))?;
+        .map_err(|e| CliError::rejected(format!("threadline: session fork: {file}: {e}")))?;
     // The record, then each kept message from its source line when there is one.
     let from = source_lines(&session, &text);
     let mut lines: Vec<(Option<String>, &Message)> = vec![(None, &forked.messages[0])];
@@ -226,11 +234,11 @@ fn fork(file: &str, at: &str, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), String> {
+fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), CliError> {
     let (session, text) = load_with_text(file)?;
     let turns = usize::try_from(turns).unwrap_or(usize::MAX);
     let rewound = session_ops::rewind(&session.messages, turns)
-        .map_err(|e| format!("threadline: session rewind: {file}: {e}"))?;
+        .map_err(|e| CliError::rejected(format!("threadline: session rewind: {file}: {e}")))?;
     // The kept prefix as its source lines, unchanged; the added results serialized.
     let from = source_lines(&session, &text);
     let lines: Vec<(Option<String>, &Message)> = rewound
@@ -263,12 +271,12 @@ fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn list(dir: &Path, json: bool) -> Result<(), String> {
+fn list(dir: &Path, json: bool) -> Result<(), CliError> {
     let options = ReadOptions::default().with_max_line_bytes(
         usize::try_from(crate::input::max_input_bytes()).unwrap_or(usize::MAX),
     );
     let listing = session_ops::list_sessions(dir, &options)
-        .map_err(|e| format!("threadline: session list: {e}"))?;
+        .map_err(|e| CliError::rejected(format!("threadline: session list: {e}")))?;
     for skipped in &listing.skipped {
         eprintln!(
             "threadline: session list: {}: skipped: {}",
@@ -277,8 +285,9 @@ fn list(dir: &Path, json: bool) -> Result<(), String> {
         );
     }
     if json {
-        let text = serde_json::to_string_pretty(&listing.sessions)
-            .map_err(|e| format!("threadline: cannot print the listing: {e}"))?;
+        let text = serde_json::to_string_pretty(&listing.sessions).map_err(|e| {
+            CliError::rejected(format!("threadline: cannot print the listing: {e}"))
+        })?;
         crate::output::print_line(&text);
         return Ok(());
     }
@@ -343,17 +352,19 @@ fn table(sessions: &[&SessionInfo]) -> String {
     out
 }
 
-fn show(file: &str, json: bool) -> Result<(), String> {
+fn show(file: &str, json: bool) -> Result<(), CliError> {
     let session = load_session(file, Sidechains::Never)?;
     let info = session_ops::summarize(session_id(file), &session.messages);
     if json {
-        let mut value = serde_json::to_value(&info)
-            .map_err(|e| format!("threadline: cannot print the summary: {e}"))?;
+        let mut value = serde_json::to_value(&info).map_err(|e| {
+            CliError::rejected(format!("threadline: cannot print the summary: {e}"))
+        })?;
         if let Some(object) = value.as_object_mut() {
             object.insert("format".into(), session.format.into());
         }
-        let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| format!("threadline: cannot print the summary: {e}"))?;
+        let text = serde_json::to_string_pretty(&value).map_err(|e| {
+            CliError::rejected(format!("threadline: cannot print the summary: {e}"))
+        })?;
         crate::output::print_line(&text);
         return Ok(());
     }
@@ -416,14 +427,17 @@ pub(crate) struct Resume {
 /// a cut last line is then terminated by the writer as in place); a Claude Code
 /// transcript is imported into the new file `out`, by default `STEM.threadline.jsonl` beside
 /// it. Where the session continues is said on stderr. The error is one line (exit 2).
-pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, String> {
+pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, CliError> {
     let shown = file.display().to_string();
     if shown == "-" {
-        return Err("threadline: run: --resume needs a transcript file, not stdin".to_owned());
+        return Err(CliError::rejected(
+            "threadline: run: --resume needs a transcript file, not stdin",
+        ));
     }
     let bytes = read_input(&shown)?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("threadline: {shown}: not UTF-8 text"))?;
+    let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
+        path: shown.clone(),
+    })?;
     let (history, problems, imported) = if is_claude_code_transcript(&text) {
         let result = import_claude_code(&text, &ImportOptions::default());
         let problems: Vec<String> = result.problems.iter().map(ToString::to_string).collect();
@@ -434,11 +448,11 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
         (read.messages, problems, false)
     };
     if history.is_empty() {
-        return Err(no_messages(
+        return Err(CliError::from(no_messages(
             &shown,
             "no messages to resume (is this a transcript?)",
             &problems,
-        ));
+        )));
     }
     for problem in &problems {
         eprintln!("threadline: {shown}: {problem}");
