@@ -124,30 +124,10 @@ type CostPoint = (f64, f64, Option<f64>);
 
 /// The report as one HTML page; `title` names the transcript.
 pub fn render_html(report: &Value, title: &str) -> String {
-    let requests: &[Value] = report["requests"].as_array().map_or(&[], Vec::as_slice);
-    let series: Vec<(&str, &str, f64)> = SERIES
-        .iter()
-        .copied()
-        .filter(|(key, ..)| requests.iter().any(|r| r[*key].is_object()))
-        .collect();
-    let n = requests.len().max(1) as f64;
-    let slot = (TARGET_WIDTH / n).max(MIN_SLOT);
-    let bar = ((slot * 0.8) / series.len().max(1) as f64).max(1.0);
-    let plot_width = slot * n;
-    let width = LEFT + plot_width + 20.0;
-
-    let max_tokens = requests
-        .iter()
-        .flat_map(|r| {
-            series
-                .iter()
-                .map(move |(key, ..)| parts(&r[*key]).iter().sum::<f64>())
-        })
-        .fold(1.0f64, f64::max);
-    let y = |t: f64| TOP + CHART_HEIGHT - (t / max_tokens) * CHART_HEIGHT;
-
+    let layout = Layout::of(report);
     let mut svg = String::new();
     let height = TOP + CHART_HEIGHT + 40.0 + COST_HEIGHT + 30.0;
+    let width = layout.width;
     let _ = write!(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" role="img" aria-label="tokens per request">"#
@@ -156,11 +136,72 @@ pub fn render_html(report: &Value, title: &str) -> String {
         svg,
         r##"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="#ffffff"/>"##
     );
-    // Token axis.
+    token_axis(&mut svg, &layout, &report["compaction"]["thresholds"]);
+    let cost_points = request_groups(&mut svg, &layout);
+    cost_chart(&mut svg, &layout, &cost_points);
+    svg.push_str("</svg>");
+    page(report, title, &layout, &svg)
+}
+
+/// Where things go on the chart: the requests, the series drawn for them, and the scale.
+struct Layout<'a> {
+    requests: &'a [Value],
+    /// The series some request has, of [`SERIES`].
+    series: Vec<(&'static str, &'static str, f64)>,
+    /// Pixels per request, and per bar of a request.
+    slot: f64,
+    bar: f64,
+    plot_width: f64,
+    width: f64,
+    /// The most tokens a bar shows (the top of the token axis).
+    max_tokens: f64,
+}
+
+impl<'a> Layout<'a> {
+    fn of(report: &'a Value) -> Layout<'a> {
+        let requests: &[Value] = report["requests"].as_array().map_or(&[], Vec::as_slice);
+        let series: Vec<(&str, &str, f64)> = SERIES
+            .iter()
+            .copied()
+            .filter(|(key, ..)| requests.iter().any(|r| r[*key].is_object()))
+            .collect();
+        let n = requests.len().max(1) as f64;
+        let slot = (TARGET_WIDTH / n).max(MIN_SLOT);
+        let bar = ((slot * 0.8) / series.len().max(1) as f64).max(1.0);
+        let plot_width = slot * n;
+        let width = LEFT + plot_width + 20.0;
+        let max_tokens = requests
+            .iter()
+            .flat_map(|r| {
+                series
+                    .iter()
+                    .map(move |(key, ..)| parts(&r[*key]).iter().sum::<f64>())
+            })
+            .fold(1.0f64, f64::max);
+        Layout {
+            requests,
+            series,
+            slot,
+            bar,
+            plot_width,
+            width,
+            max_tokens,
+        }
+    }
+
+    /// The y of `t` tokens on the token chart.
+    fn y(&self, t: f64) -> f64 {
+        TOP + CHART_HEIGHT - (t / self.max_tokens) * CHART_HEIGHT
+    }
+}
+
+/// The token axis's ticks, and the compaction thresholds within its scale.
+fn token_axis(svg: &mut String, layout: &Layout<'_>, thresholds: &Value) {
+    let (plot_width, max_tokens) = (layout.plot_width, layout.max_tokens);
     let step = tick_step(max_tokens);
     let mut tick = 0.0;
     while tick <= max_tokens {
-        let ty = y(tick);
+        let ty = layout.y(tick);
         let _ = write!(
             svg,
             r##"<line x1="{LEFT}" x2="{:.1}" y1="{ty:.1}" y2="{ty:.1}" stroke="#e5e7eb"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end" fill="#374151">{}</text>"##,
@@ -171,8 +212,6 @@ pub fn render_html(report: &Value, title: &str) -> String {
         );
         tick += step;
     }
-    // Compaction thresholds within the scale.
-    let thresholds = &report["compaction"]["thresholds"];
     for (key, label, colour) in [
         ("warning", "warning", "#a855f7"),
         ("autocompact", "autocompact", "#7c3aed"),
@@ -183,7 +222,7 @@ pub fn render_html(report: &Value, title: &str) -> String {
             .map(|t| t as f64)
             .filter(|at| *at <= max_tokens)
         {
-            let ty = y(at);
+            let ty = layout.y(at);
             let _ = write!(
                 svg,
                 r#"<line class="threshold" x1="{LEFT}" x2="{:.1}" y1="{ty:.1}" y2="{ty:.1}" stroke="{colour}" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" font-size="10" fill="{colour}">{label} {}</text>"#,
@@ -194,32 +233,23 @@ pub fn render_html(report: &Value, title: &str) -> String {
             );
         }
     }
+}
 
+/// One group per request (its label, its bars, its cache break) and the idle gaps between
+/// them; the cost accumulated up to each request.
+fn request_groups(svg: &mut String, layout: &Layout<'_>) -> Vec<CostPoint> {
+    let (slot, bar) = (layout.slot, layout.bar);
     // A label (index and UTC clock time) every so many requests, about 70 pixels apart.
     let label_every = ((70.0 / slot).ceil() as usize).max(1);
     let mut previous_at: Option<u64> = None;
     let (mut cost_recorded, mut cost_predicted) = (0.0f64, 0.0f64);
     let mut cost_points: Vec<CostPoint> = Vec::new();
-    for (i, request) in requests.iter().enumerate() {
+    for (i, request) in layout.requests.iter().enumerate() {
         let x0 = LEFT + i as f64 * slot + slot * 0.1;
         let id = escape(request["request_id"].as_str().unwrap_or("-"));
         let at = request["timestamp_ms"].as_u64();
         if let (Some(at), Some(before)) = (at, previous_at) {
-            let gap = at.saturating_sub(before);
-            if gap > TTL_5M_MS {
-                let gx = x0 - slot * 0.1;
-                let _ = write!(
-                    svg,
-                    r##"<g class="gap"><line x1="{gx:.1}" x2="{gx:.1}" y1="{TOP}" y2="{:.1}" stroke="#6b7280" stroke-dasharray="2 2"/><title>idle {}: the 5-minute cache expired{}</title></g>"##,
-                    TOP + CHART_HEIGHT,
-                    duration(gap),
-                    if gap > 12 * TTL_5M_MS {
-                        ", and the 1-hour cache too"
-                    } else {
-                        ""
-                    }
-                );
-            }
+            idle_gap(svg, x0 - slot * 0.1, at.saturating_sub(before));
         }
         if at.is_some() {
             previous_at = at;
@@ -237,7 +267,7 @@ pub fn render_html(report: &Value, title: &str) -> String {
                 TOP + CHART_HEIGHT + 12.0
             );
         }
-        for (s, (key, label, opacity)) in series.iter().enumerate() {
+        for (s, (key, label, opacity)) in layout.series.iter().enumerate() {
             let usage = &request[*key];
             if !usage.is_object() {
                 continue;
@@ -247,8 +277,8 @@ pub fn render_html(report: &Value, title: &str) -> String {
             let mut base = 0.0;
             for (amount, colour) in [(read, READ), (write, WRITE), (uncached, UNCACHED)] {
                 if amount > 0.0 {
-                    let top = y(base + amount);
-                    let h = (y(base) - top).max(0.5);
+                    let top = layout.y(base + amount);
+                    let h = (layout.y(base) - top).max(0.5);
                     let _ = write!(
                         svg,
                         r#"<rect x="{bx:.2}" y="{top:.2}" width="{bar:.2}" height="{h:.2}" fill="{colour}" fill-opacity="{opacity}"/>"#
@@ -284,8 +314,31 @@ pub fn render_html(report: &Value, title: &str) -> String {
             planned.map(|p| p + cost_points.last().and_then(|(.., sum)| *sum).unwrap_or(0.0));
         cost_points.push((cost_recorded, cost_predicted, planned_sum));
     }
+    cost_points
+}
 
-    // Cost accumulated.
+/// The mark of an idle gap of `gap` ms at `gx`, when it is longer than the 5-minute cache.
+fn idle_gap(svg: &mut String, gx: f64, gap: u64) {
+    if gap <= TTL_5M_MS {
+        return;
+    }
+    let _ = write!(
+        svg,
+        r##"<g class="gap"><line x1="{gx:.1}" x2="{gx:.1}" y1="{TOP}" y2="{:.1}" stroke="#6b7280" stroke-dasharray="2 2"/><title>idle {}: the 5-minute cache expired{}</title></g>"##,
+        TOP + CHART_HEIGHT,
+        duration(gap),
+        if gap > 12 * TTL_5M_MS {
+            ", and the 1-hour cache too"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The cost chart under the token chart: recorded, predicted and re-planned cost
+/// accumulated, one line each.
+fn cost_chart(svg: &mut String, layout: &Layout<'_>, cost_points: &[CostPoint]) {
+    let (slot, plot_width) = (layout.slot, layout.plot_width);
     let cost_top = TOP + CHART_HEIGHT + 40.0;
     let max_cost = cost_points
         .iter()
@@ -315,7 +368,10 @@ pub fn render_html(report: &Value, title: &str) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let has_recorded = requests.iter().any(|r| r["cost"]["recorded"].is_number());
+    let has_recorded = layout
+        .requests
+        .iter()
+        .any(|r| r["cost"]["recorded"].is_number());
     for (points, colour, dash, label) in [
         (
             has_recorded.then(|| line_of(&|p| Some(p.0))),
@@ -325,7 +381,8 @@ pub fn render_html(report: &Value, title: &str) -> String {
         ),
         (Some(line_of(&|p| Some(p.1))), "#2563eb", "5 3", "predicted"),
         (
-            series
+            layout
+                .series
                 .iter()
                 .any(|(k, ..)| *k == "planned")
                 .then(|| line_of(&|p| p.2)),
@@ -341,8 +398,12 @@ pub fn render_html(report: &Value, title: &str) -> String {
             );
         }
     }
-    svg.push_str("</svg>");
+}
 
+/// The page around the chart: the facts, the legend, the breaks and the assumptions.
+fn page(report: &Value, title: &str, layout: &Layout<'_>, svg: &str) -> String {
+    let requests = layout.requests;
+    let series = &layout.series;
     let totals = &report["totals"];
     let mut html = String::new();
     let _ = write!(
