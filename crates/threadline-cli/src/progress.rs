@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use threadline::message::{CompactTrigger, Message, SystemKind};
+use threadline::message::{AssistantMessage, CompactTrigger, Message, SystemKind, UserMessage};
 use threadline::query::{Event, Terminal, Transition};
 use threadline::wire::stream_event::ContentDelta;
 use threadline::wire::{Content, ContentBlock, StreamEvent};
@@ -189,29 +189,7 @@ impl Progress {
         }
         match message {
             Message::Assistant(assistant) if self.style == Style::Timeline => {
-                for block in &assistant.content {
-                    match block {
-                        ContentBlock::Text(text) => {
-                            self.say(&format!("model: {}", first_line(&text.text, 100)));
-                        }
-                        ContentBlock::Compaction(c) => self.say(&format!(
-                            "server-side compaction: the API summarised the conversation ({}); later requests start at this block",
-                            c.content.as_deref().map_or_else(
-                                || "no summary: a failed compaction, sent back as is".to_owned(),
-                                |s| format!("{} characters", s.chars().count())
-                            )
-                        )),
-                        _ => {}
-                    }
-                }
-                if let (Some(stop), Some(usage)) = (&assistant.stop_reason, &assistant.usage) {
-                    let read = usage.cache_read_input_tokens.unwrap_or(0);
-                    let context = usage.total_input_tokens();
-                    self.say(&format!(
-                        "response ended ({}): {context} tokens in, {read} of them read from the cache",
-                        stop.as_str()
-                    ));
-                }
+                self.on_response(assistant);
             }
             Message::Assistant(assistant) => {
                 for block in &assistant.content {
@@ -221,44 +199,7 @@ impl Progress {
                     }
                 }
             }
-            Message::User(user) => {
-                for block in &user.content {
-                    if let ContentBlock::ToolResult(result) = block {
-                        let name = self
-                            .in_flight
-                            .remove(&result.tool_use_id)
-                            .unwrap_or_else(|| "tool".to_owned());
-                        let is_error = result.is_error == Some(true);
-                        if is_error {
-                            self.tool_errors += 1;
-                        }
-                        let text = match &result.content {
-                            Some(Content::Text(text)) => text.clone(),
-                            Some(Content::Blocks(blocks)) => blocks
-                                .iter()
-                                .filter_map(|b| match b {
-                                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                                    _ => None,
-                                })
-                                .collect::<Vec<_>>()
-                                .join("\n"),
-                            None => String::new(),
-                        };
-                        let lines = text.lines().count();
-                        let status = if is_error { "error" } else { "result" };
-                        self.say(&format!(
-                            "{status} of {name}: {} line{} ({})",
-                            lines,
-                            if lines == 1 { "" } else { "s" },
-                            first_line(&text, 60)
-                        ));
-                    }
-                }
-                if self.in_flight.is_empty() && !self.batch.is_empty() {
-                    let batch = std::mem::take(&mut self.batch);
-                    self.parallel_batches.push(batch);
-                }
-            }
+            Message::User(user) => self.on_tool_results(user),
             Message::System(system) => {
                 if let SystemKind::CompactBoundary {
                     trigger,
@@ -266,19 +207,7 @@ impl Progress {
                     ..
                 } = &system.kind
                 {
-                    self.compactions.push(CompactionSeen {
-                        trigger: *trigger,
-                        pre_tokens: *pre_tokens,
-                    });
-                    let kind = match trigger {
-                        CompactTrigger::Reactive => "reactive compact",
-                        _ => "autocompact",
-                    };
-                    self.say(&format!(
-                        "{kind}: the context reached ~{pre_tokens} tokens; the model was asked \
-                         for a summary (a request of its own)"
-                    ));
-                    self.compacted = Some(0);
+                    self.on_compact_boundary(*trigger, *pre_tokens);
                 }
             }
             Message::Tombstone(_) if self.style == Style::Timeline => {
@@ -286,6 +215,91 @@ impl Progress {
             }
             _ => {}
         }
+    }
+
+    /// A response on the timeline: its text, a server-side compaction, how it ended.
+    fn on_response(&mut self, assistant: &AssistantMessage) {
+        for block in &assistant.content {
+            match block {
+                ContentBlock::Text(text) => {
+                    self.say(&format!("model: {}", first_line(&text.text, 100)));
+                }
+                ContentBlock::Compaction(c) => self.say(&format!(
+                    "server-side compaction: the API summarised the conversation ({}); later requests start at this block",
+                    c.content.as_deref().map_or_else(
+                        || "no summary: a failed compaction, sent back as is".to_owned(),
+                        |s| format!("{} characters", s.chars().count())
+                    )
+                )),
+                _ => {}
+            }
+        }
+        if let (Some(stop), Some(usage)) = (&assistant.stop_reason, &assistant.usage) {
+            let read = usage.cache_read_input_tokens.unwrap_or(0);
+            let context = usage.total_input_tokens();
+            self.say(&format!(
+                "response ended ({}): {context} tokens in, {read} of them read from the cache",
+                stop.as_str()
+            ));
+        }
+    }
+
+    /// The tool results of a user message, one line each; a parallel batch ends when no tool
+    /// is left in flight.
+    fn on_tool_results(&mut self, user: &UserMessage) {
+        for block in &user.content {
+            if let ContentBlock::ToolResult(result) = block {
+                let name = self
+                    .in_flight
+                    .remove(&result.tool_use_id)
+                    .unwrap_or_else(|| "tool".to_owned());
+                let is_error = result.is_error == Some(true);
+                if is_error {
+                    self.tool_errors += 1;
+                }
+                let text = match &result.content {
+                    Some(Content::Text(text)) => text.clone(),
+                    Some(Content::Blocks(blocks)) => blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Text(t) => Some(t.text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    None => String::new(),
+                };
+                let lines = text.lines().count();
+                let status = if is_error { "error" } else { "result" };
+                self.say(&format!(
+                    "{status} of {name}: {} line{} ({})",
+                    lines,
+                    if lines == 1 { "" } else { "s" },
+                    first_line(&text, 60)
+                ));
+            }
+        }
+        if self.in_flight.is_empty() && !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.parallel_batches.push(batch);
+        }
+    }
+
+    /// A local compaction's boundary: what follows is its output until the next response.
+    fn on_compact_boundary(&mut self, trigger: CompactTrigger, pre_tokens: u64) {
+        self.compactions.push(CompactionSeen {
+            trigger,
+            pre_tokens,
+        });
+        let kind = match trigger {
+            CompactTrigger::Reactive => "reactive compact",
+            _ => "autocompact",
+        };
+        self.say(&format!(
+            "{kind}: the context reached ~{pre_tokens} tokens; the model was asked \
+             for a summary (a request of its own)"
+        ));
+        self.compacted = Some(0);
     }
 
     /// Prints a line of the caller's in the same style.
