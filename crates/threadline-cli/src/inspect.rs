@@ -36,10 +36,10 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use threadline_cache::{Calibration, SimConfig};
+use threadline_cache::{Calibration, SimConfig, Step};
 use threadline_compact::{BudgetOptions, Level, MicrocompactOptions, Thresholds, triggers};
 use threadline_message::Message;
-use threadline_normalize::{ImpliedRequests, PrefixChange};
+use threadline_normalize::{ImpliedRequests, ImpliedView, PrefixChange};
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{MessagesRequest, Usage};
 
@@ -138,14 +138,10 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
     let config = calibration.config;
     let mut sim = calibration.session_simulator(model, &model_id);
     let mut rows = Vec::new();
-    let mut errors = Vec::new();
-    let (mut recorded_total, mut predicted_total) = (Usage::default(), Usage::default());
-    let (mut cost_recorded, mut cost_predicted) = (0.0, 0.0);
-    let mut compaction_passes = CompactionPasses::default();
+    let mut totals = Totals::default();
     let mut last_at = 0u64;
     let thresholds = Thresholds::for_model(model);
     let mut walk = ImpliedRequests::new(&session.messages);
-    let mut index = 0usize;
     let diagnosed = crate::inspect_diagnostics::recorded(&session.messages);
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {
@@ -162,25 +158,84 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
         let at = implied.at_ms.unwrap_or(last_at).max(last_at);
         last_at = at;
         let step = sim.step(at, implied.messages, implied.unchanged);
+        let mut row = totals.add(rows.len(), &implied, &step, model, &thresholds);
+        if let Some(recorded) = implied.key.as_ref().and_then(|k| diagnosed.get(k)) {
+            row["diagnostics"] =
+                crate::inspect_diagnostics::row(recorded, step.cache_break.as_ref());
+        }
+        rows.push(row);
+    }
+    let errors = &totals.share_errors;
+    let mae = |e: &[f64]| (!e.is_empty()).then(|| e.iter().sum::<f64>() / e.len() as f64);
+    let mut report = json!({
+        "format": session.format,
+        "model": model.id,
+        "model_warning": resolved.warning(),
+        "unseen_prefix_tokens": config.unseen.tokens,
+        "warm_prefix_tokens": config.unseen.warm_tokens,
+        "tail_tokens": config.tail_tokens,
+        "estimate_scale": calibration.scale,
+        "requests": rows,
+        "totals": totals.json(),
+        "share_mae": mae(errors),
+        "share_mae_after_first": mae(errors.get(1..).unwrap_or(&[])),
+        "compaction": compaction_json(&session.messages, model, config.unseen.tokens),
+    });
+    if totals.compaction_passes.count > 0
+        && let Some(map) = report.as_object_mut()
+    {
+        map.insert(
+            "compaction_iterations".to_owned(),
+            totals.compaction_passes.json(),
+        );
+    }
+    report
+}
+
+/// The sums over a transcript's requests, recorded and predicted.
+#[derive(Default)]
+struct Totals {
+    requests: usize,
+    recorded: Usage,
+    predicted: Usage,
+    cost_recorded: f64,
+    cost_predicted: f64,
+    /// `|recorded - predicted|` cache-read share of each request that recorded usage.
+    share_errors: Vec<f64>,
+    compaction_passes: CompactionPasses,
+}
+
+impl Totals {
+    /// Adds the request `index` (its recorded usage, if any, and the simulator's `step`) and
+    /// returns its row.
+    fn add(
+        &mut self,
+        index: usize,
+        implied: &ImpliedView<'_>,
+        step: &Step,
+        model: &Model,
+        thresholds: &Thresholds,
+    ) -> Value {
+        self.requests += 1;
         let output = implied
             .recorded
             .as_ref()
             .and_then(|u| u.output_tokens)
             .unwrap_or(0);
         let predicted_cost = step.usage.cost(model, output);
-        cost_predicted += predicted_cost;
-        add(&mut predicted_total, &step.usage.to_usage());
+        self.cost_predicted += predicted_cost;
+        add(&mut self.predicted, &step.usage.to_usage());
         let predicted_share = step.usage.read_share();
         let (recorded, recorded_share, recorded_cost) = match &implied.recorded {
             Some(usage) => {
                 let share = usage.cache_read_share();
-                errors.push((share - predicted_share).abs());
+                self.share_errors.push((share - predicted_share).abs());
                 // Each pass by its own model's row (a fallback hop), as replay and the demo
                 // price it.
                 let cost = ModelTable::builtin().cost(&model.id, usage);
-                cost_recorded += cost;
-                compaction_passes.add(usage);
-                add(&mut recorded_total, usage);
+                self.cost_recorded += cost;
+                self.compaction_passes.add(usage);
+                add(&mut self.recorded, usage);
                 (usage_json(usage), json!(share), json!(cost))
             }
             None => (Value::Null, Value::Null, Value::Null),
@@ -204,48 +259,28 @@ pub fn report(session: &Session, model_flag: Option<&str>) -> Value {
             "cache_break": step.cache_break.as_ref().map(break_json),
             "context_level": level_name(thresholds.level(step.usage.total())),
         });
-        if let Some(recorded) = implied.key.as_ref().and_then(|k| diagnosed.get(k)) {
-            row["diagnostics"] =
-                crate::inspect_diagnostics::row(recorded, step.cache_break.as_ref());
-        }
         if let (Some(passes), Some(map)) = (passes, row.as_object_mut()) {
             // Server-side compaction passes, billed beside the request's own (top-level) usage.
             map.insert("compaction_iterations".to_owned(), passes);
         }
-        rows.push(row);
-        index += 1;
+        row
     }
-    let mae = |e: &[f64]| (!e.is_empty()).then(|| e.iter().sum::<f64>() / e.len() as f64);
-    let mut report = json!({
-        "format": session.format,
-        "model": model.id,
-        "model_warning": resolved.warning(),
-        "unseen_prefix_tokens": config.unseen.tokens,
-        "warm_prefix_tokens": config.unseen.warm_tokens,
-        "tail_tokens": config.tail_tokens,
-        "estimate_scale": calibration.scale,
-        "requests": rows,
-        "totals": {
-            "requests": index,
-            "recorded": if errors.is_empty() { Value::Null } else { usage_json(&recorded_total) },
-            "predicted": usage_json(&predicted_total),
-            "recorded_share": if errors.is_empty() { Value::Null } else { json!(recorded_total.cache_read_share()) },
-            "predicted_share": predicted_total.cache_read_share(),
+
+    /// The report's `totals`: the recorded sums only when some request recorded usage.
+    fn json(&self) -> Value {
+        let recorded = !self.share_errors.is_empty();
+        json!({
+            "requests": self.requests,
+            "recorded": if recorded { usage_json(&self.recorded) } else { Value::Null },
+            "predicted": usage_json(&self.predicted),
+            "recorded_share": if recorded { json!(self.recorded.cache_read_share()) } else { Value::Null },
+            "predicted_share": self.predicted.cache_read_share(),
             "cost": {
-                "recorded": if errors.is_empty() { Value::Null } else { json!(cost_recorded) },
-                "predicted": cost_predicted,
+                "recorded": if recorded { json!(self.cost_recorded) } else { Value::Null },
+                "predicted": self.cost_predicted,
             },
-        },
-        "share_mae": mae(&errors),
-        "share_mae_after_first": mae(errors.get(1..).unwrap_or(&[])),
-        "compaction": compaction_json(&session.messages, model, config.unseen.tokens),
-    });
-    if compaction_passes.count > 0
-        && let Some(map) = report.as_object_mut()
-    {
-        map.insert("compaction_iterations".to_owned(), compaction_passes.json());
+        })
     }
-    report
 }
 
 /// The server-side compaction passes (`usage.iterations` of type `compaction`) a transcript
