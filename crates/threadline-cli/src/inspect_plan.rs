@@ -32,10 +32,10 @@
 //! ```
 
 use serde_json::{Value, json};
-use threadline_cache::{Automatic, LookbackAware, Planner, Seed, Stable1h, Ttl};
+use threadline_cache::{Automatic, LookbackAware, Planner, Seed, Stable1h, Step, Ttl};
 use threadline_normalize::ImpliedRequests;
-use threadline_wire::MessagesRequest;
-use threadline_wire::model::ModelTable;
+use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::{MessagesRequest, Usage};
 
 use crate::inspect::{Applied, calibrate, model_id_for, prefix_changes, usage_json};
 use crate::session::Session;
@@ -169,41 +169,64 @@ pub fn add_plan(
         read_all = read_all.saturating_add(step.usage.cache_read_input_tokens);
         input_all = input_all.saturating_add(step.usage.total());
         if let Some(recorded) = &implied.recorded {
-            totals.recorded_input = totals
-                .recorded_input
-                .saturating_add(recorded.total_input_tokens());
-            totals.recorded_read = totals
-                .recorded_read
-                .saturating_add(recorded.cache_read_input_tokens.unwrap_or(0));
-            let mut input_only = recorded.clone();
-            input_only.output_tokens = Some(0);
-            totals.recorded_cost += model.cost(&input_only);
-            totals.planned_input = totals.planned_input.saturating_add(step.usage.total());
-            totals.planned_read = totals
-                .planned_read
-                .saturating_add(step.usage.cache_read_input_tokens);
-            totals.planned_cost += step.usage.cost(model, 0);
+            totals.add(recorded, &step, model);
         }
         if let Some(row) = report["requests"].get_mut(index) {
-            row["planned"] = usage_json(&step.usage.to_usage());
-            row["planned_share"] = json!(step.usage.read_share());
-            row["cost"]["planned"] = json!(planned_cost);
-            row["planned_cache_break"] = step
-                .cache_break
-                .as_ref()
-                .map_or(Value::Null, |b| json!(b.to_string()));
+            mark_row(row, &step, planned_cost);
         }
         index += 1;
     }
-    let share = |read: u64, all: u64| (all > 0).then(|| read as f64 / all as f64);
-    let recorded_share = share(totals.recorded_read, totals.recorded_input);
-    let planned_share = share(totals.planned_read, totals.planned_input);
     report["totals"]["planned_share"] = json!(share(read_all, input_all));
     report["totals"]["cost"]["planned"] = json!(planned_cost_all);
     report["totals"]["cost"]["input_difference"] =
         json!(totals.recorded_cost - totals.planned_cost);
-    report["plan"] = json!({
-        "strategy": planner.strategy_name(),
+    report["plan"] = plan_json(report, planner.strategy_name(), &totals);
+    totals
+}
+
+/// `read` of `all` input tokens, when there are any.
+fn share(read: u64, all: u64) -> Option<f64> {
+    (all > 0).then(|| read as f64 / all as f64)
+}
+
+impl PlanTotals {
+    /// Adds a request that recorded `recorded`, re-planned as `step` shows.
+    fn add(&mut self, recorded: &Usage, step: &Step, model: &Model) {
+        self.recorded_input = self
+            .recorded_input
+            .saturating_add(recorded.total_input_tokens());
+        self.recorded_read = self
+            .recorded_read
+            .saturating_add(recorded.cache_read_input_tokens.unwrap_or(0));
+        let mut input_only = recorded.clone();
+        input_only.output_tokens = Some(0);
+        self.recorded_cost += model.cost(&input_only);
+        self.planned_input = self.planned_input.saturating_add(step.usage.total());
+        self.planned_read = self
+            .planned_read
+            .saturating_add(step.usage.cache_read_input_tokens);
+        self.planned_cost += step.usage.cost(model, 0);
+    }
+}
+
+/// The re-planned figures of one request's row.
+fn mark_row(row: &mut Value, step: &Step, planned_cost: f64) {
+    row["planned"] = usage_json(&step.usage.to_usage());
+    row["planned_share"] = json!(step.usage.read_share());
+    row["cost"]["planned"] = json!(planned_cost);
+    row["planned_cache_break"] = step
+        .cache_break
+        .as_ref()
+        .map_or(Value::Null, |b| json!(b.to_string()));
+}
+
+/// The report's `plan`: the strategy against the recording, on the requests that recorded
+/// usage.
+fn plan_json(report: &Value, strategy: &str, totals: &PlanTotals) -> Value {
+    let recorded_share = share(totals.recorded_read, totals.recorded_input);
+    let planned_share = share(totals.planned_read, totals.planned_input);
+    json!({
+        "strategy": strategy,
         "requests_compared": report["requests"].as_array().map_or(0, |rows| {
             rows.iter().filter(|r| r["recorded"].is_object()).count()
         }),
@@ -218,8 +241,7 @@ pub fn add_plan(
         "cost_ratio": if totals.recorded_cost > 0.0 { json!(totals.planned_cost / totals.recorded_cost) } else { Value::Null },
         "difference_dollars": totals.recorded_cost - totals.planned_cost,
         "assumptions": ASSUMPTIONS,
-    });
-    totals
+    })
 }
 
 /// What the comparison assumes, printed beside it.
