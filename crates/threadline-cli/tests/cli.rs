@@ -3,6 +3,7 @@
 
 mod check_rules;
 mod common;
+mod exit_codes;
 mod mcp;
 mod project;
 mod session;
