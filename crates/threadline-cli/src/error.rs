@@ -27,7 +27,7 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub(crate) enum CliError {
     /// The arguments are wrong or do not fit together (`--dry-run` without a PROMPT, a date
-    /// that is not YYYY-MM-DD, `--agent` without `--session`). Exit code 2.
+    /// that is not YYYY-MM-DD). Exit code 2.
     #[error("threadline: {}{message}", at(*command))]
     Usage {
         /// The subcommand whose arguments they are, when the line names it.
