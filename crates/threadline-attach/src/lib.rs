@@ -74,6 +74,7 @@ pub mod mention;
 pub mod source;
 pub mod sources;
 pub mod system_context;
+mod today;
 pub mod user_context;
 pub mod workspace;
 
@@ -91,6 +92,7 @@ pub use sources::queued_commands::QueuedCommands;
 pub use sources::todo_reminders::TodoReminders;
 pub use sources::token_usage::TokenUsage;
 pub use system_context::{SystemContext, git_status_snapshot};
+pub use today::utc_today;
 pub use user_context::{CONTEXT_CAVEAT, UserContext};
 pub use workspace::{
     ControlPaths, DEFAULT_CONTROL_PATHS, Limits, PathKind, Refusal, Resolved, Truncation, Workspace,

@@ -50,6 +50,8 @@ mod events;
 pub mod retry;
 mod secret;
 pub mod timeout;
+#[cfg(feature = "compact")]
+mod token_counter;
 mod transport;
 
 use std::task::{Context, Poll};
@@ -62,6 +64,8 @@ use tower_layer::Layer;
 pub use config::{ClientConfig, Limits, RetryConfig, Timeouts};
 pub use secret::{ApiKey, Auth, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
+#[cfg(feature = "compact")]
+pub use token_counter::ClientTokenCounter;
 pub use transport::{BuildError, HttpTransport};
 
 type Stack = concurrency::ConcurrencyLimit<

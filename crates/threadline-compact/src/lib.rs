@@ -17,7 +17,10 @@
 //! 7. [`reactive`] — after a `prompt is too long` error: one compaction for the turn, then a
 //!    retry; a second refusal is reported.
 //!
-//! [`triggers`](triggers::triggers) says when each layer would run, for a history.
+//! [`triggers`](triggers::triggers) says when each layer would run, for a history;
+//! [`Compaction`] holds the settings of every layer for a loop's context policy (the
+//! `compact` feature of `threadline-query` wires it into the loop), and [`Thresholds`] decides
+//! when autocompact runs and when a request is blocked.
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -63,6 +66,7 @@ pub mod breaker;
 pub mod budget;
 pub mod estimate;
 pub mod microcompact;
+pub mod policy;
 pub mod reactive;
 pub mod reattach;
 mod retractions;
@@ -92,10 +96,11 @@ pub use microcompact::{
     CLEARED_PLACEHOLDER, MicrocompactOptions, Microcompacted, ServerSideOptions,
     clear_old_tool_results, microcompact_time_based, with_server_side_clearing,
 };
+pub use policy::{Compaction, SharedTokenCounter};
 pub use reactive::{ReactiveError, ReactiveGuard, reactive_compact};
 pub use reattach::{CurrentFiles, HistoryOnly, ReattachOptions};
 pub use snip::{Snipped, snip, snip_oldest};
 pub use summarizer::{ExtractiveSummarizer, ScriptedSummarizer, SummarizeError, Summarizer};
 pub use tail::TailOptions;
-pub use thresholds::{Level, Thresholds};
+pub use thresholds::{EXACT_COUNT_BAND, Level, Thresholds};
 pub use triggers::{TriggerReport, triggers};

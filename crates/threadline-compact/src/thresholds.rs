@@ -4,6 +4,11 @@
 //! Autocompact triggers 13,000 tokens below it (167,000 on a 200k model with 64k output), a
 //! warning 20,000 tokens before that, and the blocking limit (refuse to send; compact first)
 //! 3,000 tokens below the effective window.
+//!
+//! The decisions that read them live here too, so every user of the crate decides alike:
+//! [`Thresholds::exact_count_from`] (when an exact `count_tokens` is worth its round trip),
+//! [`Thresholds::autocompact_due`] (the count decides, but never vetoes the blocking limit)
+//! and [`Thresholds::blocked`] (refuse to send).
 
 use threadline_wire::model::Model;
 
@@ -15,6 +20,10 @@ pub const AUTOCOMPACT_BUFFER: u64 = 13_000;
 pub const WARNING_BUFFER: u64 = 20_000;
 /// The room left below the effective window at the blocking limit.
 pub const BLOCKING_BUFFER: u64 = 3_000;
+
+/// How close to the autocompact threshold the estimate must come (this share of it) before
+/// an exact count is asked for: the estimate is off by a few percent either way.
+pub const EXACT_COUNT_BAND: f64 = 0.9;
 
 /// The token thresholds of one model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +78,44 @@ impl Thresholds {
         }
     }
 
+    /// The thresholds of `model`, or those of [`Thresholds::with_autocompact`] when an
+    /// autocompact threshold is given (small windows, demos).
+    pub fn for_model_or(model: &Model, autocompact_at: Option<u64>) -> Self {
+        match autocompact_at {
+            Some(tokens) => Thresholds::with_autocompact(tokens),
+            None => Thresholds::for_model(model),
+        }
+    }
+
+    /// The estimate from which the autocompact decision is worth anything: the threshold
+    /// itself when the estimate decides alone, [`EXACT_COUNT_BAND`] of it when an exact count
+    /// will decide (the estimate may be a few percent low). Below it, nothing is built or
+    /// counted.
+    pub fn exact_count_from(&self, exact_count: bool) -> u64 {
+        if exact_count {
+            // At most `autocompact` (the band is below 1), so the conversion cannot overflow.
+            (self.autocompact as f64 * EXACT_COUNT_BAND) as u64
+        } else {
+            self.autocompact
+        }
+    }
+
+    /// Whether autocompact runs now: with an exact count of the request (`counted`), the
+    /// count decides — but a count never vetoes a compaction the `estimate` says is needed to
+    /// stay under the blocking limit; without one, the estimate decides.
+    pub fn autocompact_due(&self, estimate: u64, counted: Option<u64>) -> bool {
+        match counted {
+            Some(tokens) => tokens >= self.autocompact || estimate >= self.blocking,
+            None => estimate >= self.autocompact,
+        }
+    }
+
+    /// `Some((tokens, limit))` when `tokens` is at or over the blocking limit: the request
+    /// must not be sent (compact first).
+    pub fn blocked(&self, tokens: u64) -> Option<(u64, u64)> {
+        (tokens >= self.blocking).then_some((tokens, self.blocking))
+    }
+
     /// Where `tokens` stands.
     pub fn level(&self, tokens: u64) -> Level {
         if tokens >= self.blocking {
@@ -103,5 +150,49 @@ mod tests {
         assert_eq!(t.level(146_999), Level::Ok);
         assert_eq!(t.level(167_000), Level::Autocompact);
         assert_eq!(t.level(177_000), Level::Blocking);
+    }
+
+    #[test]
+    fn an_override_replaces_the_model_thresholds() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+        assert_eq!(Thresholds::for_model_or(model, None).autocompact, 167_000);
+        let small = Thresholds::for_model_or(model, Some(4_000));
+        assert_eq!(small, Thresholds::with_autocompact(4_000));
+        assert_eq!((small.autocompact, small.blocking), (4_000, 14_000));
+    }
+
+    #[test]
+    fn an_exact_count_is_asked_for_within_the_band() {
+        let t = Thresholds::with_autocompact(10_000);
+        assert_eq!(t.exact_count_from(false), 10_000);
+        assert_eq!(t.exact_count_from(true), 9_000);
+        assert_eq!(Thresholds::with_autocompact(0).exact_count_from(true), 0);
+        let huge = Thresholds::with_autocompact(u64::MAX - AUTOCOMPACT_BUFFER);
+        assert!(huge.exact_count_from(true) < huge.autocompact);
+    }
+
+    #[test]
+    fn the_count_decides_but_never_vetoes_the_blocking_limit() {
+        // autocompact 10,000, blocking 20,000
+        let t = Thresholds::with_autocompact(10_000);
+        assert_eq!(t.blocking, 20_000);
+        // the estimate alone
+        assert!(!t.autocompact_due(9_999, None));
+        assert!(t.autocompact_due(10_000, None));
+        // the count says no although the estimate says yes
+        assert!(!t.autocompact_due(12_000, Some(9_999)));
+        // the count says yes although the estimate says no
+        assert!(t.autocompact_due(9_500, Some(10_000)));
+        // over the blocking limit by the estimate: compact whatever the count says
+        assert!(t.autocompact_due(20_000, Some(1)));
+        assert!(!t.autocompact_due(19_999, Some(1)));
+    }
+
+    #[test]
+    fn blocked_at_and_over_the_limit() {
+        let t = Thresholds::with_autocompact(10_000);
+        assert_eq!(t.blocked(19_999), None);
+        assert_eq!(t.blocked(20_000), Some((20_000, 20_000)));
+        assert_eq!(t.blocked(u64::MAX), Some((u64::MAX, 20_000)));
     }
 }

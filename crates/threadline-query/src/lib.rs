@@ -13,6 +13,18 @@
 //! - Hooks with no-op defaults for what other crates provide: the [`ContextPolicy`]
 //!   (compaction), the [`RequestShaper`] and [`CachePlanner`], the [`AttachmentHook`], and
 //!   [`StopHook`]s.
+//! - The real hooks, ready to plug in: [`SharedPlanner`] (cache markers, `threadline-cache`)
+//!   and [`SharedDivergence`] (cache-break detection) always; `CompactionPolicy` (feature
+//!   `compact`, `threadline-compact`) and `ContextShaper`/`CollectorHook` (feature `attach`,
+//!   `threadline-attach`).
+//!
+//! ## Feature flags
+//!
+//! - `compact`: `CompactionPolicy` and `CompactionMemory`, the [`ContextPolicy`] of
+//!   `threadline-compact` (budget, microcompact, autocompact with a model-written summary,
+//!   blocking limit, reactive compact).
+//! - `attach`: `ContextShaper`, `AttachmentSources` and `CollectorHook`, the context message
+//!   and per-turn attachments of `threadline-attach`.
 //!
 //! ```
 //! use futures::StreamExt as _;
@@ -48,7 +60,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "attach")]
+mod attachment_hook;
+mod break_detection;
 pub mod cache_diagnosis;
+mod cache_planning;
+#[cfg(feature = "compact")]
+mod compaction_policy;
 pub mod config;
 pub mod context_policy;
 pub mod event;
@@ -71,7 +89,13 @@ pub mod tool_changes;
 pub mod tool_search;
 pub mod transition;
 
+#[cfg(feature = "attach")]
+pub use attachment_hook::{AttachmentSources, CollectorHook, ContextShaper};
+pub use break_detection::SharedDivergence;
 pub use cache_diagnosis::{Agreement, BreakDetector, CacheDiagnosisReport, Prediction};
+pub use cache_planning::SharedPlanner;
+#[cfg(feature = "compact")]
+pub use compaction_policy::{CompactionMemory, CompactionPolicy};
 pub use config::QueryConfig;
 pub use context_policy::{ContextPolicy, NoPolicy, PolicyError, StepInput, StepOutcome};
 pub use event::{Event, Finished, RequestInfo};

@@ -19,18 +19,17 @@ use threadline_attach::{
     Workspace,
 };
 use threadline_cache::Planner;
+use threadline_compact::Compaction;
 use threadline_message::{Message, TranscriptWriter};
 use threadline_query::{
-    CancellationToken, Event, NonInteractive, Permission, PermissionCallback, PermissionRequest,
-    Query, QueryConfig, State, StopContext, StopDecision, StopHook, Tool, ToolSet,
+    AttachmentSources, CancellationToken, CollectorHook, CompactionMemory, CompactionPolicy,
+    ContextShaper, Event, NonInteractive, Permission, PermissionCallback, PermissionRequest, Query,
+    QueryConfig, SharedDivergence, SharedPlanner, State, StopContext, StopDecision, StopHook, Tool,
+    ToolSet,
 };
 use threadline_wire::SystemPrompt;
 use threadline_wire::model::ModelTable;
 use threadline_wire::service::MessagesService;
-
-use crate::attachments::{CollectorHook, ContextShaper, Sources};
-use crate::cache_plan::SharedPlanner;
-use crate::compaction::{CompactPolicy, Compaction, CompactionMemory, RequestTemplate};
 
 /// The events of one [`Agent::run`], the loop's own: the last is always
 /// [`Event::Finished`].
@@ -312,7 +311,7 @@ where
         let today = match self.today {
             Some(date) if is_date(&date) => date,
             Some(date) => return Err(AgentError::Date(date)),
-            None => crate::today::utc_today(),
+            None => threadline_attach::utc_today(),
         };
         let workspace = match &self.workspace {
             Some(dir) => Some(Arc::new(Workspace::new(dir).map_err(|source| {
@@ -363,11 +362,11 @@ where
             let mut context = SystemContext::new();
             context.push("workingDirectory", workspace.root().display().to_string());
             config.system = context.append_to(config.system.take());
-            shaper.user_context = Some(Arc::new(UserContext::for_workspace(
+            shaper = ContextShaper::new(UserContext::for_workspace(
                 workspace,
                 &today,
                 &Limits::default(),
-            )));
+            ));
         }
         if let Some(path) = &self.transcript {
             TranscriptWriter::open(path).map_err(|source| AgentError::Transcript {
@@ -395,14 +394,16 @@ where
             permission: self.permission,
             stop_hooks: self.stop_hooks,
             compaction: self.compaction,
-            memory: Arc::new(Mutex::new(CompactionMemory::default())),
-            planner: SharedPlanner(self.planner.map(|p| Arc::new(Mutex::new(p)))),
-            detector: Default::default(),
-            sources: Sources {
-                collector: Arc::new(collector),
-                workspace,
-                today: Some(Arc::from(today.as_str())),
-            },
+            memory: CompactionMemory::default(),
+            planner: self
+                .planner
+                .map_or_else(SharedPlanner::none, SharedPlanner::new),
+            detector: SharedDivergence::default(),
+            sources: match workspace {
+                Some(workspace) => AttachmentSources::new(collector).with_workspace(workspace),
+                None => AttachmentSources::new(collector),
+            }
+            .with_today(&today),
             shaper,
             transcript: self.transcript,
             cancel: self.cancel,
@@ -467,10 +468,10 @@ pub struct Agent<S> {
     permission: Arc<dyn PermissionCallback>,
     stop_hooks: Vec<SharedHook>,
     compaction: Compaction,
-    memory: Arc<Mutex<CompactionMemory>>,
+    memory: CompactionMemory,
     planner: SharedPlanner,
-    detector: crate::cache_diagnosis::SharedDivergence,
-    sources: Sources,
+    detector: SharedDivergence,
+    sources: AttachmentSources,
     shaper: ContextShaper,
     transcript: Option<PathBuf>,
     cancel: CancellationToken,
@@ -584,7 +585,7 @@ where
             .with_shaper(self.shaper.clone())
             .with_cache_planner(self.planner.clone())
             .with_break_detector(self.detector.clone())
-            .with_attachments(CollectorHook(self.sources.clone()))
+            .with_attachments(CollectorHook::new(self.sources.clone()))
             .with_cancellation(self.cancel.clone());
         if let Some(changes) = &self.tool_changes {
             query = query.with_tool_changes(changes.clone());
@@ -593,24 +594,16 @@ where
             query = query.with_stop_hook(SharedStopHook(Arc::clone(hook)));
         }
         if self.compaction.enabled {
-            query = query.with_policy(CompactPolicy {
-                service: self.service.clone(),
-                options: self.compaction.clone(),
-                template: RequestTemplate {
-                    model: self.config.model.clone(),
-                    max_tokens: self.config.max_tokens,
-                    system: self.config.system.clone(),
-                    tools: self.tools.definitions(),
-                    normalize: self.config.normalize.clone(),
-                    shaper: self.shaper.clone(),
-                    cache_markers: self.planner.0.is_some(),
-                },
-                memory: Arc::clone(&self.memory),
-                model: ModelTable::builtin()
-                    .resolve(&self.config.model)
-                    .model()
-                    .clone(),
-            });
+            let policy = CompactionPolicy::new(
+                self.service.clone(),
+                self.compaction.clone(),
+                &self.config,
+                &self.tools,
+            )
+            .with_shaper(self.shaper.clone())
+            .with_cache_markers(!self.planner.is_none())
+            .with_memory(self.memory.clone());
+            query = query.with_policy(policy);
         }
         let mut warnings = Vec::new();
         if let Some(path) = &self.transcript {

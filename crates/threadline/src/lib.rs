@@ -93,30 +93,22 @@ pub use threadline_wire as wire;
 #[cfg(feature = "agent")]
 mod agent;
 #[cfg(feature = "agent")]
-mod attachments;
-#[cfg(feature = "agent")]
-mod cache_diagnosis;
-#[cfg(feature = "agent")]
-mod cache_plan;
-#[cfg(feature = "agent")]
-mod compaction;
-#[cfg(feature = "agent")]
-mod model_call;
-#[cfg(feature = "agent")]
 mod subagents;
-#[cfg(feature = "agent")]
-mod today;
 
 #[cfg(feature = "agent")]
 pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
-#[cfg(feature = "agent")]
-pub use compaction::{Compaction, EXACT_COUNT_BAND, SharedTokenCounter};
-#[cfg(feature = "agent")]
+#[cfg(all(feature = "compact", feature = "client"))]
+pub use threadline_client::ClientTokenCounter;
+#[cfg(feature = "compact")]
 pub use threadline_compact::server::{CompactionMode, ServerCompaction};
-#[cfg(all(feature = "compact", feature = "client"))]
-mod token_counter;
-#[cfg(all(feature = "compact", feature = "client"))]
-pub use token_counter::ClientTokenCounter;
+#[cfg(feature = "compact")]
+pub use threadline_compact::{Compaction, EXACT_COUNT_BAND, SharedTokenCounter};
+#[cfg(feature = "message")]
+pub use threadline_message::Message;
+#[cfg(feature = "query")]
+pub use threadline_query::{Event, Finished, State, Terminal, Transition};
+#[cfg(feature = "wire")]
+pub use threadline_wire::StopReason;
 
 /// The model an [`Agent`] uses unless told otherwise.
 #[cfg(feature = "agent")]

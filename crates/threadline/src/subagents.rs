@@ -8,13 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use threadline_attach::Workspace;
 use threadline_attach::agent_definitions::{AgentDefinition, DefinitionError, load_definitions};
-use threadline_cache::{LookbackAware, Planner};
 use threadline_query::subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool};
-use threadline_query::{PermissionCallback, Query, QueryConfig, ToolSet};
+use threadline_query::{
+    ContextShaper, PermissionCallback, Query, QueryConfig, SharedPlanner, ToolSet,
+};
 use threadline_wire::service::MessagesService;
-
-use crate::attachments::ContextShaper;
-use crate::cache_plan::SharedPlanner;
 
 /// The workspace's definitions added to `config`'s types (a type given in code keeps its
 /// name: the file of the same name is left out).
@@ -82,14 +80,11 @@ where
     let factory: QueryFactory<S> = Arc::new(move |config: QueryConfig, fork: bool| {
         // A fork continues the agent's planner (its markers where the parent's last request
         // had them); any other subagent starts a session of its own.
-        let planner = planner.0.as_ref().map(|shared| {
-            let planner = shared.lock().unwrap_or_else(PoisonError::into_inner);
-            Arc::new(Mutex::new(if fork {
-                planner.forked(LookbackAware)
-            } else {
-                Planner::default()
-            }))
-        });
+        let planner = if fork {
+            planner.forked()
+        } else {
+            planner.fresh()
+        };
         let service = service
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -97,7 +92,7 @@ where
         Query::new(service, config)
             .with_permission(crate::agent::SharedPermission(Arc::clone(&permission)))
             .with_shaper(shaper.clone())
-            .with_cache_planner(SharedPlanner(planner))
+            .with_cache_planner(planner)
     });
     TaskTool::new(factory, config, tools, subagents)
 }

@@ -1,7 +1,8 @@
 //! The API's exact token count (`POST /v1/messages/count_tokens`) as a
-//! [`TokenCounter`](threadline_compact::TokenCounter), for compaction decisions.
+//! [`TokenCounter`](threadline_compact::TokenCounter), for compaction decisions (feature
+//! `compact`).
 
-use threadline_client::Client;
+use crate::Client;
 use threadline_compact::TokenCounter;
 use threadline_compact::estimate::CountFuture;
 use threadline_wire::CountTokensRequest;
@@ -10,8 +11,8 @@ use threadline_wire::CountTokensRequest;
 /// concurrency layer; the API does not charge for it).
 ///
 /// ```no_run
-/// use threadline::client::{ApiKey, Auth, Client, ClientConfig};
-/// use threadline::{ClientTokenCounter, Compaction};
+/// use threadline_client::{ApiKey, Auth, Client, ClientConfig, ClientTokenCounter};
+/// use threadline_compact::Compaction;
 ///
 /// let key = ApiKey::from_env("ANTHROPIC_API_KEY").expect("set").expect("valid");
 /// let auth = Auth::ApiKey(key);

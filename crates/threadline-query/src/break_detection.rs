@@ -1,15 +1,18 @@
 //! The loop's [`BreakDetector`] backed by `threadline-cache`'s [`RequestDivergence`], shared
-//! by the runs of an agent so a run's first request is compared with the previous run's last.
+//! by the runs of a session so a run's first request is compared with the previous run's
+//! last.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use threadline_cache::breaks::RequestDivergence;
-use threadline_query::{BreakDetector, Prediction};
 use threadline_wire::MessagesRequest;
 
-/// threadline's own break detection, at the level the API's cache diagnostics report.
+use crate::cache_diagnosis::{BreakDetector, Prediction};
+
+/// threadline's own break detection, at the level the API's cache diagnostics report
+/// (`Query::with_break_detector`); clones share what was seen.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SharedDivergence(Arc<Mutex<RequestDivergence>>);
+pub struct SharedDivergence(Arc<Mutex<RequestDivergence>>);
 
 impl BreakDetector for SharedDivergence {
     fn observe(&mut self, request: &MessagesRequest) -> Prediction {

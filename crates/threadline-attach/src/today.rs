@@ -1,9 +1,10 @@
-//! Today's UTC date from the clock, `YYYY-MM-DD` (for the context message).
+//! Today's UTC date from the clock, `YYYY-MM-DD`: the date the context message
+//! ([`crate::UserContext::for_workspace`]) and the date sources announce.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The UTC date of the clock.
-pub(crate) fn utc_today() -> String {
+/// The UTC date of the clock, `YYYY-MM-DD` (1970-01-01 when the clock is before the epoch).
+pub fn utc_today() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -1,0 +1,191 @@
+//! The settings of every layer together ([`Compaction`]): what a loop's context policy reads
+//! to decide which layer runs, and when. The decisions themselves are the crate's
+//! ([`Thresholds`], [`CompactionMode::choose`]); a loop adapter (`threadline-query`'s
+//! `CompactionPolicy`, feature `compact`) only wires them in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use threadline_wire::model::Model;
+use threadline_wire::request::ContextManagement;
+
+use crate::autocompact::AutocompactOptions;
+use crate::budget::BudgetOptions;
+use crate::estimate::TokenCounter;
+use crate::microcompact::MicrocompactOptions;
+use crate::server::{CompactionMode, ServerCompaction};
+use crate::tail::TailOptions;
+use crate::thresholds::Thresholds;
+
+/// How an agent keeps its context under the model's window.
+///
+/// ```
+/// use threadline_compact::{Compaction, Thresholds};
+/// use threadline_wire::model::ModelTable;
+///
+/// let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+/// assert_eq!(Compaction::default().thresholds(model).autocompact, 167_000);
+/// let small = Compaction::default().autocompact_at(4_000);
+/// assert_eq!(small.thresholds(model), Thresholds::with_autocompact(4_000));
+/// assert!(!Compaction::off().enabled);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Compaction {
+    /// Whether any layer runs.
+    pub enabled: bool,
+    /// Autocompact when the context reaches this many tokens (default: the model's
+    /// threshold, `window − min(max_output, 20k) − 13k`).
+    pub autocompact_at: Option<u64>,
+    /// The tool-result budget.
+    pub budget: BudgetOptions,
+    /// Where results over the budget are saved (default: kept in memory).
+    pub side_dir: Option<PathBuf>,
+    /// Time-based microcompact (`None`: off).
+    pub microcompact: Option<MicrocompactOptions>,
+    /// The summary's tail and re-attachments.
+    pub autocompact: AutocompactOptions,
+    /// Counts the request exactly (the API's `count_tokens`) once the estimate is within
+    /// [`EXACT_COUNT_BAND`](crate::EXACT_COUNT_BAND) of the autocompact threshold; the count
+    /// decides ([`Thresholds::autocompact_due`]). `None` (the default): the estimate decides
+    /// alone.
+    pub token_counter: Option<SharedTokenCounter>,
+    /// Local, server-side or both ([`CompactionMode::choose`]: the server only where the
+    /// model supports it, the local autocompact wherever the server does not run).
+    pub mode: CompactionMode,
+    /// The server-side edit's settings (used when [`Compaction::mode`] asks for the server).
+    pub server: ServerCompaction,
+}
+
+/// A [`TokenCounter`] a policy can share across runs (and show in `Debug`).
+#[derive(Clone)]
+pub struct SharedTokenCounter(Arc<dyn TokenCounter + Send + Sync>);
+
+impl SharedTokenCounter {
+    /// Shares `counter`.
+    pub fn new(counter: impl TokenCounter + Send + Sync + 'static) -> SharedTokenCounter {
+        SharedTokenCounter(Arc::new(counter))
+    }
+}
+
+impl TokenCounter for SharedTokenCounter {
+    fn count_tokens(
+        &self,
+        request: threadline_wire::CountTokensRequest,
+    ) -> crate::estimate::CountFuture<'_> {
+        self.0.count_tokens(request)
+    }
+}
+
+impl std::fmt::Debug for SharedTokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedTokenCounter(..)")
+    }
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            enabled: true,
+            autocompact_at: None,
+            budget: BudgetOptions::default(),
+            side_dir: None,
+            microcompact: Some(MicrocompactOptions::default()),
+            autocompact: AutocompactOptions::default(),
+            token_counter: None,
+            mode: CompactionMode::Local,
+            server: ServerCompaction::default(),
+        }
+    }
+}
+
+impl Compaction {
+    /// No compaction at all (a loop without a context policy).
+    pub fn off() -> Compaction {
+        Compaction {
+            enabled: false,
+            ..Compaction::default()
+        }
+    }
+
+    /// Server-side compaction (`compact_20260112`) with `server`'s settings where the model
+    /// supports it, instead of the local autocompact; the local autocompact where it does
+    /// not. The other local layers (budget, microcompact) stay.
+    pub fn server(server: ServerCompaction) -> Compaction {
+        Compaction {
+            mode: CompactionMode::Server,
+            server,
+            ..Compaction::default()
+        }
+    }
+
+    /// These settings with another mode (local, server or both) and server settings.
+    pub fn with_server(mut self, mode: CompactionMode, server: ServerCompaction) -> Compaction {
+        self.mode = mode;
+        self.server = server;
+        self
+    }
+
+    /// The `context_management` every request carries for `model` (`None` when the server
+    /// does not compact for it).
+    pub fn context_management(&self, model: &Model) -> Option<ContextManagement> {
+        if !self.enabled || !self.mode.choose(model).server {
+            return None;
+        }
+        self.server.context_management(model)
+    }
+
+    /// Whether the local autocompact runs for `model` (enabled, and the mode keeps it there).
+    pub fn local_autocompact(&self, model: &Model) -> bool {
+        self.enabled && self.mode.choose(model).local
+    }
+
+    /// Autocompact at `tokens` instead of the model's threshold (small windows, demos).
+    pub fn autocompact_at(mut self, tokens: u64) -> Compaction {
+        self.autocompact_at = Some(tokens);
+        self
+    }
+
+    /// The verbatim tail kept after a summary.
+    pub fn with_tail(mut self, tail: TailOptions) -> Compaction {
+        self.autocompact.tail = tail;
+        self
+    }
+
+    /// Saves results over the budget under `dir`.
+    pub fn with_side_dir(mut self, dir: impl Into<PathBuf>) -> Compaction {
+        self.side_dir = Some(dir.into());
+        self
+    }
+
+    /// Counts the request exactly with `counter` near the autocompact threshold (see
+    /// [`Compaction::token_counter`]); a failed count leaves the decision to the estimate.
+    pub fn with_token_counter(
+        mut self,
+        counter: impl TokenCounter + Send + Sync + 'static,
+    ) -> Compaction {
+        self.token_counter = Some(SharedTokenCounter::new(counter));
+        self
+    }
+
+    /// The thresholds for `model`: [`Compaction::autocompact_at`] when set, else the model's.
+    pub fn thresholds(&self, model: &Model) -> Thresholds {
+        Thresholds::for_model_or(model, self.autocompact_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use threadline_wire::model::ModelTable;
+
+    use super::*;
+
+    #[test]
+    fn the_local_autocompact_follows_the_mode_and_the_switch() {
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+        assert!(Compaction::default().local_autocompact(model));
+        assert!(!Compaction::off().local_autocompact(model));
+        assert_eq!(Compaction::off().context_management(model), None);
+        assert_eq!(Compaction::default().context_management(model), None);
+    }
+}
