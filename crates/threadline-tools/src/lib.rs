@@ -67,7 +67,6 @@ pub mod write;
 
 use std::sync::Arc;
 
-use threadline_attach::Workspace;
 use threadline_query::ToolSet;
 
 pub use edit::EditFile;
@@ -76,6 +75,9 @@ pub use grep::Grep;
 pub use list::ListDir;
 pub use read::ReadFile;
 pub use shell::Shell;
+/// The directory the tools are confined to (`threadline-attach`'s, re-exported so that a user
+/// of the tools alone can build one).
+pub use threadline_attach::Workspace;
 pub use walk::MAX_VISITED;
 pub use write::WriteFile;
 
