@@ -25,11 +25,9 @@
 //!
 //! ```
 //! use futures::StreamExt as _;
-//! use threadline::Agent;
 //! use threadline::query::scripted::{Reply, Response, ScriptedService};
-//! use threadline::query::{Event, Terminal, Transition};
 //! use threadline::tools::ShellAccess;
-//! use threadline::wire::StopReason;
+//! use threadline::{Agent, Event, StopReason, Terminal, Transition};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
@@ -57,6 +55,33 @@
 //!
 //! `examples/agent.rs` runs the same agent against the mock server over loopback with the
 //! HTTP client.
+//!
+//! The types every user names are at the root: [`Agent`], [`AgentBuilder`], [`Event`],
+//! [`Finished`], [`State`], [`Terminal`], [`Transition`], [`StopReason`], the internal
+//! [`Message`], and the compaction settings ([`Compaction`]).
+//!
+//! The `Agent` is wiring only: each hook it plugs in is public in its own crate
+//! (`threadline_query::{CompactionPolicy, SharedPlanner, ContextShaper, CollectorHook}`), so
+//! a loop without the facade uses the same ones (the workspace's `examples/solo-loop`).
+//!
+//! ## Feature flags
+//!
+//! - `default`: `full`.
+//! - `full`: every crate below and the agent builder.
+//! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
+//! - `message`: the module `message` (`threadline-message`) and [`Message`].
+//! - `normalize`: the module `normalize` (`threadline-normalize`).
+//! - `attach`: the module `attach` (`threadline-attach`); with `query`, its loop hooks.
+//! - `cache`: the module `cache` (`threadline-cache`).
+//! - `compact`: the module `compact` (`threadline-compact`), [`Compaction`] and its types; with
+//!   `query`, `CompactionPolicy`; with `client`, [`ClientTokenCounter`].
+//! - `client`: the module `client` (`threadline-client`).
+//! - `mock`: the module `mock` (`threadline-mock`).
+//! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
+//!   [`Terminal`], [`Transition`].
+//! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
+//! - `agent`: [`Agent`] and [`AgentBuilder`], the loop with the real hooks (turns on `wire`,
+//!   `message`, `normalize`, `attach`, `cache`, `compact` and `query`).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "attach")]
