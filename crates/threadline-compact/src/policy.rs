@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use threadline_wire::model::Model;
-use threadline_wire::request::ContextManagement;
+use threadline_wire::request::{ContextEdit, ContextManagement};
 
 use crate::autocompact::AutocompactOptions;
 use crate::budget::BudgetOptions;
@@ -135,6 +135,30 @@ impl Compaction {
         self.server.context_management(model)
     }
 
+    /// The `context_management` of a request for `model` whose caller asked for `caller`'s
+    /// edits: the caller's edits stay, in their order (`clear_thinking` first, …), and the
+    /// compaction edit, when the server compacts for `model`, replaces any earlier one, after
+    /// them. `caller` unchanged when the server does not compact.
+    pub fn context_management_with(
+        &self,
+        model: &Model,
+        caller: Option<ContextManagement>,
+    ) -> Option<ContextManagement> {
+        let Some(management) = self.context_management(model) else {
+            return caller;
+        };
+        match caller {
+            Some(mut existing) => {
+                existing
+                    .edits
+                    .retain(|e| !matches!(e, ContextEdit::Compact(_)));
+                existing.edits.extend(management.edits);
+                Some(existing)
+            }
+            None => Some(management),
+        }
+    }
+
     /// Whether the local autocompact runs for `model` (enabled, and the mode keeps it there).
     pub fn local_autocompact(&self, model: &Model) -> bool {
         self.enabled && self.mode.choose(model).local
@@ -187,5 +211,40 @@ mod tests {
         assert!(!Compaction::off().local_autocompact(model));
         assert_eq!(Compaction::off().context_management(model), None);
         assert_eq!(Compaction::default().context_management(model), None);
+    }
+
+    #[test]
+    fn the_callers_edits_stay_and_the_compaction_edit_comes_last() {
+        use threadline_wire::Extra;
+        use threadline_wire::request::{ClearThinkingEdit, CompactEdit};
+        let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
+        let clear = ContextEdit::ClearThinking(ClearThinkingEdit {
+            keep: None,
+            extra: Extra::new(),
+        });
+        let old = ContextEdit::Compact(CompactEdit {
+            trigger: None,
+            pause_after_compaction: None,
+            instructions: Some("old".into()),
+            extra: Extra::new(),
+        });
+        let caller = ContextManagement {
+            edits: vec![old, clear.clone()],
+            extra: Extra::new(),
+        };
+        let server = ServerCompaction::default();
+        let merged = Compaction::server(server.clone())
+            .context_management_with(model, Some(caller.clone()))
+            .expect("the server compacts for this model");
+        assert_eq!(merged.edits, [clear, ContextEdit::Compact(server.edit())]);
+        // Without server compaction the caller's edits go as given.
+        let local = Compaction::default().context_management_with(model, Some(caller.clone()));
+        assert_eq!(local, Some(caller));
+        assert_eq!(
+            Compaction::default().context_management_with(model, None),
+            None
+        );
+        let alone = Compaction::server(server.clone()).context_management_with(model, None);
+        assert_eq!(alone, server.context_management(model));
     }
 }

@@ -3,19 +3,19 @@
 //! forked subagent).
 //!
 //! ```
-//! use threadline_cache::{Planner, LookbackAware};
+//! use threadline_cache::{LookbackAware, Planner};
 //! use threadline_query::{CachePlanner as _, SharedPlanner};
-//! use threadline_wire::{ContentBlock, MessagesRequest};
-//! use threadline_message::Message;
+//! use threadline_wire::{MessagesRequest, SystemPrompt};
 //!
 //! let mut planner = SharedPlanner::new(Planner::new(LookbackAware));
 //! let mut request = MessagesRequest::new("claude-sonnet-4-5", 1024, Vec::new());
-//! request.system = Some(threadline_wire::SystemPrompt::Text("Be brief. ".repeat(400)));
+//! request.system = Some(SystemPrompt::Text("Be brief. ".repeat(400)));
 //! planner.plan(&mut request);
 //! let marked = serde_json::to_string(&request).expect("serializes");
 //! assert!(marked.contains("cache_control"));
 //! assert!(SharedPlanner::none().is_none());
-//! # let _ = (ContentBlock::text("x"), Message::user_text("x"));
+//! // Its clones share it: a fork continues from the markers planned so far.
+//! assert!(!planner.forked().is_none());
 //! ```
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -550,19 +550,10 @@ where
         let prompt = prompt.into();
         let mut config = self.config.clone();
         let row = ModelTable::builtin().resolve(&config.model).model();
-        if let Some(management) = self.compaction.context_management(row) {
-            // The caller's own edits (`clear_thinking` first, `clear_tool_uses`) stay, in
-            // their order; the compaction edit replaces any earlier one, after them.
-            match config.context_management.as_mut() {
-                Some(existing) => {
-                    existing.edits.retain(|e| {
-                        !matches!(e, threadline_wire::request::ContextEdit::Compact(_))
-                    });
-                    existing.edits.extend(management.edits);
-                }
-                None => config.context_management = Some(management),
-            }
-        }
+        // The caller's own edits stay; the compaction edit (if any) comes after them.
+        config.context_management = self
+            .compaction
+            .context_management_with(row, config.context_management.take());
         let mut tools = self.tools.clone();
         if let Some(subagents) = &self.subagents {
             let parent = crate::subagents::Parent {
