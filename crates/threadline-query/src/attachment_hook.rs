@@ -2,21 +2,6 @@
 //! synthetic context message put in front of every request ([`ContextShaper`], a
 //! [`RequestShaper`]) and the per-turn attachment collector ([`CollectorHook`], an
 //! [`AttachmentHook`] over [`AttachmentSources`]).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use threadline_attach::{Collector, FileMentions};
-//! use threadline_query::{AttachmentSources, CollectorHook, ContextShaper, Query, QueryConfig};
-//! use threadline_query::scripted::ScriptedService;
-//!
-//! let mut collector = Collector::new();
-//! collector.add(FileMentions::new());
-//! let sources = AttachmentSources::new(collector).with_today("2026-01-01");
-//! let query = Query::new(ScriptedService::new([]), QueryConfig::new("claude-sonnet-4-5", 1024))
-//!     .with_shaper(ContextShaper::default())
-//!     .with_attachments(CollectorHook::new(sources));
-//! # let _ = query;
-//! ```
 
 use std::sync::Arc;
 
@@ -107,6 +92,21 @@ impl AttachmentSources {
 
 /// Next-turn attachments from [`AttachmentSources`] (collected after each tool-using turn;
 /// collect for the user's input yourself with [`AttachmentSources::collect`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use threadline_attach::{Collector, FileMentions};
+/// use threadline_query::{AttachmentSources, CollectorHook, ContextShaper, Query, QueryConfig};
+/// use threadline_query::scripted::ScriptedService;
+///
+/// let mut collector = Collector::new();
+/// collector.add(FileMentions::new());
+/// let sources = AttachmentSources::new(collector).with_today("2026-01-01");
+/// let query = Query::new(ScriptedService::new([]), QueryConfig::new("claude-sonnet-4-5", 1024))
+///     .with_shaper(ContextShaper::default())
+///     .with_attachments(CollectorHook::new(sources));
+/// # let _ = query;
+/// ```
 #[derive(Debug, Clone)]
 pub struct CollectorHook(AttachmentSources);
 

@@ -1,22 +1,6 @@
 //! The loop's [`CachePlanner`] backed by `threadline-cache`'s [`Planner`], shared by the runs
 //! of a session so the markers of one run's last request are known to the next (and to a
 //! forked subagent).
-//!
-//! ```
-//! use threadline_cache::{LookbackAware, Planner};
-//! use threadline_query::{CachePlanner as _, SharedPlanner};
-//! use threadline_wire::{MessagesRequest, SystemPrompt};
-//!
-//! let mut planner = SharedPlanner::new(Planner::new(LookbackAware));
-//! let mut request = MessagesRequest::new("claude-sonnet-4-5", 1024, Vec::new());
-//! request.system = Some(SystemPrompt::Text("Be brief. ".repeat(400)));
-//! planner.plan(&mut request);
-//! let marked = serde_json::to_string(&request).expect("serializes");
-//! assert!(marked.contains("cache_control"));
-//! assert!(SharedPlanner::none().is_none());
-//! // Its clones share it: a fork continues from the markers planned so far.
-//! assert!(!planner.forked().is_none());
-//! ```
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -27,6 +11,22 @@ use crate::request_hooks::CachePlanner;
 
 /// Places markers with a planner shared by its clones; [`SharedPlanner::none`] places none.
 /// The default shares `Planner::default()` (the lookback-aware strategy).
+///
+/// ```
+/// use threadline_cache::{LookbackAware, Planner};
+/// use threadline_query::{CachePlanner as _, SharedPlanner};
+/// use threadline_wire::{MessagesRequest, SystemPrompt};
+///
+/// let mut planner = SharedPlanner::new(Planner::new(LookbackAware));
+/// let mut request = MessagesRequest::new("claude-sonnet-4-5", 1024, Vec::new());
+/// request.system = Some(SystemPrompt::Text("Be brief. ".repeat(400)));
+/// planner.plan(&mut request);
+/// let marked = serde_json::to_string(&request).expect("serializes");
+/// assert!(marked.contains("cache_control"));
+/// assert!(SharedPlanner::none().is_none());
+/// // Its clones share it: a fork continues from the markers planned so far.
+/// assert!(!planner.forked().is_none());
+/// ```
 #[derive(Debug, Clone)]
 pub struct SharedPlanner(Option<Arc<Mutex<Planner>>>);
 

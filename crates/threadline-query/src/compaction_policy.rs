@@ -8,26 +8,6 @@
 //! `exact_count_from`, `autocompact_due` and `blocked`). The compact crate's drivers return
 //! `Send` futures, so the policy awaits them inside the loop's (`Send`) hooks, with a
 //! [`Summarizer`] that calls the model through the service.
-//!
-//! ```
-//! use threadline_compact::Compaction;
-//! use threadline_query::scripted::ScriptedService;
-//! use threadline_query::{CompactionPolicy, Query, QueryConfig, SharedPlanner, ToolSet};
-//!
-//! let service = ScriptedService::new([]);
-//! let config = QueryConfig::new("claude-sonnet-4-5", 1024);
-//! let policy = CompactionPolicy::new(
-//!     service.clone(),
-//!     Compaction::default().autocompact_at(20_000),
-//!     &config,
-//!     &ToolSet::new(),
-//! )
-//! .with_cache_markers(true);
-//! let query = Query::new(service, config)
-//!     .with_policy(policy)
-//!     .with_cache_planner(SharedPlanner::default());
-//! # let _ = query;
-//! ```
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
@@ -116,7 +96,30 @@ impl RequestTemplate {
 }
 
 /// The [`ContextPolicy`] of `threadline-compact`, one per run (its [`CompactionMemory`] is
-/// shared by the runs of a session). See the [module docs](self).
+/// shared by the runs of a session): the tool-result budget, the time-based microcompact,
+/// autocompact whose summary is a model call through the loop's own service, the blocking
+/// limit, and reactive compaction after `prompt is too long`. What runs and when is decided
+/// by `threadline-compact` ([`Compaction`], [`Thresholds`](threadline_compact::Thresholds)).
+///
+/// ```
+/// use threadline_compact::Compaction;
+/// use threadline_query::scripted::ScriptedService;
+/// use threadline_query::{CompactionPolicy, Query, QueryConfig, SharedPlanner, ToolSet};
+///
+/// let service = ScriptedService::new([]);
+/// let config = QueryConfig::new("claude-sonnet-4-5", 1024);
+/// let policy = CompactionPolicy::new(
+///     service.clone(),
+///     Compaction::default().autocompact_at(20_000),
+///     &config,
+///     &ToolSet::new(),
+/// )
+/// .with_cache_markers(true);
+/// let query = Query::new(service, config)
+///     .with_policy(policy)
+///     .with_cache_planner(SharedPlanner::default());
+/// # let _ = query;
+/// ```
 pub struct CompactionPolicy<S> {
     service: S,
     options: Compaction,
