@@ -23,6 +23,7 @@ use threadline_wire::{Message, StopReason, StreamEvent};
 use crate::config::Limits;
 use crate::secret::Redactor;
 use threadline_wire::secret::Redact;
+use threadline_wire::telemetry as names;
 
 /// After `message_stop`, at most this much trailing body is read (to let the connection be
 /// reused) before the body is dropped.
@@ -37,6 +38,17 @@ struct Progress {
     /// Indices of blocks started and not yet stopped, with their type.
     open: Vec<(usize, String)>,
     stop_reason: Option<StopReason>,
+    /// The input figures seen so far (`message_delta` usage may carry only some of them),
+    /// recorded together as the conventions' total input.
+    input: InputTokens,
+}
+
+/// The input token figures of a response, as last reported.
+#[derive(Debug, Default, Clone, Copy)]
+struct InputTokens {
+    uncached: Option<u64>,
+    cache_read: Option<u64>,
+    cache_creation: Option<u64>,
 }
 
 impl Progress {
@@ -59,11 +71,11 @@ impl Progress {
             StreamEvent::MessageStart(start) => {
                 self.started = true;
                 span.record(
-                    "message_id",
+                    names::GEN_AI_RESPONSE_ID,
                     redactor.redact(start.message.id.as_str()).as_ref(),
                 );
                 if let Some(usage) = &start.message.usage {
-                    record_usage(span, usage);
+                    record_usage(span, usage, &mut self.input);
                 }
             }
             StreamEvent::ContentBlockStart(start) => self
@@ -72,11 +84,14 @@ impl Progress {
             StreamEvent::ContentBlockStop(stop) => self.open.retain(|(i, _)| *i != stop.index),
             StreamEvent::MessageDelta(delta) => {
                 if let Some(reason) = &delta.delta.stop_reason {
-                    span.record("stop_reason", redactor.redact(reason.as_str()).as_ref());
+                    span.record(
+                        names::GEN_AI_RESPONSE_FINISH_REASONS,
+                        redactor.redact(reason.as_str()).as_ref(),
+                    );
                     self.stop_reason = Some(reason.clone());
                 }
                 if let Some(usage) = &delta.usage {
-                    record_usage(span, usage);
+                    record_usage(span, usage, &mut self.input);
                 }
             }
             StreamEvent::MessageStop(_) => {
@@ -131,18 +146,28 @@ impl Progress {
     }
 }
 
-fn record_usage(span: &tracing::Span, usage: &threadline_wire::Usage) {
-    if let Some(n) = usage.input_tokens {
-        span.record("input_tokens", n);
+/// Records `usage` on the span. The conventions' input tokens count cached tokens in: the
+/// total of the figures last reported for each kind.
+fn record_usage(span: &tracing::Span, usage: &threadline_wire::Usage, input: &mut InputTokens) {
+    let before = (input.uncached, input.cache_read, input.cache_creation);
+    input.uncached = usage.input_tokens.or(input.uncached);
+    input.cache_read = usage.cache_read_input_tokens.or(input.cache_read);
+    input.cache_creation = usage.cache_creation_input_tokens.or(input.cache_creation);
+    if before != (input.uncached, input.cache_read, input.cache_creation) {
+        let total = [input.uncached, input.cache_read, input.cache_creation]
+            .into_iter()
+            .flatten()
+            .fold(0u64, u64::saturating_add);
+        span.record(names::GEN_AI_USAGE_INPUT_TOKENS, total);
     }
     if let Some(n) = usage.output_tokens {
-        span.record("output_tokens", n);
+        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, n);
     }
     if let Some(n) = usage.cache_read_input_tokens {
-        span.record("cache_read_input_tokens", n);
+        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, n);
     }
     if let Some(n) = usage.cache_creation_input_tokens {
-        span.record("cache_creation_input_tokens", n);
+        span.record(names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, n);
     }
 }
 
@@ -198,6 +223,8 @@ where
     fn finish(&mut self, error: ServiceError) -> Poll<Option<Result<StreamEvent, ServiceError>>> {
         self.done = true;
         let error = self.redactor.error(self.progress.fail(error));
+        self.span
+            .record(names::ERROR_TYPE, names::error_type(&error));
         tracing::debug!(parent: &self.span, error = %error, "stream failed");
         Poll::Ready(Some(Err(error)))
     }

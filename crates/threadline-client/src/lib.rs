@@ -17,8 +17,13 @@
 //! a server echoes it back: every error built from a response, a header or a transport
 //! failure has the key (and any `sk-ant-` shaped secret) redacted before it is logged or
 //! returned, and so have the server-sent values recorded in the span. Every request
-//! runs in a `tracing` span `anthropic.messages` with the model, status, request id, stop
-//! reason and usage.
+//! runs in a `tracing` span `anthropic.messages` whose attributes carry the OpenTelemetry
+//! GenAI names ([`threadline_wire::telemetry`]): `gen_ai.provider.name`,
+//! `gen_ai.request.model`, `http.response.status_code`, `anthropic.request_id`,
+//! `gen_ai.response.id`, `gen_ai.response.finish_reasons`, the `gen_ai.usage.*` token counts
+//! (input counting cache reads and writes) and `error.type` (an error class, never its text).
+//! Message content and the key are never recorded. Under the query loop this span is a child
+//! of the loop's `chat` span, the GenAI inference span.
 //!
 //! ```no_run
 //! use futures::StreamExt;

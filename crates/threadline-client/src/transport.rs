@@ -25,10 +25,12 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
+use threadline_wire::telemetry as names;
 use threadline_wire::{
     ApiErrorResponse, ApiErrorType, CountTokensRequest, Message, MessagesRequest,
 };
 use tracing::Instrument;
+use tracing::field::Empty;
 
 use crate::config::{ClientConfig, Limits};
 use crate::events::SseEventStream;
@@ -311,15 +313,16 @@ impl HttpTransport {
             .send(self.request(&self.inner.messages_url, body, betas))
             .await?;
         let status = response.status();
-        span.record("status", status.as_u16());
+        span.record(names::HTTP_RESPONSE_STATUS_CODE, status.as_u16());
         let redactor = &self.inner.redactor;
         let request_id = header_str(response.headers(), "request-id")
             .map(|id| threadline_wire::secret::Redact::redact(redactor, id).into_owned());
         if let Some(id) = &request_id {
-            span.record("request_id", id.as_str());
+            span.record(names::ANTHROPIC_REQUEST_ID, id.as_str());
         }
         if !status.is_success() {
             let error = self.error_response(response).await;
+            span.record(names::ERROR_TYPE, names::error_type(&error));
             tracing::debug!(error = %error, "request failed");
             return Err(error);
         }
@@ -515,17 +518,23 @@ impl tower_service::Service<MessagesRequest> for HttpTransport {
     }
 
     fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        // The HTTP exchange. Its attributes carry the GenAI names, so a user of the client
+        // alone sees the model and usage; the GenAI inference span (`chat`, with
+        // `gen_ai.operation.name`) is the loop's, whose child this span is.
         let span = tracing::info_span!(
-            "anthropic.messages",
-            model = %request.model,
-            status = tracing::field::Empty,
-            request_id = tracing::field::Empty,
-            message_id = tracing::field::Empty,
-            stop_reason = tracing::field::Empty,
-            input_tokens = tracing::field::Empty,
-            output_tokens = tracing::field::Empty,
-            cache_read_input_tokens = tracing::field::Empty,
-            cache_creation_input_tokens = tracing::field::Empty,
+            names::SPAN_HTTP_MESSAGES,
+            { names::OTEL_KIND } = "client",
+            { names::GEN_AI_PROVIDER_NAME } = names::PROVIDER_ANTHROPIC,
+            { names::GEN_AI_REQUEST_MODEL } = request.model.as_str(),
+            { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
+            { names::ANTHROPIC_REQUEST_ID } = Empty,
+            { names::GEN_AI_RESPONSE_ID } = Empty,
+            { names::GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
+            { names::GEN_AI_USAGE_INPUT_TOKENS } = Empty,
+            { names::GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
+            { names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS } = Empty,
+            { names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS } = Empty,
+            { names::ERROR_TYPE } = Empty,
         );
         let this = self.clone();
         Box::pin(

@@ -125,7 +125,7 @@ async fn the_api_key_never_appears_in_any_output() {
         "the retries were logged:\n{logs}"
     );
     assert!(
-        logs.contains("status=429"),
+        logs.contains("http.response.status_code=429"),
         "the status was recorded:\n{logs}"
     );
     assert!(

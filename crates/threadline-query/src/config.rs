@@ -52,6 +52,9 @@ pub struct QueryConfig {
     /// `threadline_compact::server`), sent with every request. The client derives the beta
     /// headers from the body.
     pub context_management: Option<ContextManagement>,
+    /// The session this run belongs to, recorded as `gen_ai.conversation.id` on the run's
+    /// spans (telemetry only: never sent to the API).
+    pub conversation_id: Option<String>,
 }
 
 impl QueryConfig {
@@ -71,6 +74,7 @@ impl QueryConfig {
             tool_search: ToolSearchConfig::default(),
             cache_diagnostics: false,
             context_management: None,
+            conversation_id: None,
         }
     }
 
@@ -95,6 +99,12 @@ impl QueryConfig {
     /// With server-side context edits on every request.
     pub fn with_context_management(mut self, management: ContextManagement) -> QueryConfig {
         self.context_management = Some(management);
+        self
+    }
+
+    /// With the session id recorded on the run's spans as `gen_ai.conversation.id`.
+    pub fn with_conversation_id(mut self, id: impl Into<String>) -> QueryConfig {
+        self.conversation_id = Some(id.into());
         self
     }
 

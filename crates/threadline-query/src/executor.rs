@@ -15,10 +15,12 @@ use futures::stream::{FuturesUnordered, StreamExt as _};
 use serde_json::Value;
 use threadline_wire::ToolUseBlock;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::permission::{self, PermissionCallback, PermissionRequest};
 use crate::recovery::{TOOL_FAILED, invalid_input, unknown_tool};
 use crate::schema;
+use crate::telemetry;
 use crate::tool::{Tool, ToolContext, ToolEvent, ToolOutput, ToolSet};
 
 /// What the executor reports while it runs.
@@ -58,6 +60,9 @@ pub(crate) struct Executor {
     progress_rx: mpsc::UnboundedReceiver<(usize, Value)>,
     delivered: usize,
     history: Option<Arc<[threadline_message::Message]>>,
+    /// The parent of every call's `execute_tool` span: the span current when the executor
+    /// was made (the run's), not the model call's the tool use streamed in.
+    span: tracing::Span,
 }
 
 impl Executor {
@@ -78,6 +83,7 @@ impl Executor {
             progress_rx,
             delivered: 0,
             history: None,
+            span: tracing::Span::current(),
         }
     }
 
@@ -109,19 +115,28 @@ impl Executor {
     /// Queues a completed tool use: an unknown tool or an input that does not fit the schema
     /// is answered at once with an error result the model can read.
     pub(crate) fn enqueue(&mut self, tool_use: &ToolUseBlock) {
+        let unrun = |error_type| {
+            telemetry::unrun_tool(&self.span, &tool_use.name, &tool_use.id, error_type);
+        };
         let slot_and_safety = match self.tools.get(&tool_use.name) {
-            None => (
-                Slot::Done(ToolOutput::error(unknown_tool(&tool_use.name))),
-                false,
-            ),
-            Some(tool) => match schema::check(&tool.input_schema(), &tool_use.input) {
-                Err(problems) => (
-                    Slot::Done(ToolOutput::error(invalid_input(
-                        &tool_use.name,
-                        &problems.to_string(),
-                    ))),
+            None => {
+                unrun("unknown_tool");
+                (
+                    Slot::Done(ToolOutput::error(unknown_tool(&tool_use.name))),
                     false,
-                ),
+                )
+            }
+            Some(tool) => match schema::check(&tool.input_schema(), &tool_use.input) {
+                Err(problems) => {
+                    unrun("invalid_input");
+                    (
+                        Slot::Done(ToolOutput::error(invalid_input(
+                            &tool_use.name,
+                            &problems.to_string(),
+                        ))),
+                        false,
+                    )
+                }
                 Ok(()) => (
                     Slot::Queued {
                         tool: Arc::clone(tool),
@@ -144,6 +159,7 @@ impl Executor {
     /// Answers `tool_use` with an error at once, without running its tool (the call could
     /// not be recorded, so its side effect must not happen).
     pub(crate) fn refuse(&mut self, tool_use: &ToolUseBlock, text: &str) {
+        telemetry::unrun_tool(&self.span, &tool_use.name, &tool_use.id, "not_recorded");
         self.entries.push(Entry {
             id: tool_use.id.clone(),
             name: tool_use.name.clone(),
@@ -182,6 +198,7 @@ impl Executor {
             return;
         };
         let id = entry.id.clone();
+        let span = telemetry::tool_span(&self.span, &entry.name, &id);
         let permission = Arc::clone(&self.permission);
         let progress = self.progress_tx.clone();
         let ctx = ToolContext {
@@ -212,12 +229,15 @@ impl Executor {
             ToolOutput::error(TOOL_FAILED)
         };
         // A panicking tool is a failed tool, not a crashed loop.
-        let guarded = AssertUnwindSafe(call).catch_unwind().map(move |outcome| {
-            (
-                index,
-                outcome.unwrap_or_else(|_| ToolOutput::error(TOOL_FAILED)),
-            )
-        });
+        let recorded = span.clone();
+        let guarded = AssertUnwindSafe(call)
+            .catch_unwind()
+            .map(move |outcome| {
+                let output = outcome.unwrap_or_else(|_| ToolOutput::error(TOOL_FAILED));
+                telemetry::record_tool_output(&recorded, &output);
+                (index, output)
+            })
+            .instrument(span);
         self.running.push(guarded.boxed());
         self.started.push_back(index);
     }

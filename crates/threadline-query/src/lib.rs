@@ -82,6 +82,7 @@ pub mod scripted;
 mod server_compaction;
 pub mod state;
 pub mod subagent;
+mod telemetry;
 pub mod terminal;
 pub mod token_budget;
 pub mod tool;

@@ -19,6 +19,7 @@ use threadline_wire::accumulate::{AccumulateError, MessageAccumulator};
 use threadline_wire::service::{EventStream, MessagesService, ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest, StopReason, StreamEvent};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::config::QueryConfig;
 use crate::context_policy::{ContextPolicy, NoPolicy, StepInput, StepOutcome};
@@ -33,6 +34,7 @@ use crate::recovery::{
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
 use crate::state::{State, loop_normalize_options};
+use crate::telemetry;
 use crate::terminal::Terminal;
 use crate::token_budget;
 use crate::tool::{Tool, ToolOutput, ToolSet};
@@ -168,13 +170,14 @@ where
     /// state to continue from.
     pub fn run(self, state: State, input: Vec<Message>) -> Run {
         let (tx, rx) = mpsc::unbounded();
+        let span = telemetry::agent_span(&self.config);
         let driver = async move {
             let mut driver = Driver::new(self, tx);
             let mut state = state;
             let terminal = driver.drive(&mut state, input).await;
             driver.emit(Event::Finished(Box::new(Finished { terminal, state })));
         };
-        Run::new(driver.boxed(), rx)
+        Run::new(driver.instrument(span).boxed(), rx)
     }
 }
 
@@ -194,6 +197,18 @@ enum Response {
     },
     /// The token fired.
     Aborted,
+}
+
+/// What the stream of one response produced so far.
+#[derive(Default)]
+struct Streamed {
+    acc: MessageAccumulator,
+    /// A completed block held back: the last one carries the stop reason and usage.
+    pending: Option<Message>,
+    /// The indices of the completed blocks.
+    completed: Vec<usize>,
+    /// The ids of the fragments appended.
+    fragments: Vec<MessageId>,
 }
 
 enum Wake {
@@ -280,6 +295,33 @@ where
             messages: request.messages.len(),
             max_tokens: request.max_tokens,
         }));
+        let mut executor = self.executor(st);
+        match self.stream_response(st, request, &mut executor).await {
+            Response::Aborted => {
+                executor.abort(INTERRUPTED);
+                self.deliver_ready(st, &mut executor);
+                Err(Terminal::AbortedStreaming)
+            }
+            Response::Failed { error, fragments } => {
+                self.after_failure(st, &mut executor, error, &fragments)
+                    .await
+            }
+            Response::Complete {
+                stop_reason,
+                stop_details,
+                fragments,
+            } => {
+                if stop_reason == Some(StopReason::Refusal) {
+                    return Err(self.refused(st, &mut executor, stop_details, &fragments));
+                }
+                self.after_complete(st, &mut executor, stop_reason, &fragments)
+                    .await
+            }
+        }
+    }
+
+    /// The executor of this turn's tool uses (with the history, when a tool needs it).
+    fn executor(&self, st: &State) -> Executor {
         let mut executor = Executor::new(
             Arc::clone(&self.tools),
             Arc::clone(&self.q.permission),
@@ -288,73 +330,82 @@ where
         if executor.wants_history() {
             executor.set_history(Arc::from(st.visible()));
         }
-        match self.stream_response(st, request, &mut executor).await {
-            Response::Aborted => {
-                executor.abort(INTERRUPTED);
-                self.deliver_ready(st, &mut executor);
-                Err(Terminal::AbortedStreaming)
+        executor
+    }
+
+    /// After a failed call or stream: the recoveries that apply, else the error terminal.
+    async fn after_failure(
+        &mut self,
+        st: &mut State,
+        executor: &mut Executor,
+        error: ServiceError,
+        fragments: &[MessageId],
+    ) -> Result<Transition, Terminal> {
+        if executor.has_tool_uses() {
+            executor.abort(STREAM_FAILED);
+            self.deliver_ready(st, executor);
+        } else if is_prompt_too_long(&error) {
+            return self.prompt_too_long(st, &error).await;
+        } else if error.is_max_tokens() {
+            // A service that reports the cut as an error: the same ladder.
+            return self.max_tokens(st, fragments);
+        }
+        self.append(
+            st,
+            Message::system(SystemKind::Informational {
+                level: Level::Error,
+                content: error.to_string(),
+            }),
+        );
+        Err(Terminal::ModelError {
+            message: error.to_string(),
+            status: error.status(),
+        })
+    }
+
+    /// A refusal: no usable turn. A tool use in it (a decline with a tool use open) is never
+    /// run and gets its result, so the pair stays whole. Without one, what was streamed
+    /// before the refusal is incomplete and the API says to discard it: it stays in the
+    /// transcript, retracted, so no later request sends it.
+    fn refused(
+        &mut self,
+        st: &mut State,
+        executor: &mut Executor,
+        stop_details: Option<threadline_wire::StopDetails>,
+        fragments: &[MessageId],
+    ) -> Terminal {
+        if executor.has_tool_uses() {
+            executor.abort(recovery::REFUSED);
+            self.deliver_ready(st, executor);
+        } else {
+            for id in fragments {
+                self.append(st, Message::tombstone(id.clone()));
             }
-            Response::Failed { error, fragments } => {
-                if executor.has_tool_uses() {
-                    executor.abort(STREAM_FAILED);
-                    self.deliver_ready(st, &mut executor);
-                } else if is_prompt_too_long(&error) {
-                    return self.prompt_too_long(st, &error).await;
-                } else if error.is_max_tokens() {
-                    // A service that reports the cut as an error: the same ladder.
-                    return self.max_tokens(st, &fragments);
-                }
-                self.append(
-                    st,
-                    Message::system(SystemKind::Informational {
-                        level: Level::Error,
-                        content: error.to_string(),
-                    }),
-                );
-                Err(Terminal::ModelError {
-                    message: error.to_string(),
-                    status: error.status(),
-                })
-            }
-            Response::Complete {
-                stop_reason,
-                stop_details,
-                fragments,
-            } => {
-                if stop_reason == Some(StopReason::Refusal) {
-                    // No usable turn. A tool use in it (a decline with a tool use open) is never
-                    // run and gets its result, so the pair stays whole. Without one, what was
-                    // streamed before the refusal is incomplete and the API says to discard
-                    // it: it stays in the transcript, retracted, so no later request sends it.
-                    if executor.has_tool_uses() {
-                        executor.abort(recovery::REFUSED);
-                        self.deliver_ready(st, &mut executor);
-                    } else {
-                        for id in &fragments {
-                            self.append(st, Message::tombstone(id.clone()));
-                        }
-                    }
-                    let details = stop_details.filter(|d| d.is_refusal());
-                    return Err(Terminal::Refused {
-                        category: details.as_ref().and_then(|d| d.category.clone()),
-                        explanation: details.and_then(|d| d.explanation),
-                    });
-                }
-                if executor.has_tool_uses() {
-                    return self.finish_tools(st, &mut executor).await;
-                }
-                if stop_reason == Some(StopReason::MaxTokens) {
-                    return self.max_tokens(st, &fragments);
-                }
-                if stop_reason == Some(StopReason::PauseTurn) {
-                    return self.pause_turn(st, Transition::PauseTurnResume);
-                }
-                if stop_reason == Some(StopReason::Compaction) {
-                    return self.pause_turn(st, Transition::ServerCompactionPause);
-                }
-                if stop_reason == Some(StopReason::ModelContextWindowExceeded) {
-                    return self.context_window_exceeded(st).await;
-                }
+        }
+        let details = stop_details.filter(|d| d.is_refusal());
+        Terminal::Refused {
+            category: details.as_ref().and_then(|d| d.category.clone()),
+            explanation: details.and_then(|d| d.explanation),
+        }
+    }
+
+    /// After a complete response (not a refusal): its tools, or what its stop reason asks.
+    async fn after_complete(
+        &mut self,
+        st: &mut State,
+        executor: &mut Executor,
+        stop_reason: Option<StopReason>,
+        fragments: &[MessageId],
+    ) -> Result<Transition, Terminal> {
+        if executor.has_tool_uses() {
+            return self.finish_tools(st, executor).await;
+        }
+        match stop_reason {
+            Some(StopReason::MaxTokens) => self.max_tokens(st, fragments),
+            Some(StopReason::PauseTurn) => self.pause_turn(st, Transition::PauseTurnResume),
+            Some(StopReason::Compaction) => self.pause_turn(st, Transition::ServerCompactionPause),
+            Some(StopReason::ModelContextWindowExceeded) => self.context_window_exceeded(st).await,
+            _ => {
                 // The pauses counted are the ones in a row.
                 st.recovery.pause_turn_resumes = 0;
                 self.end_of_turn(st).await
@@ -363,21 +414,34 @@ where
     }
 
     async fn preprocess(&mut self, st: &mut State) {
+        let tokens = telemetry::traced_tokens(st.visible());
         let outcome = self.q.policy.tool_result_budget(step_input(st));
-        self.apply(st, outcome);
+        let tokens = self.apply(st, "tool_result_budget", tokens, outcome);
         let outcome = self.q.policy.snip(step_input(st));
-        self.apply(st, outcome);
+        let tokens = self.apply(st, "snip", tokens, outcome);
         let outcome = self.q.policy.microcompact(step_input(st));
-        self.apply(st, outcome);
+        let tokens = self.apply(st, "microcompact", tokens, outcome);
         let outcome = self.q.policy.autocompact(step_input(st)).await;
         match outcome {
-            Ok(outcome) => self.apply(st, outcome),
+            Ok(outcome) => {
+                self.apply(st, "autocompact", tokens, outcome);
+            }
             Err(error) => self.emit(Event::Warning(error.to_string())),
         }
     }
 
-    /// Applies a context step's outcome.
-    fn apply(&mut self, st: &mut State, outcome: StepOutcome) {
+    /// Applies a context step's outcome. `before` is the visible history's estimated tokens
+    /// before the step, when compaction events are recorded; the estimate after it is
+    /// returned (and recorded in a `threadline.compaction` event when the step changed
+    /// something).
+    fn apply(
+        &mut self,
+        st: &mut State,
+        step: &'static str,
+        before: Option<u64>,
+        outcome: StepOutcome,
+    ) -> Option<u64> {
+        let changed = outcome.changed();
         if outcome.rewritten {
             st.normalizer.reset();
         }
@@ -387,6 +451,14 @@ where
         }
         if st.compaction.compactions != compactions {
             self.q.planner.reset();
+        }
+        match before {
+            Some(before) if changed => {
+                let after = telemetry::estimate(st.visible());
+                telemetry::compaction(step, st.turn_count, before, after);
+                Some(after)
+            }
+            _ => before,
         }
     }
 
@@ -425,38 +497,41 @@ where
     }
 
     /// Calls the model and follows its stream, appending each completed block and queuing
-    /// each completed tool use as it arrives.
+    /// each completed tool use as it arrives. The call runs in a `chat` span
+    /// ([`telemetry`](crate::telemetry)).
     async fn stream_response(
         &mut self,
         st: &mut State,
         request: MessagesRequest,
         executor: &mut Executor,
     ) -> Response {
-        let cancel = self.q.cancel.clone();
-        let service = &mut self.q.service;
-        let call = async move {
-            futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
-            service.call(request).await
+        let conversation = self.q.config.conversation_id.as_deref();
+        let span = telemetry::chat_span(&request, st.turn_count, conversation);
+        let response = self
+            .follow_response(st, request, executor, &span)
+            .instrument(span.clone())
+            .await;
+        match &response {
+            Response::Complete { .. } => {}
+            Response::Failed { error, .. } => telemetry::record_error(&span, error),
+            Response::Aborted => telemetry::record_cancelled(&span),
+        }
+        response
+    }
+
+    async fn follow_response(
+        &mut self,
+        st: &mut State,
+        request: MessagesRequest,
+        executor: &mut Executor,
+        span: &tracing::Span,
+    ) -> Response {
+        let mut stream = match self.open_stream(request).await {
+            Ok(stream) => stream,
+            Err(response) => return response,
         };
-        let stream =
-            match futures::future::select(call.boxed(), cancel.clone().cancelled_owned().boxed())
-                .await
-            {
-                Either::Left((Ok(stream), _)) => stream,
-                Either::Left((Err(error), _)) => {
-                    return Response::Failed {
-                        error,
-                        fragments: Vec::new(),
-                    };
-                }
-                Either::Right(_) => return Response::Aborted,
-            };
-        let mut stream: EventStream = stream;
-        let mut cancelled = cancel.cancelled_owned().boxed();
-        let mut acc = MessageAccumulator::new();
-        let mut pending: Option<Message> = None;
-        let mut completed: Vec<usize> = Vec::new();
-        let mut fragments: Vec<MessageId> = Vec::new();
+        let mut cancelled = self.q.cancel.clone().cancelled_owned().boxed();
+        let mut streamed = Streamed::default();
         let failure = loop {
             let wake = futures::future::poll_fn(|cx| {
                 if cancelled.poll_unpin(cx).is_ready() {
@@ -470,55 +545,21 @@ where
             .await;
             match wake {
                 Wake::Cancelled => {
-                    self.flush(st, &mut pending, &mut fragments);
-                    self.keep_partial_text(st, &acc, &completed, &mut fragments);
+                    self.keep_what_was_streamed(st, &mut streamed);
                     return Response::Aborted;
                 }
                 Wake::Tool(event) => self.report_tool_event(executor, event),
                 Wake::Model(None) => break None,
                 Wake::Model(Some(Err(error))) => break Some(error),
                 Wake::Model(Some(Ok(event))) => {
-                    let pushed = acc.push(&event);
-                    self.emit(Event::Stream(Box::new(event)));
-                    match pushed {
-                        Ok(None) => {}
-                        Ok(Some(done)) => {
-                            self.flush(st, &mut pending, &mut fragments);
-                            completed.push(done.index);
-                            let tool_use = done.as_tool_use().cloned();
-                            let message = fragment(&acc, done.block);
-                            match tool_use {
-                                // A call is in the transcript before its tool can start
-                                // (invariant 10): a crash after the side effect still
-                                // leaves its record. One that cannot be recorded is not run.
-                                Some(tool_use) => {
-                                    fragments.push(message.id().clone());
-                                    if self.append(st, message) {
-                                        executor.enqueue(&tool_use);
-                                    } else {
-                                        executor.refuse(&tool_use, NOT_RECORDED);
-                                    }
-                                }
-                                None => pending = Some(message),
-                            }
-                        }
-                        Err(AccumulateError::Api { error, request_id }) => {
-                            break Some(
-                                ServiceError::from_error_event(error, request_id).after_events(),
-                            );
-                        }
-                        Err(error) => {
-                            break Some(
-                                ServiceError::new(ServiceErrorKind::Decode, error.to_string())
-                                    .after_events(),
-                            );
-                        }
+                    if let Err(error) = self.on_stream_event(st, executor, &mut streamed, event) {
+                        break Some(error);
                     }
                 }
             }
         };
         let failure = failure.or_else(|| {
-            (!acc.is_stopped()).then(|| {
+            (!streamed.acc.is_stopped()).then(|| {
                 ServiceError::new(
                     ServiceErrorKind::Truncated,
                     "the stream ended before `message_stop`",
@@ -527,47 +568,133 @@ where
             })
         });
         if let Some(error) = failure {
-            self.flush(st, &mut pending, &mut fragments);
-            self.keep_partial_text(st, &acc, &completed, &mut fragments);
-            return Response::Failed { error, fragments };
+            self.keep_what_was_streamed(st, &mut streamed);
+            return Response::Failed {
+                error,
+                fragments: streamed.fragments,
+            };
         }
-        match std::mem::take(&mut acc).finish() {
-            Ok(message) => {
-                if crate::server_compaction::compacted(&message) {
-                    // The server summarised: the prefix the cache planner knew is gone.
-                    self.q.planner.reset();
+        self.finish_response(st, streamed, span)
+    }
+
+    /// Calls the service; the cancellation token may stop the call before it answers.
+    async fn open_stream(&mut self, request: MessagesRequest) -> Result<EventStream, Response> {
+        let cancel = self.q.cancel.clone();
+        let service = &mut self.q.service;
+        let call = async move {
+            futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+            service.call(request).await
+        };
+        match futures::future::select(call.boxed(), cancel.cancelled_owned().boxed()).await {
+            Either::Left((Ok(stream), _)) => Ok(stream),
+            Either::Left((Err(error), _)) => Err(Response::Failed {
+                error,
+                fragments: Vec::new(),
+            }),
+            Either::Right(_) => Err(Response::Aborted),
+        }
+    }
+
+    /// One event of the stream: accumulated and reported; a completed block is appended (a
+    /// text block held back for the stop reason), a completed tool use handed to the
+    /// executor. An error event or an undecodable stream is the error returned.
+    fn on_stream_event(
+        &mut self,
+        st: &mut State,
+        executor: &mut Executor,
+        streamed: &mut Streamed,
+        event: StreamEvent,
+    ) -> Result<(), ServiceError> {
+        let pushed = streamed.acc.push(&event);
+        self.emit(Event::Stream(Box::new(event)));
+        match pushed {
+            Ok(None) => Ok(()),
+            Ok(Some(done)) => {
+                self.flush(st, &mut streamed.pending, &mut streamed.fragments);
+                streamed.completed.push(done.index);
+                let tool_use = done.as_tool_use().cloned();
+                let message = fragment(&streamed.acc, done.block);
+                match tool_use {
+                    // A call is in the transcript before its tool can start (invariant 10):
+                    // a crash after the side effect still leaves its record. One that cannot
+                    // be recorded is not run.
+                    Some(tool_use) => {
+                        streamed.fragments.push(message.id().clone());
+                        if self.append(st, message) {
+                            executor.enqueue(&tool_use);
+                        } else {
+                            executor.refuse(&tool_use, NOT_RECORDED);
+                        }
+                    }
+                    None => streamed.pending = Some(message),
                 }
-                let usage = message.usage.clone();
-                if let Some(output) = usage.as_ref().and_then(|u| u.output_tokens) {
-                    st.output_tokens = st.output_tokens.saturating_add(output);
-                }
-                let mut last = pending.take().unwrap_or_else(|| {
-                    Message::assistant_fragment(&message.id, &message.model, Vec::new())
-                });
-                if let Message::Assistant(assistant) = &mut last {
-                    assistant.stop_reason = message.stop_reason.clone();
-                    assistant.usage = usage.map(Box::new);
-                }
-                fragments.push(last.id().clone());
-                self.append(st, last);
-                if let Some(report) = self.q.diagnoser.answer(st, &message) {
-                    self.append(st, report.record());
-                    self.emit(Event::CacheDiagnosis(report));
-                }
-                Response::Complete {
-                    stop_details: message.typed_stop_details(),
-                    stop_reason: message.stop_reason,
-                    fragments,
-                }
+                Ok(())
             }
+            Err(AccumulateError::Api { error, request_id }) => {
+                Err(ServiceError::from_error_event(error, request_id).after_events())
+            }
+            Err(error) => {
+                Err(ServiceError::new(ServiceErrorKind::Decode, error.to_string()).after_events())
+            }
+        }
+    }
+
+    /// After a stream that stopped early: the held-back block and the partial text are kept.
+    fn keep_what_was_streamed(&mut self, st: &mut State, streamed: &mut Streamed) {
+        self.flush(st, &mut streamed.pending, &mut streamed.fragments);
+        self.keep_partial_text(
+            st,
+            &streamed.acc,
+            &streamed.completed,
+            &mut streamed.fragments,
+        );
+    }
+
+    /// After `message_stop`: the last fragment carries the stop reason and usage, the output
+    /// tokens are counted, the cache diagnosis compared, the `chat` span completed.
+    fn finish_response(
+        &mut self,
+        st: &mut State,
+        mut streamed: Streamed,
+        span: &tracing::Span,
+    ) -> Response {
+        let message = match std::mem::take(&mut streamed.acc).finish() {
+            Ok(message) => message,
             Err(incomplete) => {
-                self.flush(st, &mut pending, &mut fragments);
-                Response::Failed {
+                self.flush(st, &mut streamed.pending, &mut streamed.fragments);
+                return Response::Failed {
                     error: ServiceError::new(ServiceErrorKind::Truncated, incomplete.to_string())
                         .after_events(),
-                    fragments,
-                }
+                    fragments: streamed.fragments,
+                };
             }
+        };
+        telemetry::record_response(span, &message);
+        if crate::server_compaction::compacted(&message) {
+            // The server summarised: the prefix the cache planner knew is gone.
+            self.q.planner.reset();
+        }
+        let usage = message.usage.clone();
+        if let Some(output) = usage.as_ref().and_then(|u| u.output_tokens) {
+            st.output_tokens = st.output_tokens.saturating_add(output);
+        }
+        let mut last = streamed.pending.take().unwrap_or_else(|| {
+            Message::assistant_fragment(&message.id, &message.model, Vec::new())
+        });
+        if let Message::Assistant(assistant) = &mut last {
+            assistant.stop_reason = message.stop_reason.clone();
+            assistant.usage = usage.map(Box::new);
+        }
+        streamed.fragments.push(last.id().clone());
+        self.append(st, last);
+        if let Some(report) = self.q.diagnoser.answer(st, &message) {
+            self.append(st, report.record());
+            self.emit(Event::CacheDiagnosis(report));
+        }
+        Response::Complete {
+            stop_details: message.typed_stop_details(),
+            stop_reason: message.stop_reason,
+            fragments: streamed.fragments,
         }
     }
 
@@ -752,9 +879,10 @@ where
                         ServiceErrorKind::Api,
                         "model_context_window_exceeded: the output reached the context window",
                     );
+                    let before = telemetry::traced_tokens(st.visible());
                     match self.q.policy.reactive_compact(step_input(st), &error).await {
                         Ok(outcome) if outcome.changed() => {
-                            self.apply(st, outcome);
+                            self.apply(st, "reactive_compact", before, outcome);
                             self.append(st, Message::meta_user_text(RESUME_DIRECTLY));
                             return Ok(Transition::ContextWindowCompact);
                         }
@@ -837,17 +965,19 @@ where
             match recovery::prompt_too_long_step(&st.recovery) {
                 PromptTooLongStep::Drain => {
                     st.recovery.has_attempted_drain = true;
+                    let before = telemetry::traced_tokens(st.visible());
                     let outcome = self.q.policy.drain(step_input(st));
                     if outcome.changed() {
-                        self.apply(st, outcome);
+                        self.apply(st, "drain", before, outcome);
                         return Ok(Transition::CollapseDrainRetry);
                     }
                 }
                 PromptTooLongStep::ReactiveCompact => {
                     st.recovery.has_attempted_reactive_compact = true;
+                    let before = telemetry::traced_tokens(st.visible());
                     match self.q.policy.reactive_compact(step_input(st), error).await {
                         Ok(outcome) if outcome.changed() => {
-                            self.apply(st, outcome);
+                            self.apply(st, "reactive_compact", before, outcome);
                             return Ok(Transition::ReactiveCompactRetry);
                         }
                         Ok(_) => {}

@@ -59,6 +59,7 @@ pub mod secret;
 pub mod service;
 pub mod sse;
 pub mod stream_event;
+pub mod telemetry;
 pub mod tool_change;
 pub mod tool_search;
 pub mod tools;

@@ -1,0 +1,178 @@
+//! The loop's `tracing` spans and events, named after the OpenTelemetry GenAI semantic
+//! conventions (the names are in [`threadline_wire::telemetry`], defined once for the
+//! workspace):
+//!
+//! - `invoke_agent` — one run ([`Query::run`](crate::Query::run)): operation, provider,
+//!   requested model, conversation id when the config names one.
+//! - `chat` (exported as `chat {model}`) — one model call, a child of the run: requested
+//!   model and `max_tokens` when it starts; response id, response model, stop reason and
+//!   usage (input tokens counting cache reads and writes, as the conventions define them;
+//!   output tokens; cache read and cache creation tokens) when it ends; `error.type` (the
+//!   service error's kind) when it fails.
+//! - `execute_tool` (exported as `execute_tool {tool}`) — one tool call, a child of the run
+//!   (not of the model call whose stream it started in): tool name, tool use id, tool type;
+//!   `error.type` when the result is an error.
+//! - `threadline.compaction` events (INFO) — a context step that changed the history, with
+//!   the step's name and the visible history's estimated tokens before and after.
+//!
+//! Never recorded (invariant 7): message content, the system prompt, tool inputs and outputs,
+//! error texts (a server may echo a secret), and the API key — only ids, names, counts and
+//! error kinds.
+
+use threadline_message::Message;
+use threadline_wire::service::ServiceError;
+use threadline_wire::telemetry as names;
+use threadline_wire::{MessagesRequest, Usage};
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::config::QueryConfig;
+use crate::tool::ToolOutput;
+
+/// The span of one run.
+pub(crate) fn agent_span(config: &QueryConfig) -> Span {
+    let span = tracing::info_span!(
+        names::SPAN_INVOKE_AGENT,
+        { names::OTEL_NAME } = names::OPERATION_INVOKE_AGENT,
+        { names::OTEL_KIND } = "internal",
+        { names::GEN_AI_OPERATION_NAME } = names::OPERATION_INVOKE_AGENT,
+        { names::GEN_AI_PROVIDER_NAME } = names::PROVIDER_ANTHROPIC,
+        { names::GEN_AI_REQUEST_MODEL } = config.model.as_str(),
+        { names::GEN_AI_CONVERSATION_ID } = Empty,
+    );
+    if let Some(id) = &config.conversation_id {
+        span.record(names::GEN_AI_CONVERSATION_ID, id.as_str());
+    }
+    span
+}
+
+/// The span of one model call; what the response says is recorded by [`record_response`].
+pub(crate) fn chat_span(request: &MessagesRequest, turn: u32, conversation: Option<&str>) -> Span {
+    let span = tracing::info_span!(
+        names::SPAN_CHAT,
+        { names::OTEL_NAME } = format!("{} {}", names::OPERATION_CHAT, request.model),
+        { names::OTEL_KIND } = "client",
+        { names::GEN_AI_OPERATION_NAME } = names::OPERATION_CHAT,
+        { names::GEN_AI_PROVIDER_NAME } = names::PROVIDER_ANTHROPIC,
+        { names::GEN_AI_REQUEST_MODEL } = request.model.as_str(),
+        { names::GEN_AI_REQUEST_MAX_TOKENS } = request.max_tokens,
+        { names::GEN_AI_CONVERSATION_ID } = Empty,
+        { names::THREADLINE_TURN } = turn,
+        { names::GEN_AI_RESPONSE_ID } = Empty,
+        { names::GEN_AI_RESPONSE_MODEL } = Empty,
+        { names::GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
+        { names::GEN_AI_USAGE_INPUT_TOKENS } = Empty,
+        { names::GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
+        { names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS } = Empty,
+        { names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS } = Empty,
+        { names::ERROR_TYPE } = Empty,
+    );
+    if let Some(id) = conversation {
+        span.record(names::GEN_AI_CONVERSATION_ID, id);
+    }
+    span
+}
+
+/// Records a complete response on its `chat` span.
+pub(crate) fn record_response(span: &Span, message: &threadline_wire::Message) {
+    span.record(names::GEN_AI_RESPONSE_ID, message.id.as_str());
+    span.record(names::GEN_AI_RESPONSE_MODEL, message.model.as_str());
+    if let Some(reason) = &message.stop_reason {
+        span.record(names::GEN_AI_RESPONSE_FINISH_REASONS, reason.as_str());
+    }
+    if let Some(usage) = &message.usage {
+        record_usage(span, usage);
+    }
+}
+
+/// Records the usage figures a response reported.
+pub(crate) fn record_usage(span: &Span, usage: &Usage) {
+    if usage.input_tokens.is_some()
+        || usage.cache_read_input_tokens.is_some()
+        || usage.cache_creation_input_tokens.is_some()
+    {
+        span.record(names::GEN_AI_USAGE_INPUT_TOKENS, usage.total_input_tokens());
+    }
+    if let Some(n) = usage.output_tokens {
+        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, n);
+    }
+    if let Some(n) = usage.cache_read_input_tokens {
+        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, n);
+    }
+    if let Some(n) = usage.cache_creation_input_tokens {
+        span.record(names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, n);
+    }
+}
+
+/// Records a failed call: the error's class ([`names::error_type`]), never its text.
+pub(crate) fn record_error(span: &Span, error: &ServiceError) {
+    span.record(names::ERROR_TYPE, names::error_type(error));
+}
+
+/// Records a call the cancellation token stopped.
+pub(crate) fn record_cancelled(span: &Span) {
+    span.record(names::ERROR_TYPE, "cancelled");
+}
+
+/// The span of one tool call, a child of `parent` (the run's span).
+pub(crate) fn tool_span(parent: &Span, name: &str, call_id: &str) -> Span {
+    tracing::info_span!(
+        parent: parent,
+        names::SPAN_EXECUTE_TOOL,
+        { names::OTEL_NAME } = format!("{} {name}", names::OPERATION_EXECUTE_TOOL),
+        { names::OTEL_KIND } = "internal",
+        { names::GEN_AI_OPERATION_NAME } = names::OPERATION_EXECUTE_TOOL,
+        { names::GEN_AI_TOOL_NAME } = name,
+        { names::GEN_AI_TOOL_CALL_ID } = call_id,
+        { names::GEN_AI_TOOL_TYPE } = names::TOOL_TYPE_FUNCTION,
+        { names::ERROR_TYPE } = Empty,
+    )
+}
+
+/// Records a tool's result on its span: only whether it is an error.
+pub(crate) fn record_tool_output(span: &Span, output: &ToolOutput) {
+    if output.is_error {
+        span.record(names::ERROR_TYPE, names::ERROR_TOOL_RESULT);
+    }
+}
+
+/// A tool call answered without running its tool (unknown tool, input that does not fit the
+/// schema, a call that could not be recorded): its span opens and closes at once.
+pub(crate) fn unrun_tool(parent: &Span, name: &str, call_id: &str, error_type: &'static str) {
+    let span = tool_span(parent, name, call_id);
+    span.record(names::ERROR_TYPE, error_type);
+}
+
+/// The estimated tokens of `visible` when compaction events are recorded (the estimate
+/// costs a walk of the history, done only when someone listens).
+pub(crate) fn traced_tokens(visible: &[Message]) -> Option<u64> {
+    tracing::enabled!(tracing::Level::INFO).then(|| estimate(visible))
+}
+
+/// A context step changed the history.
+pub(crate) fn compaction(step: &'static str, turn: u32, before: u64, after: u64) {
+    tracing::info!(
+        name: names::EVENT_COMPACTION,
+        {
+            { names::COMPACTION_STEP } = step,
+            { names::THREADLINE_TURN } = turn,
+            { names::COMPACTION_TOKENS_BEFORE } = before,
+            { names::COMPACTION_TOKENS_AFTER } = after,
+        },
+        "context step changed the history"
+    );
+}
+
+/// The estimated tokens of `visible` (the workspace's estimate, `threadline_cache::tokens`):
+/// the text of user and assistant blocks, about four characters a token.
+pub(crate) fn estimate(visible: &[Message]) -> u64 {
+    visible
+        .iter()
+        .flat_map(|message| match message {
+            Message::User(user) => user.content.as_slice(),
+            Message::Assistant(assistant) => assistant.content.as_slice(),
+            _ => &[],
+        })
+        .map(threadline_cache::tokens::block_tokens)
+        .fold(0, u64::saturating_add)
+}
