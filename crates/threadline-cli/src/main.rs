@@ -18,6 +18,7 @@ use crate::error::CliError;
 mod agent_setup;
 mod commands;
 mod error;
+mod logging;
 mod mcp_setup;
 mod meter;
 mod output;
@@ -282,6 +283,10 @@ enum Command {
         /// workspace's `.mcp.json` (read always; a server of the same name here wins).
         #[arg(long, value_name = "FILE")]
         mcp_config: Option<std::path::PathBuf>,
+        /// Write the session's tracing spans and events to FILE as JSON lines (OpenTelemetry
+        /// GenAI attributes; filtered by RUST_LOG, default `threadline=info`).
+        #[arg(long, value_name = "FILE")]
+        log: Option<std::path::PathBuf>,
     },
     /// List the MCP servers of `.mcp.json` (and `--mcp-config`): tools and instructions.
     Mcp {
@@ -318,6 +323,10 @@ enum Command {
         /// carry the `compact_20260112` edit and the API (here, the mock) compacts.
         #[arg(long, value_enum, default_value = "local")]
         compaction: commands::demo_server::DemoCompaction,
+        /// Write the session's tracing spans and events to FILE as JSON lines (OpenTelemetry
+        /// GenAI attributes; filtered by RUST_LOG, default `threadline=info`).
+        #[arg(long, value_name = "FILE")]
+        log: Option<std::path::PathBuf>,
     },
     /// Drive a recorded session through the query loop against the mock.
     ///
@@ -454,6 +463,7 @@ fn run(command: Command) -> Result<(), CliError> {
             transcript,
             max_turns,
             mcp_config,
+            log,
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
             dry_run,
@@ -468,13 +478,20 @@ fn run(command: Command) -> Result<(), CliError> {
             transcript: transcript.as_deref(),
             max_turns,
             mcp_config: mcp_config.as_deref(),
+            log: log.as_deref(),
         }),
         Command::Mcp { command } => commands::mcp::run(&command),
         Command::Session { command } => commands::session::run(&command),
         Command::Replay { fixture } => commands::replay::run(&fixture),
-        Command::Demo { keep, compaction } => {
-            commands::demo::run(&commands::demo::DemoArgs { keep, compaction })
-        }
+        Command::Demo {
+            keep,
+            compaction,
+            log,
+        } => commands::demo::run(&commands::demo::DemoArgs {
+            keep,
+            compaction,
+            log,
+        }),
         Command::Mock {
             addr,
             scenario,

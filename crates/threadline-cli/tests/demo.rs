@@ -126,3 +126,86 @@ fn the_demo_with_server_compaction_names_its_compaction_iterations_and_exits_0()
     assert!(stdout.contains("server-side compaction: the API summarised the conversation"));
     assert!(stderr.is_empty(), "nothing went wrong: {stderr}");
 }
+
+/// Every value under `key` anywhere in `value` (the JSON subscriber nests span fields under
+/// `span` and `spans`).
+fn values_of<'a>(value: &'a serde_json::Value, key: &str, out: &mut Vec<&'a serde_json::Value>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k == key {
+                    out.push(v);
+                }
+                values_of(v, key, out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| values_of(v, key, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_demo_writes_genai_spans_as_json_lines_without_the_key() {
+    let elsewhere = tempfile::tempdir().expect("a temp dir");
+    let output = common::command()
+        .args(["demo", "--log", "spans.jsonl"])
+        .env("RUST_LOG", "info")
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status.code()
+    );
+    assert!(stderr.is_empty(), "the log goes to the file only: {stderr}");
+    let log = std::fs::read_to_string(elsewhere.path().join("spans.jsonl")).expect("the log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+        .collect();
+    assert!(lines.iter().all(serde_json::Value::is_object));
+
+    let mut models = Vec::new();
+    let mut inputs = Vec::new();
+    let mut tools = Vec::new();
+    let mut operations = Vec::new();
+    for line in &lines {
+        values_of(line, "gen_ai.request.model", &mut models);
+        values_of(line, "gen_ai.usage.input_tokens", &mut inputs);
+        values_of(line, "gen_ai.tool.name", &mut tools);
+        values_of(line, "gen_ai.operation.name", &mut operations);
+    }
+    assert!(
+        models.iter().any(|m| m.as_str() == Some("claude-sonnet-5")),
+        "{models:?}"
+    );
+    assert!(
+        inputs.iter().any(|n| n.as_u64().is_some_and(|n| n > 0)),
+        "{inputs:?}"
+    );
+    for tool in ["Read", "Grep", "Edit"] {
+        assert!(
+            tools.iter().any(|t| t.as_str() == Some(tool)),
+            "{tool}: {tools:?}"
+        );
+    }
+    for operation in ["chat", "execute_tool", "invoke_agent"] {
+        assert!(
+            operations.iter().any(|o| o.as_str() == Some(operation)),
+            "{operation}: {operations:?}"
+        );
+    }
+    assert!(
+        log.contains("threadline.compaction"),
+        "the demo's autocompact is an event"
+    );
+    // The key the demo sends the mock (`commands/demo.rs`), and any long piece of it.
+    let key = "sk-ant-demo-offline";
+    for window in key.as_bytes().windows(10) {
+        let piece = std::str::from_utf8(window).expect("ASCII");
+        assert!(!log.contains(piece), "`{piece}` of the key is in the log");
+    }
+}

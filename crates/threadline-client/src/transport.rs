@@ -313,7 +313,7 @@ impl HttpTransport {
             .send(self.request(&self.inner.messages_url, body, betas))
             .await?;
         let status = response.status();
-        span.record(names::HTTP_RESPONSE_STATUS_CODE, status.as_u16());
+        span.record(names::HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()));
         let redactor = &self.inner.redactor;
         let request_id = header_str(response.headers(), "request-id")
             .map(|id| threadline_wire::secret::Redact::redact(redactor, id).into_owned());

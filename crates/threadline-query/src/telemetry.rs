@@ -55,9 +55,9 @@ pub(crate) fn chat_span(request: &MessagesRequest, turn: u32, conversation: Opti
         { names::GEN_AI_OPERATION_NAME } = names::OPERATION_CHAT,
         { names::GEN_AI_PROVIDER_NAME } = names::PROVIDER_ANTHROPIC,
         { names::GEN_AI_REQUEST_MODEL } = request.model.as_str(),
-        { names::GEN_AI_REQUEST_MAX_TOKENS } = request.max_tokens,
+        { names::GEN_AI_REQUEST_MAX_TOKENS } = names::int(request.max_tokens),
         { names::GEN_AI_CONVERSATION_ID } = Empty,
-        { names::THREADLINE_TURN } = turn,
+        { names::THREADLINE_TURN } = i64::from(turn),
         { names::GEN_AI_RESPONSE_ID } = Empty,
         { names::GEN_AI_RESPONSE_MODEL } = Empty,
         { names::GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
@@ -91,16 +91,22 @@ pub(crate) fn record_usage(span: &Span, usage: &Usage) {
         || usage.cache_read_input_tokens.is_some()
         || usage.cache_creation_input_tokens.is_some()
     {
-        span.record(names::GEN_AI_USAGE_INPUT_TOKENS, usage.total_input_tokens());
+        span.record(
+            names::GEN_AI_USAGE_INPUT_TOKENS,
+            names::int(usage.total_input_tokens()),
+        );
     }
     if let Some(n) = usage.output_tokens {
-        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, n);
+        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, names::int(n));
     }
     if let Some(n) = usage.cache_read_input_tokens {
-        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, n);
+        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names::int(n));
     }
     if let Some(n) = usage.cache_creation_input_tokens {
-        span.record(names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, n);
+        span.record(
+            names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+            names::int(n),
+        );
     }
 }
 
@@ -155,9 +161,9 @@ pub(crate) fn compaction(step: &'static str, turn: u32, before: u64, after: u64)
         name: names::EVENT_COMPACTION,
         {
             { names::COMPACTION_STEP } = step,
-            { names::THREADLINE_TURN } = turn,
-            { names::COMPACTION_TOKENS_BEFORE } = before,
-            { names::COMPACTION_TOKENS_AFTER } = after,
+            { names::THREADLINE_TURN } = i64::from(turn),
+            { names::COMPACTION_TOKENS_BEFORE } = names::int(before),
+            { names::COMPACTION_TOKENS_AFTER } = names::int(after),
         },
         "context step changed the history"
     );

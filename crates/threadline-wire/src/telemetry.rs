@@ -96,6 +96,13 @@ pub const COMPACTION_TOKENS_AFTER: &str = "threadline.compaction.tokens_after";
 /// The turn a span or event belongs to (0-based).
 pub const THREADLINE_TURN: &str = "threadline.turn";
 
+/// A count as a span attribute: the conventions' counts are OpenTelemetry ints (`i64`), and
+/// `tracing-opentelemetry` exports a `u64` field as a string, so counts are recorded as `i64`
+/// (saturating: a hostile server's count cannot wrap).
+pub fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// The `error.type` of a failed model call: the API's error type when it gave a known one
 /// (`overloaded_error`, `rate_limit_error`, …), else the failure's kind (`connection`,
 /// `timeout`, `truncated`, `decode`, `max_tokens`, `api`). Never the error's text, which a
@@ -136,5 +143,12 @@ mod tests {
         assert_eq!(error_type(&timeout), "timeout");
         let truncated = ServiceError::new(ServiceErrorKind::Truncated, "cut");
         assert_eq!(error_type(&truncated), "truncated");
+    }
+
+    #[test]
+    fn counts_saturate_into_i64() {
+        assert_eq!(int(0), 0);
+        assert_eq!(int(1_033), 1_033);
+        assert_eq!(int(u64::MAX), i64::MAX);
     }
 }

@@ -74,9 +74,12 @@ pub(crate) struct DemoArgs {
     pub(crate) keep: bool,
     /// Local autocompact or server-side compaction.
     pub(crate) compaction: DemoCompaction,
+    /// `--log FILE`: the spans as JSON lines.
+    pub(crate) log: Option<std::path::PathBuf>,
 }
 
 pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
+    crate::logging::init(args.log.as_deref()).map_err(|line| CliError::Rejected { line })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

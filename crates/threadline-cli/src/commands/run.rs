@@ -49,6 +49,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) max_turns: u32,
     /// `--mcp-config FILE`: more MCP servers beside the workspace's `.mcp.json`.
     pub(crate) mcp_config: Option<&'a Path>,
+    /// `--log FILE`: the spans as JSON lines.
+    pub(crate) log: Option<&'a Path>,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -59,6 +61,7 @@ pub(crate) const DEFAULT_MAX_TURNS: u32 = 100;
 const RUN: Option<&str> = Some("run");
 
 pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
+    crate::logging::init(args.log).map_err(|line| CliError::Rejected { line })?;
     let cwd = match args.cwd {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir()

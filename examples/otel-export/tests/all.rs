@@ -1,0 +1,4 @@
+//! The example's one test binary.
+
+#[path = "suite/export.rs"]
+mod export;
