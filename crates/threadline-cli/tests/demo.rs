@@ -202,6 +202,10 @@ fn the_demo_writes_genai_spans_as_json_lines_without_the_key() {
         log.contains("threadline.compaction"),
         "the demo's autocompact is an event"
     );
+    assert!(
+        log.contains("\"process.exit.code\":0"),
+        "the demo's Bash call is an event with its exit code"
+    );
     // The key the demo sends the mock (`commands/demo.rs`), and any long piece of it.
     let key = "sk-ant-demo-offline";
     for window in key.as_bytes().windows(10) {

@@ -4,6 +4,8 @@
 //! history left behind normalizes to a valid request.
 
 mod common;
+#[path = "scenarios/telemetry.rs"]
+mod telemetry;
 
 use std::time::Duration;
 

@@ -6,6 +6,10 @@
 //! key (issue 13, finding 9). The list is configurable ([`Shell::with_withheld_env`],
 //! [`Shell::withhold_env`]); passing a credential on is an explicit choice
 //! ([`Shell::with_withheld_env`] without it).
+//!
+//! Each command that ends records a `threadline.tool.shell` event (inside the loop's
+//! `execute_tool` span) with its `process.exit.code`, or `error.type` `timeout`; never the
+//! command, its output or its environment.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -15,6 +19,7 @@ use serde_json::{Value, json};
 use threadline_attach::Workspace;
 use threadline_query::Permission;
 use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_wire::telemetry as names;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
 use crate::text::cut_at;
@@ -172,6 +177,11 @@ async fn run(
     match tokio::time::timeout(timeout, work).await {
         Ok((out, err, status)) => {
             let code = status.ok().and_then(|s| s.code());
+            tracing::info!(
+                name: names::EVENT_SHELL_EXIT,
+                { { names::PROCESS_EXIT_CODE } = i64::from(code.unwrap_or(-1)) },
+                "the command exited"
+            );
             let mut text = match code {
                 Some(code) => format!("exit code: {code}\n"),
                 None => "exit code: none (killed by a signal)\n".to_owned(),
@@ -185,6 +195,11 @@ async fn run(
         }
         Err(_) => {
             kill_group(pid);
+            tracing::info!(
+                name: names::EVENT_SHELL_EXIT,
+                { { names::ERROR_TYPE } = "timeout" },
+                "the command timed out and was killed"
+            );
             ToolOutput::error(format!(
                 "the command timed out after {} ms and was killed",
                 timeout.as_millis()

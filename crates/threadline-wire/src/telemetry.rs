@@ -93,6 +93,11 @@ pub const COMPACTION_STEP: &str = "threadline.compaction.step";
 pub const COMPACTION_TOKENS_BEFORE: &str = "threadline.compaction.tokens_before";
 /// The estimated tokens of the visible history after the step.
 pub const COMPACTION_TOKENS_AFTER: &str = "threadline.compaction.tokens_after";
+/// The event of a shell command that ended (`threadline-tools`' `Bash`), inside its
+/// `execute_tool` span: its exit code or [`ERROR_TYPE`] `timeout`, never the command.
+pub const EVENT_SHELL_EXIT: &str = "threadline.tool.shell";
+/// The exit code of a process (`-1`: killed by a signal).
+pub const PROCESS_EXIT_CODE: &str = "process.exit.code";
 /// The turn a span or event belongs to (0-based).
 pub const THREADLINE_TURN: &str = "threadline.turn";
 
