@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use threadline::query::cache_diagnosis::{Prediction, compare};
+use threadline::query::{Agreement, Prediction};
 use threadline_cache::CacheBreak;
 use threadline_message::{Message, SystemKind};
 use threadline_wire::diagnostics::CacheDiagnosis;
@@ -86,7 +86,7 @@ pub fn row(recorded: &Recorded, found: Option<&CacheBreak>) -> Value {
         "loop_predicted": recorded.predicted,
         "loop_agreement": recorded.agreement,
         "inspect_predicted": ours.as_record(),
-        "inspect_agreement": compare(&reason, ours).as_str(),
+        "inspect_agreement": Agreement::of(&reason, ours).as_str(),
     })
 }
 

@@ -7,7 +7,6 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use threadline::query::permission::NOT_GRANTED;
 use threadline::query::{Permission, PermissionCallback, PermissionRequest};
 
 use crate::stdin_lines::StdinLines;
@@ -49,7 +48,7 @@ impl PermissionCallback for AskOnStdin {
             match self.lines.next().await {
                 Some(Ok(line)) if is_yes(&line) => Permission::Allow,
                 _ => Permission::Deny {
-                    message: NOT_GRANTED.to_owned(),
+                    message: Permission::NOT_GRANTED.to_owned(),
                 },
             }
         })

@@ -10,7 +10,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::Value;
-use threadline_query::tool::ProgressSender;
+use threadline_query::ProgressSender;
 use tokio::io::AsyncReadExt as _;
 
 use crate::config::ServerConfig;

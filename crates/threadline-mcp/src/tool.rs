@@ -8,8 +8,8 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
-use threadline_query::tool::{ProgressSender, with_progress};
 use threadline_query::{Permission, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{ProgressSender, tool_with_progress};
 
 use crate::server::{Shared, ToolInfo};
 
@@ -67,7 +67,7 @@ impl Tool for McpTool {
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
         let shared = Arc::clone(&self.shared);
         let tool = self.info.server_name.clone();
-        with_progress(move |progress| async move {
+        tool_with_progress(move |progress| async move {
             let call = call(&shared, tool, input, progress);
             tokio::select! {
                 output = call => output,

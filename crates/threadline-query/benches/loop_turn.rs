@@ -24,8 +24,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline_message::Message;
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
 use threadline_query::{Event, Query, QueryConfig, State};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::service::{EventStream, ServiceError};
 use threadline_wire::{MessagesRequest, StreamEvent};
 
@@ -106,7 +106,7 @@ impl Tool for Noop {
         true
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
-        tool::result(std::future::ready(ToolOutput::text("ok")))
+        tool_result(std::future::ready(ToolOutput::text("ok")))
     }
 }
 
@@ -114,7 +114,7 @@ impl Tool for Noop {
 fn history(n: usize) -> Vec<Message> {
     threadline_testkit::messages::long_session(n, 42)
         .into_iter()
-        .filter(|m| !threadline_query::state::is_compact_boundary(m))
+        .filter(|m| !threadline_query::is_compact_boundary(m))
         .collect()
 }
 

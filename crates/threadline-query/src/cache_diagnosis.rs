@@ -1,17 +1,4 @@
-//! Cache diagnostics (beta `cache-diagnosis-2026-04-07`) in the loop.
-//!
-//! With [`QueryConfig::with_cache_diagnostics`](crate::QueryConfig::with_cache_diagnostics),
-//! every request carries `diagnostics: {previous_message_id}`: `null` on the first request of
-//! a session, then the id of the last response (kept in [`State`](crate::State::previous_message_id), so it
-//! survives across runs and a journaled state). Each response's `diagnostics` is compared
-//! with the loop's own break detection for the same request (a [`BreakDetector`], e.g.
-//! `threadline-cache`'s `RequestDivergence` behind a closure), at the level the API reports
-//! (model / system / tools / messages), and reported as [`Event::CacheDiagnosis`] and as a
-//! `cache_diagnosis` system record in the transcript. A disagreement is what keeps the
-//! simulator honest in production: the API saw a change the client did not predict, or the
-//! reverse.
-//!
-//! [`Event::CacheDiagnosis`]: crate::Event::CacheDiagnosis
+//! Cache diagnostics in the loop: the user-facing description is on [`CacheDiagnosisReport`].
 
 use threadline_message::{Message, SystemKind};
 use threadline_wire::MessagesRequest;
@@ -85,6 +72,26 @@ pub enum Agreement {
 }
 
 impl Agreement {
+    /// Compares a response's diagnosis with the loop's prediction for its request.
+    pub fn of(reason: &CacheDiagnosis, predicted: Prediction) -> Agreement {
+        if predicted == Prediction::Unknown {
+            return Agreement::Inconclusive;
+        }
+        let api = match reason {
+            CacheDiagnosis::NoDivergence => Prediction::NoDivergence,
+            CacheDiagnosis::Miss(reason) => match reason.part() {
+                Some(part) => Prediction::Changed(part),
+                None => return Agreement::Inconclusive,
+            },
+            _ => return Agreement::Inconclusive,
+        };
+        if api == predicted {
+            Agreement::Agrees
+        } else {
+            Agreement::Disagrees
+        }
+    }
+
     /// `agrees`, `disagrees` or `inconclusive`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -95,26 +102,21 @@ impl Agreement {
     }
 }
 
-/// Compares a response's diagnosis with the loop's prediction for its request.
-pub fn compare(reason: &CacheDiagnosis, predicted: Prediction) -> Agreement {
-    if predicted == Prediction::Unknown {
-        return Agreement::Inconclusive;
-    }
-    let api = match reason {
-        CacheDiagnosis::NoDivergence => Prediction::NoDivergence,
-        CacheDiagnosis::Miss(reason) => match reason.part() {
-            Some(part) => Prediction::Changed(part),
-            None => return Agreement::Inconclusive,
-        },
-        _ => return Agreement::Inconclusive,
-    };
-    if api == predicted {
-        Agreement::Agrees
-    } else {
-        Agreement::Disagrees
-    }
-}
-
+/// Cache diagnostics (beta `cache-diagnosis-2026-04-07`) in the loop.
+///
+/// With [`QueryConfig::with_cache_diagnostics`](crate::QueryConfig::with_cache_diagnostics),
+/// every request carries `diagnostics: {previous_message_id}`: `null` on the first request of
+/// a session, then the id of the last response (kept in [`State`](crate::State::previous_message_id), so it
+/// survives across runs and a journaled state). Each response's `diagnostics` is compared
+/// with the loop's own break detection for the same request (a [`BreakDetector`], e.g.
+/// `threadline-cache`'s `RequestDivergence` behind a closure), at the level the API reports
+/// (model / system / tools / messages), and reported as [`Event::CacheDiagnosis`] and as a
+/// `cache_diagnosis` system record in the transcript. A disagreement is what keeps the
+/// simulator honest in production: the API saw a change the client did not predict, or the
+/// reverse.
+///
+/// [`Event::CacheDiagnosis`]: crate::Event::CacheDiagnosis
+///
 /// What [`Event::CacheDiagnosis`](crate::Event::CacheDiagnosis) reports for one response.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -204,7 +206,7 @@ impl Diagnoser {
         if reason == CacheDiagnosis::Absent {
             return None;
         }
-        let agreement = compare(&reason, predicted);
+        let agreement = Agreement::of(&reason, predicted);
         Some(CacheDiagnosisReport {
             api_message_id: message.id.clone(),
             reason,
@@ -222,21 +224,24 @@ mod tests {
     fn pending_unavailable_and_unknown_are_never_disagreements() {
         let system = Prediction::Changed(PromptPart::System);
         let miss = |kind| CacheDiagnosis::Miss(CacheMissReason::changed(kind, Some(1)));
-        assert_eq!(compare(&miss("system_changed"), system), Agreement::Agrees);
         assert_eq!(
-            compare(&miss("tools_changed"), system),
-            Agreement::Disagrees
-        );
-        assert_eq!(
-            compare(&CacheDiagnosis::NoDivergence, Prediction::NoDivergence),
+            Agreement::of(&miss("system_changed"), system),
             Agreement::Agrees
         );
         assert_eq!(
-            compare(&CacheDiagnosis::NoDivergence, system),
+            Agreement::of(&miss("tools_changed"), system),
             Agreement::Disagrees
         );
         assert_eq!(
-            compare(&miss("messages_changed"), Prediction::NoDivergence),
+            Agreement::of(&CacheDiagnosis::NoDivergence, Prediction::NoDivergence),
+            Agreement::Agrees
+        );
+        assert_eq!(
+            Agreement::of(&CacheDiagnosis::NoDivergence, system),
+            Agreement::Disagrees
+        );
+        assert_eq!(
+            Agreement::of(&miss("messages_changed"), Prediction::NoDivergence),
             Agreement::Disagrees
         );
         for reason in [
@@ -246,10 +251,10 @@ mod tests {
             CacheDiagnosis::Miss(CacheMissReason::previous_message_not_found()),
             miss("weather_changed"),
         ] {
-            assert_eq!(compare(&reason, system), Agreement::Inconclusive);
+            assert_eq!(Agreement::of(&reason, system), Agreement::Inconclusive);
         }
         assert_eq!(
-            compare(&miss("system_changed"), Prediction::Unknown),
+            Agreement::of(&miss("system_changed"), Prediction::Unknown),
             Agreement::Inconclusive
         );
     }

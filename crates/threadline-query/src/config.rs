@@ -7,12 +7,6 @@ use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
 use crate::token_budget::TokenBudget;
 use crate::tool_search::ToolSearchConfig;
 
-/// The output limit used after an escalation when the model table knows no higher one.
-pub const DEFAULT_ESCALATED_MAX_TOKENS: u64 = 64_000;
-
-/// How many times in a run stop hooks may block before the run stops.
-pub const DEFAULT_MAX_STOP_HOOK_BLOCKS: u32 = 8;
-
 /// What every request of a run shares.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -22,7 +16,7 @@ pub struct QueryConfig {
     /// `max_tokens` of every request (until an escalation).
     pub max_tokens: u64,
     /// `max_tokens` after an escalation (clamped to the model's output limit). `None`: the
-    /// model table's output limit, or [`DEFAULT_ESCALATED_MAX_TOKENS`].
+    /// model table's output limit, or [`QueryConfig::DEFAULT_ESCALATED_MAX_TOKENS`].
     pub escalated_max_tokens: Option<u64>,
     /// The system prompt.
     pub system: Option<SystemPrompt>,
@@ -46,7 +40,7 @@ pub struct QueryConfig {
     /// context window, on models with tool search).
     pub tool_search: ToolSearchConfig,
     /// Ask for cache diagnostics (`diagnostics: {previous_message_id}`) on every request; see
-    /// [`crate::cache_diagnosis`]. The body names the beta header.
+    /// [`CacheDiagnosisReport`](crate::CacheDiagnosisReport). The body names the beta header.
     pub cache_diagnostics: bool,
     /// Server-side context edits (`context_management`: `compact_20260112` from
     /// `threadline_compact::server`), sent with every request. The client derives the beta
@@ -68,7 +62,7 @@ impl QueryConfig {
             thinking: None,
             max_turns: None,
             token_budget: None,
-            max_stop_hook_blocks: DEFAULT_MAX_STOP_HOOK_BLOCKS,
+            max_stop_hook_blocks: QueryConfig::DEFAULT_MAX_STOP_HOOK_BLOCKS,
             normalize: Options::default(),
             fallbacks: None,
             tool_search: ToolSearchConfig::default(),
@@ -139,7 +133,7 @@ impl QueryConfig {
         let wanted = self.escalated_max_tokens.unwrap_or(if model_max > 0 {
             model_max
         } else {
-            DEFAULT_ESCALATED_MAX_TOKENS
+            QueryConfig::DEFAULT_ESCALATED_MAX_TOKENS
         });
         if model_max > 0 {
             wanted.min(model_max)
@@ -147,4 +141,12 @@ impl QueryConfig {
             wanted
         }
     }
+}
+
+impl QueryConfig {
+    /// The output limit used after an escalation when the model table knows no higher one.
+    pub const DEFAULT_ESCALATED_MAX_TOKENS: u64 = 64_000;
+
+    /// How many times in a run stop hooks may block before the run stops.
+    pub const DEFAULT_MAX_STOP_HOOK_BLOCKS: u32 = 8;
 }

@@ -7,7 +7,7 @@
 //!   output-limit override, stop-hook flag, the path of [`Transition`]s taken).
 //! - Every way to go round again is a [`Transition`]; every way to stop is a [`Terminal`].
 //! - Generic over the service contract ([`MessagesService`]): the HTTP client, a mock
-//!   server's client, or the in-process [`scripted::ScriptedService`].
+//!   server's client, or the in-process [`scripted::ScriptedService`] (feature `scripted`).
 //! - [`Tool`]s with a JSON schema (inputs are checked before the call), a concurrency flag
 //!   per input and a permission verdict; the [`PermissionCallback`] decides.
 //! - Hooks with no-op defaults for what other crates provide: the [`ContextPolicy`]
@@ -31,7 +31,7 @@
 //! use threadline_message::Message;
 //! use threadline_query::scripted::{Reply, Response, ScriptedService};
 //! use threadline_query::{Event, Query, QueryConfig, State, Terminal, Transition};
-//! use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+//! use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 //! use threadline_wire::StopReason;
 //!
 //! struct Clock;
@@ -41,7 +41,7 @@
 //!     fn input_schema(&self) -> serde_json::Value { serde_json::json!({"type": "object"}) }
 //!     fn is_concurrency_safe(&self, _input: &serde_json::Value) -> bool { true }
 //!     fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> ToolStream {
-//!         tool::result(async { ToolOutput::text("12:00") })
+//!         tool_result(async { ToolOutput::text("12:00") })
 //!     }
 //! }
 //!
@@ -58,42 +58,58 @@
 //! assert_eq!(finished.state.path, [Transition::NextTurn]);
 //! assert!(service.violations().is_empty()); // every request would have been accepted
 //! ```
+//!
+//! # Paths
+//!
+//! Every type, trait and function a user names is at the crate root, under one path. Four
+//! modules are public because they are namespaces, not places: their items read best with
+//! the module's name in front and would be ambiguous at the root.
+//!
+//! - [`recovery`]: the recovery ladder's limits, decisions and the fixed texts the loop writes
+//!   into the history (`recovery::INTERRUPTED`, `recovery::MAX_PAUSE_TURN_RESUMES`).
+//! - [`schema`]: the JSON Schema subset tool inputs are checked against (`schema::check`).
+//! - [`tool_search`]: the defer policy of tool definitions (`tool_search::apply`,
+//!   `tool_search::definitions`, `tool_search::ToolSearchConfig`).
+//! - `scripted` (feature `scripted`): the in-process test double of the Messages service.
+//!
+//! Constants that belong to a type are associated with it (`QueryConfig::DEFAULT_MAX_STOP_HOOK_BLOCKS`,
+//! `Permission::NOT_GRANTED`, `SubagentType::FORK`, `ToolChanges::MAX_PENDING`).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "attach")]
 mod attachment_hook;
 mod break_detection;
-pub mod cache_diagnosis;
+mod cache_diagnosis;
 mod cache_planning;
 #[cfg(feature = "compact")]
 mod compaction_policy;
-pub mod config;
-pub mod context_policy;
-pub mod event;
+mod config;
+mod context_policy;
+mod event;
 mod executor;
-pub mod hooks;
-pub mod permission;
+mod hooks;
+mod permission;
 mod query;
 pub mod recovery;
-pub mod request_hooks;
-pub mod run;
+mod request_hooks;
+mod run;
 pub mod schema;
 pub mod scripted;
 mod server_compaction;
-pub mod state;
-pub mod subagent;
+mod state;
+mod subagent;
 mod telemetry;
-pub mod terminal;
-pub mod token_budget;
-pub mod tool;
-pub mod tool_changes;
+mod terminal;
+mod token_budget;
+mod tool;
+mod tool_changes;
 pub mod tool_search;
-pub mod transition;
+mod transition;
 
 #[cfg(feature = "attach")]
 pub use attachment_hook::{AttachmentSources, CollectorHook, ContextShaper};
 pub use break_detection::SharedDivergence;
-pub use cache_diagnosis::{Agreement, BreakDetector, CacheDiagnosisReport, Prediction};
+pub use cache_diagnosis::{Agreement, BreakDetector, CacheDiagnosisReport, NoDetector, Prediction};
 pub use cache_planning::SharedPlanner;
 #[cfg(feature = "compact")]
 pub use compaction_policy::{CompactionMemory, CompactionPolicy};
@@ -101,16 +117,22 @@ pub use config::QueryConfig;
 pub use context_policy::{ContextPolicy, NoPolicy, PolicyError, StepInput, StepOutcome};
 pub use event::{Event, Finished, RequestInfo};
 pub use hooks::{AttachmentHook, NoAttachments, StopContext, StopDecision, StopHook};
-pub use permission::{AllowAll, NonInteractive, Permission, PermissionCallback, PermissionRequest};
+pub use permission::{
+    AllowAll, NonInteractive, Permission, PermissionCallback, PermissionRequest,
+    from_async as permission_from_async,
+};
 pub use query::Query;
-pub use request_hooks::{CachePlanner, RequestShaper};
+pub use request_hooks::{CachePlanner, RequestShaper, Unchanged};
 pub use run::Run;
-pub use state::State;
-pub use subagent::{SubagentConfig, SubagentType, TaskTool};
+pub use state::{CompactionTracking, RecoveryCounters, State, is_compact_boundary};
+pub use subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool, agent_id};
 pub use terminal::Terminal;
 pub use threadline_wire::service::MessagesService;
 pub use token_budget::TokenBudget;
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{Tool, ToolContext, ToolEvent, ToolOutput, ToolSet, ToolStream};
-pub use tool_changes::{ToolChangeVia, ToolChanges, ToolsChanged};
+pub use tool::{
+    ProgressSender, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet, ToolStream,
+    result as tool_result, with_progress as tool_with_progress,
+};
+pub use tool_changes::{ToolChangeVia, ToolChanges, ToolsChanged, offered as offered_tools};
 pub use transition::Transition;

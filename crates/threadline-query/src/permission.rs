@@ -23,9 +23,6 @@ pub enum Permission {
     },
 }
 
-/// The text of the result of a call whose permission was asked and not granted.
-pub const NOT_GRANTED: &str = "Permission to use this tool was not granted.";
-
 /// What the callback is asked about.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -41,7 +38,7 @@ pub struct PermissionRequest<'a> {
 }
 
 /// Decides every tool call: answers [`Permission::Allow`] or [`Permission::Deny`]; an
-/// [`Permission::Ask`] answer counts as not granted ([`NOT_GRANTED`]).
+/// [`Permission::Ask`] answer counts as not granted ([`Permission::NOT_GRANTED`]).
 ///
 /// A closure `Fn(PermissionRequest<'_>) -> Permission` is a callback that answers at once.
 pub trait PermissionCallback: Send + Sync {
@@ -60,7 +57,7 @@ where
 }
 
 /// The default callback, for runs with nobody to ask: the tool's verdict stands, and a call
-/// that would ask is denied with [`NOT_GRANTED`].
+/// that would ask is denied with [`Permission::NOT_GRANTED`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NonInteractive;
 
@@ -68,7 +65,7 @@ impl PermissionCallback for NonInteractive {
     fn decide<'a>(&'a self, request: PermissionRequest<'a>) -> BoxFuture<'a, Permission> {
         Box::pin(std::future::ready(match request.verdict {
             Permission::Ask { .. } => Permission::Deny {
-                message: NOT_GRANTED.to_owned(),
+                message: Permission::NOT_GRANTED.to_owned(),
             },
             other => other.clone(),
         }))
@@ -94,7 +91,7 @@ pub(crate) async fn resolve(
     match callback.decide(request).await {
         Permission::Allow => Ok(()),
         Permission::Deny { message } => Err(message),
-        Permission::Ask { .. } => Err(NOT_GRANTED.to_owned()),
+        Permission::Ask { .. } => Err(Permission::NOT_GRANTED.to_owned()),
     }
 }
 
@@ -123,6 +120,11 @@ where
     }
 }
 
+impl Permission {
+    /// The text of the result of a call whose permission was asked and not granted.
+    pub const NOT_GRANTED: &str = "Permission to use this tool was not granted.";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +146,7 @@ mod tests {
         };
         assert_eq!(
             resolve(&NonInteractive, request(&ask, &input)).await,
-            Err(NOT_GRANTED.to_owned())
+            Err(Permission::NOT_GRANTED.to_owned())
         );
         assert_eq!(
             resolve(&NonInteractive, request(&Permission::Allow, &input)).await,
@@ -183,7 +185,7 @@ mod tests {
             from_async(|_tool, _input, _verdict| async { Permission::Ask { prompt: "?".into() } });
         assert_eq!(
             resolve(&asking, request(&Permission::Allow, &input)).await,
-            Err(NOT_GRANTED.to_owned())
+            Err(Permission::NOT_GRANTED.to_owned())
         );
     }
 }

@@ -93,7 +93,7 @@ where
     }
 
     /// Lets the offered tools change mid-session through `changes` (see
-    /// [`tool_changes`](crate::tool_changes)).
+    /// [`ToolChanges`]).
     pub fn with_tool_changes(mut self, changes: ToolChanges) -> Self {
         self.tool_changes = Some(changes);
         self

@@ -1,22 +1,4 @@
-//! Subagents: the `Task` tool (Claude Code's name and input: `{description, prompt,
-//! subagent_type?}`) runs a nested [`Query`] with its own message array over the same
-//! service, and answers the subagent's final text as the tool result.
-//!
-//! - A **typed** subagent ([`SubagentType`]) starts from an empty array: its own system
-//!   prompt, the parent's tools restricted to its list (a call outside it is refused with an
-//!   error result the subagent's model reads: the tool is not offered and the loop answers
-//!   `No such tool`), its own model (or the parent's), turns and output tokens bounded.
-//! - A **forked** subagent (`subagent_type: "fork"`, [`FORK`]) inherits the parent's whole
-//!   history as it was sent in the turn's request, the parent's system prompt and tools, and
-//!   gets its prompt appended as a user message: its first request is the parent's request
-//!   plus that text, so it reads the parent's cached prefix.
-//! - Every subagent is concurrency-safe (several run in parallel), is aborted with the parent
-//!   (the call's cancellation token), and, when a directory is set, writes its transcript to
-//!   `<dir>/agent-<id>.jsonl` with every line marked `"isSidechain": true, "agentId": <id>`
-//!   (and an `agent-<id>.meta.json` sidecar: `agentType`, `description`, `toolUseId`), as
-//!   Claude Code 2.1 lays out `<session>/subagents/`.
-//! - A subagent cannot start subagents: its `Task` tool (kept so the tool bytes of a fork are
-//!   the parent's) refuses.
+//! Subagents: the user-facing description is on [`TaskTool`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,27 +20,6 @@ use crate::terminal::Terminal;
 use threadline_wire::service::MessagesService;
 
 use crate::tool::{self, Tool, ToolContext, ToolOutput, ToolSet, ToolStream};
-
-/// The tool's name, as Claude Code names it.
-pub const TASK_TOOL: &str = "Task";
-/// The `subagent_type` of a forked subagent.
-pub const FORK: &str = "fork";
-/// The `subagent_type` used when the model gives none (every parent tool but `Task`, the
-/// parent's model, [`GENERAL_PURPOSE_PROMPT`]), unless a definition takes the name.
-pub const GENERAL_PURPOSE: &str = "general-purpose";
-/// The system prompt of the general-purpose subagent.
-pub const GENERAL_PURPOSE_PROMPT: &str = "You are a subagent. Carry out the task you are given \
-    with the tools you have, then answer with a concise report of what you found or did: the \
-    report is all the caller sees.";
-/// The default turn limit of a subagent.
-pub const DEFAULT_MAX_TURNS: u32 = 20;
-/// The default output limit of each of a subagent's requests.
-pub const DEFAULT_MAX_TOKENS: u64 = 8192;
-/// The longest prompt or description accepted (bytes).
-pub const MAX_PROMPT_BYTES: usize = 256 * 1024;
-
-/// What a subagent answers when it cannot start one itself.
-pub const NESTED_REFUSAL: &str = "A subagent cannot start subagents.";
 
 /// One kind of subagent (from a `.claude/agents/*.md`-style definition).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,8 +70,8 @@ impl SubagentType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SubagentConfig {
-    /// The types the model may ask for (besides [`GENERAL_PURPOSE`] and, if
-    /// [`fork`](Self::fork), [`FORK`]).
+    /// The types the model may ask for (besides [`SubagentType::GENERAL_PURPOSE`] and, if
+    /// [`fork`](Self::fork), [`SubagentType::FORK`]).
     pub types: Vec<SubagentType>,
     /// Turn limit of each subagent.
     pub max_turns: u32,
@@ -126,8 +87,8 @@ impl Default for SubagentConfig {
     fn default() -> Self {
         SubagentConfig {
             types: Vec::new(),
-            max_turns: DEFAULT_MAX_TURNS,
-            max_tokens: DEFAULT_MAX_TOKENS,
+            max_turns: SubagentConfig::DEFAULT_MAX_TURNS,
+            max_tokens: SubagentConfig::DEFAULT_MAX_TOKENS,
             fork: false,
             transcripts: None,
         }
@@ -167,7 +128,25 @@ impl SubagentConfig {
 /// flag is `true` for a forked subagent (whose cache planner continues the parent's).
 pub type QueryFactory<S> = Arc<dyn Fn(QueryConfig, bool) -> Query<S> + Send + Sync>;
 
-/// The `Task` tool (see the [module docs](self)).
+/// The `Task` tool: subagents. The tool (Claude Code's name and input: `{description, prompt,
+/// subagent_type?}`) runs a nested [`Query`] with its own message array over the same
+/// service, and answers the subagent's final text as the tool result.
+///
+/// - A **typed** subagent ([`SubagentType`]) starts from an empty array: its own system
+///   prompt, the parent's tools restricted to its list (a call outside it is refused with an
+///   error result the subagent's model reads: the tool is not offered and the loop answers
+///   `No such tool`), its own model (or the parent's), turns and output tokens bounded.
+/// - A **forked** subagent (`subagent_type: "fork"`, [`SubagentType::FORK`]) inherits the parent's whole
+///   history as it was sent in the turn's request, the parent's system prompt and tools, and
+///   gets its prompt appended as a user message: its first request is the parent's request
+///   plus that text, so it reads the parent's cached prefix.
+/// - Every subagent is concurrency-safe (several run in parallel), is aborted with the parent
+///   (the call's cancellation token), and, when a directory is set, writes its transcript to
+///   `<dir>/agent-<id>.jsonl` with every line marked `"isSidechain": true, "agentId": <id>`
+///   (and an `agent-<id>.meta.json` sidecar: `agentType`, `description`, `toolUseId`), as
+///   Claude Code 2.1 lays out `<session>/subagents/`.
+/// - A subagent cannot start subagents: its `Task` tool (kept so the tool bytes of a fork are
+///   the parent's) refuses.
 pub struct TaskTool<S> {
     factory: QueryFactory<S>,
     parent: QueryConfig,
@@ -241,7 +220,11 @@ fn describe(config: &SubagentConfig) -> String {
          does not see this conversation unless forked. Several may run in parallel.\n\
          Available subagent types:\n",
     );
-    if !config.types.iter().any(|t| t.name == GENERAL_PURPOSE) {
+    if !config
+        .types
+        .iter()
+        .any(|t| t.name == SubagentType::GENERAL_PURPOSE)
+    {
         text.push_str("- general-purpose: the default; every tool.\n");
     }
     for kind in &config.types {
@@ -259,7 +242,7 @@ where
     S::Future: Send + 'static,
 {
     fn name(&self) -> &str {
-        TASK_TOOL
+        SubagentConfig::TASK_TOOL
     }
 
     fn description(&self) -> &str {
@@ -289,7 +272,7 @@ where
 
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
         if self.nested {
-            return tool::result(async { ToolOutput::error(NESTED_REFUSAL) });
+            return tool::result(async { ToolOutput::error(SubagentConfig::NESTED_REFUSAL) });
         }
         match self.prepare(&input, &ctx) {
             Err(message) => tool::result(async move { ToolOutput::error(message) }),
@@ -365,13 +348,16 @@ where
         if prompt.trim().is_empty() {
             return Err("Task: the prompt is empty.".into());
         }
-        if prompt.len() > MAX_PROMPT_BYTES || description.len() > MAX_PROMPT_BYTES {
+        if prompt.len() > SubagentConfig::MAX_PROMPT_BYTES
+            || description.len() > SubagentConfig::MAX_PROMPT_BYTES
+        {
             return Err(format!(
-                "Task: the prompt or description is longer than {MAX_PROMPT_BYTES} bytes."
+                "Task: the prompt or description is longer than {} bytes.",
+                SubagentConfig::MAX_PROMPT_BYTES
             ));
         }
         let kind = match text("subagent_type") {
-            "" => GENERAL_PURPOSE,
+            "" => SubagentType::GENERAL_PURPOSE,
             kind => kind,
         };
         let mut config = self.parent.clone();
@@ -379,7 +365,7 @@ where
         config.max_tokens = self.config.max_tokens.min(self.parent.max_tokens.max(1));
         config.escalated_max_tokens = Some(config.max_tokens);
         let mut tools = ToolSet::new();
-        let forked = kind == FORK && self.config.fork;
+        let forked = kind == SubagentType::FORK && self.config.fork;
         let (state, messages) = if forked {
             // The parent's tools, system and history as sent: the request prefix is the
             // parent's.
@@ -400,7 +386,9 @@ where
             let definition = self.config.types.iter().find(|t| t.name == kind);
             let (allowed, system, model) = match definition {
                 Some(t) => (t.tools.clone(), t.system_prompt.clone(), t.model.clone()),
-                None if kind == GENERAL_PURPOSE => (None, GENERAL_PURPOSE_PROMPT.into(), None),
+                None if kind == SubagentType::GENERAL_PURPOSE => {
+                    (None, SubagentType::GENERAL_PURPOSE_PROMPT.into(), None)
+                }
                 None => {
                     return Err(format!(
                         "Task: no subagent type {kind:?}; the types are: {}.",
@@ -409,7 +397,7 @@ where
                 }
             };
             for name in self.tools.names() {
-                let offered = name != TASK_TOOL
+                let offered = name != SubagentConfig::TASK_TOOL
                     && allowed
                         .as_ref()
                         .is_none_or(|list| list.iter().any(|n| n == name));
@@ -455,11 +443,11 @@ where
 
     fn type_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.config.types.iter().map(|t| t.name.clone()).collect();
-        if !names.iter().any(|n| n == GENERAL_PURPOSE) {
-            names.insert(0, GENERAL_PURPOSE.into());
+        if !names.iter().any(|n| n == SubagentType::GENERAL_PURPOSE) {
+            names.insert(0, SubagentType::GENERAL_PURPOSE.into());
         }
         if self.config.fork {
-            names.push(FORK.into());
+            names.push(SubagentType::FORK.into());
         }
         names
     }
@@ -562,6 +550,37 @@ fn writer_options(agent_id: &str) -> WriterOptions {
         .with_mark("agentId", Value::String(agent_id.to_owned()))
 }
 
+impl SubagentType {
+    /// The `subagent_type` of a forked subagent.
+    pub const FORK: &str = "fork";
+
+    /// The `subagent_type` used when the model gives none (every parent tool but `Task`, the
+    /// parent's model, [`SubagentType::GENERAL_PURPOSE_PROMPT`]), unless a definition takes the name.
+    pub const GENERAL_PURPOSE: &str = "general-purpose";
+
+    /// The system prompt of the general-purpose subagent.
+    pub const GENERAL_PURPOSE_PROMPT: &str = "You are a subagent. Carry out the task you are given \
+        with the tools you have, then answer with a concise report of what you found or did: the \
+        report is all the caller sees.";
+}
+
+impl SubagentConfig {
+    /// The tool's name, as Claude Code names it.
+    pub const TASK_TOOL: &str = "Task";
+
+    /// The default turn limit of a subagent.
+    pub const DEFAULT_MAX_TURNS: u32 = 20;
+
+    /// The default output limit of each of a subagent's requests.
+    pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+
+    /// The longest prompt or description accepted (bytes).
+    pub const MAX_PROMPT_BYTES: usize = 256 * 1024;
+
+    /// What a subagent answers when it cannot start one itself.
+    pub const NESTED_REFUSAL: &str = "A subagent cannot start subagents.";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,7 +648,7 @@ mod tests {
         let empty = call(&tool, json!({"description": "d", "prompt": " "})).await;
         assert_eq!(empty, ToolOutput::error("Task: the prompt is empty."));
         let nested = call(&tool.nested(), json!({"description": "d", "prompt": "p"})).await;
-        assert_eq!(nested, ToolOutput::error(NESTED_REFUSAL));
+        assert_eq!(nested, ToolOutput::error(SubagentConfig::NESTED_REFUSAL));
         assert_eq!(service.requests().len(), 0);
     }
 

@@ -24,16 +24,9 @@ impl TokenBudget {
     }
 }
 
-/// The share of the target after which the run may end.
-pub const COMPLETION_THRESHOLD_PERCENT: u64 = 90;
-
-/// After three continuations, one that produced fewer output tokens than this means the
-/// model has nothing left to add.
-pub const DIMINISHING_RETURNS_TOKENS: u64 = 500;
-
 /// The continuation message when the run should go on, `None` when it may end. `spent` is
 /// the run's output so far, `at_last` its value at the previous continuation.
-pub fn continuation(
+pub(crate) fn continuation(
     budget: &TokenBudget,
     spent: u64,
     at_last: u64,
@@ -42,10 +35,15 @@ pub fn continuation(
     if budget.target == 0 || continuations >= budget.max_continuations {
         return None;
     }
-    if spent.saturating_mul(100) >= budget.target.saturating_mul(COMPLETION_THRESHOLD_PERCENT) {
+    if spent.saturating_mul(100)
+        >= budget
+            .target
+            .saturating_mul(TokenBudget::COMPLETION_THRESHOLD_PERCENT)
+    {
         return None;
     }
-    if continuations >= 3 && spent.saturating_sub(at_last) < DIMINISHING_RETURNS_TOKENS {
+    if continuations >= 3 && spent.saturating_sub(at_last) < TokenBudget::DIMINISHING_RETURNS_TOKENS
+    {
         return None;
     }
     let percent = spent.saturating_mul(100) / budget.target;
@@ -53,6 +51,15 @@ pub fn continuation(
         "Stopped at {percent}% of the output token target ({spent} / {}). Keep working — do not summarize.",
         budget.target
     ))
+}
+
+impl TokenBudget {
+    /// The share of the target after which the run may end.
+    pub const COMPLETION_THRESHOLD_PERCENT: u64 = 90;
+
+    /// After three continuations, one that produced fewer output tokens than this means the
+    /// model has nothing left to add.
+    pub const DIMINISHING_RETURNS_TOKENS: u64 = 500;
 }
 
 #[cfg(test)]

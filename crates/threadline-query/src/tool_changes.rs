@@ -1,40 +1,4 @@
-//! Changing the offered tools mid-session without breaking the cached prefix.
-//!
-//! A session's tool set changes under it: a tool is enabled or disabled, an MCP server
-//! connects with its tools or goes away. The prompt cache is keyed `tools` → `system` →
-//! `messages`, so editing `tools` invalidates everything. On a model with
-//! [`Feature::ToolChanges`] (beta `mid-conversation-tool-changes-2026-07-01`) the loop never
-//! edits it: `tools` keeps every tool ever declared, in its first order and bytes; a tool
-//! first offered later is appended with `defer_loading: true` (deferred tools are not in the
-//! cached prefix) and announced by a `tool_addition` block; a withdrawn tool stays declared
-//! and is withdrawn by a `tool_removal` block. The blocks go in a `role: "system"` message
-//! appended after the last user message (a place the API allows: after a user turn, never
-//! between a `tool_use` and its result, followed only by the model's answer), and every later
-//! request repeats that message at the same place — append, never edit. A tool deferred from
-//! the start (tool search) and then withdrawn gets its `tool_removal` too, and is no longer
-//! run.
-//!
-//! What is inferred, not verified: that the appended deferred definition keeps the cached
-//! prefix. The `tools` array does grow by it; api-2026-additions.md §2 says deferred tools are
-//! not in the prefix (the server renders them at the prompt's tail), so the cache simulator
-//! and the loopback prefix checks leave deferred tools out. The API's cache diagnostics
-//! compare request structure, not hits, and may still name such a request `tools_changed`
-//! (with high cache reads: a late change behind the breakpoint). Tools known at the start —
-//! declared deferred there and surfaced by `tool_addition` later — leave `tools` untouched
-//! byte for byte; prefer that where the tool set is known. The `anthropic-beta` set also grows
-//! by the feature's beta at the first change (the header is derived from the body); whether a
-//! changed beta set costs the cache is not documented.
-//!
-//! A model without the feature gets today's behaviour: `tools` lists what is offered now, so
-//! the array changes and the cached prefix breaks at the first changed tool; the
-//! [`ToolsChanged`] event says where, in the words of `threadline-cache`'s break report
-//! (`tools.N: tools changed (`name`)`).
-//!
-//! What the model is offered is the fold of the additions and removals over the request
-//! ([`offered`]); a `tool_use` of a withdrawn tool is answered with an error result (the
-//! executor no longer runs it), never dropped.
-//!
-//! [`Feature::ToolChanges`]: threadline_wire::model::Feature::ToolChanges
+//! Mid-session tool changes: the user-facing description is on [`ToolChanges`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -46,10 +10,44 @@ use threadline_wire::{Content, ContentBlock, Extra, MessageParam, MessagesReques
 
 use crate::tool::{Tool as LoopTool, ToolSet};
 
-/// The most changes queued between two requests (a bound against a runaway caller; changes
-/// beyond it are dropped, and [`ToolChanges::dropped`] counts them).
-pub const MAX_PENDING: usize = 4096;
-
+/// Changing the offered tools mid-session without breaking the cached prefix.
+///
+/// A session's tool set changes under it: a tool is enabled or disabled, an MCP server
+/// connects with its tools or goes away. The prompt cache is keyed `tools` → `system` →
+/// `messages`, so editing `tools` invalidates everything. On a model with
+/// [`Feature::ToolChanges`] (beta `mid-conversation-tool-changes-2026-07-01`) the loop never
+/// edits it: `tools` keeps every tool ever declared, in its first order and bytes; a tool
+/// first offered later is appended with `defer_loading: true` (deferred tools are not in the
+/// cached prefix) and announced by a `tool_addition` block; a withdrawn tool stays declared
+/// and is withdrawn by a `tool_removal` block. The blocks go in a `role: "system"` message
+/// appended after the last user message (a place the API allows: after a user turn, never
+/// between a `tool_use` and its result, followed only by the model's answer), and every later
+/// request repeats that message at the same place — append, never edit. A tool deferred from
+/// the start (tool search) and then withdrawn gets its `tool_removal` too, and is no longer
+/// run.
+///
+/// What is inferred, not verified: that the appended deferred definition keeps the cached
+/// prefix. The `tools` array does grow by it; api-2026-additions.md §2 says deferred tools are
+/// not in the prefix (the server renders them at the prompt's tail), so the cache simulator
+/// and the loopback prefix checks leave deferred tools out. The API's cache diagnostics
+/// compare request structure, not hits, and may still name such a request `tools_changed`
+/// (with high cache reads: a late change behind the breakpoint). Tools known at the start —
+/// declared deferred there and surfaced by `tool_addition` later — leave `tools` untouched
+/// byte for byte; prefer that where the tool set is known. The `anthropic-beta` set also grows
+/// by the feature's beta at the first change (the header is derived from the body); whether a
+/// changed beta set costs the cache is not documented.
+///
+/// A model without the feature gets today's behaviour: `tools` lists what is offered now, so
+/// the array changes and the cached prefix breaks at the first changed tool; the
+/// [`ToolsChanged`] event says where, in the words of `threadline-cache`'s break report
+/// (`tools.N: tools changed (`name`)`).
+///
+/// What the model is offered is the fold of the additions and removals over the request
+/// ([`offered_tools`](crate::offered_tools)); a `tool_use` of a withdrawn tool is answered with an error result (the
+/// executor no longer runs it), never dropped.
+///
+/// [`Feature::ToolChanges`]: threadline_wire::model::Feature::ToolChanges
+///
 /// A handle on the session's offered tools: clone it, give one clone to the loop
 /// ([`Query::with_tool_changes`](crate::Query::with_tool_changes)), and change the tools
 /// through any clone, from a tool's call or between runs. Changes take effect at the next
@@ -131,7 +129,7 @@ impl ToolChanges {
 
     fn push(&self, op: Op) {
         let mut ledger = self.lock();
-        if ledger.pending.len() < MAX_PENDING {
+        if ledger.pending.len() < ToolChanges::MAX_PENDING {
             ledger.pending.push(op);
         } else {
             ledger.dropped += 1;
@@ -169,7 +167,7 @@ impl ToolChanges {
         self.lock().offered.iter().cloned().collect()
     }
 
-    /// How many changes were dropped because [`MAX_PENDING`] were already queued.
+    /// How many changes were dropped because [`ToolChanges::MAX_PENDING`] were already queued.
     pub fn dropped(&self) -> usize {
         self.lock().dropped
     }
@@ -623,6 +621,12 @@ pub fn offered(tools: &[Tool], messages: &[MessageParam]) -> BTreeSet<String> {
     now
 }
 
+impl ToolChanges {
+    /// The most changes queued between two requests (a bound against a runaway caller; changes
+    /// beyond it are dropped, and [`ToolChanges::dropped`] counts them).
+    pub const MAX_PENDING: usize = 4096;
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -930,7 +934,7 @@ mod tests {
     #[test]
     fn the_queue_is_bounded() {
         let changes = ToolChanges::new();
-        for _ in 0..MAX_PENDING + 3 {
+        for _ in 0..ToolChanges::MAX_PENDING + 3 {
             changes.disable("x");
         }
         assert_eq!(changes.dropped(), 3);

@@ -209,7 +209,7 @@ impl threadline_query::Tool for Witness {
             &ctx.tool_use_id,
             if recorded { "recorded" } else { "unrecorded" },
         );
-        threadline_query::tool::result(async { threadline_query::ToolOutput::text("seen") })
+        threadline_query::tool_result(async { threadline_query::ToolOutput::text("seen") })
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::{Limits, PathKind, Workspace};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 
 use crate::confine::resolve_for_write;
 use crate::text::refused;
@@ -50,7 +50,7 @@ impl Tool for EditFile {
 
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
-        tool::result(async move { edit(&workspace, &input).await })
+        tool_result(async move { edit(&workspace, &input).await })
     }
 }
 

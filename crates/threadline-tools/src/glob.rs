@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::{PathKind, Workspace};
-use threadline_query::tool::{Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream};
 
 use crate::text::refused;
 use crate::walk;

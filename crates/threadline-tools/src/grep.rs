@@ -20,7 +20,7 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::{Value, json};
 use threadline_attach::{PathKind, Workspace};
-use threadline_query::tool::{Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream};
 
 use crate::text::{cut_at, refused};
 use crate::walk;

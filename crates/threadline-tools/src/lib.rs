@@ -34,7 +34,7 @@
 //! use futures::StreamExt as _;
 //! use threadline_attach::Workspace;
 //! use threadline_query::{ToolContext, ToolEvent};
-//! use threadline_query::tool::Tool as _;
+//! use threadline_query::Tool as _;
 //! use threadline_tools::{builtin, ShellAccess};
 //!
 //! let dir = tempfile::tempdir()?;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::{Limits, PathKind, Workspace};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 
 use crate::text::{refused, truncation_note};
 
@@ -49,7 +49,7 @@ impl Tool for ListDir {
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
         let limits = self.limits;
-        tool::result(async move {
+        tool_result(async move {
             let path = input["path"].as_str().unwrap_or(".");
             let resolved = match workspace.resolve(path) {
                 Ok(resolved) => resolved,

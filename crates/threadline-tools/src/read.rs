@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::{Limits, PathKind, Truncation, Workspace};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 
 use crate::text::{refused, truncation_note};
 
@@ -84,7 +84,7 @@ impl Tool for ReadFile {
         let limits = Limits::default()
             .with_max_bytes(self.max_bytes)
             .with_max_lines(usize::MAX);
-        tool::result(async move {
+        tool_result(async move {
             let Some(path) = input[FILE_PATH].as_str().or_else(|| input["path"].as_str()) else {
                 return ToolOutput::error(format!("missing required property `{FILE_PATH}`"));
             };

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use threadline_attach::Workspace;
 use threadline_query::Permission;
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::telemetry as names;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
@@ -127,7 +127,7 @@ impl Tool for Shell {
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
         let withheld = self.withheld.clone();
-        tool::result(async move {
+        tool_result(async move {
             let command = input["command"].as_str().unwrap_or_default().to_owned();
             let timeout = Duration::from_millis(
                 input["timeout_ms"]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use threadline_attach::Workspace;
-use threadline_query::tool::{self, ToolOutput, ToolStream};
+use threadline_query::{ToolOutput, ToolStream, tool_result};
 
 /// At most this many directory entries are visited by one walk.
 pub const MAX_VISITED: usize = 200_000;
@@ -53,7 +53,7 @@ pub(crate) fn search_blocking(
     search: fn(&Workspace, &Value) -> ToolOutput,
 ) -> ToolStream {
     let workspace = Arc::clone(workspace);
-    tool::result(async move {
+    tool_result(async move {
         tokio::task::spawn_blocking(move || search(&workspace, &input))
             .await
             .unwrap_or_else(|e| ToolOutput::error(format!("the search failed: {e}")))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::Workspace;
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 
 use crate::confine::resolve_for_write;
 use crate::text::refused;
@@ -50,7 +50,7 @@ impl Tool for WriteFile {
 
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
-        tool::result(async move {
+        tool_result(async move {
             let path = input["path"].as_str().unwrap_or_default();
             let content = input["content"].as_str().unwrap_or_default();
             if content.len() > MAX_WRITE_BYTES {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_attach::Workspace;
-use threadline_query::tool::Tool;
+use threadline_query::Tool;
 use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, Shell, WriteFile};
 
 /// The variable that puts this binary in one test's child mode (its value: the test's name).

@@ -8,9 +8,8 @@ use futures::StreamExt as _;
 use serde_json::json;
 use threadline_attach::Workspace;
 use threadline_message::Message;
-use threadline_query::permission::NOT_GRANTED;
 use threadline_query::scripted::{Reply, Response, SCRIPTED_MODEL, ScriptedService};
-use threadline_query::{Event, Query, QueryConfig, State, Terminal, Transition};
+use threadline_query::{Event, Permission, Query, QueryConfig, State, Terminal, Transition};
 use threadline_tools::{ShellAccess, builtin};
 use threadline_wire::{ContentBlock, StopReason};
 
@@ -74,7 +73,7 @@ async fn the_model_writes_reads_and_edits_a_file_and_is_refused_the_shell() {
                 "toolu_1".to_owned(),
                 "Wrote 13 bytes to src/main.rs".to_owned()
             ),
-            ("toolu_2".to_owned(), NOT_GRANTED.to_owned()),
+            ("toolu_2".to_owned(), Permission::NOT_GRANTED.to_owned()),
             ("toolu_3".to_owned(), "     1\tfn main() {}\n".to_owned()),
             (
                 "toolu_4".to_owned(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 use threadline_attach::Workspace;
 use threadline_query::Permission;
-use threadline_query::tool::Tool;
+use threadline_query::Tool;
 use threadline_tools::{EditFile, Glob, Grep, ListDir, ReadFile, Shell, WriteFile};
 
 struct Fixture {

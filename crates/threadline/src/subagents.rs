@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use threadline_attach::Workspace;
 use threadline_attach::agent_definitions::{AgentDefinition, DefinitionError, load_definitions};
-use threadline_query::subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool};
 use threadline_query::{
     ContextShaper, PermissionCallback, Query, QueryConfig, SharedPlanner, ToolSet,
 };
+use threadline_query::{QueryFactory, SubagentConfig, SubagentType, TaskTool};
 use threadline_wire::service::MessagesService;
 
 /// The workspace's definitions added to `config`'s types (a type given in code keeps its

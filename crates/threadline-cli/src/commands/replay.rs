@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use threadline::Compaction;
 use threadline::client::Client;
 use threadline::mock::{MockServer, Scenario, Step};
-use threadline::query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline::query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline::wire::Content;
 
 use crate::agent_setup::{client, quick_retries};
@@ -553,6 +553,6 @@ impl Tool for RecordedTool {
             .get(&ctx.tool_use_id)
             .cloned()
             .unwrap_or_else(|| ToolOutput::error(NOT_RECORDED));
-        tool::result(async move { output })
+        tool_result(async move { output })
     }
 }

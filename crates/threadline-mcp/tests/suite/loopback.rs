@@ -10,7 +10,7 @@ use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
 use threadline_mcp::McpServer;
 use threadline_message::Message;
 use threadline_mock::{Block, MockServer, Scenario, Step};
-use threadline_query::tool::{self as qtool, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 
 use threadline_query::{
     AllowAll, Event, Query, QueryConfig, State, Terminal, ToolChanges, ToolSet,
@@ -179,7 +179,7 @@ impl Tool for Connect {
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         let changes = self.changes.clone();
         let slot = Arc::clone(&self.server);
-        qtool::result(async move {
+        tool_result(async move {
             match McpServer::connect("calc", &python_server(0), options()).await {
                 Ok(server) => {
                     server.connect_to(&changes);
@@ -268,7 +268,7 @@ impl Tool for Kill {
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         let server = self.server.lock().expect("lock").clone();
-        qtool::result(async move {
+        tool_result(async move {
             let Some(server) = server else {
                 return ToolOutput::error("not connected");
             };

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use threadline_message::{CompactTrigger, Message, SystemKind};
 use threadline_normalize::{Options, normalize};
 use threadline_query::scripted::{SCRIPTED_MODEL, ScriptedService};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolSet, ToolStream};
 use threadline_query::{
     Event, MessagesService, PolicyError, Query, State, StepOutcome, Terminal, Transition,
 };
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolSet, ToolStream, tool_with_progress};
 use threadline_wire::model::ModelTable;
 use threadline_wire::{MessagesRequest, validate};
 use tokio::time::Instant;
@@ -220,7 +220,7 @@ impl Tool for Sleeper {
         let ms = input["ms"].as_u64().unwrap_or(0);
         let log = self.log.clone();
         let on_start = self.on_start.clone();
-        tool::with_progress(move |progress| async move {
+        tool_with_progress(move |progress| async move {
             log.push(&ctx.tool_use_id, "start");
             if let Some(gate) = on_start {
                 gate.notify_one();

@@ -8,7 +8,7 @@
 //! | a failed summary (`content: null`) sent back as is | `a_failed_compaction_block_goes_back_with_its_null_content` |
 
 use super::*;
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::{IterationKind, Usage};
 
 /// The model: one whose row supports server-side compaction.
@@ -33,7 +33,7 @@ impl Tool for Dump {
     }
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let bytes = input["bytes"].as_u64().unwrap_or(0) as usize;
-        tool::result(async move {
+        tool_result(async move {
             let sentence = "The log says all is well. ";
             let mut text = sentence.repeat(bytes / sentence.len() + 1);
             text.truncate(bytes);

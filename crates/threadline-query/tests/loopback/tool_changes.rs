@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use threadline_cache::Simulator;
 use threadline_mock::Step;
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
-use threadline_query::tool_changes::offered;
+use threadline_query::offered_tools;
 use threadline_query::{
     Event, Query, QueryConfig, Terminal, ToolChangeVia, ToolChanges, ToolSet, ToolsChanged,
     Transition,
 };
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::model::ModelTable;
 use threadline_wire::validate::{ValidateOptions, validate_with};
 use threadline_wire::{MessagesRequest, Tool as WireTool};
@@ -48,7 +48,7 @@ impl Tool for Fixed {
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let answer = self.answer;
-        tool::result(async move { ToolOutput::text(answer) })
+        tool_result(async move { ToolOutput::text(answer) })
     }
 }
 
@@ -75,7 +75,7 @@ impl Tool for Connect {
         self.changes
             .connect_server("deployer", vec![Arc::clone(&self.deploy)]);
         self.changes.disable("weather");
-        tool::result(async { ToolOutput::text("connected") })
+        tool_result(async { ToolOutput::text("connected") })
     }
 }
 
@@ -261,7 +261,7 @@ async fn a_tool_added_and_one_removed_mid_session_keep_the_cached_prefix() {
     assert_prefix_stable(&s.bodies, &[]);
     // What the model is offered: the fold over the last request.
     let last = &s.requests[2];
-    let now = offered(last.tools.as_deref().unwrap_or(&[]), &last.messages);
+    let now = offered_tools(last.tools.as_deref().unwrap_or(&[]), &last.messages);
     assert_eq!(now.into_iter().collect::<Vec<_>>(), ["connect", "deploy"]);
     // The added tool ran; the withdrawn one was answered with an error, not dropped.
     assert_eq!(s.deploys, 1);

@@ -8,10 +8,8 @@ use std::sync::Mutex;
 
 use threadline_cache::Simulator;
 use threadline_mock::ToolSearchScript;
-use threadline_query::tool::{
-    self as qtool, Tool as QueryTool, ToolContext, ToolOutput, ToolStream,
-};
 use threadline_query::tool_search::{self, ToolSearchConfig};
+use threadline_query::{Tool as QueryTool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::tool_search::ToolSearchKind;
 
 use super::*;
@@ -76,7 +74,7 @@ impl QueryTool for Generated {
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         self.calls.lock().expect("lock").push(input);
         let name = self.name.clone();
-        qtool::result(async move { ToolOutput::text(format!("{name}: sunny, 21 °C")) })
+        tool_result(async move { ToolOutput::text(format!("{name}: sunny, 21 °C")) })
     }
 }
 

@@ -2,7 +2,7 @@
 
 use futures::StreamExt as _;
 use serde_json::Value;
-use threadline_query::tool::Tool;
+use threadline_query::Tool;
 use threadline_query::{ToolContext, ToolEvent, ToolOutput};
 use threadline_wire::Content;
 

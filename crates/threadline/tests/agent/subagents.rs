@@ -16,8 +16,8 @@ use threadline::message::Message;
 use threadline::message::transcript::read_transcript;
 use threadline::mock::{Block, MockServer, RecordedRequest, Route, Scenario, Step};
 use threadline::normalize::{Options, normalize};
-use threadline::query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
 use threadline::query::{AllowAll, CancellationToken, Event, SubagentConfig, Terminal, Transition};
+use threadline::query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline::wire::model::ModelTable;
 use threadline::wire::{Content, ContentBlock, MessagesRequest, ValidateOptions, validate_with};
 use threadline::{Agent, Compaction};
@@ -44,7 +44,7 @@ impl Tool for Rendezvous {
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         let barrier = Arc::clone(&self.0);
-        tool::result(async move {
+        tool_result(async move {
             match tokio::time::timeout(Duration::from_secs(5), barrier.wait()).await {
                 Ok(_) => ToolOutput::text("met"),
                 Err(_) => ToolOutput::error("alone"),
@@ -71,7 +71,7 @@ impl Tool for Counted {
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        tool::result(async { ToolOutput::text("ok") })
+        tool_result(async { ToolOutput::text("ok") })
     }
 }
 
@@ -93,7 +93,7 @@ impl Tool for UntilAborted {
     }
     fn call(&self, _input: Value, ctx: ToolContext) -> ToolStream {
         let started = Arc::clone(&self.0);
-        tool::result(async move {
+        tool_result(async move {
             started.notify_one();
             ctx.cancel.cancelled().await;
             ToolOutput::error("aborted")
