@@ -7,7 +7,7 @@
 //!   output-limit override, stop-hook flag, the path of [`Transition`]s taken).
 //! - Every way to go round again is a [`Transition`]; every way to stop is a [`Terminal`].
 //! - Generic over the service contract ([`MessagesService`]): the HTTP client, a mock
-//!   server's client, or the in-process [`scripted::ScriptedService`] (feature `scripted`).
+//!   server's client, or the in-process `scripted::ScriptedService` (feature `scripted`).
 //! - [`Tool`]s with a JSON schema (inputs are checked before the call), a concurrency flag
 //!   per input and a permission verdict; the [`PermissionCallback`] decides.
 //! - Hooks with no-op defaults for what other crates provide: the [`ContextPolicy`]
@@ -94,6 +94,7 @@ pub mod recovery;
 mod request_hooks;
 mod run;
 pub mod schema;
+#[cfg(feature = "scripted")]
 pub mod scripted;
 mod server_compaction;
 mod state;
