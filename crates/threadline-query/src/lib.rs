@@ -72,6 +72,11 @@
 //!   `tool_search::definitions`, `tool_search::ToolSearchConfig`).
 //! - `scripted` (feature `scripted`): the in-process test double of the Messages service.
 //!
+//! Two foreign types appear in signatures and are re-exported at the root:
+//! [`CancellationToken`] (`tokio-util`) and [`BoxFuture`] (`futures`). `serde_json::Value`
+//! (tool inputs and schemas) and `futures::Stream` (a [`Run`] is one) are the ecosystem's
+//! vocabulary and are not.
+//!
 //! Constants that belong to a type are associated with it (`QueryConfig::DEFAULT_MAX_STOP_HOOK_BLOCKS`,
 //! `Permission::NOT_GRANTED`, `SubagentType::FORK`, `ToolChanges::MAX_PENDING`).
 #![forbid(unsafe_code)]
@@ -117,6 +122,11 @@ pub use compaction_policy::{CompactionMemory, CompactionPolicy};
 pub use config::QueryConfig;
 pub use context_policy::{ContextPolicy, NoPolicy, PolicyError, StepInput, StepOutcome};
 pub use event::{Event, Finished, RequestInfo};
+/// The boxed future the hook traits return ([`ContextPolicy`], [`AttachmentHook`],
+/// [`StopHook`], [`PermissionCallback`]): `futures`' alias for
+/// `Pin<Box<dyn Future<Output = T> + Send + 'a>>`, re-exported so implementing a hook needs
+/// no dependency of its own (`Box::pin(async move { … })` builds one).
+pub use futures::future::BoxFuture;
 pub use hooks::{AttachmentHook, NoAttachments, StopContext, StopDecision, StopHook};
 pub use permission::{
     AllowAll, NonInteractive, Permission, PermissionCallback, PermissionRequest,
@@ -130,6 +140,10 @@ pub use subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool, agent_i
 pub use terminal::Terminal;
 pub use threadline_wire::service::MessagesService;
 pub use token_budget::TokenBudget;
+/// The token that aborts a run ([`Query::with_cancellation`]) and each tool call
+/// ([`ToolContext::cancel`], a child of the run's): `tokio-util`'s `CancellationToken` (0.7),
+/// re-exported so a caller needs no dependency of its own. It needs no runtime; cancelling it
+/// wakes every `cancelled()` future.
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     ProgressSender, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet, ToolStream,
