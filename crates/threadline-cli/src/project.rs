@@ -20,11 +20,7 @@ pub fn overview(id: &str, imported: &ImportResult) -> SessionInfo {
     if let Some(title) = imported.title() {
         info.title = Some(title.to_owned());
     }
-    let usage = imported.usage();
-    info.tokens.input = usage.input_tokens;
-    info.tokens.output = usage.output_tokens;
-    info.tokens.cache_creation_input = usage.cache_creation_input_tokens;
-    info.tokens.cache_read_input = usage.cache_read_input_tokens;
+    info.tokens = imported.usage();
     info
 }
 

@@ -33,7 +33,7 @@ pub mod transcript;
 
 pub use attachment::{Attachment, DeltaAnnouncement, DeltaItem, TodoItem};
 pub use claude_code::{
-    ImportOptions, ImportResult, UsageTotals, import_claude_code, import_claude_code_file,
+    ImportOptions, ImportResult, import_claude_code, import_claude_code_file,
     is_claude_code_transcript,
 };
 pub use header::{Header, MessageId, Timestamp};
@@ -41,6 +41,7 @@ pub use message::{
     AssistantMessage, AttachmentMessage, MISSING_TOOL_RESULT, Message, ProgressMessage,
     SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
+pub use response_usage::UsageTotals;
 pub use session_ops::{Forked, Rewound, SessionInfo, SessionOpError, fork, rewind, summarize};
 pub use system::{CompactTrigger, Level, SystemKind};
 pub use transcript::{

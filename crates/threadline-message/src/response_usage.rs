@@ -28,6 +28,8 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use threadline_wire::Usage;
 
 use crate::message::Message;
@@ -91,5 +93,42 @@ impl<'a> ResponseUsage<'a> {
             .values()
             .copied()
             .chain(self.keyless.iter().copied())
+    }
+}
+
+/// Tokens summed over the responses of a session, each response counted once: what a
+/// session cost. One type for both sums: a session summary's
+/// ([`SessionInfo::tokens`](crate::SessionInfo::tokens), over [`ResponseUsage::responses`])
+/// and a Claude Code import's ([`ImportResult::usage`](crate::ImportResult::usage), over the
+/// file's records, every branch).
+///
+/// Serialized with the session listing's short names: `responses`, `input`, `output`,
+/// `cache_creation_input`, `cache_read_input`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct UsageTotals {
+    /// How many responses were counted.
+    pub responses: u64,
+    /// Uncached input tokens.
+    #[serde(rename = "input")]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(rename = "output")]
+    pub output_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(rename = "cache_creation_input")]
+    pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(rename = "cache_read_input")]
+    pub cache_read_input_tokens: u64,
+}
+
+impl UsageTotals {
+    /// Every token, in and out.
+    pub fn total(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
     }
 }

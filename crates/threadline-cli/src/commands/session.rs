@@ -398,10 +398,10 @@ fn show(file: &str, json: bool) -> Result<(), CliError> {
     out.push_str(&format!(
         "tokens    {} ({} in, {} cache write, {} cache read, {} out)\n",
         t.total(),
-        t.input,
-        t.cache_creation_input,
-        t.cache_read_input,
-        t.output
+        t.input_tokens,
+        t.cache_creation_input_tokens,
+        t.cache_read_input_tokens,
+        t.output_tokens
     ));
     if let Some(origin) = &info.forked_from {
         out.push_str(&format!(

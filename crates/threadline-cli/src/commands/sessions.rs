@@ -127,10 +127,10 @@ fn overview_json(info: &SessionInfo) -> Value {
         "messages": info.message_count,
         "model": info.model,
         "tokens": {
-            "input": info.tokens.input,
-            "cache_creation": info.tokens.cache_creation_input,
-            "cache_read": info.tokens.cache_read_input,
-            "output": info.tokens.output,
+            "input": info.tokens.input_tokens,
+            "cache_creation": info.tokens.cache_creation_input_tokens,
+            "cache_read": info.tokens.cache_read_input_tokens,
+            "output": info.tokens.output_tokens,
             "total": info.tokens.total(),
         },
     })

@@ -142,7 +142,9 @@ use crate::transcript::{
 };
 
 use lines::ParsedLines;
-pub use summary::{FIRST_PROMPT_CHARS, SessionInfo, UsageTotals};
+pub use summary::{FIRST_PROMPT_CHARS, SessionInfo};
+
+use crate::response_usage::UsageTotals;
 
 /// Knobs of the import.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,47 +8,30 @@ use serde_json::{Map, Value};
 use super::graph::{is_sidechain, uuid};
 use super::lines::Record;
 use super::records::{bool_field, str_field, u64_field};
+use crate::response_usage::UsageTotals;
 
 /// The longest first prompt used as a title, in characters (as the Agent SDK does).
 pub const FIRST_PROMPT_CHARS: usize = 200;
 
-/// Token counts summed over the API responses of a file, each response counted once.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct UsageTotals {
-    /// How many responses were counted (distinct `requestId`s, or `message.id`s where a
-    /// record has no `requestId`).
-    pub responses: u64,
-    /// Uncached input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Input tokens written to the cache.
-    pub cache_creation_input_tokens: u64,
-    /// Input tokens read from the cache.
-    pub cache_read_input_tokens: u64,
-}
-
-impl UsageTotals {
-    fn add(&mut self, usage: &Map<String, Value>) {
-        let field = |key| u64_field(Some(usage), key).unwrap_or(0);
-        self.responses += 1;
-        self.input_tokens = self.input_tokens.saturating_add(field("input_tokens"));
-        self.output_tokens = self.output_tokens.saturating_add(field("output_tokens"));
-        let mut creation = field("cache_creation_input_tokens");
-        if creation == 0 {
-            // Before 2.1.152 the flat field could be 0 while the breakdown was not.
-            let breakdown = usage.get("cache_creation").and_then(Value::as_object);
-            creation = u64_field(breakdown, "ephemeral_5m_input_tokens")
-                .unwrap_or(0)
-                .saturating_add(u64_field(breakdown, "ephemeral_1h_input_tokens").unwrap_or(0));
-        }
-        self.cache_creation_input_tokens =
-            self.cache_creation_input_tokens.saturating_add(creation);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(field("cache_read_input_tokens"));
+/// Adds one response's `usage` record (Claude Code's JSON) to `totals`.
+fn add_record_usage(totals: &mut UsageTotals, usage: &Map<String, Value>) {
+    let field = |key| u64_field(Some(usage), key).unwrap_or(0);
+    totals.responses += 1;
+    totals.input_tokens = totals.input_tokens.saturating_add(field("input_tokens"));
+    totals.output_tokens = totals.output_tokens.saturating_add(field("output_tokens"));
+    let mut creation = field("cache_creation_input_tokens");
+    if creation == 0 {
+        // Before 2.1.152 the flat field could be 0 while the breakdown was not.
+        let breakdown = usage.get("cache_creation").and_then(Value::as_object);
+        creation = u64_field(breakdown, "ephemeral_5m_input_tokens")
+            .unwrap_or(0)
+            .saturating_add(u64_field(breakdown, "ephemeral_1h_input_tokens").unwrap_or(0));
     }
+    totals.cache_creation_input_tokens =
+        totals.cache_creation_input_tokens.saturating_add(creation);
+    totals.cache_read_input_tokens = totals
+        .cache_read_input_tokens
+        .saturating_add(field("cache_read_input_tokens"));
 }
 
 /// What the records of a file say about its session, whichever chain they are on.
@@ -213,9 +196,9 @@ impl SessionInfo {
         }
         let mut add = |side: bool, record_usage: &Map<String, Value>| {
             if side {
-                info.sidechain_usage.add(record_usage);
+                add_record_usage(&mut info.sidechain_usage, record_usage);
             } else {
-                info.usage.add(record_usage);
+                add_record_usage(&mut info.usage, record_usage);
             }
         };
         for key in &order {

@@ -7,7 +7,7 @@ use threadline_wire::ContentBlock;
 
 use crate::header::{MessageId, Timestamp};
 use crate::message::Message;
-use crate::response_usage::ResponseUsage;
+use crate::response_usage::{ResponseUsage, UsageTotals};
 use crate::session_ops::error::SessionOpError;
 use crate::session_ops::rewind::is_typed_prompt;
 use crate::system::SystemKind;
@@ -17,29 +17,11 @@ use crate::transcript::{ReadOptions, read_transcript_with};
 /// with `…`).
 pub const TITLE_MAX_CHARS: usize = 200;
 
-/// Tokens a session used, each response counted once.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct TokenTotals {
-    /// Uncached input tokens.
-    pub input: u64,
-    /// Output tokens.
-    pub output: u64,
-    /// Input tokens written to the prompt cache.
-    pub cache_creation_input: u64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read_input: u64,
-}
-
-impl TokenTotals {
-    /// Every token, in and out.
-    pub fn total(&self) -> u64 {
-        self.input
-            .saturating_add(self.output)
-            .saturating_add(self.cache_creation_input)
-            .saturating_add(self.cache_read_input)
-    }
-}
+/// The former name of [`UsageTotals`] (fields `input`, `output`, `cache_creation_input`,
+/// `cache_read_input` are now `input_tokens`, `output_tokens`, `cache_creation_input_tokens`,
+/// `cache_read_input_tokens`; `responses` is new).
+#[deprecated(note = "use `threadline_message::UsageTotals`; this alias goes in the next release")]
+pub type TokenTotals = UsageTotals;
 
 /// Where a forked session came from (its first [`SystemKind::ForkedFrom`] record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,7 +49,7 @@ pub struct SessionInfo {
     pub model: Option<String>,
     /// Tokens: the usage of each response, counted once per `request_id` (else API message
     /// id, else message id), the last fragment's usage winning.
-    pub tokens: TokenTotals,
+    pub tokens: UsageTotals,
     /// The session it was forked from.
     pub forked_from: Option<ForkOrigin>,
 }
@@ -101,17 +83,20 @@ pub fn summarize(id: impl Into<String>, messages: &[Message]) -> SessionInfo {
             _ => {}
         }
     }
-    let mut tokens = TokenTotals::default();
+    let mut tokens = UsageTotals::default();
     for used in ResponseUsage::of(messages).responses() {
-        tokens.input = tokens.input.saturating_add(used.input_tokens.unwrap_or(0));
-        tokens.output = tokens
-            .output
+        tokens.responses += 1;
+        tokens.input_tokens = tokens
+            .input_tokens
+            .saturating_add(used.input_tokens.unwrap_or(0));
+        tokens.output_tokens = tokens
+            .output_tokens
             .saturating_add(used.output_tokens.unwrap_or(0));
-        tokens.cache_creation_input = tokens
-            .cache_creation_input
+        tokens.cache_creation_input_tokens = tokens
+            .cache_creation_input_tokens
             .saturating_add(used.cache_creation_input_tokens.unwrap_or(0));
-        tokens.cache_read_input = tokens
-            .cache_read_input
+        tokens.cache_read_input_tokens = tokens
+            .cache_read_input_tokens
             .saturating_add(used.cache_read_input_tokens.unwrap_or(0));
     }
     SessionInfo {
@@ -274,9 +259,9 @@ mod tests {
             fragment("a3", "msg_2", Some(usage(5, 3))),
         ];
         let info = summarize("s", &session);
-        assert_eq!(info.tokens.input, 15);
-        assert_eq!(info.tokens.output, 10);
-        assert_eq!(info.tokens.cache_read_input, 2);
+        assert_eq!(info.tokens.input_tokens, 15);
+        assert_eq!(info.tokens.output_tokens, 10);
+        assert_eq!(info.tokens.cache_read_input_tokens, 2);
         assert_eq!(info.tokens.total(), 15 + 10 + 2 + 4);
         assert_eq!(info.title.as_deref(), Some("Fix the bug"));
         assert_eq!(info.model.as_deref(), Some("claude-sonnet-4-6"));
@@ -294,8 +279,8 @@ mod tests {
             a.is_api_error = true;
         }
         let info = summarize("s", &[fragment("a1", "msg_1", Some(usage(5, 3))), failed]);
-        assert_eq!(info.tokens.input, 5);
-        assert_eq!(info.tokens.output, 3);
+        assert_eq!(info.tokens.input_tokens, 5);
+        assert_eq!(info.tokens.output_tokens, 3);
     }
 
     #[test]
