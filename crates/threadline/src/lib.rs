@@ -80,6 +80,8 @@
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].
 //! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
+//! - `scripted`: `query::scripted`, the in-process scripted Messages service (a test double;
+//!   not in `full`).
 //! - `agent`: [`Agent`] and [`AgentBuilder`], the loop with the real hooks (turns on `wire`,
 //!   `message`, `normalize`, `attach`, `cache`, `compact` and `query`).
 #![forbid(unsafe_code)]

@@ -19,8 +19,8 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use threadline_message::Message;
 use threadline_query::scripted::{Reply, Response, ScriptedService};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
 use threadline_query::{Event, Query, QueryConfig, State, Terminal};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::StopReason;
 use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -44,7 +44,7 @@ impl Tool for Clock {
         true
     }
     fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> ToolStream {
-        tool::result(async { ToolOutput::text("12:00") })
+        tool_result(async { ToolOutput::text("12:00") })
     }
 }
 

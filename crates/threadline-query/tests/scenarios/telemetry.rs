@@ -8,8 +8,8 @@ use futures::StreamExt as _;
 use serde_json::json;
 use threadline_message::Message;
 use threadline_query::scripted::{Reply, Response, ScriptedService};
-use threadline_query::tool::{self, Tool, ToolContext, ToolOutput, ToolStream};
 use threadline_query::{Event, Query, QueryConfig, State, Terminal};
+use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::StopReason;
 
 #[derive(Clone, Default)]
@@ -48,7 +48,7 @@ impl Tool for Secretive {
         true
     }
     fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> ToolStream {
-        tool::result(async { ToolOutput::error("TOOL-OUTPUT-MARKER") })
+        tool_result(async { ToolOutput::error("TOOL-OUTPUT-MARKER") })
     }
 }
 
