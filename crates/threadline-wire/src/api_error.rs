@@ -87,7 +87,7 @@ wire_struct! {
 wire_struct! {
     /// The error envelope of a non-2xx response, and of a mid-stream `error` event.
     pub struct ApiErrorResponse {
-        required {
+        required(no_new) {
             /// Always `error`.
             pub kind: String => "type",
             /// The error.

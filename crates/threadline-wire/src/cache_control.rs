@@ -25,20 +25,13 @@ wire_struct! {
 }
 
 impl CacheControl {
-    /// An `ephemeral` breakpoint with the default (five minute) lifetime.
+    /// An `ephemeral` breakpoint with the default (five minute) lifetime; add
+    /// `.with_ttl(CacheTtl::OneHour)` for an hour.
     pub fn ephemeral() -> Self {
         CacheControl {
             kind: "ephemeral".to_owned(),
             ttl: None,
             extra: crate::Extra::new(),
-        }
-    }
-
-    /// An `ephemeral` breakpoint with an explicit lifetime.
-    pub fn with_ttl(ttl: CacheTtl) -> Self {
-        CacheControl {
-            ttl: Some(ttl),
-            ..CacheControl::ephemeral()
         }
     }
 

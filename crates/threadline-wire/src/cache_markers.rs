@@ -7,7 +7,7 @@
 //! can be given a marker here, but [`ContentBlock::clear_cache_control`] removes one from both.
 
 use crate::cache_control::CacheControl;
-use crate::content::{Content, ContentBlock};
+use crate::content::{Content, ContentBlock, TextBlock};
 use crate::request::{CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt};
 use crate::tools::Tool;
 
@@ -74,10 +74,20 @@ impl ContentBlock {
     /// [`ContentBlock::cache_control_mut`]).
     #[must_use]
     pub fn with_cache_control(mut self, marker: CacheControl) -> Self {
-        if let Some(slot) = self.cache_control_mut() {
-            *slot = Some(Box::new(marker));
-        }
+        self.set_cache_control(marker);
         self
+    }
+
+    /// Puts `marker` on the block in place, replacing its own; whether it could (false, and
+    /// the block unchanged, for a kind that cannot carry one).
+    pub fn set_cache_control(&mut self, marker: CacheControl) -> bool {
+        match self.cache_control_mut() {
+            Some(slot) => {
+                *slot = Some(Box::new(marker));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Removes every marker from the block: its own, those of the blocks nested in it
@@ -141,8 +151,13 @@ impl Tool {
     /// The tool with `marker` on it.
     #[must_use]
     pub fn with_cache_control(mut self, marker: CacheControl) -> Self {
-        *self.cache_control_mut() = Some(Box::new(marker));
+        self.set_cache_control(marker);
         self
+    }
+
+    /// Puts `marker` on the tool in place, replacing its own.
+    pub fn set_cache_control(&mut self, marker: CacheControl) {
+        *self.cache_control_mut() = Some(Box::new(marker));
     }
 
     /// Removes the tool's marker.
@@ -158,13 +173,25 @@ impl MessageParam {
     }
 }
 
+impl TextBlock {
+    /// Puts `marker` on the block in place, replacing its own (a system block's, or a text
+    /// block's outside a [`ContentBlock`]).
+    pub fn set_cache_control(&mut self, marker: CacheControl) {
+        self.cache_control = Some(Box::new(marker));
+    }
+
+    /// Removes the block's marker (a system block's, or a text block's outside a
+    /// [`ContentBlock`]).
+    pub fn clear_cache_control(&mut self) {
+        self.cache_control = None;
+    }
+}
+
 impl SystemPrompt {
     /// Removes every marker from the system prompt's blocks.
     pub fn clear_cache_control(&mut self) {
         if let SystemPrompt::Blocks(blocks) = self {
-            for block in blocks {
-                block.cache_control = None;
-            }
+            blocks.iter_mut().for_each(TextBlock::clear_cache_control);
         }
     }
 }
@@ -190,6 +217,11 @@ fn clear_request_parts(
 }
 
 impl MessagesRequest {
+    /// Sets the top-level `cache_control` (automatic caching) in place.
+    pub fn set_cache_control(&mut self, marker: CacheControl) {
+        self.cache_control = Some(Box::new(marker));
+    }
+
     /// Removes every marker from the request: tools, system blocks, message blocks (nested
     /// ones included) and the top-level automatic-caching marker.
     pub fn clear_cache_control(&mut self) {
@@ -251,7 +283,7 @@ mod tests {
     }
 
     fn marker() -> CacheControl {
-        CacheControl::with_ttl(CacheTtl::OneHour)
+        CacheControl::ephemeral().with_ttl(CacheTtl::OneHour)
     }
 
     /// Whether a `cache_control` key with a value is anywhere in `value` (an explicit `null`
@@ -276,6 +308,9 @@ mod tests {
             assert_eq!(block.cache_control(), None);
             let mut marked = block.clone().with_cache_control(marker());
             assert_eq!(marked.cache_control(), Some(&marker()), "{block:?}");
+            let mut in_place = block.clone();
+            assert!(in_place.set_cache_control(marker()), "{block:?}");
+            assert_eq!(in_place, marked);
             let json = serde_json::to_value(&marked).expect("serializes");
             assert_eq!(
                 json["cache_control"],
@@ -298,6 +333,9 @@ mod tests {
         for mut block in blocks {
             assert!(block.cache_control_mut().is_none());
             assert_eq!(block.clone().with_cache_control(marker()), block);
+            let mut in_place = block.clone();
+            assert!(!in_place.set_cache_control(marker()));
+            assert_eq!(in_place, block);
             block.clear_cache_control();
             let json = serde_json::to_value(&block).expect("serializes");
             assert!(!has_marker_key(&json), "{json}");
@@ -342,6 +380,9 @@ mod tests {
         for tool in tools {
             let mut marked = tool.clone().with_cache_control(marker());
             assert_eq!(marked.cache_control(), Some(&marker()));
+            let mut in_place = tool.clone();
+            in_place.set_cache_control(marker());
+            assert_eq!(in_place, marked);
             marked.clear_cache_control();
             assert_eq!(marked, tool);
         }

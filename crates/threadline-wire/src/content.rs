@@ -24,18 +24,6 @@ wire_struct! {
     }
 }
 
-impl TextBlock {
-    /// A text block with no citations and no cache marker.
-    pub fn new(text: impl Into<String>) -> Self {
-        TextBlock {
-            text: text.into(),
-            citations: None,
-            cache_control: None,
-            extra: crate::Extra::new(),
-        }
-    }
-}
-
 wire_struct! {
     /// `{"type":"image"}`: an image given inline, by URL or by file id.
     pub struct ImageBlock {

@@ -39,6 +39,45 @@
 //! assert_eq!(message.text(), "Hi!");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Building values
+//!
+//! Every wire struct is `#[non_exhaustive]` (the API adds fields): build one with `new`, which
+//! takes its required fields, and `with_<field>` setters for the optional ones. A `Box`ed field
+//! takes the value itself; a `String` one takes anything `Into<String>`.
+//!
+//! ```
+//! use serde_json::json;
+//! use threadline_wire::tools::CustomTool;
+//! use threadline_wire::{
+//!     CacheControl, ContentBlock, MessageParam, MessagesRequest, SystemPrompt, TextBlock, Tool,
+//! };
+//!
+//! let system = TextBlock::new("You answer questions about the weather.")
+//!     .with_cache_control(CacheControl::ephemeral());
+//! let weather = CustomTool::new("get_weather", json!({"type": "object"}))
+//!     .with_description("The current weather in a city.");
+//! let request = MessagesRequest::new(
+//!     "claude-sonnet-4-6",
+//!     1024,
+//!     vec![MessageParam::user(vec![ContentBlock::text("Is it raining in Paris?")])],
+//! )
+//! .with_system(SystemPrompt::Blocks(vec![system]))
+//! .with_tools(vec![Tool::from(weather)]);
+//!
+//! assert_eq!(
+//!     serde_json::to_string(&request)?,
+//!     concat!(
+//!         r#"{"model":"claude-sonnet-4-6","max_tokens":1024,"#,
+//!         r#""messages":[{"role":"user","content":[{"type":"text","text":"Is it raining in Paris?"}]}],"#,
+//!         r#""system":[{"type":"text","text":"You answer questions about the weather.","#,
+//!         r#""cache_control":{"type":"ephemeral"}}],"#,
+//!         r#""tools":[{"name":"get_weather","input_schema":{"type":"object"},"#,
+//!         r#""description":"The current weather in a city."}]}"#,
+//!     )
+//! );
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 
 #[macro_use]

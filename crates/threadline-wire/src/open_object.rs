@@ -22,6 +22,9 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 
+#[doc(hidden)]
+pub use pastey;
+
 /// The fields of a JSON object that the typed struct does not name, kept verbatim.
 pub type Extra = serde_json::Map<String, serde_json::Value>;
 
@@ -118,12 +121,145 @@ macro_rules! __json_name {
     };
 }
 
-/// Defines a wire struct with required and optional fields plus an `extra` map, and its
-/// forward-compatible serde impls.
+/// Defines a wire struct with required and optional fields plus an `extra` map, its
+/// forward-compatible serde impls, and its constructors:
+///
+/// - the struct is `#[non_exhaustive]`: the API adds fields, and a field added here is then no
+///   breaking change; build values with the generated constructors instead of literals;
+/// - `new(required fields…)` sets the required fields (a `String` one takes
+///   `impl Into<String>`, a `Box<T>` one takes the `T`), leaves the optional ones unset and
+///   `extra` empty; a struct with no required field also gets `Default`;
+/// - `with_<field>(value)` sets an optional field (again `impl Into<String>` for a `String`,
+///   the unboxed `T` for a `Box<T>`), and `with_extra(key, value)` adds a field this version
+///   does not name.
+///
+/// `required(no_new)` leaves `new` out, for a struct whose hand-written `new` says more.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! wire_struct {
+    // `new`: the required fields are read one by one, so that a `String` or `Box<T>` field can
+    // be recognized by its tokens (a captured `ty` can no longer be matched).
+    (@new $name:ident [no_new] [$($req:tt)*] [$($opt:tt)*]) => {};
+    (@new $name:ident [] [$($req:tt)*] [$($opt:tt)*]) => {
+        $crate::wire_struct!(@new_field $name [] [] [$($opt)*] $($req)*);
+    };
+    (@new_field $name:ident [$($params:tt)*] [$($inits:tt)*] [$($opt:tt)*]
+        $(#[$m:meta])* pub $f:ident : String $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@new_field $name
+            [$($params)* $f: impl Into<String>,] [$($inits)* $f: $f.into(),] [$($opt)*]
+            $($($rest)*)?);
+    };
+    (@new_field $name:ident [$($params:tt)*] [$($inits:tt)*] [$($opt:tt)*]
+        $(#[$m:meta])* pub $f:ident : Box<$inner:ty> $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@new_field $name
+            [$($params)* $f: $inner,] [$($inits)* $f: Box::new($f),] [$($opt)*]
+            $($($rest)*)?);
+    };
+    (@new_field $name:ident [$($params:tt)*] [$($inits:tt)*] [$($opt:tt)*]
+        $(#[$m:meta])* pub $f:ident : $t:ty $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@new_field $name
+            [$($params)* $f: $t,] [$($inits)* $f,] [$($opt)*]
+            $($($rest)*)?);
+    };
+    (@new_field $name:ident [] [] [
+        $( $(#[$ometa:meta])* pub $ofield:ident : $oty:ty $(=> $ojson:literal)? ),* $(,)?
+    ]) => {
+        impl $name {
+            #[doc = concat!("A `", stringify!($name), "` with no optional field set and no extra field.")]
+            pub fn new() -> Self {
+                $name { $( $ofield: None, )* extra: $crate::Extra::new() }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name::new()
+            }
+        }
+    };
+    (@new_field $name:ident [$($params:tt)+] [$($inits:tt)*] [
+        $( $(#[$ometa:meta])* pub $ofield:ident : $oty:ty $(=> $ojson:literal)? ),* $(,)?
+    ]) => {
+        impl $name {
+            #[doc = concat!("A `", stringify!($name), "` with its required fields, no optional field set and no extra field.")]
+            pub fn new($($params)+) -> Self {
+                $name { $($inits)* $( $ofield: None, )* extra: $crate::Extra::new() }
+            }
+        }
+    };
+
+    // `with_<field>` for each optional field, then `with_extra`, in one `impl`.
+    (@setters $name:ident [$($methods:tt)*]
+        $(#[$m:meta])* pub $f:ident : String $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@setters $name [$($methods)*
+            #[doc = concat!("Sets `", $crate::__json_name!($f $($j)?), "`.")]
+            #[must_use]
+            pub fn [<with_ $f>](mut self, value: impl Into<String>) -> Self {
+                self.$f = Some(value.into());
+                self
+            }
+        ] $($($rest)*)?);
+    };
+    (@setters $name:ident [$($methods:tt)*]
+        $(#[$m:meta])* pub $f:ident : Box<$inner:ty> $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@setters $name [$($methods)*
+            #[doc = concat!("Sets `", $crate::__json_name!($f $($j)?), "`.")]
+            #[must_use]
+            pub fn [<with_ $f>](mut self, value: $inner) -> Self {
+                self.$f = Some(Box::new(value));
+                self
+            }
+        ] $($($rest)*)?);
+    };
+    (@setters $name:ident [$($methods:tt)*]
+        $(#[$m:meta])* pub $f:ident : $t:ty $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@setters $name [$($methods)*
+            #[doc = concat!("Sets `", $crate::__json_name!($f $($j)?), "`.")]
+            #[must_use]
+            pub fn [<with_ $f>](mut self, value: $t) -> Self {
+                self.$f = Some(value);
+                self
+            }
+        ] $($($rest)*)?);
+    };
+    (@setters $name:ident [$($methods:tt)*]) => {
+        $crate::open_object::pastey::paste! {
+            impl $name {
+                $($methods)*
+
+                /// Adds a field this version does not name (written after the typed fields;
+                /// ignored when it names a typed field that is set).
+                #[must_use]
+                pub fn with_extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+                    self.extra.insert(key.into(), value);
+                    self
+                }
+            }
+        }
+    };
+
     (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            required $(($flag:ident))? { $($req:tt)* }
+            optional { $($opt:tt)* }
+        }
+    ) => {
+        $crate::wire_struct!(@body $(#[$meta])* pub struct $name {
+            required { $($req)* }
+            optional { $($opt)* }
+        });
+        $crate::wire_struct!(@new $name [$($flag)?] [$($req)*] [$($opt)*]);
+        $crate::wire_struct!(@setters $name [] $($opt)*);
+    };
+
+    (@body
         $(#[$meta:meta])*
         pub struct $name:ident {
             required {
@@ -136,6 +272,7 @@ macro_rules! wire_struct {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
         pub struct $name {
             $( $(#[$rmeta])* pub $rfield: $rty, )*
             $( $(#[$ometa])* pub $ofield: Option<$oty>, )*
@@ -398,8 +535,9 @@ macro_rules! wire_string_enum {
 }
 
 #[cfg(test)]
-// The macros make `pub` items; in a test module they cannot be reached, and need not be.
-#[allow(unreachable_pub)]
+// The macros make `pub` items; in a test module they cannot be reached, and need not all be
+// used.
+#[allow(unreachable_pub, dead_code)]
 mod tests {
     use serde_json::json;
 
@@ -409,6 +547,71 @@ mod tests {
             required { pub name: String }
             optional { pub count: u32, pub kind: String => "type" }
         }
+    }
+
+    crate::wire_struct! {
+        /// A test struct with boxed fields and a number.
+        pub struct Boxed {
+            required { pub inner: Box<Sample>, pub size: u64 }
+            optional { pub marker: Box<Sample>, pub names: Vec<String> }
+        }
+    }
+
+    crate::wire_struct! {
+        /// A test struct with no required field.
+        pub struct Loose {
+            required {}
+            optional { pub note: String }
+        }
+    }
+
+    #[test]
+    fn constructors_and_setters_build_what_the_wire_reads() {
+        let sample = Sample::new("a")
+            .with_count(2)
+            .with_kind(String::from("k"))
+            .with_extra("future", json!([1]));
+        assert_eq!(
+            serde_json::to_string(&sample).expect("serializes"),
+            r#"{"name":"a","count":2,"type":"k","future":[1]}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Sample>(r#"{"name":"a","count":2,"type":"k","future":[1]}"#)
+                .expect("parses"),
+            sample
+        );
+
+        // A `Box<T>` field takes the `T`; an integer literal is read as the field's type.
+        let boxed = Boxed::new(Sample::new("in"), 7)
+            .with_marker(Sample::new("m"))
+            .with_names(vec!["x".to_owned()]);
+        assert_eq!(
+            serde_json::to_string(&boxed).expect("serializes"),
+            r#"{"inner":{"name":"in"},"size":7,"marker":{"name":"m"},"names":["x"]}"#
+        );
+
+        // No required field: `new()` and `Default` agree, and write an empty object.
+        assert_eq!(Loose::default(), Loose::new());
+        assert_eq!(
+            serde_json::to_string(&Loose::new()).expect("serializes"),
+            "{}"
+        );
+        assert_eq!(
+            serde_json::to_string(&Loose::new().with_note("n")).expect("serializes"),
+            r#"{"note":"n"}"#
+        );
+    }
+
+    #[test]
+    fn an_extra_field_never_shadows_a_typed_one() {
+        let sample = Sample::new("a")
+            .with_extra("name", json!("b"))
+            .with_extra("count", json!(9))
+            .with_count(1);
+        assert_eq!(
+            serde_json::to_string(&sample).expect("serializes"),
+            r#"{"name":"a","count":1}"#
+        );
     }
 
     crate::wire_enum! {

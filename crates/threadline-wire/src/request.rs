@@ -443,37 +443,6 @@ impl<'de> Deserialize<'de> for Fallbacks {
     }
 }
 
-impl MessagesRequest {
-    /// A request with the required fields and nothing else.
-    pub fn new(model: impl Into<String>, max_tokens: u64, messages: Vec<MessageParam>) -> Self {
-        MessagesRequest {
-            model: model.into(),
-            max_tokens,
-            messages,
-            system: None,
-            tools: None,
-            tool_choice: None,
-            thinking: None,
-            stream: None,
-            stop_sequences: None,
-            metadata: None,
-            temperature: None,
-            top_p: None,
-            top_k: None,
-            cache_control: None,
-            output_config: None,
-            service_tier: None,
-            container: None,
-            inference_geo: None,
-            context_management: None,
-            mcp_servers: None,
-            fallbacks: None,
-            diagnostics: None,
-            extra: crate::Extra::new(),
-        }
-    }
-}
-
 wire_struct! {
     /// The body of `POST /v1/messages/count_tokens`.
     pub struct CountTokensRequest {

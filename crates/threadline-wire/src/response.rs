@@ -112,24 +112,6 @@ wire_struct! {
     }
 }
 
-impl Default for Usage {
-    fn default() -> Self {
-        Usage {
-            input_tokens: None,
-            output_tokens: None,
-            cache_creation_input_tokens: None,
-            cache_read_input_tokens: None,
-            cache_creation: None,
-            server_tool_use: None,
-            service_tier: None,
-            inference_geo: None,
-            output_tokens_details: None,
-            iterations: None,
-            extra: crate::Extra::new(),
-        }
-    }
-}
-
 impl Usage {
     /// All input tokens: uncached + cache writes + cache reads (saturating at `u64::MAX`: the
     /// counts come from a server or a transcript, either of which may be hostile).

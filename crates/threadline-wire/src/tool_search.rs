@@ -21,6 +21,9 @@ wire_struct! {
     /// `{"type":"tool_reference","tool_name":…}`: a reference to a declared tool, which the
     /// API expands into its definition. Found in a `tool_search_tool_result`'s
     /// `tool_references` and, from a client's own search tool, in `tool_result` content.
+    /// As a field of a [`ContentBlock::ToolReference`] the block's `type` is the enum's tag;
+    /// inside a search result's `tool_references` it is kept in `extra` (see
+    /// [`ToolSearchContent::found`]).
     pub struct ToolReferenceBlock {
         required {
             /// The referenced tool's name (a tool declared in `tools`).
@@ -29,20 +32,6 @@ wire_struct! {
         optional {
             /// A prompt-cache breakpoint on this block (request only).
             pub cache_control: Box<CacheControl>,
-        }
-    }
-}
-
-impl ToolReferenceBlock {
-    /// A reference to `tool_name`, without a cache marker. As a field of a
-    /// [`ContentBlock::ToolReference`] the block's `type` is the enum's tag; inside a
-    /// search result's `tool_references` it is kept in `extra` (see
-    /// [`ToolSearchContent::found`]).
-    pub fn new(tool_name: impl Into<String>) -> Self {
-        ToolReferenceBlock {
-            tool_name: tool_name.into(),
-            cache_control: None,
-            extra: crate::Extra::new(),
         }
     }
 }

@@ -92,6 +92,18 @@ impl Tool {
     }
 }
 
+impl From<CustomTool> for Tool {
+    fn from(tool: CustomTool) -> Self {
+        Tool::Custom(tool)
+    }
+}
+
+impl From<VersionedTool> for Tool {
+    fn from(tool: VersionedTool) -> Self {
+        Tool::Versioned(tool)
+    }
+}
+
 impl Serialize for Tool {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
