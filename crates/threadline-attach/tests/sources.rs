@@ -6,7 +6,7 @@ use threadline_attach::{
 };
 use threadline_message::{Attachment, CompactTrigger, DeltaItem, Message, SystemKind, TodoItem};
 use threadline_wire::content::ToolUseBlock;
-use threadline_wire::{ContentBlock, Extra, Usage};
+use threadline_wire::{ContentBlock, Usage};
 
 fn run(source: impl Source + 'static, turn: &Turn<'_>) -> Collected {
     Collector::new()
@@ -197,14 +197,11 @@ fn response(id: &str, blocks: Vec<ContentBlock>) -> Message {
 }
 
 fn todo_write() -> ContentBlock {
-    ContentBlock::ToolUse(ToolUseBlock {
-        id: "toolu_todo".into(),
-        name: "TodoWrite".into(),
-        input: serde_json::json!({}),
-        caller: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::ToolUse(ToolUseBlock::new(
+        "toolu_todo",
+        "TodoWrite",
+        serde_json::json!({}),
+    ))
 }
 
 #[test]
@@ -241,13 +238,11 @@ fn todo_reminders_follow_their_cadence() {
 fn token_usage_reports_the_latest_response_and_only_on_the_main_thread() {
     let mut answer = response("msg_1", vec![ContentBlock::text("ok")]);
     if let Message::Assistant(a) = &mut answer {
-        let usage = Usage {
-            input_tokens: Some(100),
-            cache_read_input_tokens: Some(5000),
-            cache_creation_input_tokens: Some(20),
-            output_tokens: Some(7),
-            ..Default::default()
-        };
+        let usage = Usage::new()
+            .with_input_tokens(100)
+            .with_cache_read_input_tokens(5000)
+            .with_cache_creation_input_tokens(20)
+            .with_output_tokens(7);
         a.usage = Some(Box::new(usage));
     }
     let history = vec![Message::user_text("hi"), answer];

@@ -92,11 +92,9 @@ fn turn_text(reversed: bool, jitter: u64, tools: Vec<&'static str>) -> (String, 
         vec![threadline_wire::ContentBlock::text("ok")],
     );
     if let Message::Assistant(a) = &mut answer {
-        let usage = threadline_wire::Usage {
-            input_tokens: Some(1200),
-            output_tokens: Some(34),
-            ..Default::default()
-        };
+        let usage = threadline_wire::Usage::new()
+            .with_input_tokens(1200)
+            .with_output_tokens(34);
         a.usage = Some(Box::new(usage));
     }
     let history = vec![

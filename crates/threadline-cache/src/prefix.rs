@@ -90,7 +90,7 @@ impl Ttl {
     pub fn marker(self) -> CacheControl {
         match self {
             Ttl::FiveMinutes => CacheControl::ephemeral(),
-            Ttl::OneHour => CacheControl::with_ttl(CacheTtl::OneHour),
+            Ttl::OneHour => CacheControl::ephemeral().with_ttl(CacheTtl::OneHour),
         }
     }
 
@@ -147,7 +147,7 @@ pub fn piece_hash(piece: Piece<'_>) -> u64 {
         Piece::System(block) => {
             1u8.hash(&mut h);
             let mut block = block.clone();
-            block.cache_control = None;
+            block.clear_cache_control();
             hash_json(&block, &mut h);
         }
         Piece::Block(block) => {

@@ -73,17 +73,15 @@ impl Predicted {
 
     /// As the API's usage object (no output tokens).
     pub fn to_usage(&self) -> Usage {
-        Usage {
-            input_tokens: Some(self.input_tokens),
-            cache_creation_input_tokens: Some(self.cache_creation_input_tokens),
-            cache_read_input_tokens: Some(self.cache_read_input_tokens),
-            cache_creation: Some(CacheCreation {
-                ephemeral_5m_input_tokens: Some(self.ephemeral_5m_input_tokens),
-                ephemeral_1h_input_tokens: Some(self.ephemeral_1h_input_tokens),
-                extra: threadline_wire::Extra::new(),
-            }),
-            ..Usage::default()
-        }
+        Usage::new()
+            .with_input_tokens(self.input_tokens)
+            .with_cache_creation_input_tokens(self.cache_creation_input_tokens)
+            .with_cache_read_input_tokens(self.cache_read_input_tokens)
+            .with_cache_creation(
+                CacheCreation::new()
+                    .with_ephemeral_5m_input_tokens(self.ephemeral_5m_input_tokens)
+                    .with_ephemeral_1h_input_tokens(self.ephemeral_1h_input_tokens),
+            )
     }
 
     /// The dollar cost of this input (plus `output_tokens` of output) by `model`'s prices.
@@ -419,12 +417,10 @@ mod tests {
             1024,
             vec![MessageParam::user(vec![ContentBlock::text("hi")])],
         );
-        let huge = Usage {
-            input_tokens: Some(u64::MAX - 1),
-            cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
-            cache_read_input_tokens: Some(u64::MAX),
-            ..Usage::default()
-        };
+        let huge = Usage::new()
+            .with_input_tokens(u64::MAX - 1)
+            .with_cache_creation_input_tokens(u64::MAX / 2 + 1)
+            .with_cache_read_input_tokens(u64::MAX);
         assert_eq!(huge.total_input_tokens(), u64::MAX);
         let calibration = Calibration::from_first(&request, &huge);
         let model = threadline_wire::model::ModelTable::builtin()

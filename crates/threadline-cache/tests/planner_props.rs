@@ -231,7 +231,7 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
     }
     request.cache_control = setup.automatic.map(|long| {
         Box::new(if long {
-            CacheControl::with_ttl(CacheTtl::OneHour)
+            CacheControl::ephemeral().with_ttl(CacheTtl::OneHour)
         } else {
             CacheControl::ephemeral()
         })

@@ -8,7 +8,7 @@ use threadline_cache::tools::{ToolOverlay, ToolSnapshot};
 use threadline_cache::{LookbackAware, Planner, Seed, Simulator, Stable1h, Ttl};
 use threadline_wire::model::ModelTable;
 use threadline_wire::tools::{CustomTool, ToolChoice, ToolChoiceOptions};
-use threadline_wire::{ContentBlock, Extra, MessageParam, MessagesRequest, SystemPrompt, Tool};
+use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, SystemPrompt, Tool};
 
 const MODEL: &str = "claude-sonnet-4-6"; // minimum cacheable length 1,024
 
@@ -17,16 +17,13 @@ fn model() -> &'static threadline_wire::model::Model {
 }
 
 fn tool(name: &str, words: usize) -> Tool {
-    Tool::Custom(CustomTool {
-        name: name.to_owned(),
-        input_schema: serde_json::json!({"type": "object", "properties": {}}),
-        kind: None,
-        description: Some("word ".repeat(words)),
-        cache_control: None,
-        strict: None,
-        defer_loading: None,
-        extra: Extra::new(),
-    })
+    Tool::Custom(
+        CustomTool::new(
+            name,
+            serde_json::json!({"type": "object", "properties": {}}),
+        )
+        .with_description("word ".repeat(words)),
+    )
 }
 
 /// A request with tools, a system prompt and `turns` user/assistant exchanges, each `width`
@@ -195,10 +192,7 @@ fn changes_are_named_with_their_first_block() {
     );
 
     let mut choice = base.clone();
-    choice.tool_choice = Some(ToolChoice::Any(ToolChoiceOptions {
-        disable_parallel_tool_use: None,
-        extra: Extra::new(),
-    }));
+    choice.tool_choice = Some(ToolChoice::Any(ToolChoiceOptions::new()));
     let found = diff(&base, &choice).expect("a break");
     assert_eq!(found.cause, BreakCause::ToolChoiceChanged);
     assert_eq!(
@@ -374,10 +368,7 @@ fn divergence_names_the_part_the_api_diagnoses_and_ignores_appends() {
     rewritten.messages[0] = MessageParam::user(vec![ContentBlock::text("other")]);
     assert_eq!(part(&rewritten), Some(PromptPart::Messages));
     let mut choice = base.clone();
-    choice.tool_choice = Some(ToolChoice::Any(ToolChoiceOptions {
-        disable_parallel_tool_use: None,
-        extra: Extra::new(),
-    }));
+    choice.tool_choice = Some(ToolChoice::Any(ToolChoiceOptions::new()));
     assert_eq!(part(&choice), Some(PromptPart::Other));
     // Without any marker `diff` sees nothing; `divergence` compares the whole request. An
     // appended turn and moved markers are no divergence.
@@ -520,14 +511,13 @@ fn a_new_turn_on_a_model_that_drops_earlier_thinking_reads_up_to_the_turn_start(
 fn a_tool_change_as_a_system_message_keeps_the_prefix_and_a_changed_array_breaks_it() {
     use threadline_wire::tool_change::ToolChangeBlock;
     let with_change = |r: &mut MessagesRequest| {
-        r.messages.push(MessageParam {
-            role: threadline_wire::Role::System,
-            content: threadline_wire::Content::Blocks(vec![
+        r.messages.push(MessageParam::new(
+            threadline_wire::Role::System,
+            threadline_wire::Content::Blocks(vec![
                 ContentBlock::ToolRemoval(ToolChangeBlock::tool("Bash")),
                 ContentBlock::ToolAddition(ToolChangeBlock::tool("Deploy")),
             ]),
-            extra: Extra::new(),
-        });
+        ));
     };
     let deferred = |mut t: Tool| {
         if let Tool::Custom(c) = &mut t {

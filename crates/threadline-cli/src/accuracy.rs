@@ -120,11 +120,11 @@ mod tests {
     fn answer(id: &str, input: u64, output: u64) -> Message {
         let mut m = Message::assistant_fragment(id, "m", vec![ContentBlock::text("x".repeat(40))]);
         if let Message::Assistant(a) = &mut m {
-            a.usage = Some(Box::new(Usage {
-                input_tokens: Some(input),
-                output_tokens: Some(output),
-                ..Usage::default()
-            }));
+            a.usage = Some(Box::new(
+                Usage::new()
+                    .with_input_tokens(input)
+                    .with_output_tokens(output),
+            ));
         }
         m
     }

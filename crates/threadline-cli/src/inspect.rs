@@ -401,11 +401,10 @@ fn add(total: &mut Usage, usage: &Usage) {
     };
     let (a5, a1) = split(total);
     let (b5, b1) = split(usage);
-    total.cache_creation = Some(threadline_wire::response::CacheCreation {
-        ephemeral_5m_input_tokens: sum(a5, b5),
-        ephemeral_1h_input_tokens: sum(a1, b1),
-        extra: threadline_wire::Extra::new(),
-    });
+    let mut creation = threadline_wire::response::CacheCreation::new();
+    creation.ephemeral_5m_input_tokens = sum(a5, b5);
+    creation.ephemeral_1h_input_tokens = sum(a1, b1);
+    total.cache_creation = Some(creation);
 }
 
 fn tokens(value: &Value) -> String {

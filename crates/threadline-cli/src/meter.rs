@@ -177,13 +177,11 @@ mod tests {
     #[test]
     fn totals_add_usage_and_cost_by_the_model_table() {
         let mut totals = Totals::default();
-        let usage = Usage {
-            input_tokens: Some(100),
-            output_tokens: Some(10),
-            cache_creation_input_tokens: Some(200),
-            cache_read_input_tokens: Some(700),
-            ..Usage::default()
-        };
+        let usage = Usage::new()
+            .with_input_tokens(100)
+            .with_output_tokens(10)
+            .with_cache_creation_input_tokens(200)
+            .with_cache_read_input_tokens(700);
         totals.add(&usage, "claude-sonnet-4-5");
         assert_eq!(totals.input_tokens + totals.cache_write_tokens, 300);
         assert!((totals.cache_read_share() - 0.7).abs() < 1e-9);
@@ -228,13 +226,11 @@ mod tests {
     #[test]
     fn totals_saturate_instead_of_wrapping() {
         let mut totals = Totals::default();
-        let huge = Usage {
-            input_tokens: Some(u64::MAX - 1),
-            output_tokens: Some(u64::MAX),
-            cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
-            cache_read_input_tokens: Some(u64::MAX),
-            ..Usage::default()
-        };
+        let huge = Usage::new()
+            .with_input_tokens(u64::MAX - 1)
+            .with_output_tokens(u64::MAX)
+            .with_cache_creation_input_tokens(u64::MAX / 2 + 1)
+            .with_cache_read_input_tokens(u64::MAX);
         totals.add(&huge, "claude-sonnet-4-5");
         totals.add(&huge, "claude-sonnet-4-5");
         assert_eq!(totals.input_tokens, u64::MAX);

@@ -34,14 +34,11 @@ fn transcript(dir: &Path, rounds: usize) -> PathBuf {
             Message::assistant_fragment(
                 format!("msg_{i:04}"),
                 "claude-sonnet-4-5",
-                vec![ContentBlock::ToolUse(ToolUseBlock {
-                    id: id.clone(),
-                    name: "Read".into(),
-                    input: json!({"file_path": format!("src/m{i}.rs")}),
-                    caller: None,
-                    cache_control: None,
-                    extra: Default::default(),
-                })],
+                vec![ContentBlock::ToolUse(ToolUseBlock::new(
+                    id.clone(),
+                    "Read",
+                    json!({"file_path": format!("src/m{i}.rs")}),
+                ))],
             )
             .with_header(header(i)),
         );
@@ -87,13 +84,13 @@ fn recorded_transcript(dir: &Path, rounds: usize) -> PathBuf {
         let sent = threadline_compact::estimate_messages(&messages[..i]);
         let output = threadline_compact::estimate::message_tokens(&messages[i]);
         if let Message::Assistant(a) = &mut messages[i] {
-            a.usage = Some(Box::new(Usage {
-                input_tokens: Some(10),
-                cache_creation_input_tokens: Some(0),
-                cache_read_input_tokens: Some(UNSEEN + sent - 10),
-                output_tokens: Some(output),
-                ..Usage::default()
-            }));
+            a.usage = Some(Box::new(
+                Usage::new()
+                    .with_input_tokens(10)
+                    .with_cache_creation_input_tokens(0)
+                    .with_cache_read_input_tokens(UNSEEN + sent - 10)
+                    .with_output_tokens(output),
+            ));
         }
     }
     let text: String = messages

@@ -191,13 +191,13 @@ fn usage_near_u64_max_saturates_in_the_totals() {
         );
         if let Message::Assistant(assistant) = &mut answer {
             assistant.stop_reason = Some(StopReason::EndTurn);
-            assistant.usage = Some(Box::new(Usage {
-                input_tokens: Some(u64::MAX - 1),
-                output_tokens: Some(u64::MAX),
-                cache_creation_input_tokens: Some(u64::MAX / 2 + 1),
-                cache_read_input_tokens: Some(u64::MAX),
-                ..Usage::default()
-            }));
+            assistant.usage = Some(Box::new(
+                Usage::new()
+                    .with_input_tokens(u64::MAX - 1)
+                    .with_output_tokens(u64::MAX)
+                    .with_cache_creation_input_tokens(u64::MAX / 2 + 1)
+                    .with_cache_read_input_tokens(u64::MAX),
+            ));
         }
         writer
             .append_all(&[Message::user_text(format!("question {turn}")), answer])

@@ -250,13 +250,11 @@ impl threadline_mock::UsageModel for Caching {
         let tokens = request_bytes as u64 / 4;
         let (write, read) = if *seen { (0, tokens) } else { (tokens, 0) };
         *seen = true;
-        threadline_wire::Usage {
-            input_tokens: Some(3),
-            output_tokens: Some(output_tokens),
-            cache_creation_input_tokens: Some(write),
-            cache_read_input_tokens: Some(read),
-            ..threadline_wire::Usage::default()
-        }
+        threadline_wire::Usage::new()
+            .with_input_tokens(3)
+            .with_output_tokens(output_tokens)
+            .with_cache_creation_input_tokens(write)
+            .with_cache_read_input_tokens(read)
     }
 }
 

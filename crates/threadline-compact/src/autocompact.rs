@@ -19,9 +19,7 @@ use std::time::SystemTime;
 use threadline_message::{CompactTrigger, Message, SystemKind};
 use threadline_wire::model::Model;
 use threadline_wire::tools::ToolChoiceOptions;
-use threadline_wire::{
-    Content, ContentBlock, Extra, MessageParam, MessagesRequest, Role, ToolChoice,
-};
+use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolChoice};
 
 use crate::breaker::CircuitBreaker;
 use crate::estimate::{
@@ -183,12 +181,10 @@ pub fn summary_request(
     let mut request = base.clone();
     request.max_tokens = summary_max_tokens.min(model.max_output_tokens).max(1);
     request.context_management = None;
-    request.tool_choice = request.tools.as_ref().map(|_| {
-        ToolChoice::None(ToolChoiceOptions {
-            disable_parallel_tool_use: None,
-            extra: Extra::new(),
-        })
-    });
+    request.tool_choice = request
+        .tools
+        .as_ref()
+        .map(|_| ToolChoice::None(ToolChoiceOptions::new()));
     let prompt = ContentBlock::text(SUMMARY_PROMPT);
     match request.messages.last_mut() {
         Some(last) if last.role == Role::User => {

@@ -459,13 +459,13 @@ mod tests {
     fn the_estimate_is_anchored_on_the_last_reported_usage() {
         let mut answer = Message::assistant_fragment("msg_1", "m", vec![ContentBlock::text("ok")]);
         if let Message::Assistant(a) = &mut answer {
-            a.usage = Some(Box::new(Usage {
-                input_tokens: Some(10),
-                cache_read_input_tokens: Some(50_000),
-                cache_creation_input_tokens: Some(1_000),
-                output_tokens: Some(200),
-                ..Usage::default()
-            }));
+            a.usage = Some(Box::new(
+                Usage::new()
+                    .with_input_tokens(10)
+                    .with_cache_read_input_tokens(50_000)
+                    .with_cache_creation_input_tokens(1_000)
+                    .with_output_tokens(200),
+            ));
         }
         let appended = Message::user_blocks(vec![tool_result_block(
             "toolu_1",
@@ -488,13 +488,13 @@ mod tests {
     fn answered(id: &str, input: u64) -> Message {
         let mut answer = Message::assistant_fragment(id, "m", vec![ContentBlock::text("ok")]);
         if let Message::Assistant(a) = &mut answer {
-            a.usage = Some(Box::new(Usage {
-                input_tokens: Some(10),
-                cache_read_input_tokens: Some(input - 10),
-                cache_creation_input_tokens: Some(0),
-                output_tokens: Some(5),
-                ..Usage::default()
-            }));
+            a.usage = Some(Box::new(
+                Usage::new()
+                    .with_input_tokens(10)
+                    .with_cache_read_input_tokens(input - 10)
+                    .with_cache_creation_input_tokens(0)
+                    .with_output_tokens(5),
+            ));
         }
         answer
     }

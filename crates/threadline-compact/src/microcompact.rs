@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use threadline_message::{Message, SystemKind};
 use threadline_wire::request::{ClearToolUsesEdit, ContextEdit, ContextManagement};
-use threadline_wire::{CacheTtl, Content, ContentBlock, Extra, MessagesRequest, Tool};
+use threadline_wire::{CacheTtl, Content, ContentBlock, MessagesRequest, Tool};
 
 use crate::estimate::content_tokens;
 use crate::stamp::derived_header;
@@ -204,16 +204,14 @@ pub fn clear_tool_uses_edit(
         .map(|t| t.name().to_owned())
         .filter(|name| !options.tools.contains(name))
         .collect();
-    ClearToolUsesEdit {
-        trigger: Some(json!({"type": "input_tokens", "value": server.trigger_input_tokens})),
-        keep: Some(json!({"type": "tool_uses", "value": options.keep_recent})),
-        clear_at_least: server
-            .clear_at_least
-            .map(|n| json!({"type": "input_tokens", "value": n})),
-        exclude_tools: (!exclude.is_empty()).then(|| exclude.into_iter().collect()),
-        clear_tool_inputs: None,
-        extra: Extra::new(),
-    }
+    let mut edit = ClearToolUsesEdit::new()
+        .with_trigger(json!({"type": "input_tokens", "value": server.trigger_input_tokens}))
+        .with_keep(json!({"type": "tool_uses", "value": options.keep_recent}));
+    edit.clear_at_least = server
+        .clear_at_least
+        .map(|n| json!({"type": "input_tokens", "value": n}));
+    edit.exclude_tools = (!exclude.is_empty()).then(|| exclude.into_iter().collect());
+    edit
 }
 
 /// The server-side path: adds the `clear_tool_uses_20250919` edit to `request` (replacing an
@@ -232,10 +230,7 @@ pub fn with_server_side_clearing(
     ));
     let management = request
         .context_management
-        .get_or_insert_with(|| ContextManagement {
-            edits: Vec::new(),
-            extra: Extra::new(),
-        });
+        .get_or_insert_with(|| ContextManagement::new(Vec::new()));
     management
         .edits
         .retain(|e| !matches!(e, ContextEdit::ClearToolUses(_)));
@@ -324,15 +319,10 @@ mod tests {
     #[test]
     fn the_server_side_edit_goes_after_clear_thinking() {
         let mut request = MessagesRequest::new("m", 1, Vec::new());
-        request.context_management = Some(ContextManagement {
-            edits: vec![ContextEdit::ClearThinking(
-                threadline_wire::request::ClearThinkingEdit {
-                    keep: Some(json!("all")),
-                    extra: Extra::new(),
-                },
-            )],
-            extra: Extra::new(),
-        });
+        request.context_management =
+            Some(ContextManagement::new(vec![ContextEdit::ClearThinking(
+                threadline_wire::request::ClearThinkingEdit::new().with_keep(json!("all")),
+            )]));
         let options = MicrocompactOptions::default();
         with_server_side_clearing(&mut request, &options, &ServerSideOptions::default());
         with_server_side_clearing(&mut request, &options, &ServerSideOptions::default());

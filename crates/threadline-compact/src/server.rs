@@ -30,9 +30,9 @@
 //! ```
 
 use serde_json::json;
+use threadline_wire::MessagesRequest;
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::request::{CompactEdit, ContextEdit, ContextManagement};
-use threadline_wire::{Extra, MessagesRequest};
 
 /// The smallest trigger the API accepts (documented; a smaller one is a 400).
 pub const MIN_TRIGGER_INPUT_TOKENS: u64 = 50_000;
@@ -85,23 +85,19 @@ impl ServerCompaction {
 
     /// The edit (its trigger never under [`MIN_TRIGGER_INPUT_TOKENS`]).
     pub fn edit(&self) -> CompactEdit {
-        CompactEdit {
-            trigger: Some(json!({"type": "input_tokens",
-                "value": self.trigger_input_tokens.max(MIN_TRIGGER_INPUT_TOKENS)})),
-            pause_after_compaction: Some(self.pause_after_compaction),
-            instructions: self.instructions.clone(),
-            extra: Extra::new(),
-        }
+        let mut edit = CompactEdit::new()
+            .with_trigger(json!({"type": "input_tokens",
+                "value": self.trigger_input_tokens.max(MIN_TRIGGER_INPUT_TOKENS)}))
+            .with_pause_after_compaction(self.pause_after_compaction);
+        edit.instructions = self.instructions.clone();
+        edit
     }
 
     /// The `context_management` carrying only this edit, when `model` supports it.
     pub fn context_management(&self, model: &Model) -> Option<ContextManagement> {
         model
             .supports(Feature::ServerCompaction)
-            .then(|| ContextManagement {
-                edits: vec![ContextEdit::Compact(self.edit())],
-                extra: Extra::new(),
-            })
+            .then(|| ContextManagement::new(vec![ContextEdit::Compact(self.edit())]))
     }
 
     /// Adds the edit to `request` (replacing an earlier `compact_20260112` edit, after the
@@ -112,10 +108,7 @@ impl ServerCompaction {
         }
         let management = request
             .context_management
-            .get_or_insert_with(|| ContextManagement {
-                edits: Vec::new(),
-                extra: Extra::new(),
-            });
+            .get_or_insert_with(|| ContextManagement::new(Vec::new()));
         management
             .edits
             .retain(|e| !matches!(e, ContextEdit::Compact(_)));
@@ -186,21 +179,10 @@ mod tests {
         assert_eq!(server.trigger_input_tokens, MIN_TRIGGER_INPUT_TOKENS);
         let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
         let mut request = MessagesRequest::new("claude-sonnet-4-6", 1024, Vec::new());
-        request.context_management = Some(ContextManagement {
-            edits: vec![
-                ContextEdit::ClearThinking(ClearThinkingEdit {
-                    keep: None,
-                    extra: Extra::new(),
-                }),
-                ContextEdit::Compact(CompactEdit {
-                    trigger: None,
-                    pause_after_compaction: None,
-                    instructions: None,
-                    extra: Extra::new(),
-                }),
-            ],
-            extra: Extra::new(),
-        });
+        request.context_management = Some(ContextManagement::new(vec![
+            ContextEdit::ClearThinking(ClearThinkingEdit::new()),
+            ContextEdit::Compact(CompactEdit::new()),
+        ]));
         assert!(server.apply(&mut request, model));
         assert!(server.apply(&mut request, model));
         assert_eq!(

@@ -323,13 +323,9 @@ pub fn tool_result_block(
     content: Content,
     is_error: bool,
 ) -> ContentBlock {
-    ContentBlock::ToolResult(ToolResultBlock {
-        tool_use_id: tool_use_id.into(),
-        content: Some(content),
-        is_error: is_error.then_some(true),
-        cache_control: None,
-        extra: threadline_wire::Extra::new(),
-    })
+    let mut block = ToolResultBlock::new(tool_use_id).with_content(content);
+    block.is_error = is_error.then_some(true);
+    ContentBlock::ToolResult(block)
 }
 
 #[cfg(test)]

@@ -285,9 +285,8 @@ steps:
             let Step::Message(step) = step else {
                 unreachable!("only messages above")
             };
-            let script = script(step, "msg_1", "claude-sonnet-4-6", tool_id, |out| Usage {
-                output_tokens: Some(out),
-                ..Usage::default()
+            let script = script(step, "msg_1", "claude-sonnet-4-6", tool_id, |out| {
+                Usage::new().with_output_tokens(out)
             });
             assert_eq!(script.ending, Ending::Complete);
             let body = script.events.concat();

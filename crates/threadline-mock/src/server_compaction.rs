@@ -188,27 +188,23 @@ impl Compacting {
     pub(crate) fn usage(&self, usage: &dyn UsageModel, output_tokens: u64) -> Usage {
         let message_output = output_tokens.saturating_sub(self.output);
         let after_bytes = serde_json::to_vec(&self.after).map_or(0, |v| v.len());
-        let pass = |kind, input, output, write, read| UsageIteration {
-            kind: Some(kind),
-            input_tokens: Some(input),
-            output_tokens: Some(output),
-            cache_creation_input_tokens: Some(write),
-            cache_read_input_tokens: Some(read),
-            cache_creation: None,
-            model: None,
-            extra: Default::default(),
+        let pass = |kind, input, output, write, read| {
+            UsageIteration::new()
+                .with_kind(kind)
+                .with_input_tokens(input)
+                .with_output_tokens(output)
+                .with_cache_creation_input_tokens(write)
+                .with_cache_read_input_tokens(read)
         };
         let compaction = pass(IterationKind::Compaction, self.input, self.output, 0, 0);
         if self.paused {
             // Only the summary was written: the top level (the non-compaction passes) is zero.
-            return Usage {
-                input_tokens: Some(0),
-                output_tokens: Some(0),
-                cache_creation_input_tokens: Some(0),
-                cache_read_input_tokens: Some(0),
-                iterations: Some(vec![compaction]),
-                ..Usage::default()
-            };
+            return Usage::new()
+                .with_input_tokens(0)
+                .with_output_tokens(0)
+                .with_cache_creation_input_tokens(0)
+                .with_cache_read_input_tokens(0)
+                .with_iterations(vec![compaction]);
         }
         let mut top = usage.usage(&self.after, after_bytes, message_output);
         top.iterations = Some(vec![

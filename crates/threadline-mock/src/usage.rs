@@ -24,13 +24,11 @@ pub struct EstimateUsage;
 
 impl UsageModel for EstimateUsage {
     fn usage(&self, _request: &MessagesRequest, request_bytes: usize, output_tokens: u64) -> Usage {
-        Usage {
-            input_tokens: Some((request_bytes as u64).div_ceil(4).max(1)),
-            output_tokens: Some(output_tokens),
-            cache_creation_input_tokens: Some(0),
-            cache_read_input_tokens: Some(0),
-            ..Usage::default()
-        }
+        Usage::new()
+            .with_input_tokens((request_bytes as u64).div_ceil(4).max(1))
+            .with_output_tokens(output_tokens)
+            .with_cache_creation_input_tokens(0)
+            .with_cache_read_input_tokens(0)
     }
 }
 

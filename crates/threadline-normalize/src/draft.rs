@@ -4,7 +4,7 @@
 //! [`Draft`]s; every later pass moves drafts and blocks, never clones them.
 
 use threadline_message::{AssistantMessage, Attachment, Header, Message, UserMessage};
-use threadline_wire::{Content, ContentBlock, Extra, MessageParam, Role};
+use threadline_wire::{Content, ContentBlock, MessageParam, Role};
 
 /// Who speaks in a draft: the two roles the request holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +70,7 @@ impl<'a> Draft<'a> {
             Side::User => Role::User,
             Side::Assistant => Role::Assistant,
         };
-        MessageParam {
-            role,
-            content: Content::Blocks(self.blocks),
-            extra: Extra::new(),
-        }
+        MessageParam::new(role, Content::Blocks(self.blocks))
     }
 }
 

@@ -6,16 +6,13 @@
 //! use threadline_normalize::{normalize, normalize_strict, Options, RepairKind};
 //! use threadline_wire::content::ToolUseBlock;
 //! use threadline_wire::model::ModelTable;
-//! use threadline_wire::{ContentBlock, Extra, MessagesRequest, validate};
+//! use threadline_wire::{ContentBlock, MessagesRequest, validate};
 //!
-//! let read = ContentBlock::ToolUse(ToolUseBlock {
-//!     id: "toolu_01".into(),
-//!     name: "Read".into(),
-//!     input: serde_json::json!({"file_path": "src/lib.rs"}),
-//!     caller: None,
-//!     cache_control: None,
-//!     extra: Extra::new(),
-//! });
+//! let read = ContentBlock::ToolUse(ToolUseBlock::new(
+//!     "toolu_01",
+//!     "Read",
+//!     serde_json::json!({"file_path": "src/lib.rs"}),
+//! ));
 //! // The stream was cut after the tool use: its result was never recorded.
 //! let session = vec![
 //!     Message::user_text("What does lib.rs export?"),

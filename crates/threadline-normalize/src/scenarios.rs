@@ -309,7 +309,7 @@ fn an_assistant_first_array_and_empty_input() {
 fn stale_cache_markers_and_hostile_blocks() {
     let marked = |t: &str, ttl: CacheTtl| {
         let mut block = TextBlock::new(t);
-        block.cache_control = Some(Box::new(CacheControl::with_ttl(ttl)));
+        block.cache_control = Some(Box::new(CacheControl::ephemeral().with_ttl(ttl)));
         ContentBlock::Text(block)
     };
     let unknown =

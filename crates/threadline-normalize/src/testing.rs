@@ -8,9 +8,7 @@ use threadline_wire::content::{
 };
 use threadline_wire::model::ModelTable;
 use threadline_wire::validate::{Violation, validate};
-use threadline_wire::{
-    Content, ContentBlock, Extra, MessageParam, MessagesRequest, Role, ToolUseBlock,
-};
+use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolUseBlock};
 
 use crate::draft::{Draft, Side};
 use crate::{Normalized, Options, normalize, to_internal};
@@ -59,14 +57,7 @@ pub(crate) fn text(t: &str) -> ContentBlock {
 }
 
 pub(crate) fn tool_use(id: &str) -> ContentBlock {
-    ContentBlock::ToolUse(ToolUseBlock {
-        id: id.into(),
-        name: "Read".into(),
-        input: json!({"file_path": "a.rs"}),
-        caller: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::ToolUse(ToolUseBlock::new(id, "Read", json!({"file_path": "a.rs"})))
 }
 
 pub(crate) fn result(id: &str, text: &str) -> ContentBlock {
@@ -78,58 +69,32 @@ pub(crate) fn results(ids: &[&str]) -> Message {
 }
 
 pub(crate) fn server_use(id: &str) -> ContentBlock {
-    ContentBlock::ServerToolUse(ServerToolUseBlock {
-        id: id.into(),
-        name: "web_search".into(),
-        input: Some(json!({"query": "q"})),
-        caller: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::ServerToolUse(
+        ServerToolUseBlock::new(id, "web_search").with_input(json!({"query": "q"})),
+    )
 }
 
 pub(crate) fn server_result(id: &str) -> ContentBlock {
-    ContentBlock::WebSearchToolResult(ServerToolResultBlock {
-        tool_use_id: id.into(),
-        content: Some(json!([])),
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::WebSearchToolResult(ServerToolResultBlock::new(id).with_content(json!([])))
 }
 
 pub(crate) fn thinking(t: &str) -> ContentBlock {
-    ContentBlock::Thinking(ThinkingBlock {
-        thinking: t.into(),
-        signature: Some(format!("sig-{t}")),
-        extra: Extra::new(),
-    })
+    ContentBlock::Thinking(ThinkingBlock::new(t).with_signature(format!("sig-{t}")))
 }
 
 pub(crate) fn unsigned_thinking(t: &str) -> ContentBlock {
-    ContentBlock::Thinking(ThinkingBlock {
-        thinking: t.into(),
-        signature: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::Thinking(ThinkingBlock::new(t))
 }
 
 pub(crate) fn redacted() -> ContentBlock {
-    ContentBlock::RedactedThinking(RedactedThinkingBlock {
-        data: "opaque".into(),
-        extra: Extra::new(),
-    })
+    ContentBlock::RedactedThinking(RedactedThinkingBlock::new("opaque"))
 }
 
 pub(crate) fn image() -> ContentBlock {
-    ContentBlock::Image(ImageBlock {
-        source: Box::new(MediaSource::Base64(Base64Source {
-            media_type: "image/png".into(),
-            data: "iVBORw0KGgo=".into(),
-            extra: Extra::new(),
-        })),
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::Image(ImageBlock::new(MediaSource::Base64(Base64Source::new(
+        "image/png",
+        "iVBORw0KGgo=",
+    ))))
 }
 
 /// A compact picture of blocks: `text(hi)`, `use(t1)`, `result(t1)`, `result!(t1)` (error),

@@ -257,16 +257,10 @@ impl ToolSet {
         self.tools
             .values()
             .map(|tool| {
-                threadline_wire::Tool::Custom(CustomTool {
-                    name: tool.name().to_owned(),
-                    input_schema: tool.input_schema(),
-                    kind: None,
-                    description: Some(tool.description().to_owned()),
-                    cache_control: None,
-                    strict: None,
-                    defer_loading: None,
-                    extra: threadline_wire::Extra::new(),
-                })
+                threadline_wire::Tool::Custom(
+                    CustomTool::new(tool.name(), tool.input_schema())
+                        .with_description(tool.description()),
+                )
             })
             .collect()
     }

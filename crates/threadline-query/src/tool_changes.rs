@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
-use threadline_wire::{Content, ContentBlock, Extra, MessageParam, MessagesRequest, Role, Tool};
+use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, Tool};
 
 use crate::tool::{Tool as LoopTool, ToolSet};
 
@@ -560,11 +560,7 @@ fn insert_announcements(messages: &mut Vec<MessageParam>, announced: &[Announcem
                 .get(a.after_assistants)
                 .copied()
                 .unwrap_or(messages.len());
-            let message = MessageParam {
-                role: Role::System,
-                content: Content::Blocks(a.blocks.clone()),
-                extra: Extra::new(),
-            };
+            let message = MessageParam::new(Role::System, Content::Blocks(a.blocks.clone()));
             (at, message)
         })
         .collect();

@@ -226,16 +226,10 @@ mod tests {
     use threadline_wire::tools::CustomTool;
 
     fn tool(name: &str, description_chars: usize) -> Tool {
-        Tool::Custom(CustomTool {
-            name: name.to_owned(),
-            input_schema: serde_json::json!({"type": "object"}),
-            kind: None,
-            description: Some("x".repeat(description_chars)),
-            cache_control: None,
-            strict: None,
-            defer_loading: None,
-            extra: threadline_wire::Extra::new(),
-        })
+        Tool::Custom(
+            CustomTool::new(name, serde_json::json!({"type": "object"}))
+                .with_description("x".repeat(description_chars)),
+        )
     }
 
     fn model(id: &'static str) -> &'static Model {
@@ -306,13 +300,10 @@ mod tests {
         )
             .prop_map(|(name, chars, marked, deferred, versioned)| {
                 let mut t = if versioned {
-                    Tool::Versioned(threadline_wire::tools::VersionedTool {
-                        kind: "web_search_20250305".into(),
-                        name: name.into(),
-                        cache_control: None,
-                        defer_loading: None,
-                        extra: threadline_wire::Extra::new(),
-                    })
+                    Tool::Versioned(threadline_wire::tools::VersionedTool::new(
+                        "web_search_20250305",
+                        name,
+                    ))
                 } else {
                     tool(name, chars)
                 };

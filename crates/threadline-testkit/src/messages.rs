@@ -56,7 +56,7 @@ use threadline_wire::content::{
     Base64Source, DocumentBlock, ImageBlock, MediaSource, PlainTextSource, RedactedThinkingBlock,
     ServerToolResultBlock, ServerToolUseBlock, ThinkingBlock,
 };
-use threadline_wire::{ContentBlock, Extra, StopReason, ToolUseBlock};
+use threadline_wire::{ContentBlock, StopReason, ToolUseBlock};
 
 pub use hostile::{Mutation, apply_mutations, mutation};
 pub use plan::{
@@ -225,88 +225,51 @@ pub fn text(text: impl Into<String>) -> ContentBlock {
 
 /// A thinking block with the given signature.
 pub fn thinking(text: impl Into<String>, signature: impl Into<String>) -> ContentBlock {
-    ContentBlock::Thinking(ThinkingBlock {
-        thinking: text.into(),
-        signature: Some(signature.into()),
-        extra: Extra::new(),
-    })
+    ContentBlock::Thinking(ThinkingBlock::new(text).with_signature(signature))
 }
 
 /// A redacted-thinking block.
 pub fn redacted_thinking(data: impl Into<String>) -> ContentBlock {
-    ContentBlock::RedactedThinking(RedactedThinkingBlock {
-        data: data.into(),
-        extra: Extra::new(),
-    })
+    ContentBlock::RedactedThinking(RedactedThinkingBlock::new(data))
 }
 
 /// A client `tool_use` block.
 pub fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {
-    ContentBlock::ToolUse(ToolUseBlock {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        input,
-        caller: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::ToolUse(ToolUseBlock::new(id, name, input))
 }
 
 /// A `server_tool_use` block calling `web_search`.
 pub fn server_tool_use(id: &str, query: &str) -> ContentBlock {
-    ContentBlock::ServerToolUse(ServerToolUseBlock {
-        id: id.to_owned(),
-        name: "web_search".to_owned(),
-        input: Some(json!({ "query": query })),
-        caller: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::ServerToolUse(
+        ServerToolUseBlock::new(id, "web_search").with_input(json!({ "query": query })),
+    )
 }
 
 /// The `web_search_tool_result` block answering server tool use `id`.
 pub fn web_search_result(id: &str) -> ContentBlock {
-    ContentBlock::WebSearchToolResult(ServerToolResultBlock {
-        tool_use_id: id.to_owned(),
-        content: Some(json!([{
-            "type": "web_search_result",
-            "url": "https://docs.rs/serde",
-            "title": "serde - Rust",
-            "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ2",
-            "page_age": null
-        }])),
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::WebSearchToolResult(ServerToolResultBlock::new(id).with_content(json!([{
+        "type": "web_search_result",
+        "url": "https://docs.rs/serde",
+        "title": "serde - Rust",
+        "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ2",
+        "page_age": null
+    }])))
 }
 
 /// A small inline PNG image block.
 pub fn image() -> ContentBlock {
-    ContentBlock::Image(ImageBlock {
-        source: Box::new(MediaSource::Base64(Base64Source {
-            media_type: "image/png".to_owned(),
-            data: PNG_DATA.to_owned(),
-            extra: Extra::new(),
-        })),
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::Image(ImageBlock::new(MediaSource::Base64(Base64Source::new(
+        "image/png",
+        PNG_DATA,
+    ))))
 }
 
 /// A plain-text document block.
 pub fn document(data: impl Into<String>) -> ContentBlock {
-    ContentBlock::Document(DocumentBlock {
-        source: Box::new(MediaSource::Text(PlainTextSource {
-            media_type: "text/plain".to_owned(),
-            data: data.into(),
-            extra: Extra::new(),
-        })),
-        title: Some("notes.txt".to_owned()),
-        context: None,
-        citations: None,
-        cache_control: None,
-        extra: Extra::new(),
-    })
+    ContentBlock::Document(
+        DocumentBlock::new(MediaSource::Text(PlainTextSource::new("text/plain", data)))
+            .with_title("notes.txt"),
+    )
 }
 
 /// Realistic valid sessions (1 to 5 turns), valid by construction; see the module docs.

@@ -15,7 +15,7 @@ use threadline_message::Message;
 use threadline_normalize::{ImpliedRequest, implied_requests};
 use threadline_testkit::messages::{SessionBuilder, extend_session, tool_use};
 use threadline_wire::tools::CustomTool;
-use threadline_wire::{Extra, MessagesRequest, Tool};
+use threadline_wire::{MessagesRequest, Tool};
 
 /// The model the generated sessions talk to.
 pub const MODEL: &str = "claude-sonnet-4-6";
@@ -69,9 +69,10 @@ pub fn agent_tools() -> Vec<Tool> {
                 "Performs the operation on the workspace, following the rules of the session. "
                     .repeat(12 + i * 3)
             );
-            Tool::Custom(CustomTool {
-                name: (*name).to_owned(),
-                input_schema: json!({
+            Tool::Custom(
+                CustomTool::new(
+                    *name,
+                    json!({
                     "type": "object",
                     "properties": {
                         "path": {"type": "string", "description": "The absolute path of the file or directory to operate on."},
@@ -81,14 +82,10 @@ pub fn agent_tools() -> Vec<Tool> {
                     },
                     "required": ["path"],
                     "additionalProperties": false
-                }),
-                kind: None,
-                description: Some(description),
-                cache_control: None,
-                strict: None,
-                defer_loading: None,
-                extra: Extra::new(),
-            })
+                    }),
+                )
+                .with_description(description),
+            )
         })
         .collect()
 }

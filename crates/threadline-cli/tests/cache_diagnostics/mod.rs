@@ -10,13 +10,13 @@ fn answered(id: &str, text: &str) -> Message {
     let mut message =
         Message::assistant_fragment(id, "claude-sonnet-4-6", vec![ContentBlock::text(text)]);
     if let Message::Assistant(a) = &mut message {
-        a.usage = Some(Box::new(Usage {
-            input_tokens: Some(3),
-            output_tokens: Some(5),
-            cache_creation_input_tokens: Some(2000),
-            cache_read_input_tokens: Some(0),
-            ..Usage::default()
-        }));
+        a.usage = Some(Box::new(
+            Usage::new()
+                .with_input_tokens(3)
+                .with_output_tokens(5)
+                .with_cache_creation_input_tokens(2000)
+                .with_cache_read_input_tokens(0),
+        ));
     }
     message
 }

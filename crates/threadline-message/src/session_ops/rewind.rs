@@ -132,14 +132,7 @@ mod tests {
     }
 
     fn tool_use(id: &str) -> ContentBlock {
-        ContentBlock::ToolUse(ToolUseBlock {
-            id: id.into(),
-            name: "Read".into(),
-            input: serde_json::json!({}),
-            caller: None,
-            cache_control: None,
-            extra: threadline_wire::Extra::new(),
-        })
+        ContentBlock::ToolUse(ToolUseBlock::new(id, "Read", serde_json::json!({})))
     }
 
     #[test]

@@ -221,11 +221,9 @@ mod tests {
     #[test]
     fn omitted_and_summarized_adaptive_thinking_keep_their_signatures_through_the_pipeline() {
         let omitted = |sig: &str| {
-            ContentBlock::Thinking(threadline_wire::content::ThinkingBlock {
-                thinking: String::new(),
-                signature: Some(sig.to_owned()),
-                extra: threadline_wire::Extra::new(),
-            })
+            ContentBlock::Thinking(
+                threadline_wire::content::ThinkingBlock::new(String::new()).with_signature(sig),
+            )
         };
         let messages = [
             user("q"),
