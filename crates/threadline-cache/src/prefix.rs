@@ -15,7 +15,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use threadline_wire::content::Content;
-use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, Tool};
+use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition};
 
 use crate::tokens::{Piece, TokenCounter};
 
@@ -214,7 +214,7 @@ pub fn strips_prior_thinking(request: &MessagesRequest) -> Option<usize> {
 }
 
 /// Whether a tool is sent with `defer_loading: true` (not part of the cached prefix).
-pub fn is_deferred(tool: &Tool) -> bool {
+pub fn is_deferred(tool: &ToolDefinition) -> bool {
     tool.is_deferred()
 }
 

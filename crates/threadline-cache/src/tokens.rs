@@ -9,13 +9,13 @@
 use std::collections::HashMap;
 
 use threadline_wire::content::{Content, MediaSource};
-use threadline_wire::{ContentBlock, TextBlock, Tool};
+use threadline_wire::{ContentBlock, TextBlock, ToolDefinition};
 
 /// A piece of the prompt, in the order the API reads the prefix (tools → system → messages).
 #[derive(Debug, Clone, Copy)]
 pub enum Piece<'a> {
     /// One tool definition.
-    Tool(&'a Tool),
+    Tool(&'a ToolDefinition),
     /// One system text block.
     System(&'a TextBlock),
     /// One content block of a message.

@@ -8,7 +8,7 @@
 //! overlay applied to a copy, never to the snapshot. A caller that does want the new tools
 //! takes a new snapshot, and [`ToolSnapshot::change`] names the change as a cache break.
 
-use threadline_wire::Tool;
+use threadline_wire::ToolDefinition;
 
 use crate::breaks::{BreakCause, CacheBreak};
 use crate::prefix::{Location, Ttl};
@@ -16,7 +16,7 @@ use crate::prefix::{Location, Ttl};
 /// The tools of a session, frozen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSnapshot {
-    tools: Vec<Tool>,
+    tools: Vec<ToolDefinition>,
     bytes: Vec<String>,
 }
 
@@ -32,15 +32,15 @@ pub struct ToolOverlay<'a> {
 impl ToolSnapshot {
     /// Freezes `tools` (any marker or `defer_loading` they carry is dropped: those are
     /// overlays).
-    pub fn new(tools: &[Tool]) -> Self {
-        let tools: Vec<Tool> = tools
+    pub fn new(tools: &[ToolDefinition]) -> Self {
+        let tools: Vec<ToolDefinition> = tools
             .iter()
             .cloned()
             .map(|mut tool| {
                 tool.clear_cache_control();
                 match &mut tool {
-                    Tool::Custom(t) => t.defer_loading = None,
-                    Tool::Versioned(t) => t.defer_loading = None,
+                    ToolDefinition::Custom(t) => t.defer_loading = None,
+                    ToolDefinition::Versioned(t) => t.defer_loading = None,
                 }
                 tool
             })
@@ -53,7 +53,7 @@ impl ToolSnapshot {
     }
 
     /// The frozen tools.
-    pub fn tools(&self) -> &[Tool] {
+    pub fn tools(&self) -> &[ToolDefinition] {
         &self.tools
     }
 
@@ -63,13 +63,13 @@ impl ToolSnapshot {
     }
 
     /// The `tools` of one request: copies of the snapshot with the overlay applied.
-    pub fn for_request(&self, overlay: &ToolOverlay<'_>) -> Vec<Tool> {
+    pub fn for_request(&self, overlay: &ToolOverlay<'_>) -> Vec<ToolDefinition> {
         let mut tools = self.tools.clone();
         for tool in &mut tools {
             if overlay.deferred.contains(&tool.name()) {
                 match tool {
-                    Tool::Custom(t) => t.defer_loading = Some(true),
-                    Tool::Versioned(t) => t.defer_loading = Some(true),
+                    ToolDefinition::Custom(t) => t.defer_loading = Some(true),
+                    ToolDefinition::Versioned(t) => t.defer_loading = Some(true),
                 }
             }
         }
@@ -85,7 +85,7 @@ impl ToolSnapshot {
     }
 
     /// How `current` differs from the snapshot, as a cache break (`None`: the same bytes).
-    pub fn change(&self, current: &[Tool]) -> Option<CacheBreak> {
+    pub fn change(&self, current: &[ToolDefinition]) -> Option<CacheBreak> {
         let now = ToolSnapshot::new(current);
         let n = self.bytes.len().max(now.bytes.len());
         (0..n)

@@ -25,7 +25,9 @@ use threadline_normalize::{Options, normalize};
 use threadline_testkit::messages::{hostile_session, valid_session};
 use threadline_wire::content::Content;
 use threadline_wire::model::ModelTable;
-use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, Tool, validate};
+use threadline_wire::{
+    CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition, validate,
+};
 
 /// Asks for whatever marks it was given (positions taken modulo the request's length).
 #[derive(Debug, Clone)]
@@ -255,10 +257,10 @@ fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> M
 }
 
 /// Sends `tool` with `defer_loading: true`.
-fn defer(tool: &mut Tool) {
+fn defer(tool: &mut ToolDefinition) {
     match tool {
-        Tool::Custom(t) => t.defer_loading = Some(true),
-        Tool::Versioned(t) => t.defer_loading = Some(true),
+        ToolDefinition::Custom(t) => t.defer_loading = Some(true),
+        ToolDefinition::Versioned(t) => t.defer_loading = Some(true),
     }
 }
 

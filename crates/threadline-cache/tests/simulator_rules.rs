@@ -8,7 +8,7 @@ use threadline_cache::tools::{ToolOverlay, ToolSnapshot};
 use threadline_cache::{LookbackAware, Planner, Seed, Simulator, Stable1h, Ttl};
 use threadline_wire::model::ModelTable;
 use threadline_wire::tools::{CustomTool, ToolChoice, ToolChoiceOptions};
-use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, SystemPrompt, Tool};
+use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, SystemPrompt, ToolDefinition};
 
 const MODEL: &str = "claude-sonnet-4-6"; // minimum cacheable length 1,024
 
@@ -16,8 +16,8 @@ fn model() -> &'static threadline_wire::model::Model {
     ModelTable::builtin().resolve(MODEL).model()
 }
 
-fn tool(name: &str, words: usize) -> Tool {
-    Tool::Custom(
+fn tool(name: &str, words: usize) -> ToolDefinition {
+    ToolDefinition::Custom(
         CustomTool::new(
             name,
             serde_json::json!({"type": "object", "properties": {}}),
@@ -405,7 +405,7 @@ fn the_tool_snapshot_is_reused_byte_for_byte() {
     let sent = snapshot.for_request(&overlay);
     // The overlay marked the last loaded tool and deferred one; the snapshot is untouched.
     assert!(sent[1].cache_control().is_some());
-    assert!(matches!(&sent[2], Tool::Custom(t) if t.defer_loading == Some(true)));
+    assert!(matches!(&sent[2], ToolDefinition::Custom(t) if t.defer_loading == Some(true)));
     assert_eq!(snapshot.bytes(), &frozen[..]);
     for _ in 0..3 {
         let plain = snapshot.for_request(&ToolOverlay::default());
@@ -519,8 +519,8 @@ fn a_tool_change_as_a_system_message_keeps_the_prefix_and_a_changed_array_breaks
             ]),
         ));
     };
-    let deferred = |mut t: Tool| {
-        if let Tool::Custom(c) = &mut t {
+    let deferred = |mut t: ToolDefinition| {
+        if let ToolDefinition::Custom(c) = &mut t {
             c.defer_loading = Some(true);
         }
         t

@@ -18,7 +18,7 @@ use futures_core::Stream;
 use http_body::Body;
 use threadline_wire::service::{ServiceError, ServiceErrorKind};
 use threadline_wire::sse::{SseDecoder, SseError};
-use threadline_wire::{Message, StopReason, StreamEvent};
+use threadline_wire::{ResponseMessage, StopReason, StreamEvent};
 
 use crate::config::Limits;
 use crate::secret::Redactor;
@@ -213,7 +213,7 @@ where
     /// A stream replaying a complete non-streamed message as the events that build it.
     pub(crate) fn from_message(
         body: B,
-        message: Message,
+        message: ResponseMessage,
         limits: Limits,
         span: tracing::Span,
         redactor: Redactor,
@@ -374,7 +374,7 @@ fn sse_error(e: SseError) -> ServiceError {
 
 /// The events that build `message`: `message_start` with empty content, each block whole
 /// (start, stop), `message_delta` with the stop reason and usage, `message_stop`.
-fn message_events(message: Message) -> Vec<StreamEvent> {
+fn message_events(message: ResponseMessage) -> Vec<StreamEvent> {
     let mut shell = message.clone();
     shell.content = Vec::new();
     shell.stop_reason = None;

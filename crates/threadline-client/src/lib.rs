@@ -63,7 +63,7 @@ use std::task::{Context, Poll};
 
 use threadline_wire::accumulate::{MessageAccumulator, StreamIncomplete};
 use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
-use threadline_wire::{CountTokensRequest, Message, MessagesRequest};
+use threadline_wire::{CountTokensRequest, MessagesRequest, ResponseMessage};
 use tower_layer::Layer;
 
 pub use config::{ClientConfig, Limits, RetryConfig, Timeouts};
@@ -122,7 +122,7 @@ impl Client {
     }
 
     /// Sends `request` and accumulates the whole message.
-    pub async fn message(&self, request: MessagesRequest) -> Result<Message, ServiceError> {
+    pub async fn message(&self, request: MessagesRequest) -> Result<ResponseMessage, ServiceError> {
         let stream = self.stream(request).await?;
         collect_message(stream)
             .await
@@ -138,7 +138,7 @@ impl Client {
 /// Folds an event stream into its message. A stream that breaks the protocol (events out of
 /// order, an unparsable tool input) is a [`Decode`](ServiceErrorKind::Decode) error; one that
 /// ends incomplete is [`Truncated`](ServiceErrorKind::Truncated).
-pub async fn collect_message(mut stream: EventStream) -> Result<Message, ServiceError> {
+pub async fn collect_message(mut stream: EventStream) -> Result<ResponseMessage, ServiceError> {
     let mut accumulator = MessageAccumulator::new();
     while let Some(event) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
         accumulator.push(&event?).map_err(|e| {

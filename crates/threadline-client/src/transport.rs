@@ -27,7 +27,7 @@ use hyper_util::rt::TokioExecutor;
 use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
 use threadline_wire::telemetry as names;
 use threadline_wire::{
-    ApiErrorResponse, ApiErrorType, CountTokensRequest, Message, MessagesRequest,
+    ApiErrorResponse, ApiErrorType, CountTokensRequest, MessagesRequest, ResponseMessage,
 };
 use tracing::Instrument;
 use tracing::field::Empty;
@@ -333,7 +333,7 @@ impl HttpTransport {
             let bytes = read_limited(response.into_body(), clamp(limits.max_response_bytes))
                 .await
                 .map_err(|e| attach(redactor.error(e), request_id.as_deref()))?;
-            let message: Message = serde_json::from_slice(&bytes).map_err(|e| {
+            let message: ResponseMessage = serde_json::from_slice(&bytes).map_err(|e| {
                 attach(
                     ServiceError::new(
                         ServiceErrorKind::Decode,

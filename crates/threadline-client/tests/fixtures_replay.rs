@@ -83,7 +83,7 @@ async fn every_recorded_json_response_reads_as_recorded() {
             errors += 1;
         } else if body.get("type").and_then(|t| t.as_str()) == Some("message") {
             let message = result.unwrap_or_else(|e| panic!("{name}: {e}"));
-            let expected: threadline_wire::Message =
+            let expected: threadline_wire::ResponseMessage =
                 serde_json::from_value(body.clone()).expect("a recorded message");
             assert_eq!(message, expected, "{name}");
             messages += 1;

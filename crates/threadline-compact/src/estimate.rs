@@ -20,7 +20,8 @@ use threadline_message::{Attachment, Message, SystemKind};
 use threadline_wire::content::MediaSource;
 use threadline_wire::service::ServiceError;
 use threadline_wire::{
-    Content, ContentBlock, CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt, Tool,
+    Content, ContentBlock, CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt,
+    ToolDefinition,
 };
 
 use crate::units::since_last_boundary;
@@ -191,7 +192,7 @@ pub fn system_tokens(system: &SystemPrompt) -> u64 {
 }
 
 /// The estimated tokens of tool definitions (names, descriptions and schemas).
-pub fn tools_tokens(tools: &[Tool]) -> u64 {
+pub fn tools_tokens(tools: &[ToolDefinition]) -> u64 {
     tools
         .iter()
         .map(|tool| match serde_json::to_value(tool) {

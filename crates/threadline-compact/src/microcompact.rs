@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use threadline_message::{Message, SystemKind};
 use threadline_wire::request::{ClearToolUsesEdit, ContextEdit, ContextManagement};
-use threadline_wire::{CacheTtl, Content, ContentBlock, MessagesRequest, Tool};
+use threadline_wire::{CacheTtl, Content, ContentBlock, MessagesRequest, ToolDefinition};
 
 use crate::estimate::content_tokens;
 use crate::stamp::derived_header;
@@ -197,7 +197,7 @@ impl Default for ServerSideOptions {
 pub fn clear_tool_uses_edit(
     options: &MicrocompactOptions,
     server: &ServerSideOptions,
-    tools: &[Tool],
+    tools: &[ToolDefinition],
 ) -> ClearToolUsesEdit {
     let exclude: BTreeSet<String> = tools
         .iter()

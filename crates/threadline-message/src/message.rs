@@ -245,7 +245,7 @@ impl Message {
 
     /// The assistant message for a complete API response.
     pub fn from_response(
-        response: &threadline_wire::Message,
+        response: &threadline_wire::ResponseMessage,
         request_id: Option<String>,
     ) -> Message {
         Message::Assistant(AssistantMessage {

@@ -72,7 +72,7 @@ fn malformed(line: usize) -> impl Fn(&LineProblem) -> bool {
 
 /// One message of every kind, every system subtype and every attachment kind.
 fn every_kind() -> Vec<Message> {
-    let response: threadline_wire::Message = serde_json::from_value(json!({
+    let response: threadline_wire::ResponseMessage = serde_json::from_value(json!({
         "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
         "content": [{"type": "thinking", "thinking": "hm", "signature": "c2ln"},
                     {"type": "tool_use", "id": "toolu_01", "name": "Read", "input": {"path": "a"}},

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use threadline_wire::request::{CompactEdit, ContextEdit, ContextManagement};
 use threadline_wire::{
     Content, ContentBlock, CountTokensRequest, IterationKind, MessageParam, MessagesRequest,
-    SystemPrompt, Tool, Usage, UsageIteration,
+    SystemPrompt, ToolDefinition, Usage, UsageIteration,
 };
 
 use crate::scenario::{Block, MessageStep};
@@ -77,7 +77,7 @@ fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 /// `messages`.
 fn estimate(
     system: &Option<SystemPrompt>,
-    tools: &Option<Vec<Tool>>,
+    tools: &Option<Vec<ToolDefinition>>,
     messages: &[MessageParam],
 ) -> u64 {
     estimate_tokens(json_len(system) + json_len(tools) + json_len(messages))

@@ -27,7 +27,7 @@ use threadline_wire::tool_search::{
     DEFAULT_SEARCH_LIMIT, MAX_BM25_QUERY_CHARS, MAX_REGEX_PATTERN_CHARS, MAX_SEARCH_LIMIT,
     ToolSearchContent, ToolSearchErrorCode, ToolSearchKind,
 };
-use threadline_wire::{MessagesRequest, Tool};
+use threadline_wire::{MessagesRequest, ToolDefinition};
 
 use crate::scenario::{Block, MessageStep};
 
@@ -66,14 +66,14 @@ pub struct Candidate<'a> {
 }
 
 /// The deferred tools of `tools`, in declaration order.
-pub fn candidates(tools: &[Tool]) -> Vec<Candidate<'_>> {
+pub fn candidates(tools: &[ToolDefinition]) -> Vec<Candidate<'_>> {
     tools
         .iter()
         .filter(|t| t.is_deferred())
         .map(|t| Candidate {
             name: t.name(),
             description: match t {
-                Tool::Custom(c) => c.description.as_deref().unwrap_or(""),
+                ToolDefinition::Custom(c) => c.description.as_deref().unwrap_or(""),
                 _ => "",
             },
         })
@@ -256,7 +256,7 @@ pub fn expand(
     let name = tools
         .iter()
         .find(|t| ToolSearchKind::of_tool(t) == Some(kind))
-        .map_or(kind.tool_name(), Tool::name)
+        .map_or(kind.tool_name(), ToolDefinition::name)
         .to_owned();
     let id = next_id();
     let mut input = serde_json::Map::new();
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn only_deferred_tools_are_candidates() {
-        let tools: Vec<Tool> = serde_json::from_value(json!([
+        let tools: Vec<ToolDefinition> = serde_json::from_value(json!([
             {"name": "a", "description": "loaded", "input_schema": {"type": "object"}},
             {"name": "b", "description": "deferred", "input_schema": {"type": "object"}, "defer_loading": true},
             {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}

@@ -32,7 +32,7 @@ fn check_all(input: &[Message]) -> Result<(), String> {
 fn check_all_with(
     input: &[Message],
     options: &Options,
-    tools: Option<Vec<threadline_wire::Tool>>,
+    tools: Option<Vec<threadline_wire::ToolDefinition>>,
 ) -> Result<(), String> {
     let once = normalize(input, options);
     let out = &once.messages;
@@ -106,7 +106,7 @@ proptest! {
 }
 
 /// The server tool the testkit's server tool uses call.
-fn web_search() -> threadline_wire::Tool {
+fn web_search() -> threadline_wire::ToolDefinition {
     serde_json::from_value(serde_json::json!({"type": "web_search_20250305", "name": "web_search"}))
         .expect("a server tool definition")
 }

@@ -198,7 +198,7 @@ impl Diagnoser {
     pub(crate) fn answer(
         &mut self,
         st: &mut State,
-        message: &threadline_wire::Message,
+        message: &threadline_wire::ResponseMessage,
     ) -> Option<CacheDiagnosisReport> {
         let predicted = self.pending.take()?;
         st.previous_message_id = Some(message.id.clone());

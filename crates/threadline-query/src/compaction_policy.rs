@@ -56,7 +56,7 @@ struct RequestTemplate {
     model: String,
     max_tokens: u64,
     system: Option<SystemPrompt>,
-    tools: Vec<threadline_wire::Tool>,
+    tools: Vec<threadline_wire::ToolDefinition>,
     normalize: Options,
     shaper: Option<Box<dyn RequestShaper>>,
     /// Whether requests carry cache markers (then the summary request does too, so it reads

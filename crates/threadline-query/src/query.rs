@@ -220,7 +220,7 @@ enum Wake {
 struct Driver<S> {
     q: Query<S>,
     out: mpsc::UnboundedSender<Event>,
-    tool_definitions: Vec<threadline_wire::Tool>,
+    tool_definitions: Vec<threadline_wire::ToolDefinition>,
     tools: Arc<ToolSet>,
 }
 

@@ -11,10 +11,10 @@
 //! - usage is read through `threadline_wire::Usage::billed` (every iteration) and
 //!   `Usage::context_tokens` (the last non-compaction pass).
 
-use threadline_wire::{ContentBlock, Message};
+use threadline_wire::{ContentBlock, ResponseMessage};
 
 /// Whether `message` holds a server-side `compaction` block.
-pub(crate) fn compacted(message: &Message) -> bool {
+pub(crate) fn compacted(message: &ResponseMessage) -> bool {
     message
         .content
         .iter()

@@ -253,11 +253,11 @@ impl ToolSet {
 
     /// The request's `tools` (custom tools, sorted by name so the bytes never change between
     /// requests).
-    pub fn definitions(&self) -> Vec<threadline_wire::Tool> {
+    pub fn definitions(&self) -> Vec<threadline_wire::ToolDefinition> {
         self.tools
             .values()
             .map(|tool| {
-                threadline_wire::Tool::Custom(
+                threadline_wire::ToolDefinition::Custom(
                     CustomTool::new(tool.name(), tool.input_schema())
                         .with_description(tool.description()),
                 )

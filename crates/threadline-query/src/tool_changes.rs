@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
-use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, Tool};
+use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolDefinition};
 
 use crate::tool::{Tool as LoopTool, ToolSet};
 
@@ -91,7 +91,7 @@ struct Ledger {
     dropped: usize,
     started: bool,
     /// Every tool ever declared, in first order, frozen.
-    declared: Vec<Tool>,
+    declared: Vec<ToolDefinition>,
     /// The tools offered from the start (declared and not deferred at the session's start).
     initially_offered: BTreeSet<String>,
     /// What the model is offered now.
@@ -110,7 +110,7 @@ struct Ledger {
     /// before it, announcements included.
     server_compaction: Option<u64>,
     /// The `tools` of the last request (the fallback path compares against it).
-    last_tools: Option<Vec<Tool>>,
+    last_tools: Option<Vec<ToolDefinition>>,
 }
 
 impl ToolChanges {
@@ -233,7 +233,7 @@ impl ToolChanges {
                 });
             }
         }
-        let tools: Vec<Tool> = if in_place {
+        let tools: Vec<ToolDefinition> = if in_place {
             ledger.declared.clone()
         } else {
             ledger
@@ -252,7 +252,7 @@ impl ToolChanges {
         {
             // A tool declared plainly because nothing else was left undeferred: the cached
             // prefix (the undeferred tools) changed after all.
-            let plain = |tools: &[Tool]| -> Vec<Tool> {
+            let plain = |tools: &[ToolDefinition]| -> Vec<ToolDefinition> {
                 tools.iter().filter(|t| !t.is_deferred()).cloned().collect()
             };
             if let Some(first) = first_change(&plain(previous), &plain(&tools)) {
@@ -407,7 +407,7 @@ impl Ledger {
             for mut definition in set.definitions() {
                 if in_place
                     && some_plain
-                    && let Tool::Custom(custom) = &mut definition
+                    && let ToolDefinition::Custom(custom) = &mut definition
                 {
                     custom.defer_loading = Some(true);
                 }
@@ -471,7 +471,7 @@ impl Ledger {
             .declared
             .iter()
             .filter(|t| t.is_deferred())
-            .map(Tool::name)
+            .map(ToolDefinition::name)
             .collect();
         let withdrawn = |name: &str| {
             let ever_offered =
@@ -573,8 +573,11 @@ fn insert_announcements(messages: &mut Vec<MessageParam>, announced: &[Announcem
 }
 
 /// The first index at which `next` differs from `previous` (by JSON), with the tool's name.
-fn first_change(previous: &[Tool], next: &[Tool]) -> Option<(usize, Option<String>)> {
-    let bytes = |t: &Tool| serde_json::to_string(t).unwrap_or_default();
+fn first_change(
+    previous: &[ToolDefinition],
+    next: &[ToolDefinition],
+) -> Option<(usize, Option<String>)> {
+    let bytes = |t: &ToolDefinition| serde_json::to_string(t).unwrap_or_default();
     let n = previous.len().max(next.len());
     (0..n)
         .find(|&i| previous.get(i).map(bytes) != next.get(i).map(bytes))
@@ -588,7 +591,7 @@ fn first_change(previous: &[Tool], next: &[Tool]) -> Option<(usize, Option<Strin
 /// `tools`: every declared tool not deferred from the start, then each `tool_addition` /
 /// `tool_removal` of a `system` message in order (references by `tool_reference` name; MCP
 /// references name no tool of `tools` and are left out).
-pub fn offered(tools: &[Tool], messages: &[MessageParam]) -> BTreeSet<String> {
+pub fn offered(tools: &[ToolDefinition], messages: &[MessageParam]) -> BTreeSet<String> {
     let mut now: BTreeSet<String> = tools
         .iter()
         .filter(|t| !t.is_deferred())
@@ -844,7 +847,12 @@ mod tests {
             .apply(&mut second, model, 0, &base())
             .changed
             .expect("a change");
-        let names: Vec<&str> = second.tools.iter().flatten().map(Tool::name).collect();
+        let names: Vec<&str> = second
+            .tools
+            .iter()
+            .flatten()
+            .map(ToolDefinition::name)
+            .collect();
         assert_eq!(names, ["weather", "deploy"]);
         assert_eq!(roles(&second), ["user", "assistant", "user"]);
         assert_eq!(

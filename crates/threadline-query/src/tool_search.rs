@@ -15,7 +15,7 @@
 //! deferred), and a deferred tool never carries a `cache_control` marker.
 
 use threadline_cache::tokens::{Estimate, Piece, TokenCounter as _};
-use threadline_wire::Tool;
+use threadline_wire::ToolDefinition;
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::tool_search::ToolSearchKind;
 
@@ -107,7 +107,7 @@ pub struct DeferDecision {
 }
 
 /// The estimated tokens of `tools` (the workspace's estimate: `threadline_cache::tokens`).
-pub fn tools_tokens(tools: &[Tool]) -> u64 {
+pub fn tools_tokens(tools: &[ToolDefinition]) -> u64 {
     tools
         .iter()
         .map(|t| Estimate.count(Piece::Tool(t), 0))
@@ -118,11 +118,11 @@ pub fn tools_tokens(tools: &[Tool]) -> u64 {
 /// `always_loaded(name)` says which tools opted out. Returns the definitions to send on every
 /// request, and what was decided.
 pub fn apply(
-    tools: Vec<Tool>,
+    tools: Vec<ToolDefinition>,
     always_loaded: impl Fn(&str) -> bool,
     model: &Model,
     config: &ToolSearchConfig,
-) -> (Vec<Tool>, DeferDecision) {
+) -> (Vec<ToolDefinition>, DeferDecision) {
     let (mut tools, mut decision) = decide(tools, always_loaded, model, config);
     sanitize(&mut tools);
     decision.deferred = tools.iter().filter(|t| t.is_deferred()).count();
@@ -131,21 +131,21 @@ pub fn apply(
 
 /// What the API rejects in any case, whoever set it: a deferred tool's marker goes, and a set
 /// in which every tool is deferred is sent with none deferred.
-fn sanitize(tools: &mut [Tool]) {
+fn sanitize(tools: &mut [ToolDefinition]) {
     for tool in tools.iter_mut().filter(|t| t.is_deferred()) {
         tool.clear_cache_control();
     }
-    if !tools.is_empty() && tools.iter().all(Tool::is_deferred) {
+    if !tools.is_empty() && tools.iter().all(ToolDefinition::is_deferred) {
         tools.iter_mut().for_each(|t| t.set_deferred(false));
     }
 }
 
 fn decide(
-    mut tools: Vec<Tool>,
+    mut tools: Vec<ToolDefinition>,
     always_loaded: impl Fn(&str) -> bool,
     model: &Model,
     config: &ToolSearchConfig,
-) -> (Vec<Tool>, DeferDecision) {
+) -> (Vec<ToolDefinition>, DeferDecision) {
     let tool_tokens = tools_tokens(&tools);
     let mut decision = DeferDecision {
         tool_tokens,
@@ -180,8 +180,9 @@ fn decide(
     if declared.is_none() && tools.iter().any(|t| t.name() == kind.tool_name()) {
         return (tools, decision);
     }
-    let deferrable =
-        |t: &Tool| matches!(t, Tool::Custom(_)) && !always_loaded(t.name()) && !t.is_deferred();
+    let deferrable = |t: &ToolDefinition| {
+        matches!(t, ToolDefinition::Custom(_)) && !always_loaded(t.name()) && !t.is_deferred()
+    };
     let deferred = tools.iter().filter(|t| deferrable(t)).count();
     if deferred == 0 {
         return (tools, decision);
@@ -192,7 +193,7 @@ fn decide(
         tool.set_deferred(true);
     }
     if declared.is_none() {
-        tools.push(Tool::tool_search(kind));
+        tools.push(ToolDefinition::tool_search(kind));
         decision.search = Some(kind);
     } else if let Some(search) = tools
         .iter_mut()
@@ -206,7 +207,7 @@ fn decide(
 
 /// The run's `tools`: the tool set's definitions with the configured policy applied for the
 /// configured model (what the loop sends on every request).
-pub fn definitions(tools: &crate::ToolSet, config: &crate::QueryConfig) -> Vec<Tool> {
+pub fn definitions(tools: &crate::ToolSet, config: &crate::QueryConfig) -> Vec<ToolDefinition> {
     let model = threadline_wire::model::ModelTable::builtin()
         .resolve(&config.model)
         .model();
@@ -225,8 +226,8 @@ mod tests {
     use threadline_wire::model::ModelTable;
     use threadline_wire::tools::CustomTool;
 
-    fn tool(name: &str, description_chars: usize) -> Tool {
-        Tool::Custom(
+    fn tool(name: &str, description_chars: usize) -> ToolDefinition {
+        ToolDefinition::Custom(
             CustomTool::new(name, serde_json::json!({"type": "object"}))
                 .with_description("x".repeat(description_chars)),
         )
@@ -250,9 +251,9 @@ mod tests {
         let chars = (window as usize / 10) * 4;
         let big = vec![tool("a", chars / 2), tool("b", chars / 2), tool("keep", 10)];
         let (out, decision) = apply(big, |n| n == "keep", m, &ToolSearchConfig::default());
-        let names: Vec<&str> = out.iter().map(Tool::name).collect();
+        let names: Vec<&str> = out.iter().map(ToolDefinition::name).collect();
         assert_eq!(names, ["a", "b", "keep", "tool_search_tool_bm25"]);
-        let deferred: Vec<bool> = out.iter().map(Tool::is_deferred).collect();
+        let deferred: Vec<bool> = out.iter().map(ToolDefinition::is_deferred).collect();
         assert_eq!(deferred, [true, true, false, false]);
         assert_eq!(decision.deferred, 2);
         assert_eq!(decision.search, Some(ToolSearchKind::Bm25));
@@ -290,7 +291,7 @@ mod tests {
     /// A hostile tool: any of a few names (duplicates likely, the search tool's own name
     /// included), a description from empty to huge, maybe a marker, maybe deferred already,
     /// sometimes a versioned tool.
-    fn hostile_tool() -> impl Strategy<Value = Tool> {
+    fn hostile_tool() -> impl Strategy<Value = ToolDefinition> {
         (
             prop::sample::select(vec!["a", "b", "dup", "tool_search_tool_bm25", "web_search"]),
             prop_oneof![Just(0usize), 0usize..200, Just(2_000_000usize)],
@@ -300,7 +301,7 @@ mod tests {
         )
             .prop_map(|(name, chars, marked, deferred, versioned)| {
                 let mut t = if versioned {
-                    Tool::Versioned(threadline_wire::tools::VersionedTool::new(
+                    ToolDefinition::Versioned(threadline_wire::tools::VersionedTool::new(
                         "web_search_20250305",
                         name,
                     ))
@@ -318,7 +319,7 @@ mod tests {
             })
     }
 
-    fn hostile_set() -> impl Strategy<Value = Vec<Tool>> {
+    fn hostile_set() -> impl Strategy<Value = Vec<ToolDefinition>> {
         prop_oneof![
             Just(Vec::new()),
             hostile_tool().prop_map(|t| vec![t]),
@@ -365,13 +366,13 @@ mod tests {
             let m = ModelTable::builtin().resolve(model_id).model();
             let (out, decision) = apply(tools.clone(), |n| opt_out && n == "a", m, &config);
             if !out.is_empty() {
-                prop_assert!(!out.iter().all(Tool::is_deferred), "every tool deferred");
+                prop_assert!(!out.iter().all(ToolDefinition::is_deferred), "every tool deferred");
             }
             prop_assert!(out.iter().all(|t| !t.is_deferred() || t.cache_control().is_none()));
             prop_assert_eq!(decision.deferred, out.iter().filter(|t| t.is_deferred()).count());
             // Nothing is lost or reordered: the input's tools come first, by name.
-            let names: Vec<&str> = out.iter().map(Tool::name).collect();
-            let input: Vec<&str> = tools.iter().map(Tool::name).collect();
+            let names: Vec<&str> = out.iter().map(ToolDefinition::name).collect();
+            let input: Vec<&str> = tools.iter().map(ToolDefinition::name).collect();
             prop_assert_eq!(&names[..input.len()], &input[..]);
             prop_assert!(out.len() <= input.len() + 1);
             if opt_out {
@@ -391,7 +392,7 @@ mod tests {
 
     #[test]
     fn the_same_input_gives_the_same_bytes() {
-        let tools: Vec<Tool> = (0..50).map(|n| tool(&format!("t{n}"), 40)).collect();
+        let tools: Vec<ToolDefinition> = (0..50).map(|n| tool(&format!("t{n}"), 40)).collect();
         let m = model("claude-haiku-4-5");
         let once = apply(tools.clone(), |_| false, m, &ToolSearchConfig::always()).0;
         let twice = apply(tools, |_| false, m, &ToolSearchConfig::always()).0;

@@ -755,7 +755,7 @@ async fn pause_turn_resume_matches_the_recorded_continuation() {
         .as_sse()
         .expect("a streamed continuation");
     let t = setup([Step::replay_sse(sse), Step::replay_sse(sse_end)]).await;
-    let tools: Vec<threadline_wire::Tool> =
+    let tools: Vec<threadline_wire::ToolDefinition> =
         serde_json::from_value(first_request["tools"].clone()).expect("recorded tools");
     let mut config = QueryConfig::new(
         first_request["model"].as_str().expect("a model"),

@@ -1,4 +1,4 @@
-//! Folds stream events into the final [`Message`], exactly as the official SDKs do.
+//! Folds stream events into the final [`ResponseMessage`], exactly as the official SDKs do.
 //!
 //! The rules (the TypeScript SDK's `MessageStream` and the Python SDK's `accumulate_event`):
 //! - `message_start` gives the message shell; a second one before `message_stop` is an error,
@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::api_error::ApiErrorBody;
 use crate::content::ContentBlock;
-use crate::response::Message;
+use crate::response::ResponseMessage;
 use crate::stream_event::{ContentDelta, MessageDelta, StreamEvent};
 
 /// The default bound on the text a stream may accumulate (64 MiB).
@@ -156,7 +156,7 @@ pub enum Truncation {
 #[non_exhaustive]
 pub struct StreamIncomplete {
     /// The message as far as it got (`None` without `message_start`).
-    pub partial: Option<Box<Message>>,
+    pub partial: Option<Box<ResponseMessage>>,
     /// What was missing.
     pub reason: Truncation,
 }
@@ -167,7 +167,7 @@ enum BlockState {
     Stopped,
 }
 
-/// Folds [`StreamEvent`]s into a [`Message`].
+/// Folds [`StreamEvent`]s into a [`ResponseMessage`].
 ///
 /// ```
 /// use threadline_wire::{accumulate::MessageAccumulator, StreamEvent};
@@ -195,7 +195,7 @@ enum BlockState {
 /// ```
 #[derive(Debug, Clone)]
 pub struct MessageAccumulator {
-    message: Option<Message>,
+    message: Option<ResponseMessage>,
     blocks: Vec<BlockState>,
     stopped: bool,
     bytes: usize,
@@ -226,7 +226,7 @@ impl MessageAccumulator {
     }
 
     /// The message so far.
-    pub fn message(&self) -> Option<&Message> {
+    pub fn message(&self) -> Option<&ResponseMessage> {
         self.message.as_ref()
     }
 
@@ -336,7 +336,7 @@ impl MessageAccumulator {
     }
 
     /// Ends the stream: the complete message, or the partial one with what was missing.
-    pub fn finish(self) -> Result<Message, StreamIncomplete> {
+    pub fn finish(self) -> Result<ResponseMessage, StreamIncomplete> {
         let Some(message) = self.message else {
             return Err(StreamIncomplete {
                 partial: None,
@@ -407,7 +407,7 @@ fn delta_len(delta: &ContentDelta) -> usize {
 }
 
 fn open_block<'m>(
-    message: &'m mut Message,
+    message: &'m mut ResponseMessage,
     blocks: &'m mut [BlockState],
     index: usize,
     event: &str,
@@ -509,7 +509,7 @@ fn set_parsed_input(
     Ok(())
 }
 
-fn apply_message_delta(message: &mut Message, delta: &MessageDelta) {
+fn apply_message_delta(message: &mut ResponseMessage, delta: &MessageDelta) {
     let body = &delta.delta;
     message.stop_reason = body.stop_reason.clone();
     message.stop_sequence = body.stop_sequence.clone();

@@ -9,7 +9,7 @@
 use crate::cache_control::CacheControl;
 use crate::content::{Content, ContentBlock, TextBlock};
 use crate::request::{CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt};
-use crate::tools::Tool;
+use crate::tools::ToolDefinition;
 
 /// The `cache_control` slot of a block, as `&` or `&mut` (one list of block kinds for both).
 macro_rules! slot {
@@ -147,7 +147,7 @@ impl Content {
     }
 }
 
-impl Tool {
+impl ToolDefinition {
     /// The tool with `marker` on it.
     #[must_use]
     pub fn with_cache_control(mut self, marker: CacheControl) -> Self {
@@ -198,7 +198,7 @@ impl SystemPrompt {
 
 /// Clears the markers of a request's parts (both request types hold the same ones).
 fn clear_request_parts(
-    tools: &mut Option<Vec<Tool>>,
+    tools: &mut Option<Vec<ToolDefinition>>,
     system: &mut Option<SystemPrompt>,
     messages: &mut [MessageParam],
     automatic: &mut Option<Box<CacheControl>>,
@@ -206,7 +206,7 @@ fn clear_request_parts(
     tools
         .iter_mut()
         .flatten()
-        .for_each(Tool::clear_cache_control);
+        .for_each(ToolDefinition::clear_cache_control);
     if let Some(system) = system {
         system.clear_cache_control();
     }
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn tools_read_back_and_clear_their_marker() {
-        let tools: Vec<Tool> = serde_json::from_value(json!([
+        let tools: Vec<ToolDefinition> = serde_json::from_value(json!([
             {"name": "n", "input_schema": {"type": "object"}},
             {"type": "bash_20250124", "name": "bash"},
         ]))

@@ -3,18 +3,19 @@
 //! A request opts in with `"diagnostics": {"previous_message_id": null | "msg_…"}` (`null` on
 //! the first turn, then the previous response's `id`). The response then says whether its
 //! request diverged from the previous one, and where first: [`CacheDiagnosis`], read from a
-//! [`Message`](crate::Message) by [`Message::cache_diagnosis`](crate::Message::cache_diagnosis)
+//! [`ResponseMessage`](crate::ResponseMessage) by
+//! [`ResponseMessage::cache_diagnosis`](crate::ResponseMessage::cache_diagnosis)
 //! (on `message_start` when streaming; the accumulator keeps it).
 //!
 //! ```
 //! use threadline_wire::diagnostics::{CacheDiagnosis, CacheMissReason, DiagnosticsParam};
-//! use threadline_wire::Message;
+//! use threadline_wire::ResponseMessage;
 //!
 //! // `null` opts in on the first turn and is written as `null`.
 //! let first = serde_json::to_string(&DiagnosticsParam::first())?;
 //! assert_eq!(first, r#"{"previous_message_id":null}"#);
 //!
-//! let message: Message = serde_json::from_str(
+//! let message: ResponseMessage = serde_json::from_str(
 //!     r#"{"id":"msg_2","role":"assistant","content":[],"model":"m",
 //!         "diagnostics":{"cache_miss_reason":{"type":"system_changed","cache_missed_input_tokens":812}}}"#,
 //! )?;

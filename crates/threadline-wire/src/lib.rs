@@ -48,9 +48,9 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use threadline_wire::tools::CustomTool;
 //! use threadline_wire::{
-//!     CacheControl, ContentBlock, MessageParam, MessagesRequest, SystemPrompt, TextBlock, Tool,
+//!     CacheControl, ContentBlock, CustomTool, MessageParam, MessagesRequest, SystemPrompt,
+//!     TextBlock, ToolDefinition,
 //! };
 //!
 //! let system = TextBlock::new("You answer questions about the weather.")
@@ -63,7 +63,7 @@
 //!     vec![MessageParam::user(vec![ContentBlock::text("Is it raining in Paris?")])],
 //! )
 //! .with_system(SystemPrompt::Blocks(vec![system]))
-//! .with_tools(vec![Tool::from(weather)]);
+//! .with_tools(vec![ToolDefinition::from(weather)]);
 //!
 //! assert_eq!(
 //!     serde_json::to_string(&request)?,
@@ -116,9 +116,13 @@ pub use request::{
     CountTokensRequest, FallbackModel, Fallbacks, MessageParam, MessagesRequest, SystemPrompt,
     ThinkingConfig,
 };
-pub use response::{Message, StopDetails, StopReason, Usage};
+#[allow(deprecated)]
+pub use response::Message;
+pub use response::{ResponseMessage, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
-pub use tools::{Tool, ToolChoice};
+#[allow(deprecated)]
+pub use tools::Tool;
+pub use tools::{CustomTool, ToolChoice, ToolDefinition, VersionedTool};
 pub use usage_iterations::{IterationKind, UsageIteration};
 pub use validate::{
     Report, Rule, ValidateOptions, Violation, validate, validate_count_tokens,

@@ -18,7 +18,7 @@
 //! ```
 
 use crate::accumulate::{AccumulateError, CompletedBlock, MessageAccumulator, StreamIncomplete};
-use crate::response::Message;
+use crate::response::ResponseMessage;
 use crate::sse::{SseDecoder, SseError, SseEvent};
 use crate::stream_event::StreamEvent;
 
@@ -54,7 +54,7 @@ pub enum StreamReadError {
 
 impl StreamReadError {
     /// The partial message, when the stream ended early.
-    pub fn partial(&self) -> Option<&Message> {
+    pub fn partial(&self) -> Option<&ResponseMessage> {
         match self {
             StreamReadError::Incomplete(incomplete) => incomplete.partial.as_deref(),
             _ => None,
@@ -62,7 +62,7 @@ impl StreamReadError {
     }
 }
 
-/// An incremental reader from SSE bytes to a [`Message`].
+/// An incremental reader from SSE bytes to a [`ResponseMessage`].
 #[derive(Debug, Default)]
 pub struct MessageStreamReader {
     decoder: SseDecoder,
@@ -86,7 +86,7 @@ impl MessageStreamReader {
     }
 
     /// The message accumulated so far.
-    pub fn message(&self) -> Option<&Message> {
+    pub fn message(&self) -> Option<&ResponseMessage> {
         self.accumulator.message()
     }
 
@@ -135,7 +135,7 @@ impl MessageStreamReader {
     /// applied when its data is complete JSON, (the Python SDK drops it, and with it a final `message_stop`; we read it); a last event
     /// cut inside its data is dropped, and the missing pieces are reported by the accumulator
     /// as a [`Truncation`](crate::accumulate::Truncation) with the partial message.
-    pub fn finish(mut self) -> Result<Message, StreamReadError> {
+    pub fn finish(mut self) -> Result<ResponseMessage, StreamReadError> {
         self.decoder.push(b"\n\n");
         while let Some(sse) = self.decoder.next_event()? {
             let index = self.events;
@@ -158,7 +158,7 @@ impl MessageStreamReader {
 }
 
 /// Reads a whole SSE body into its message.
-pub fn read_message(body: &[u8]) -> Result<Message, StreamReadError> {
+pub fn read_message(body: &[u8]) -> Result<ResponseMessage, StreamReadError> {
     let mut reader = MessageStreamReader::new();
     reader.push(body, |_, _| {})?;
     reader.finish()

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::cache_control::CacheControl;
 use crate::content::{Content, ContentBlock, Role, TextBlock};
-use crate::tools::{Tool, ToolChoice};
+use crate::tools::{ToolChoice, ToolDefinition};
 
 wire_struct! {
     /// One message of the conversation: `{role, content}`.
@@ -346,7 +346,7 @@ wire_struct! {
             /// The system prompt.
             pub system: SystemPrompt,
             /// Tool definitions.
-            pub tools: Vec<Tool>,
+            pub tools: Vec<ToolDefinition>,
             /// How tools may be used.
             pub tool_choice: ToolChoice,
             /// Extended thinking.
@@ -456,7 +456,7 @@ wire_struct! {
             /// The system prompt.
             pub system: SystemPrompt,
             /// Tool definitions.
-            pub tools: Vec<Tool>,
+            pub tools: Vec<ToolDefinition>,
             /// How tools may be used.
             pub tool_choice: ToolChoice,
             /// Extended thinking.

@@ -136,7 +136,7 @@ impl Usage {
 
 wire_struct! {
     /// A complete response message (the non-streaming body, or an accumulated stream).
-    pub struct Message {
+    pub struct ResponseMessage {
         required {
             /// The message id (`msg_…`).
             pub id: String,
@@ -162,13 +162,17 @@ wire_struct! {
             pub usage: Usage,
             /// Context edits applied (beta).
             pub context_management: Value,
-            /// Cache diagnostics (beta); read with [`Message::cache_diagnosis`].
+            /// Cache diagnostics (beta); read with [`ResponseMessage::cache_diagnosis`].
             pub diagnostics: Value,
         }
     }
 }
 
-impl Message {
+/// The old name of [`ResponseMessage`].
+#[deprecated(since = "0.2.0", note = "renamed to `ResponseMessage`")]
+pub type Message = ResponseMessage;
+
+impl ResponseMessage {
     /// The response's cache diagnostics (`diagnostics`: absent, `null`, pending or a reason).
     pub fn cache_diagnosis(&self) -> crate::diagnostics::CacheDiagnosis {
         match &self.diagnostics {

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::api_error::ApiErrorBody;
 use crate::content::{Citation, ContentBlock};
-use crate::response::{Message, StopReason, Usage};
+use crate::response::{ResponseMessage, StopReason, Usage};
 
 mod delta_fast_path;
 
@@ -13,7 +13,7 @@ wire_struct! {
     pub struct MessageStart {
         required {
             /// The message shell (boxed: it is large, and the other events are small).
-            pub message: Box<Message>,
+            pub message: Box<ResponseMessage>,
         }
         optional {}
     }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::cache_control::CacheControl;
 use crate::content::{ContentBlock, ServerToolResultBlock};
-use crate::tools::{Tool, VersionedTool};
+use crate::tools::{ToolDefinition, VersionedTool};
 
 wire_struct! {
     /// `{"type":"tool_reference","tool_name":…}`: a reference to a declared tool, which the
@@ -233,8 +233,8 @@ impl ToolSearchKind {
     }
 
     /// The tool definition.
-    pub fn definition(self) -> Tool {
-        Tool::Versioned(VersionedTool {
+    pub fn definition(self) -> ToolDefinition {
+        ToolDefinition::Versioned(VersionedTool {
             kind: self.tool_type().to_owned(),
             name: self.tool_name().to_owned(),
             cache_control: None,
@@ -244,10 +244,10 @@ impl ToolSearchKind {
     }
 
     /// The search a tool definition declares, by its type: dated or the undated alias.
-    pub fn of_tool(tool: &Tool) -> Option<ToolSearchKind> {
+    pub fn of_tool(tool: &ToolDefinition) -> Option<ToolSearchKind> {
         match tool {
-            Tool::Versioned(t) => Self::of_type(&t.kind),
-            Tool::Custom(_) => None,
+            ToolDefinition::Versioned(t) => Self::of_type(&t.kind),
+            ToolDefinition::Custom(_) => None,
         }
     }
 
@@ -268,9 +268,9 @@ impl ToolSearchKind {
     }
 }
 
-impl Tool {
+impl ToolDefinition {
     /// The built-in tool search server tool of `kind`.
-    pub fn tool_search(kind: ToolSearchKind) -> Tool {
+    pub fn tool_search(kind: ToolSearchKind) -> ToolDefinition {
         kind.definition()
     }
 
@@ -278,8 +278,8 @@ impl Tool {
     pub fn set_deferred(&mut self, deferred: bool) {
         let value = deferred.then_some(true);
         match self {
-            Tool::Custom(t) => t.defer_loading = value,
-            Tool::Versioned(t) => t.defer_loading = value,
+            ToolDefinition::Custom(t) => t.defer_loading = value,
+            ToolDefinition::Versioned(t) => t.defer_loading = value,
         }
     }
 }
@@ -348,11 +348,13 @@ mod tests {
     #[test]
     fn the_two_definitions_are_the_api_shapes() {
         assert_eq!(
-            serde_json::to_value(Tool::tool_search(ToolSearchKind::Regex)).expect("serializes"),
+            serde_json::to_value(ToolDefinition::tool_search(ToolSearchKind::Regex))
+                .expect("serializes"),
             json!({"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"})
         );
         assert_eq!(
-            serde_json::to_value(Tool::tool_search(ToolSearchKind::Bm25)).expect("serializes"),
+            serde_json::to_value(ToolDefinition::tool_search(ToolSearchKind::Bm25))
+                .expect("serializes"),
             json!({"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"})
         );
         for (kind, expected) in [

@@ -48,29 +48,29 @@ wire_struct! {
     }
 }
 
-/// A tool definition.
+/// A tool definition: an entry of the request's `tools`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tool {
+pub enum ToolDefinition {
     /// A client tool with a JSON schema.
     Custom(CustomTool),
     /// A versioned tool the API defines.
     Versioned(VersionedTool),
 }
 
-impl Tool {
+impl ToolDefinition {
     /// The tool's name.
     pub fn name(&self) -> &str {
         match self {
-            Tool::Custom(t) => &t.name,
-            Tool::Versioned(t) => &t.name,
+            ToolDefinition::Custom(t) => &t.name,
+            ToolDefinition::Versioned(t) => &t.name,
         }
     }
 
     /// The tool's cache marker, if any.
     pub fn cache_control(&self) -> Option<&CacheControl> {
         match self {
-            Tool::Custom(t) => t.cache_control.as_deref(),
-            Tool::Versioned(t) => t.cache_control.as_deref(),
+            ToolDefinition::Custom(t) => t.cache_control.as_deref(),
+            ToolDefinition::Versioned(t) => t.cache_control.as_deref(),
         }
     }
 
@@ -78,42 +78,42 @@ impl Tool {
     /// it, not part of the cached prefix, and never allowed a `cache_control` marker.
     pub fn is_deferred(&self) -> bool {
         match self {
-            Tool::Custom(t) => t.defer_loading == Some(true),
-            Tool::Versioned(t) => t.defer_loading == Some(true),
+            ToolDefinition::Custom(t) => t.defer_loading == Some(true),
+            ToolDefinition::Versioned(t) => t.defer_loading == Some(true),
         }
     }
 
     /// The tool's cache marker slot, for planners that place markers.
     pub fn cache_control_mut(&mut self) -> &mut Option<Box<CacheControl>> {
         match self {
-            Tool::Custom(t) => &mut t.cache_control,
-            Tool::Versioned(t) => &mut t.cache_control,
+            ToolDefinition::Custom(t) => &mut t.cache_control,
+            ToolDefinition::Versioned(t) => &mut t.cache_control,
         }
     }
 }
 
-impl From<CustomTool> for Tool {
+impl From<CustomTool> for ToolDefinition {
     fn from(tool: CustomTool) -> Self {
-        Tool::Custom(tool)
+        ToolDefinition::Custom(tool)
     }
 }
 
-impl From<VersionedTool> for Tool {
+impl From<VersionedTool> for ToolDefinition {
     fn from(tool: VersionedTool) -> Self {
-        Tool::Versioned(tool)
+        ToolDefinition::Versioned(tool)
     }
 }
 
-impl Serialize for Tool {
+impl Serialize for ToolDefinition {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Tool::Custom(t) => t.serialize(serializer),
-            Tool::Versioned(t) => t.serialize(serializer),
+            ToolDefinition::Custom(t) => t.serialize(serializer),
+            ToolDefinition::Versioned(t) => t.serialize(serializer),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Tool {
+impl<'de> Deserialize<'de> for ToolDefinition {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Tools are few and the tag is optional, so buffering the object is cheap and simple.
         let value = Value::deserialize(deserializer)?;
@@ -124,15 +124,19 @@ impl<'de> Deserialize<'de> for Tool {
         };
         if custom {
             CustomTool::deserialize(value)
-                .map(Tool::Custom)
+                .map(ToolDefinition::Custom)
                 .map_err(serde::de::Error::custom)
         } else {
             VersionedTool::deserialize(value)
-                .map(Tool::Versioned)
+                .map(ToolDefinition::Versioned)
                 .map_err(serde::de::Error::custom)
         }
     }
 }
+
+/// The old name of [`ToolDefinition`].
+#[deprecated(since = "0.2.0", note = "renamed to `ToolDefinition`")]
+pub type Tool = ToolDefinition;
 
 wire_struct! {
     /// The fields of `tool_choice` kinds `auto`, `any` and `none`.

@@ -6,7 +6,7 @@ use serde_json::Value;
 use threadline_testkit::fixtures;
 use threadline_wire::accumulate::{CompletedBlock, Truncation};
 use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
-use threadline_wire::{Message, StreamEvent};
+use threadline_wire::{ResponseMessage, StreamEvent};
 
 #[path = "recorded_streams/tool_search.rs"]
 mod tool_search;
@@ -19,7 +19,7 @@ const KNOWN_INCOMPLETE: &[&str] =
 /// outcome.
 fn read_chunked<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
-) -> (Vec<Value>, Vec<usize>, Result<Message, String>) {
+) -> (Vec<Value>, Vec<usize>, Result<ResponseMessage, String>) {
     let mut reader = MessageStreamReader::new();
     let mut events = Vec::new();
     let mut completed = Vec::new();
@@ -109,7 +109,8 @@ fn twins_agree() {
             .clone();
         let accumulated = serde_json::to_value(read_message(sse.as_bytes()).expect("complete"))
             .expect("serializes");
-        let recorded: Message = serde_json::from_value(json.clone()).expect("the twin parses");
+        let recorded: ResponseMessage =
+            serde_json::from_value(json.clone()).expect("the twin parses");
         // The two were separate API calls: ids, usage and the generated text differ. What must
         // agree is the shape the accumulator builds: the same fields, block types and stop.
         let keys = |v: &Value| -> Vec<String> {

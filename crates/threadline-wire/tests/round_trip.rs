@@ -8,8 +8,8 @@ use serde_json::Value;
 use threadline_testkit::{fixtures, strategies};
 use threadline_wire::sse::SseDecoder;
 use threadline_wire::{
-    ApiErrorResponse, ContentBlock, CountTokensRequest, FallbackBlock, Fallbacks, Message,
-    MessageParam, MessagesRequest, StopDetails, StopReason, StreamEvent, Tool,
+    ApiErrorResponse, ContentBlock, CountTokensRequest, FallbackBlock, Fallbacks, MessageParam,
+    MessagesRequest, ResponseMessage, StopDetails, StopReason, StreamEvent, ToolDefinition,
 };
 
 /// Parses `value` as `T`, serializes it back, and checks both the JSON and a second parse.
@@ -67,7 +67,7 @@ fn refusal_and_fallback_responses_round_trip() {
             "fallback_credit_token": "tok", "fallback_has_prefill_claim": null,
             "recommended_model": null},
         "usage": {"input_tokens": 10, "output_tokens": 0}});
-    let parsed = assert_round_trip::<Message>("refusal", &refusal);
+    let parsed = assert_round_trip::<ResponseMessage>("refusal", &refusal);
     assert_eq!(parsed.stop_reason, Some(StopReason::Refusal));
     let details: StopDetails = parsed.typed_stop_details().expect("typed");
     assert_eq!(details.category.as_deref(), Some("cyber"));
@@ -83,7 +83,7 @@ fn refusal_and_fallback_responses_round_trip() {
             {"type": "message", "model": "claude-opus-5", "input_tokens": 10, "output_tokens": 0},
             {"type": "fallback_message", "model": "claude-sonnet-5-20260801",
                 "input_tokens": 10, "output_tokens": 3}]}});
-    let parsed = assert_round_trip::<Message>("fallback", &served);
+    let parsed = assert_round_trip::<ResponseMessage>("fallback", &served);
     let typed = FallbackBlock::of(&parsed.content[0]).expect("a fallback block");
     assert_eq!(typed.from.model, "claude-opus-5");
     assert_eq!(typed.to.model, "claude-sonnet-5-20260801");
@@ -94,7 +94,7 @@ fn refusal_and_fallback_responses_round_trip() {
     let cut = serde_json::json!({"id": "msg_3", "type": "message", "role": "assistant",
         "content": [{"type": "text", "text": "cut"}], "model": "claude-sonnet-4-5",
         "stop_reason": "model_context_window_exceeded", "stop_sequence": null});
-    let parsed = assert_round_trip::<Message>("window exceeded", &cut);
+    let parsed = assert_round_trip::<ResponseMessage>("window exceeded", &cut);
     assert_eq!(
         parsed.stop_reason,
         Some(StopReason::ModelContextWindowExceeded)
@@ -157,7 +157,7 @@ fn cache_diagnostics_round_trip_in_requests_responses_and_streams() {
         if let Some(d) = &diagnostics {
             body["diagnostics"] = d.clone();
         }
-        let parsed = assert_round_trip::<Message>("diagnostics", &body);
+        let parsed = assert_round_trip::<ResponseMessage>("diagnostics", &body);
         assert_eq!(parsed.cache_diagnosis(), expected, "{diagnostics:?}");
 
         // Streaming: on `message_start`, kept by the accumulator.
@@ -193,7 +193,7 @@ fn cache_diagnostics_round_trip_in_requests_responses_and_streams() {
     let mut unknown = message;
     unknown["diagnostics"] =
         serde_json::json!({"cache_miss_reason": {"type": "region_changed", "n": 1}});
-    let parsed = assert_round_trip::<Message>("unknown reason", &unknown);
+    let parsed = assert_round_trip::<ResponseMessage>("unknown reason", &unknown);
     let CacheDiagnosis::Miss(reason) = parsed.cache_diagnosis() else {
         panic!("a miss");
     };
@@ -227,7 +227,7 @@ fn recorded_json_responses_round_trip() {
         } else if body.get("input_tokens").is_some() && body.get("content").is_none() {
             assert_round_trip::<threadline_wire::request::CountTokensResponse>(&name, &body);
         } else {
-            let message: Message = assert_round_trip(&name, &body);
+            let message: ResponseMessage = assert_round_trip(&name, &body);
             assert!(!message.id.is_empty(), "{name}");
             messages += 1;
         }
@@ -281,7 +281,7 @@ proptest! {
 
     #[test]
     fn generated_tools_round_trip(tool in strategies::tool()) {
-        assert_round_trip::<Tool>("generated tool", &tool);
+        assert_round_trip::<ToolDefinition>("generated tool", &tool);
     }
 
     #[test]
@@ -361,7 +361,7 @@ fn compaction_blocks_round_trip_with_null_and_encrypted_content() {
                 "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
             {"type": "message", "input_tokens": 162, "output_tokens": 11,
                 "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}});
-    let parsed = assert_round_trip::<Message>("compaction response", &response);
+    let parsed = assert_round_trip::<ResponseMessage>("compaction response", &response);
     let usage = parsed.usage.expect("usage");
     assert_eq!(usage.billed().input_tokens, Some(99_357));
     assert_eq!(usage.billed().output_tokens, Some(92));

@@ -15,7 +15,7 @@ use threadline_message::Message;
 use threadline_normalize::{ImpliedRequest, implied_requests};
 use threadline_testkit::messages::{SessionBuilder, extend_session, tool_use};
 use threadline_wire::tools::CustomTool;
-use threadline_wire::{MessagesRequest, Tool};
+use threadline_wire::{MessagesRequest, ToolDefinition};
 
 /// The model the generated sessions talk to.
 pub const MODEL: &str = "claude-sonnet-4-6";
@@ -49,7 +49,7 @@ impl Rng {
 }
 
 /// A coding agent's tool set (schemas of realistic size).
-pub fn agent_tools() -> Vec<Tool> {
+pub fn agent_tools() -> Vec<ToolDefinition> {
     let names = [
         "Read",
         "Write",
@@ -69,7 +69,7 @@ pub fn agent_tools() -> Vec<Tool> {
                 "Performs the operation on the workspace, following the rules of the session. "
                     .repeat(12 + i * 3)
             );
-            Tool::Custom(
+            ToolDefinition::Custom(
                 CustomTool::new(
                     *name,
                     json!({

@@ -35,7 +35,7 @@ fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
 /// of a stream read as it came.
 enum Input {
     Whole(Vec<u8>),
-    Streamed(Box<Result<threadline_wire::Message, StreamReadError>>),
+    Streamed(Box<Result<threadline_wire::ResponseMessage, StreamReadError>>),
 }
 
 /// Reads the input: SSE is fed to the incremental reader chunk by chunk (its per-event bound
@@ -128,7 +128,7 @@ pub(crate) fn run(path: &str) -> Result<(), CliError> {
     }
 }
 
-fn print_json(message: &threadline_wire::Message) {
+fn print_json(message: &threadline_wire::ResponseMessage) {
     match serde_json::to_string_pretty(message) {
         Ok(json) => crate::output::print_line(&json),
         Err(e) => eprintln!("threadline: cannot print the message: {e}"),

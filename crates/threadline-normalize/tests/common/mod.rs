@@ -31,7 +31,7 @@ pub(crate) fn check_valid(messages: &[MessageParam], model_id: &str) -> Result<(
 pub(crate) fn check_valid_with_tools(
     messages: &[MessageParam],
     model_id: &str,
-    tools: Option<Vec<threadline_wire::Tool>>,
+    tools: Option<Vec<threadline_wire::ToolDefinition>>,
 ) -> Result<(), String> {
     let mut request = MessagesRequest::new(model_id, 4096, messages.to_vec());
     request.tools = tools;

@@ -20,7 +20,7 @@ use threadline_query::{
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::model::ModelTable;
 use threadline_wire::validate::{ValidateOptions, validate_with};
-use threadline_wire::{MessagesRequest, Tool as WireTool};
+use threadline_wire::{MessagesRequest, ToolDefinition};
 
 use super::{Markers, assert_prefix_stable, client, drive, mock, text, tool_use};
 use crate::common::tool_result_texts;
@@ -294,7 +294,7 @@ async fn without_the_feature_the_tools_array_changes_and_the_break_is_reported()
         r.tools
             .iter()
             .flatten()
-            .map(WireTool::name)
+            .map(ToolDefinition::name)
             .map(str::to_owned)
             .collect()
     };

@@ -145,7 +145,7 @@ fn assert_tools_frozen(bodies: &[Value], deferred: usize) {
             "request {i}: the tools changed"
         );
     }
-    let tools: Vec<threadline_wire::Tool> =
+    let tools: Vec<threadline_wire::ToolDefinition> =
         serde_json::from_value(bodies[0]["tools"].clone()).expect("tools");
     assert_eq!(tools.iter().filter(|t| t.is_deferred()).count(), deferred);
     assert!(
@@ -155,7 +155,7 @@ fn assert_tools_frozen(bodies: &[Value], deferred: usize) {
             .all(|t| t.cache_control().is_none()),
         "a deferred tool carries a cache marker"
     );
-    let search: Vec<&threadline_wire::Tool> = tools
+    let search: Vec<&threadline_wire::ToolDefinition> = tools
         .iter()
         .filter(|t| ToolSearchKind::of_tool(t).is_some())
         .collect();

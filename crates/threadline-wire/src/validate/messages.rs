@@ -13,7 +13,7 @@ use super::rule::{self, Rule};
 use super::text::{IN_MESSAGES, check_text_block, only_blank_text};
 use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
 use crate::content::{Content, ContentBlock, Role};
-use crate::tools::Tool;
+use crate::tools::ToolDefinition;
 
 /// Above this many pending `tool_use` ids, answers are looked up in a hash map.
 const LINEAR_LOOKUP_MAX: usize = 16;
@@ -369,7 +369,7 @@ impl<'a> Walk<'a> {
     /// A request resuming a turn whose server tool call is still pending must still define
     /// that server tool (except a programmatic-tool-calling code execution, which is already
     /// running).
-    fn check_resumed_server_tools(&self, ctx: &mut Ctx<'_>, tools: &[Tool]) {
+    fn check_resumed_server_tools(&self, ctx: &mut Ctx<'_>, tools: &[ToolDefinition]) {
         for pending in self.resumed.iter().filter(|u| !u.programmatic) {
             let provided = tools.iter().any(|tool| {
                 let name = tool.name();

@@ -113,7 +113,7 @@ use crate::request::{
     ContextManagement, CountTokensRequest, Effort, MessageParam, MessagesRequest, OutputConfig,
     SystemPrompt,
 };
-use crate::tools::{Tool, ToolChoice};
+use crate::tools::{ToolChoice, ToolDefinition};
 
 /// One broken rule: which, where, and what the API says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,7 +317,7 @@ struct View<'a> {
     max_tokens: Option<u64>,
     messages: &'a [MessageParam],
     system: Option<&'a SystemPrompt>,
-    tools: &'a [Tool],
+    tools: &'a [ToolDefinition],
     tool_choice: Option<&'a ToolChoice>,
     thinking: Option<&'a ThinkingConfig>,
     temperature: Option<f64>,

@@ -18,7 +18,7 @@ use crate::betas::MID_CONVERSATION_TOOL_CHANGES;
 use crate::content::{ContentBlock, Role};
 use crate::model::Feature;
 use crate::tool_change::{ToolChangeBlock, ToolRef};
-use crate::tools::Tool;
+use crate::tools::ToolDefinition;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let messages = view.messages;
@@ -123,7 +123,7 @@ struct Declared<'a> {
 
 impl<'a> Declared<'a> {
     fn of(view: &View<'a>) -> Self {
-        let tools = view.tools.iter().map(Tool::name).collect();
+        let tools = view.tools.iter().map(ToolDefinition::name).collect();
         let mut servers: HashSet<&str> = HashSet::new();
         if let Some(serde_json::Value::Array(list)) = view.mcp_servers {
             servers.extend(
@@ -132,7 +132,7 @@ impl<'a> Declared<'a> {
             );
         }
         for tool in view.tools {
-            if let Tool::Versioned(versioned) = tool
+            if let ToolDefinition::Versioned(versioned) = tool
                 && let Some(name) = versioned
                     .extra
                     .get("mcp_server_name")

@@ -10,7 +10,7 @@ use super::turns::{Piece, TurnBlocks, Turns};
 use crate::content::{Content, ContentBlock};
 use crate::model::Feature;
 use crate::tool_search::referenced_tools;
-use crate::tools::Tool;
+use crate::tools::ToolDefinition;
 
 /// The tool-definition rules (run with the other `tools` checks).
 pub(super) fn check_tools(ctx: &mut Ctx<'_>, view: &View<'_>) {
@@ -18,7 +18,7 @@ pub(super) fn check_tools(ctx: &mut Ctx<'_>, view: &View<'_>) {
     if tools.is_empty() {
         return;
     }
-    if tools.iter().all(Tool::is_deferred) {
+    if tools.iter().all(ToolDefinition::is_deferred) {
         // Audit: api-2026-additions.md §2 "Rules enforced" (DOC).
         let message = rule::ALL_TOOLS_DEFERRED.to_owned();
         ctx.report_at(
@@ -50,7 +50,7 @@ fn tools_are_listed(view: &View<'_>) -> bool {
         && !view
             .tools
             .iter()
-            .any(|t| matches!(t, Tool::Versioned(v) if v.kind.starts_with("mcp_toolset")))
+            .any(|t| matches!(t, ToolDefinition::Versioned(v) if v.kind.starts_with("mcp_toolset")))
 }
 
 /// Every `tool_reference` in the messages (in `tool_result` content, in a
@@ -92,7 +92,8 @@ pub(super) fn check_references(ctx: &mut Ctx<'_>, view: &View<'_>) {
             if refs.is_empty() {
                 continue;
             }
-            let names = declared.get_or_insert_with(|| view.tools.iter().map(Tool::name).collect());
+            let names = declared
+                .get_or_insert_with(|| view.tools.iter().map(ToolDefinition::name).collect());
             for (k, name) in refs {
                 if names.contains(name) {
                     continue;

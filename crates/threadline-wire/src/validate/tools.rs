@@ -8,7 +8,7 @@ use super::cache::Breakpoints;
 use super::ids::is_valid_tool_name;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use crate::tools::{Tool, ToolChoice};
+use crate::tools::{ToolChoice, ToolDefinition};
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
     let max_len = ctx.options.max_tool_name_len;
@@ -16,7 +16,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
     for (n, tool) in view.tools.iter().enumerate() {
         let loc = Loc::Tool(n);
         // Versioned tools have fixed names, checked by their own schema.
-        if let Tool::Custom(custom) = tool
+        if let ToolDefinition::Custom(custom) = tool
             && !is_valid_tool_name(&custom.name, max_len)
         {
             let message = rule::tool_name_pattern(n, max_len);
