@@ -320,7 +320,7 @@ impl Planner {
     pub fn plan(&mut self, request: &mut MessagesRequest) -> Plan {
         clear_markers(request);
         if let Some(ttl) = self.strategy.automatic() {
-            request.cache_control = Some(Box::new(ttl.marker()));
+            request.set_cache_control(ttl.marker());
         }
         let prefix = Prefix::of(request, &Estimate as &dyn TokenCounter, Default::default());
         let budget = MAX_MARKERS - usize::from(request.cache_control.is_some());

@@ -452,7 +452,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
             // defer_loading=true and cache_control set."); it is not in the prefix anyway.
             Some(tool) if tool.is_deferred() => false,
             Some(tool) => {
-                *tool.cache_control_mut() = Some(Box::new(ttl.marker()));
+                tool.set_cache_control(ttl.marker());
                 true
             }
             None => false,
@@ -475,7 +475,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
             };
             match blocks.get_mut(index) {
                 Some(block) if !block.text.is_empty() => {
-                    block.cache_control = Some(Box::new(ttl.marker()));
+                    block.set_cache_control(ttl.marker());
                     true
                 }
                 _ => false,
@@ -495,13 +495,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
                 return false;
             };
             match blocks.get_mut(block) {
-                Some(b) if is_eligible(b) => match b.cache_control_mut() {
-                    Some(slot) => {
-                        *slot = Some(Box::new(ttl.marker()));
-                        true
-                    }
-                    None => false,
-                },
+                Some(b) if is_eligible(b) => b.set_cache_control(ttl.marker()),
                 _ => false,
             }
         }

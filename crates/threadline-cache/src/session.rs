@@ -510,9 +510,7 @@ impl<'m> SessionSimulator<'m> {
             },
         };
         marked.clear_cache_control();
-        if let Some(slot) = marked.cache_control_mut() {
-            *slot = Some(Box::new(Ttl::FiveMinutes.marker()));
-        }
+        marked.set_cache_control(Ttl::FiveMinutes.marker());
         let piece = &self.pieces[position];
         let tokens = self.counter.count(Piece::Block(&marked), piece.own_hash);
         if tokens == piece.tokens {

@@ -79,7 +79,7 @@ impl ToolSnapshot {
                 .rev()
                 .find(|t| !overlay.deferred.contains(&t.name()))
         {
-            *last.cache_control_mut() = Some(Box::new(ttl.marker()));
+            last.set_cache_control(ttl.marker());
         }
         tools
     }
