@@ -215,23 +215,11 @@ mod tests {
 
     #[test]
     fn the_callers_edits_stay_and_the_compaction_edit_comes_last() {
-        use threadline_wire::Extra;
         use threadline_wire::request::{ClearThinkingEdit, CompactEdit};
         let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
-        let clear = ContextEdit::ClearThinking(ClearThinkingEdit {
-            keep: None,
-            extra: Extra::new(),
-        });
-        let old = ContextEdit::Compact(CompactEdit {
-            trigger: None,
-            pause_after_compaction: None,
-            instructions: Some("old".into()),
-            extra: Extra::new(),
-        });
-        let caller = ContextManagement {
-            edits: vec![old, clear.clone()],
-            extra: Extra::new(),
-        };
+        let clear = ContextEdit::ClearThinking(ClearThinkingEdit::new());
+        let old = ContextEdit::Compact(CompactEdit::new().with_instructions("old".to_owned()));
+        let caller = ContextManagement::new(vec![old, clear.clone()]);
         let server = ServerCompaction::default();
         let merged = Compaction::server(server.clone())
             .context_management_with(model, Some(caller.clone()))

@@ -74,7 +74,7 @@ pub(crate) fn chat_span(request: &MessagesRequest, turn: u32, conversation: Opti
 }
 
 /// Records a complete response on its `chat` span.
-pub(crate) fn record_response(span: &Span, message: &threadline_wire::Message) {
+pub(crate) fn record_response(span: &Span, message: &threadline_wire::ResponseMessage) {
     span.record(names::GEN_AI_RESPONSE_ID, message.id.as_str());
     span.record(names::GEN_AI_RESPONSE_MODEL, message.model.as_str());
     if let Some(reason) = &message.stop_reason {
