@@ -41,6 +41,7 @@
 //! assert!(matches!(&config.servers["remote"], ServerConfig::Http { headers, .. } if headers["X-Key"] == "k1"));
 //! assert_eq!(threadline_mcp::tool_name("files", "read.file"), "mcp__files__read_file");
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod content;

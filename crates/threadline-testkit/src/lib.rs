@@ -17,6 +17,7 @@
 //!     assert!(sse.starts_with("event:") || sse.starts_with("data:"), "{name}");
 //! }
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod fixtures;
 pub mod insta_helpers;
