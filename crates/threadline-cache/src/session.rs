@@ -16,7 +16,7 @@
 //! strategy) followed by [`Simulator::step`](crate::Simulator::step) give for the request
 //! `MessagesRequest::new(model_id, _, messages)` — no tools, no system prompt, no
 //! `tool_choice` or thinking settings: what a transcript shows; its agent's tools and system
-//! prompt are the [`UnseenPrefix`](crate::UnseenPrefix) of the [`SimConfig`]. (Tested against
+//! prompt are the [`UnseenPrefix`] of the [`SimConfig`]. (Tested against
 //! the two over generated sessions.)
 //!
 //! [`ImpliedView::unchanged`]: https://docs.rs/threadline-normalize

@@ -10,7 +10,7 @@
 //! Two steps: the input is cut at the last assistant message holding a `compaction` block
 //! that no tombstone retracts ([`last_compaction_start`]), and after fragments and
 //! consecutive messages are merged, the first message loses the blocks before its last
-//! `compaction` block ([`trim_before_compaction`]). The messages before the cut never reach
+//! `compaction` block (`trim_before_compaction`). The messages before the cut never reach
 //! a pass, so nothing they hold (a tool use whose result came after, say) can leak into the
 //! request: the pairing pass settles what the cut leaves.
 
