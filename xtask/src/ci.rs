@@ -2,18 +2,28 @@
 //!
 //! 1. `cargo fmt --all --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. `cargo deny check licenses bans sources` (installs cargo-deny with
+//! 3. `RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps`: no broken intra-doc link,
+//!    no link to a private item
+//! 4. the facade's feature matrix (run in-process, `ci/features.rs`): `cargo check -p
+//!    threadline --no-default-features`, then with each feature of its manifest alone; a
+//!    warning fails it
+//! 5. `cargo package --workspace --exclude <publish = false> --no-verify --allow-dirty` (run
+//!    in-process, `ci/publish.rs`): every publishable crate packages alone, in dependency
+//!    order, with no warning; then each crate's `cargo package --list` holds what its build
+//!    needs. `--no-verify` because verifying rebuilds every crate outside the workspace
+//!    (17 min and 2.3 GB on the 2-core machine; see `ci/publish.rs`)
+//! 6. `cargo deny check licenses bans sources` (installs cargo-deny with
 //!    `cargo install cargo-deny --locked` if missing)
-//! 4. `cargo xtask fixtures --check` (run in-process)
-//! 5. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
+//! 7. `cargo xtask fixtures --check` (run in-process)
+//! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
 //!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK)
-//! 6. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
-//! 7. `cargo test --workspace --doc`
-//! 8. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
-//!    ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
-//!    (installs cargo-fuzz pinned if missing)
-//! 9. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
-//!    transcript checked in headless Chromium (installs Debian's `chromium` if missing)
+//! 9. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
+//! 10. `cargo test --workspace --doc`
+//! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
+//!     ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
+//!     (installs cargo-fuzz pinned if missing)
+//! 12. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
+//!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
 //!
 //! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
 //! already set), so that CI is reproducible: a run passes or fails the same way every time.
@@ -25,6 +35,9 @@ use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
 use crate::{e2e, fixtures, fuzz, mcp_servers};
+
+mod features;
+mod publish;
 
 /// The proptest seed CI runs with (see the module documentation).
 pub(crate) const PROPTEST_SEED: &str = "20261130";
@@ -39,6 +52,12 @@ pub(crate) const FUZZ_SEED: u32 = 20261201;
 pub(crate) enum Step {
     /// Run `cargo <args>`.
     Cargo(Vec<&'static str>),
+    /// `cargo doc --workspace --no-deps` with `RUSTDOCFLAGS="-D warnings"`.
+    Doc,
+    /// The facade's feature matrix, in-process (`ci/features.rs`).
+    FeatureMatrix,
+    /// `cargo package` of every publishable crate, in-process (`ci/publish.rs`).
+    Package,
     /// Make sure `cargo deny` exists, then run it.
     Deny,
     /// `cargo xtask fixtures --check`, in-process.
@@ -58,6 +77,15 @@ impl Step {
     pub(crate) fn describe(&self) -> String {
         match self {
             Self::Cargo(args) => format!("cargo {}", args.join(" ")),
+            Self::Doc => format!("RUSTDOCFLAGS=\"-D warnings\" cargo {}", DOC_ARGS.join(" ")),
+            Self::FeatureMatrix => format!(
+                "cargo check -p {} --no-default-features, then with each feature alone",
+                features::FACADE
+            ),
+            Self::Package => {
+                "cargo package --workspace --exclude <publish = false> --no-verify, and --list"
+                    .to_owned()
+            }
             Self::Deny => "cargo deny check licenses bans sources".to_owned(),
             Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
             Self::McpServers => "cargo xtask mcp-servers".to_owned(),
@@ -82,6 +110,9 @@ pub(crate) fn steps() -> Vec<Step> {
             "-D",
             "warnings",
         ]),
+        Step::Doc,
+        Step::FeatureMatrix,
+        Step::Package,
         Step::Deny,
         Step::FixturesCheck,
         Step::McpServers,
@@ -92,14 +123,20 @@ pub(crate) fn steps() -> Vec<Step> {
     ]
 }
 
+/// The arguments of the [`Step::Doc`] step.
+const DOC_ARGS: [&str; 3] = ["doc", "--workspace", "--no-deps"];
+
 fn run_cargo(root: &Path, args: &[&str]) -> XResult<()> {
-    let seed = std::env::var_os("PROPTEST_RNG_SEED").is_none();
-    let env: &[(&str, &str)] = if seed {
-        &[("PROPTEST_RNG_SEED", PROPTEST_SEED)]
-    } else {
-        &[]
-    };
-    util::run_cargo("ci", root, args, env)
+    run_cargo_with(root, args, &[])
+}
+
+/// [`run_cargo`] with `extra` variables set too.
+fn run_cargo_with(root: &Path, args: &[&str], extra: &[(&str, &str)]) -> XResult<()> {
+    let mut env = extra.to_vec();
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        env.push(("PROPTEST_RNG_SEED", PROPTEST_SEED));
+    }
+    util::run_cargo("ci", root, args, &env)
 }
 
 /// Whether `cargo <subcommand> --version` works.
@@ -116,6 +153,9 @@ fn has_subcommand(root: &Path, subcommand: &str) -> bool {
 fn run_step(root: &Path, step: &Step) -> XResult<()> {
     match step {
         Step::Cargo(args) => run_cargo(root, args),
+        Step::Doc => run_cargo_with(root, &DOC_ARGS, &[("RUSTDOCFLAGS", "-D warnings")]),
+        Step::FeatureMatrix => features::run(root),
+        Step::Package => publish::run(root),
         Step::Deny => {
             if !has_subcommand(root, "deny") {
                 println!("ci: cargo-deny is missing; installing it");
@@ -193,6 +233,9 @@ mod tests {
             vec![
                 "cargo fmt --all --check",
                 "cargo clippy --workspace --all-targets -- -D warnings",
+                "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps",
+                "cargo check -p threadline --no-default-features, then with each feature alone",
+                "cargo package --workspace --exclude <publish = false> --no-verify, and --list",
                 "cargo deny check licenses bans sources",
                 "cargo xtask fixtures --check",
                 "cargo xtask mcp-servers",
