@@ -1,13 +1,15 @@
 //! `threadline inspect` holds memory in proportion to the transcript, not to the sum of the
 //! requests it implies: on a realistic 15 MB transcript (500 messages of 30 KB) the child's
-//! peak RSS stays under four times the file's size. (Alone in its test binary: the peak is
-//! read with `getrusage(RUSAGE_CHILDREN)` after the child is reaped, which would also count
-//! other tests' children.)
+//! peak RSS stays under four times the file's size. The peak is read with
+//! `getrusage(RUSAGE_CHILDREN)` after the child is reaped, which counts every child the
+//! process ever reaped, so `inspect` runs from a child of its own: this test binary again,
+//! running this test alone in child mode.
 
 mod common;
 
 use std::fmt::Write as _;
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{UsageWho, getrusage};
@@ -46,17 +48,27 @@ fn transcript(messages: usize, bytes: usize) -> String {
     out
 }
 
-#[test]
-fn inspect_peak_memory_stays_within_four_times_the_transcript() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("session.jsonl");
-    let text = transcript(500, 30 * 1024);
-    std::fs::write(&path, &text).expect("written");
-    let size = text.len() as u64;
-    assert!(size > 14 * 1024 * 1024, "{size}");
+/// The variable that puts this binary in the test's child mode (its value: the transcript).
+const CHILD: &str = "THREADLINE_CLI_INSPECT_MEMORY_CHILD";
+
+/// The test's name.
+const TEST: &str = "inspect_peak_memory_stays_within_four_times_the_transcript";
+
+/// [`TEST`]'s name as the harness filters it: its module path below the test binary's root
+/// (the same in a binary of its own and as a module of a larger one).
+fn harness_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{TEST}"),
+        None => TEST.to_owned(),
+    }
+}
+
+/// In the child: `threadline inspect --json` on `path`, then the peak RSS of the reaped
+/// `inspect` (the only child this process has had) and the time it took printed.
+fn child_inspect(path: &Path) {
     let mut child = command()
         .args(["inspect", "--json"])
-        .arg(&path)
+        .arg(path)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -80,12 +92,50 @@ fn inspect_peak_memory_stays_within_four_times_the_transcript() {
         .expect("getrusage")
         .max_rss() as u64
         * 1024;
+    println!("PEAK={peak}");
+    println!("ELAPSED={:?}", start.elapsed());
+}
+
+/// The value the child printed as `KEY=value` to the end of a line (the harness may have
+/// printed the test's name before it on the same line).
+fn printed<'a>(stdout: &'a str, key: &str) -> &'a str {
+    let marker = format!("{key}=");
+    stdout
+        .lines()
+        .find_map(|line| Some(line.split_once(&marker)?.1))
+        .unwrap_or_else(|| panic!("the child printed no {key}: {stdout}"))
+}
+
+#[test]
+fn inspect_peak_memory_stays_within_four_times_the_transcript() {
+    if let Some(path) = std::env::var_os(CHILD) {
+        return child_inspect(Path::new(&path));
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("session.jsonl");
+    let text = transcript(500, 30 * 1024);
+    std::fs::write(&path, &text).expect("written");
+    let size = text.len() as u64;
+    assert!(size > 14 * 1024 * 1024, "{size}");
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .arg(harness_name())
+        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, &path)
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let peak: u64 = printed(&stdout, "PEAK").trim().parse().expect("a number");
     println!(
-        "transcript {:.1} MB, peak RSS {:.1} MB ({:.2}x), {:?}",
+        "transcript {:.1} MB, peak RSS {:.1} MB ({:.2}x), {}",
         size as f64 / 1e6,
         peak as f64 / 1e6,
         peak as f64 / size as f64,
-        start.elapsed()
+        printed(&stdout, "ELAPSED").trim()
     );
     assert!(
         peak <= 4 * size,

@@ -34,10 +34,20 @@ fn is_child(test: &str) -> bool {
     std::env::var(CHILD).is_ok_and(|name| name == test)
 }
 
+/// `test`'s name as the harness filters it: its module path below the test binary's root
+/// (the same in a binary of its own and as a module of a larger one).
+fn harness_name(test: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_owned(),
+    }
+}
+
 /// Runs `test` alone in a child process of this binary with `envs` added; its stdout.
 fn run_child(test: &str, envs: &[(&str, &str)]) -> String {
     let output = Command::new(std::env::current_exe().expect("current exe"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .arg(harness_name(test))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, test)
         .envs(envs.iter().copied())
         .output()
