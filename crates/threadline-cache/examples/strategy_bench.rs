@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release -p threadline-cache --example strategy_bench [-- --quick]`
 
-#[path = "../tests/common/sessions.rs"]
+#[path = "../tests/suite/common/sessions.rs"]
 mod sessions;
 
 use serde_json::json;

@@ -1,0 +1,16 @@
+//! The integration tests of `threadline-client`, in one test binary: each module under `suite/`
+//! was a test binary of its own (its documentation says what it tests), and `common` holds the
+//! helpers they share.
+
+#[path = "suite/common/mod.rs"]
+mod common;
+#[path = "suite/e2e.rs"]
+mod e2e;
+#[path = "suite/faults.rs"]
+mod faults;
+#[path = "suite/fixtures_replay.rs"]
+mod fixtures_replay;
+#[path = "suite/hostile.rs"]
+mod hostile;
+#[path = "suite/secrecy.rs"]
+mod secrecy;

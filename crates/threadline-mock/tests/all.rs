@@ -1,0 +1,6 @@
+//! The integration tests of `threadline-mock`, in one test binary: each module under `suite/`
+//! was a test binary of its own (its documentation says what it tests), and they share no
+//! module.
+
+#[path = "suite/server.rs"]
+mod server;

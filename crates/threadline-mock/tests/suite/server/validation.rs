@@ -1,0 +1,119 @@
+//! The mock answers what the validator finds as the API does (issue 14): a deferred tool with
+//! a cache marker is a 400 in the API's words; an unknown model is the API's 404, never a 400
+//! on the table's guessed limits; the API's own `"\n\n"` blocks sent back are accepted.
+
+use serde_json::{Value, json};
+use threadline_mock::{MockServer, Scenario, Step};
+
+use crate::server::http::post;
+
+async fn start() -> MockServer {
+    MockServer::start(Scenario::new([Step::text("Hello!")]).repeating_last())
+        .await
+        .expect("the mock listens")
+}
+
+async fn answer(server: &MockServer, body: Value) -> (u16, Value) {
+    let bytes = serde_json::to_vec(&body).expect("JSON serializes");
+    let answer = post(server.addr(), &bytes).await.expect("answer");
+    let parsed = serde_json::from_str(&answer.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.body));
+    (answer.status, parsed)
+}
+
+#[tokio::test]
+async fn a_deferred_tool_with_a_cache_marker_is_the_apis_400() {
+    let server = start().await;
+    let (status, body) = answer(
+        &server,
+        json!({
+            "model": "claude-sonnet-4-6", "max_tokens": 16,
+            "tools": [
+                {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                {"name": "get_weather", "input_schema": {"type": "object"}},
+                {"name": "generate_mcp14", "input_schema": {"type": "object"},
+                 "defer_loading": true, "cache_control": {"type": "ephemeral"}}
+            ],
+            "messages": [{"role": "user", "content": "Hi"}]
+        }),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        body["error"]["message"],
+        "Tool 'generate_mcp14' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching."
+    );
+    // The marker on the last tool that is not deferred is accepted.
+    let (status, body) = answer(
+        &server,
+        json!({
+            "model": "claude-sonnet-4-6", "max_tokens": 16,
+            "tools": [
+                {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+                {"name": "get_weather", "input_schema": {"type": "object"},
+                 "cache_control": {"type": "ephemeral"}},
+                {"name": "generate_mcp14", "input_schema": {"type": "object"}, "defer_loading": true}
+            ],
+            "messages": [{"role": "user", "content": "Hi"}]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn an_unknown_model_is_a_404_never_a_400_on_a_guessed_limit() {
+    let server = start().await;
+    let (status, body) = answer(
+        &server,
+        json!({
+            "model": "claude-3-7-sonnet-latest", "max_tokens": 16000,
+            "messages": [{"role": "user", "content": "Hi"}]
+        }),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["type"], "not_found_error");
+    assert_eq!(body["error"]["message"], "model: claude-3-7-sonnet-latest");
+}
+
+#[tokio::test]
+async fn a_whitespace_block_beside_a_tool_call_is_accepted_and_alone_is_the_apis_400() {
+    let server = start().await;
+    let conversation = |blocks: Value| {
+        json!({
+            "model": "claude-sonnet-4-6", "max_tokens": 16,
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": blocks},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "20°C"}]}
+            ]
+        })
+    };
+    let call = json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}});
+    let (status, body) = answer(
+        &server,
+        conversation(json!([{"type": "text", "text": "\n\n"}, call])),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = answer(
+        &server,
+        json!({
+            "model": "claude-sonnet-4-6", "max_tokens": 16,
+            "messages": [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}]},
+                {"role": "user", "content": "Well?"}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "messages: text content blocks must contain non-whitespace text"
+    );
+}

@@ -1,0 +1,5 @@
+//! The integration tests of `threadline`, in one test binary: each module under `suite/` was a
+//! test binary of its own (its documentation says what it tests), and they share no module.
+
+#[path = "suite/agent.rs"]
+mod agent;
