@@ -160,17 +160,8 @@ fn record_usage(span: &tracing::Span, usage: &threadline_wire::Usage, input: &mu
             .fold(0u64, u64::saturating_add);
         span.record(names::GEN_AI_USAGE_INPUT_TOKENS, names::int(total));
     }
-    if let Some(n) = usage.output_tokens {
-        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, names::int(n));
-    }
-    if let Some(n) = usage.cache_read_input_tokens {
-        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names::int(n));
-    }
-    if let Some(n) = usage.cache_creation_input_tokens {
-        span.record(
-            names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-            names::int(n),
-        );
+    for (name, count) in names::usage_counts(usage) {
+        span.record(name, count);
     }
 }
 

@@ -96,17 +96,8 @@ pub(crate) fn record_usage(span: &Span, usage: &Usage) {
             names::int(usage.total_input_tokens()),
         );
     }
-    if let Some(n) = usage.output_tokens {
-        span.record(names::GEN_AI_USAGE_OUTPUT_TOKENS, names::int(n));
-    }
-    if let Some(n) = usage.cache_read_input_tokens {
-        span.record(names::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names::int(n));
-    }
-    if let Some(n) = usage.cache_creation_input_tokens {
-        span.record(
-            names::GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-            names::int(n),
-        );
+    for (name, count) in names::usage_counts(usage) {
+        span.record(name, count);
     }
 }
 

@@ -108,6 +108,26 @@ pub fn int(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 
+/// The usage counts a response reported, each under its attribute name: output tokens, cache
+/// reads and cache writes, as [`int`]s; a count the response left out is not in the list.
+/// (`gen_ai.usage.input_tokens` is not among them: the conventions count cached tokens in, so
+/// each emitter sums what it has seen.)
+pub fn usage_counts(usage: &crate::Usage) -> impl Iterator<Item = (&'static str, i64)> {
+    [
+        (GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens),
+        (
+            GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+            usage.cache_read_input_tokens,
+        ),
+        (
+            GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+            usage.cache_creation_input_tokens,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, count)| Some((name, int(count?))))
+}
+
 /// The `error.type` of a failed model call: the API's error type when it gave a known one
 /// (`overloaded_error`, `rate_limit_error`, …), else the failure's kind (`connection`,
 /// `timeout`, `truncated`, `decode`, `max_tokens`, `api`). Never the error's text, which a
@@ -155,5 +175,21 @@ mod tests {
         assert_eq!(int(0), 0);
         assert_eq!(int(1_033), 1_033);
         assert_eq!(int(u64::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn usage_counts_name_what_the_response_reported() {
+        let usage = crate::Usage::default()
+            .with_input_tokens(7)
+            .with_output_tokens(3)
+            .with_cache_read_input_tokens(u64::MAX);
+        assert_eq!(
+            usage_counts(&usage).collect::<Vec<_>>(),
+            [
+                (GEN_AI_USAGE_OUTPUT_TOKENS, 3),
+                (GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, i64::MAX),
+            ]
+        );
+        assert_eq!(usage_counts(&crate::Usage::default()).count(), 0);
     }
 }
