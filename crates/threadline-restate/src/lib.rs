@@ -1,0 +1,5 @@
+//! Durable agent sessions on [Restate](https://restate.dev): a Virtual Object `Session` keyed
+//! by session id drives the query loop step by step; each model call and each tool call is a
+//! journaled step, so a session survives a crash and continues on another worker without
+//! repeating a model call or a tool's side effect.
+#![forbid(unsafe_code)]

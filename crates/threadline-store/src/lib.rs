@@ -1,0 +1,14 @@
+//! Where an agent's sessions live: the [`SessionStore`] contract (append, load, list, delete,
+//! list sub-sessions; entries opaque and byte-identical; idempotent append by entry id), the
+//! backends, and the conformance suite every backend passes.
+#![forbid(unsafe_code)]
+
+mod entry;
+mod error;
+mod key;
+mod store;
+
+pub use entry::{Entry, MAX_ENTRY_BYTES};
+pub use error::StoreError;
+pub use key::{MAX_KEY_PART_BYTES, SessionKey};
+pub use store::{Appended, SessionInfo, SessionStore};
