@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct MessageId(pub String);
 
 impl MessageId {
-    /// A fresh random (v4) UUID.
+    /// A fresh id: a random (v4) UUID, or, inside a [`determinism`](crate::determinism)
+    /// scope, one derived from the scope's seed and counter (a replay gets the same ids).
     pub fn random() -> Self {
-        MessageId(uuid::Uuid::new_v4().to_string())
+        crate::determinism::next_id()
     }
 
     /// The id as text.
@@ -41,9 +42,10 @@ impl From<&str> for MessageId {
 pub struct Timestamp(pub String);
 
 impl Timestamp {
-    /// The current time, in UTC with millisecond precision.
+    /// The current time, in UTC with millisecond precision (inside a
+    /// [`determinism`](crate::determinism) scope, the scope's fixed time).
     pub fn now() -> Self {
-        Timestamp(humantime::format_rfc3339_millis(SystemTime::now()).to_string())
+        Timestamp(humantime::format_rfc3339_millis(crate::determinism::now()).to_string())
     }
 
     /// The timestamp as text.

@@ -24,6 +24,7 @@
 pub mod attachment;
 pub mod claude_code;
 pub mod claude_code_project;
+pub mod determinism;
 pub mod header;
 pub mod message;
 pub mod response_usage;

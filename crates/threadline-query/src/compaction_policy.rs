@@ -10,7 +10,6 @@
 //! [`Summarizer`] that calls the model through the service.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 use threadline_cache::Planner;
@@ -209,7 +208,7 @@ where
             model: &self.model,
             base,
             limit,
-            now: SystemTime::now(),
+            now: threadline_message::determinism::now(),
             trigger: match kind {
                 Kind::Auto => CompactTrigger::Auto,
                 Kind::Reactive(_) => CompactTrigger::Reactive,
@@ -354,7 +353,7 @@ where
         };
         let start = input.boundary.min(input.history.len());
         let visible = &input.history[start..];
-        let Some(result) = microcompact_time_based(visible, options, SystemTime::now()) else {
+        let Some(result) = microcompact_time_based(visible, options, threadline_message::determinism::now()) else {
             return StepOutcome::unchanged();
         };
         let n = visible.len();

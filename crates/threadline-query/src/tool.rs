@@ -148,6 +148,15 @@ pub trait Tool: Send + Sync {
     fn needs_history(&self) -> bool {
         false
     }
+    /// Whether running this input twice has the same effect as running it once (reads,
+    /// searches, listings are; writes, edits and shell commands are not). A durable driver
+    /// (`threadline-restate`) re-runs an idempotent call whose result was not journaled before
+    /// a crash, and answers a non-idempotent one with the interrupted result
+    /// ([`crate::recovery::INTERRUPTED`]) instead of running it blindly again. Default: no.
+    fn is_idempotent(&self, input: &Value) -> bool {
+        let _ = input;
+        false
+    }
     /// Runs the tool.
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream;
 }

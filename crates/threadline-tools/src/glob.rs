@@ -50,6 +50,10 @@ impl Tool for Glob {
         true
     }
 
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         walk::search_blocking(&self.workspace, input, glob)
     }

@@ -82,6 +82,10 @@ impl Tool for Grep {
         true
     }
 
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         walk::search_blocking(&self.workspace, input, grep)
     }

@@ -46,6 +46,10 @@ impl Tool for ListDir {
         true
     }
 
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
         let limits = self.limits;

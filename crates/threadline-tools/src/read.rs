@@ -79,6 +79,10 @@ impl Tool for ReadFile {
         true
     }
 
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
         let limits = Limits::default()
