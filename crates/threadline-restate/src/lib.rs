@@ -3,3 +3,18 @@
 //! journaled step, so a session survives a crash and continues on another worker without
 //! repeating a model call or a tool's side effect.
 #![forbid(unsafe_code)]
+
+mod journal;
+mod journal_recording;
+mod journal_restate;
+mod session;
+mod worker;
+
+pub use journal::{Journal, JournalError, ReadState};
+pub use journal_recording::{Crash, RecordingJournal};
+pub use journal_restate::{RestateJournal, SharedReader};
+pub use session::{
+    MAX_STEP_BYTES, PermissionMode, SessionView, ShowRequest, StepRecord, TurnError, TurnOutcome,
+    TurnRequest, run_turn, show,
+};
+pub use worker::{ModelBackend, ServeError, Worker, serve};

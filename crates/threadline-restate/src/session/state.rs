@@ -1,0 +1,192 @@
+//! The session's state in the object: one key per message (`m/{index:08}`, its JSON), the
+//! loop's state without the messages (`loop`), counters, the status, the current turn's step
+//! log (`s/{k:06}`) and the pending question (`ask`). A turn rewrites only the changed suffix
+//! of the history, never the whole state in one key.
+
+use serde_json::{Value, json};
+use threadline_message::Message;
+use threadline_query::State;
+
+use super::driver::json_bytes;
+use super::records::StepRecord;
+use super::{SessionView, ShowRequest, TurnError, TurnOutcome};
+use crate::journal::{Journal, ReadState};
+
+/// The state keys.
+pub(crate) mod keys {
+    /// Completed turns (a JSON number).
+    pub(crate) const TURNS: &str = "turns";
+    /// Messages in the history (a JSON number).
+    pub(crate) const LEN: &str = "len";
+    /// The loop's `State` with `messages: []`.
+    pub(crate) const LOOP: &str = "loop";
+    /// `"idle"`, `"running"`, `"waiting_for_permission"`.
+    pub(crate) const STATUS: &str = "status";
+    /// Entries in the current turn's step log.
+    pub(crate) const STEPS: &str = "steps";
+    /// The pending permission question.
+    pub(crate) const ASK: &str = "ask";
+    /// The outcome of the last turn (a repeated turn id answers it again).
+    pub(crate) const LAST_TURN: &str = "last_turn";
+
+    /// The key of message `index`.
+    pub(crate) fn message(index: usize) -> String {
+        format!("m/{index:08}")
+    }
+
+    /// The key of step-log entry `k`.
+    pub(crate) fn step(k: u64) -> String {
+        format!("s/{k:06}")
+    }
+}
+
+/// What a turn starts from.
+pub(crate) struct Loaded {
+    pub(crate) state: State,
+    pub(crate) message_bytes: Vec<Vec<u8>>,
+    pub(crate) turns: u32,
+    pub(crate) steps: u64,
+    pub(crate) last_turn: Option<TurnOutcome>,
+}
+
+async fn number(reader: &impl ReadState, key: &str) -> Result<u64, TurnError> {
+    match reader.get(key).await? {
+        None => Ok(0),
+        Some(bytes) => std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| corrupt(key, "not a number")),
+    }
+}
+
+fn corrupt(key: &str, message: impl Into<String>) -> TurnError {
+    TurnError::CorruptState {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+pub(crate) async fn load(journal: &impl Journal) -> Result<Loaded, TurnError> {
+    let turns = u32::try_from(number(journal, keys::TURNS).await?).unwrap_or(u32::MAX);
+    let len = usize::try_from(number(journal, keys::LEN).await?).unwrap_or(usize::MAX);
+    let steps = number(journal, keys::STEPS).await?;
+    let mut message_bytes = Vec::new();
+    let mut messages = Vec::new();
+    for index in 0..len {
+        let key = keys::message(index);
+        let bytes = journal
+            .get(&key)
+            .await?
+            .ok_or_else(|| corrupt(&key, "missing"))?;
+        let message: Message =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(&key, e.to_string()))?;
+        messages.push(message);
+        message_bytes.push(bytes);
+    }
+    let mut state: State = match journal.get(keys::LOOP).await? {
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(keys::LOOP, e.to_string()))?
+        }
+        None => State::default(),
+    };
+    state.messages = messages;
+    let last_turn = match journal.get(keys::LAST_TURN).await? {
+        Some(bytes) => serde_json::from_slice(&bytes).ok(),
+        None => None,
+    };
+    Ok(Loaded {
+        state,
+        message_bytes,
+        turns,
+        steps,
+        last_turn,
+    })
+}
+
+/// Writes the turn's result: the changed suffix of the history, the loop state, counters.
+pub(crate) fn persist(
+    journal: &impl Journal,
+    old: &[Vec<u8>],
+    mut state: State,
+    outcome: &TurnOutcome,
+) -> Result<(), TurnError> {
+    let messages = std::mem::take(&mut state.messages);
+    let mut new = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        let bytes = serde_json::to_vec(message)
+            .map_err(|e| corrupt(&keys::message(index), e.to_string()))?;
+        new.push(bytes);
+    }
+    let first = old
+        .iter()
+        .zip(&new)
+        .position(|(a, b)| a != b)
+        .unwrap_or(old.len().min(new.len()));
+    for (index, bytes) in new.iter().enumerate().skip(first) {
+        journal.set(&keys::message(index), bytes.clone());
+    }
+    for index in new.len()..old.len() {
+        journal.clear(&keys::message(index));
+    }
+    let loop_state = serde_json::to_vec(&state).map_err(|e| corrupt(keys::LOOP, e.to_string()))?;
+    journal.set(keys::LOOP, loop_state);
+    journal.set(keys::LEN, new.len().to_string().into_bytes());
+    journal.set(keys::TURNS, outcome.turns.to_string().into_bytes());
+    journal.set(keys::LAST_TURN, json_bytes(outcome));
+    journal.set(keys::STATUS, json_bytes(&json!("idle")));
+    journal.clear(keys::ASK);
+    Ok(())
+}
+
+/// The inspection view (the `show` handler).
+pub(crate) async fn show(
+    reader: &impl ReadState,
+    request: &ShowRequest,
+    max_bytes: usize,
+) -> Result<SessionView, TurnError> {
+    let status = match reader.get(keys::STATUS).await? {
+        Some(bytes) => serde_json::from_slice::<String>(&bytes).unwrap_or_default(),
+        None => "idle".to_owned(),
+    };
+    let turns = u32::try_from(number(reader, keys::TURNS).await?).unwrap_or(u32::MAX);
+    let len = usize::try_from(number(reader, keys::LEN).await?).unwrap_or(usize::MAX);
+    let since = request.since.unwrap_or(0).min(len);
+    let mut messages = Vec::new();
+    let mut total = 0usize;
+    let mut next = None;
+    for index in since..len {
+        let key = keys::message(index);
+        let Some(bytes) = reader.get(&key).await? else {
+            break;
+        };
+        if total + bytes.len() > max_bytes && !messages.is_empty() {
+            next = Some(index);
+            break;
+        }
+        total += bytes.len();
+        messages.push(serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null));
+    }
+    let count = number(reader, keys::STEPS).await?;
+    let mut steps = Vec::new();
+    for k in 0..count.min(100_000) {
+        if let Some(bytes) = reader.get(&keys::step(k)).await?
+            && let Ok(step) = serde_json::from_slice::<StepRecord>(&bytes)
+        {
+            steps.push(step);
+        }
+    }
+    let ask = match reader.get(keys::ASK).await? {
+        Some(bytes) => serde_json::from_slice::<Value>(&bytes).ok(),
+        None => None,
+    };
+    Ok(SessionView {
+        status,
+        turns,
+        message_count: len,
+        since,
+        messages,
+        next,
+        steps,
+        ask,
+    })
+}

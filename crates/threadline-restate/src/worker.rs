@@ -1,0 +1,207 @@
+//! The worker: what its sessions run with (model backend, loop configuration, tools,
+//! permission mode, timeouts) and [`serve`], the Restate endpoint (HTTP/2 cleartext) that
+//! binds the `Session` object.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use restate_sdk::http_server::HttpServer;
+use restate_sdk::prelude::{Endpoint, IntoServiceDefinition as _, ServiceOptions};
+use threadline_query::{QueryConfig, Tool, ToolSet};
+use threadline_wire::MessagesRequest;
+use threadline_wire::service::{EventStreamFuture, MessagesService};
+
+use crate::session::{MAX_STEP_BYTES, PermissionMode, Session, Settings};
+
+/// The model a worker calls (inside each journaled model step): any `MessagesService` that
+/// is `Clone` (each call uses a clone), boxed by [`Worker::new`].
+pub trait ModelBackend: Send + Sync {
+    /// Sends `request`; the stream is consumed inside the step.
+    fn call(&self, request: MessagesRequest) -> EventStreamFuture;
+}
+
+struct ServiceBackend<S>(S);
+
+impl<S> ModelBackend for ServiceBackend<S>
+where
+    S: MessagesService + Clone + Send + Sync + 'static,
+    S::Future: Send + 'static,
+{
+    fn call(&self, request: MessagesRequest) -> EventStreamFuture {
+        let mut service = self.0.clone();
+        Box::pin(async move {
+            futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+            service.call(request).await
+        })
+    }
+}
+
+/// A worker's configuration. Build it with [`Worker::new`] and the `with_*` methods, then
+/// [`serve`] it.
+///
+/// ```
+/// use std::time::Duration;
+/// use threadline_query::QueryConfig;
+/// use threadline_query::scripted::ScriptedService;
+/// use threadline_restate::{PermissionMode, Worker};
+///
+/// let worker = Worker::new(ScriptedService::new([]), QueryConfig::new("claude-sonnet-4-5", 1024))
+///     .with_permission(PermissionMode::Ask)
+///     .with_timeouts(Duration::from_secs(300), Duration::from_secs(600));
+/// assert_eq!(worker.inactivity_timeout(), Duration::from_secs(300));
+/// ```
+#[derive(Clone)]
+pub struct Worker {
+    settings: Arc<Settings>,
+    inactivity_timeout: Duration,
+    abort_timeout: Duration,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("model", &self.settings.config.model)
+            .field("tools", &self.settings.tools)
+            .field("permission", &self.settings.permission)
+            .field("step_delay", &self.settings.step_delay)
+            .field("inactivity_timeout", &self.inactivity_timeout)
+            .field("abort_timeout", &self.abort_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// The default inactivity timeout: above the longest model stream or tool call.
+    pub const DEFAULT_INACTIVITY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+    /// The default abort timeout.
+    pub const DEFAULT_ABORT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+    /// A worker calling `model` with `config` (model, max tokens, system prompt…), no
+    /// tools, [`PermissionMode::Deny`], the default timeouts.
+    pub fn new<S>(model: S, config: QueryConfig) -> Worker
+    where
+        S: MessagesService + Clone + Send + Sync + 'static,
+        S::Future: Send + 'static,
+    {
+        Worker {
+            settings: Arc::new(Settings {
+                backend: Arc::new(ServiceBackend(model)),
+                config,
+                tools: ToolSet::new(),
+                permission: PermissionMode::Deny,
+                step_delay: Duration::ZERO,
+                max_step_bytes: MAX_STEP_BYTES,
+            }),
+            inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
+            abort_timeout: Self::DEFAULT_ABORT_TIMEOUT,
+        }
+    }
+
+    fn edit(mut self, change: impl FnOnce(&mut Settings)) -> Worker {
+        if let Some(settings) = Arc::get_mut(&mut self.settings) {
+            change(settings);
+            return self;
+        }
+        let old = &self.settings;
+        let mut settings = Settings {
+            backend: Arc::clone(&old.backend),
+            config: old.config.clone(),
+            tools: old.tools.clone(),
+            permission: old.permission,
+            step_delay: old.step_delay,
+            max_step_bytes: old.max_step_bytes,
+        };
+        change(&mut settings);
+        self.settings = Arc::new(settings);
+        self
+    }
+
+    /// Replaces the tools.
+    pub fn with_tools(self, tools: ToolSet) -> Worker {
+        self.edit(|s| s.tools = tools)
+    }
+
+    /// Adds a tool.
+    pub fn with_tool(self, tool: impl Tool + 'static) -> Worker {
+        self.edit(|s| s.tools.insert(Arc::new(tool)))
+    }
+
+    /// Who decides tool calls the tools would ask about.
+    pub fn with_permission(self, permission: PermissionMode) -> Worker {
+        self.edit(|s| s.permission = permission)
+    }
+
+    /// A pause after each journaled step, outside any step (a test kills a worker "between
+    /// steps" with it). Default: none.
+    pub fn with_step_delay(self, delay: Duration) -> Worker {
+        self.edit(|s| s.step_delay = delay)
+    }
+
+    /// The largest value a step journals (default and maximum [`MAX_STEP_BYTES`]).
+    pub fn with_max_step_bytes(self, bytes: usize) -> Worker {
+        self.edit(|s| s.max_step_bytes = bytes.min(MAX_STEP_BYTES))
+    }
+
+    /// The handlers' inactivity and abort timeouts, told to the Restate server at discovery
+    /// (set them above the longest model stream or tool call, or the step is aborted and run
+    /// again forever).
+    pub fn with_timeouts(mut self, inactivity: Duration, abort: Duration) -> Worker {
+        self.inactivity_timeout = inactivity;
+        self.abort_timeout = abort;
+        self
+    }
+
+    /// The inactivity timeout.
+    pub fn inactivity_timeout(&self) -> Duration {
+        self.inactivity_timeout
+    }
+
+    /// The abort timeout.
+    pub fn abort_timeout(&self) -> Duration {
+        self.abort_timeout
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The Restate endpoint: the `Session` object with this worker's options.
+    pub fn endpoint(&self) -> Endpoint {
+        let session = Session {
+            settings: Arc::clone(&self.settings),
+        }
+        .into_service_definition()
+        .options(
+            ServiceOptions::new()
+                .inactivity_timeout(self.inactivity_timeout)
+                .abort_timeout(self.abort_timeout),
+        );
+        // Other objects of this crate (the `SessionLog` store) are bound here too.
+        Endpoint::builder().bind(session).build()
+    }
+}
+
+/// Why [`serve`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The listener's address could not be read.
+    #[error("the listener is unusable: {0}")]
+    Listener(#[source] std::io::Error),
+}
+
+/// Serves `worker`'s endpoint on `listener` (HTTP/2 cleartext, prior knowledge, what the
+/// Restate server speaks) until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    worker: Worker,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let address = listener.local_addr().map_err(ServeError::Listener)?;
+    tracing::info!(%address, "threadline worker serving the Session object");
+    HttpServer::new(worker.endpoint())
+        .serve_with_cancel(listener, shutdown)
+        .await;
+    Ok(())
+}
