@@ -49,12 +49,13 @@ pub(crate) async fn run_turn<J: Journal>(
     {
         return Ok(last.clone());
     }
-    // The turn's time, journaled once: every message of the turn carries it.
+    // The turn's time, journaled once: every message of the turn carries it. (The wall
+    // clock, or the clock of a determinism scope the caller runs the turn in.)
     let clock = journal
         .step(
             "clock",
             async {
-                let millis = SystemTime::now()
+                let millis = threadline_message::determinism::now()
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
                 millis.to_string().into_bytes()

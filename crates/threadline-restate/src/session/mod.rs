@@ -24,6 +24,8 @@ mod bridge;
 pub(crate) mod driver;
 mod records;
 pub(crate) mod state;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,422 @@
+//! The driver on the in-memory journal: crash at every journal entry (before and after its
+//! work), replay, and compare with a crash-free run byte for byte.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use threadline_message::determinism::Source;
+use threadline_query::recovery::INTERRUPTED;
+use threadline_query::{
+    Permission, QueryConfig, Tool, ToolContext, ToolOutput, ToolStream, tool_result,
+};
+use threadline_wire::service::{EventStreamFuture, ServiceError};
+use threadline_wire::{MessagesRequest, ResponseMessage};
+
+use super::records::message_events;
+use super::{PermissionMode, ShowRequest, TurnError, TurnOutcome, TurnRequest};
+use crate::journal::JournalError;
+use crate::journal_recording::{Crash, RecordingJournal};
+use crate::worker::Worker;
+
+/// A model that answers from the request alone: a fresh prompt gets two tool uses (`write`
+/// then `read`), tool results get a text answer. It records every request's bytes.
+#[derive(Clone, Default)]
+struct Model {
+    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Model {
+    fn requests(&self) -> Vec<Vec<u8>> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+fn answer(request: &Value) -> ResponseMessage {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let n = messages.len();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let has_results = last["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"));
+    let message = if has_results {
+        json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "m",
+               "content": [{"type": "text", "text": format!("done after {n} messages")}],
+               "stop_reason": "end_turn", "usage": {"input_tokens": n, "output_tokens": 5}})
+    } else {
+        json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "m",
+               "content": [
+                   {"type": "text", "text": "working"},
+                   {"type": "tool_use", "id": format!("toolu_{n}_w"), "name": "write", "input": {"path": "a"}},
+                   {"type": "tool_use", "id": format!("toolu_{n}_r"), "name": "read", "input": {"path": "a"}}],
+               "stop_reason": "tool_use", "usage": {"input_tokens": n, "output_tokens": 9}})
+    };
+    serde_json::from_value(message).unwrap_or_else(|e| panic!("a message: {e}"))
+}
+
+impl tower_service::Service<MessagesRequest> for Model {
+    type Response = threadline_wire::service::EventStream;
+    type Error = ServiceError;
+    type Future = EventStreamFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> EventStreamFuture {
+        let bytes = serde_json::to_vec(&request).unwrap_or_default();
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(bytes);
+        }
+        let events: Vec<_> = message_events(answer(&value)).into_iter().map(Ok).collect();
+        Box::pin(async move {
+            let stream: threadline_wire::service::EventStream =
+                Box::pin(futures::stream::iter(events));
+            Ok(stream)
+        })
+    }
+}
+
+/// Counts its runs per tool use id.
+#[derive(Clone)]
+struct Counting {
+    name: &'static str,
+    idempotent: bool,
+    ask: bool,
+    runs: Arc<Mutex<BTreeMap<String, u32>>>,
+}
+
+impl Counting {
+    fn new(name: &'static str, idempotent: bool) -> Counting {
+        Counting {
+            name,
+            idempotent,
+            ask: false,
+            runs: Arc::default(),
+        }
+    }
+
+    fn runs(&self) -> BTreeMap<String, u32> {
+        self.runs.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl Tool for Counting {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "counts"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        self.idempotent
+    }
+    fn check_permission(&self, _input: &Value) -> Permission {
+        if self.ask {
+            Permission::Ask {
+                prompt: format!("run {}?", self.name),
+            }
+        } else {
+            Permission::Allow
+        }
+    }
+    fn call(&self, _input: Value, ctx: ToolContext) -> ToolStream {
+        if let Ok(mut runs) = self.runs.lock() {
+            *runs.entry(ctx.tool_use_id.clone()).or_default() += 1;
+        }
+        let text = format!("{} ok", self.name);
+        tool_result(async move { ToolOutput::text(text) })
+    }
+}
+
+struct Rig {
+    model: Model,
+    write: Counting,
+    read: Counting,
+    worker: Worker,
+    journal: RecordingJournal,
+}
+
+fn rig(permission: PermissionMode, ask: bool) -> Rig {
+    let model = Model::default();
+    let mut write = Counting::new("write", false);
+    write.ask = ask;
+    let read = Counting::new("read", true);
+    let worker = Worker::new(model.clone(), QueryConfig::new("m", 256))
+        .with_tool(write.clone())
+        .with_tool(read.clone())
+        .with_permission(permission);
+    Rig {
+        model,
+        write,
+        read,
+        worker,
+        journal: RecordingJournal::new(),
+    }
+}
+
+/// The clock the steps read (the outer scope stands for the wall clock).
+fn clock() -> Source {
+    Source::new(
+        "wall",
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+    )
+}
+
+async fn attempt(rig: &Rig, prompt: &str) -> Result<TurnOutcome, TurnError> {
+    rig.journal.begin();
+    let run = super::run_turn(&rig.journal, &rig.worker, "s1", TurnRequest::new(prompt));
+    let outcome = clock().scope(run).await;
+    if outcome.is_ok() {
+        rig.journal.complete();
+    }
+    outcome
+}
+
+/// Runs turn `prompt` until it completes (each crash costs one attempt).
+async fn turn(rig: &Rig, prompt: &str) -> TurnOutcome {
+    for _ in 0..5 {
+        match attempt(rig, prompt).await {
+            Ok(outcome) => return outcome,
+            Err(TurnError::Journal(JournalError::Abandoned(_))) => continue,
+            Err(other) => panic!("turn failed: {other}"),
+        }
+    }
+    panic!("turn never completed")
+}
+
+async fn two_turns(rig: &Rig) -> (TurnOutcome, TurnOutcome) {
+    let first = turn(rig, "first").await;
+    let second = turn(rig, "second").await;
+    (first, second)
+}
+
+/// The journal entries of the second turn, crash-free.
+const SECOND_TURN_ENTRIES: [&str; 6] = [
+    "clock",
+    "model#0",
+    "started:toolu_5_w",
+    "tool:toolu_5_w",
+    "tool:toolu_5_r",
+    "model#1",
+];
+
+#[tokio::test]
+async fn a_crash_free_session_journals_each_step_once_and_persists_the_history() {
+    let rig = rig(PermissionMode::Deny, false);
+    let (first, second) = two_turns(&rig).await;
+    assert_eq!(terminal_name(&first.terminal), "completed");
+    assert_eq!(first.text, "done after 3 messages");
+    assert_eq!(second.turns, 2);
+    assert_eq!(second.text, "done after 7 messages");
+    assert_eq!(rig.model.requests().len(), 4);
+    assert_eq!(
+        rig.journal.executed()[6..],
+        SECOND_TURN_ENTRIES.map(str::to_owned)
+    );
+    let committed = rig.journal.committed();
+    assert_eq!(committed.get("len").map(Vec::as_slice), Some(&b"16"[..]));
+    assert_eq!(committed.get("turns").map(Vec::as_slice), Some(&b"2"[..]));
+    assert_eq!(
+        committed.get("status").map(Vec::as_slice),
+        Some(&b"\"idle\""[..])
+    );
+    assert!(committed.keys().all(|k| k != "ask"));
+    let loop_state: Value =
+        serde_json::from_slice(&committed["loop"]).unwrap_or_else(|e| panic!("loop: {e}"));
+    assert_eq!(loop_state["messages"], json!([]));
+    assert_eq!(loop_state["turn_count"], json!(2));
+    assert_eq!(rig.write.runs().values().sum::<u32>(), 2);
+    assert_eq!(rig.read.runs().values().sum::<u32>(), 2);
+
+    let view = super::show(&rig.journal, &ShowRequest::since(8))
+        .await
+        .unwrap_or_else(|e| panic!("show: {e}"));
+    assert_eq!(
+        (
+            view.status.as_str(),
+            view.turns,
+            view.message_count,
+            view.since
+        ),
+        ("idle", 2, 16, 8)
+    );
+    assert_eq!(view.messages.len(), 8);
+    assert_eq!(view.messages[0]["type"], "user");
+    let names: Vec<&str> = view.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, SECOND_TURN_ENTRIES);
+    assert!(view.steps.iter().all(|s| s.ok));
+    assert_eq!(view.ask, None);
+}
+
+fn messages(journal: &RecordingJournal) -> Vec<String> {
+    journal
+        .committed()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("m/"))
+        .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crash_at_any_entry_replays_to_the_same_history_byte_for_byte() {
+    let baseline = rig(PermissionMode::Deny, false);
+    two_turns(&baseline).await;
+    let expected = messages(&baseline.journal);
+    let expected_requests = baseline.model.requests();
+    assert_eq!(expected.len(), 16);
+
+    for index in 0..SECOND_TURN_ENTRIES.len() {
+        for crash in [Crash::Before(index), Crash::After(index)] {
+            let rig = rig(PermissionMode::Deny, false);
+            turn(&rig, "first").await;
+            rig.journal.crash(crash);
+            let crashed = attempt(&rig, "second").await;
+            assert!(
+                matches!(crashed, Err(TurnError::Journal(JournalError::Abandoned(_)))),
+                "{crash:?}: {crashed:?}"
+            );
+            turn(&rig, "second").await;
+            let name = SECOND_TURN_ENTRIES[index];
+            let requests = rig.model.requests();
+            if index == 3 {
+                // The marker was journaled, the result was not: the write may have run (it
+                // did, after its work), so it is interrupted, never run again.
+                let ran = (crash == Crash::After(3)).then_some(&1);
+                assert_eq!(rig.write.runs().get("toolu_5_w"), ran, "{crash:?}");
+                let history = messages(&rig.journal);
+                let same = history
+                    .iter()
+                    .zip(&expected)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let text = history[same..].concat();
+                assert!(text.contains(INTERRUPTED), "{text}");
+                assert!(text.contains("read ok"), "{text}");
+                assert_eq!(requests[..3], expected_requests[..3]);
+                assert_eq!(requests.len(), 4);
+                continue;
+            }
+            assert_eq!(messages(&rig.journal), expected, "{crash:?}");
+            // A journaled model call is never sent again; one cut mid-step is sent again
+            // with the same bytes.
+            let resent = usize::from(matches!(crash, Crash::After(1 | 5)));
+            assert_eq!(requests.len(), 4 + resent, "{crash:?}");
+            let mut deduped = requests.clone();
+            deduped.dedup();
+            assert_eq!(deduped, expected_requests, "{crash:?}");
+            let write_runs = rig.write.runs().get("toolu_5_w").copied();
+            assert_eq!(write_runs, Some(1), "{crash:?} {name}");
+            let read_runs = rig.read.runs().get("toolu_5_r").copied();
+            let rerun = u32::from(crash == Crash::After(4));
+            assert_eq!(read_runs, Some(1 + rerun), "{crash:?} {name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_leaves_a_valid_aborted_history() {
+    let rig = rig(PermissionMode::Deny, false);
+    turn(&rig, "first").await;
+    rig.journal.cancel_at(3);
+    let outcome = attempt(&rig, "second")
+        .await
+        .unwrap_or_else(|e| panic!("a cancelled turn still answers: {e}"));
+    assert_eq!(terminal_name(&outcome.terminal), "aborted_tools");
+    assert_eq!(rig.write.runs().get("toolu_5_w"), None);
+    let history = messages(&rig.journal).concat();
+    assert_eq!(history.matches(INTERRUPTED).count(), 2, "{history}");
+    // The next turn continues from it.
+    let next = turn(&rig, "third").await;
+    assert_eq!(terminal_name(&next.terminal), "completed");
+}
+
+#[tokio::test]
+async fn a_question_is_an_awakeable_and_its_answer_is_replayed() {
+    let rig = rig(PermissionMode::Ask, true);
+    rig.journal.answer(br#"{"allow": true}"#.to_vec());
+    rig.journal.crash(Crash::Before(5));
+    assert!(attempt(&rig, "first").await.is_err());
+    let state = rig.journal.state();
+    assert_eq!(
+        state.get("status").map(Vec::as_slice),
+        Some(&b"\"running\""[..])
+    );
+    let outcome = turn(&rig, "first").await;
+    assert_eq!(rig.journal.asked(), ["awk_2", "awk_2"]);
+    assert_eq!(rig.write.runs().get("toolu_1_w"), Some(&1));
+    assert_eq!(outcome.text, "done after 3 messages");
+
+    let denied = self::rig(PermissionMode::Ask, true);
+    denied
+        .journal
+        .answer(br#"{"allow": false, "reason": "not today"}"#.to_vec());
+    turn(&denied, "first").await;
+    assert_eq!(denied.write.runs().get("toolu_1_w"), None);
+    let history = messages(&denied.journal).concat();
+    assert_eq!(history.matches("not today").count(), 1, "{history}");
+
+    let default = self::rig(PermissionMode::Deny, true);
+    turn(&default, "first").await;
+    assert_eq!(default.write.runs().get("toolu_1_w"), None);
+    assert!(default.journal.asked().is_empty());
+}
+
+#[tokio::test]
+async fn a_repeated_turn_id_answers_the_last_outcome_without_running() {
+    let rig = rig(PermissionMode::Deny, false);
+    rig.journal.begin();
+    let request = TurnRequest::new("first").with_turn_id("t1");
+    let run = super::run_turn(&rig.journal, &rig.worker, "s1", request.clone());
+    let first = clock().scope(run).await.unwrap_or_else(|e| panic!("{e}"));
+    rig.journal.complete();
+    rig.journal.begin();
+    let run = super::run_turn(&rig.journal, &rig.worker, "s1", request);
+    let again = clock().scope(run).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again, first);
+    assert_eq!(rig.model.requests().len(), 2);
+    let too_big = TurnRequest::new("x".repeat(super::MAX_STEP_BYTES + 1));
+    let run = super::run_turn(&rig.journal, &rig.worker, "s1", too_big);
+    assert!(matches!(run.await, Err(TurnError::PromptTooLarge { .. })));
+}
+
+fn terminal_name(terminal: &threadline_query::Terminal) -> String {
+    serde_json::to_value(terminal)
+        .ok()
+        .and_then(|v| v.get("terminal").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+
+    /// Two independent runs of the same session (any prompt, hostile ones included) send
+    /// the same request bytes and leave the same state bytes.
+    #[test]
+    fn the_same_turns_give_byte_identical_requests_and_state(
+        prompts in proptest::collection::vec("\\PC{0,40}|[\\x00-\\x1f\"\\\\]{1,8}", 1..3),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build();
+        let runtime = runtime.unwrap_or_else(|e| panic!("a runtime: {e}"));
+        let run = |prompts: &[String]| {
+            let rig = rig(PermissionMode::Deny, false);
+            runtime.block_on(async {
+                for prompt in prompts {
+                    turn(&rig, prompt).await;
+                }
+            });
+            (rig.model.requests(), rig.journal.committed())
+        };
+        let (a_requests, a_state) = run(&prompts);
+        let (b_requests, b_state) = run(&prompts);
+        proptest::prop_assert_eq!(a_requests.len(), 2 * prompts.len());
+        proptest::prop_assert_eq!(a_requests, b_requests);
+        proptest::prop_assert_eq!(a_state, b_state);
+    }
+}
