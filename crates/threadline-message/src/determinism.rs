@@ -158,7 +158,10 @@ mod tests {
         assert_ne!(inner.0, x);
         assert_eq!(inner.1, at);
         assert!(!is_deterministic());
-        assert_eq!(uuid::Uuid::parse_str(x.as_str()).map(|u| u.get_version_num()), Ok(8));
+        assert_eq!(
+            uuid::Uuid::parse_str(x.as_str()).map(|u| u.get_version_num()),
+            Ok(8)
+        );
     }
 
     #[test]

@@ -353,7 +353,9 @@ where
         };
         let start = input.boundary.min(input.history.len());
         let visible = &input.history[start..];
-        let Some(result) = microcompact_time_based(visible, options, threadline_message::determinism::now()) else {
+        let Some(result) =
+            microcompact_time_based(visible, options, threadline_message::determinism::now())
+        else {
             return StepOutcome::unchanged();
         };
         let n = visible.len();
