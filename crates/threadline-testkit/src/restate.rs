@@ -298,7 +298,8 @@ impl Http {
             .method(method.clone())
             .uri(url)
             .header("accept", "application/json");
-        if body.is_some() {
+        // A handler without input wants neither a body nor a content type.
+        if body.as_ref().is_some_and(|b| !b.is_empty()) {
             builder = builder.header("content-type", "application/json");
         }
         let req = builder
@@ -542,6 +543,33 @@ impl RestateServer {
                 detail: format!("no rows in {resp}"),
             }),
         }
+    }
+
+    /// `POST {ingress}{path}` with a JSON `body` (empty: no body and no content type, as a
+    /// handler without input wants); returns the status and the body (at most
+    /// 32 MiB). For tests that talk to the ingress without a client of their own.
+    pub async fn ingress_post(
+        &self,
+        path: &str,
+        body: &[u8],
+    ) -> Result<(u16, Bytes), HarnessError> {
+        let url = format!("{}{path}", self.ingress_url());
+        self.http
+            .request(
+                Method::POST,
+                &url,
+                Some(body.to_vec()),
+                Duration::from_secs(30),
+            )
+            .await
+    }
+
+    /// `GET {ingress}{path}`; returns the status and the body (at most 32 MiB).
+    pub async fn ingress_get(&self, path: &str) -> Result<(u16, Bytes), HarnessError> {
+        let url = format!("{}{path}", self.ingress_url());
+        self.http
+            .request(Method::GET, &url, None, Duration::from_secs(30))
+            .await
     }
 
     /// Kills the server (SIGKILL) and waits for it. Idempotent.
