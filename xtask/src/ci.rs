@@ -16,7 +16,8 @@
 //!    `cargo install cargo-deny --locked` if missing)
 //! 7. `cargo xtask fixtures --check` (run in-process)
 //! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
-//!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK)
+//!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK), then
+//!    `cargo xtask restate-server`: the pinned Restate server threadline-restate's tests start
 //! 9. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
 //! 10. `cargo test --workspace --doc`
 //! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
@@ -34,7 +35,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{e2e, fixtures, fuzz, mcp_servers};
+use crate::{e2e, fixtures, fuzz, mcp_servers, restate_server};
 
 mod features;
 mod publish;
@@ -62,7 +63,7 @@ pub(crate) enum Step {
     Deny,
     /// `cargo xtask fixtures --check`, in-process.
     FixturesCheck,
-    /// `cargo xtask mcp-servers`, in-process.
+    /// `cargo xtask mcp-servers`, then `cargo xtask restate-server`, in-process.
     McpServers,
     /// nextest if installed, else `cargo test --workspace`.
     Tests,
@@ -88,7 +89,7 @@ impl Step {
             }
             Self::Deny => "cargo deny check licenses bans sources".to_owned(),
             Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
-            Self::McpServers => "cargo xtask mcp-servers".to_owned(),
+            Self::McpServers => "cargo xtask mcp-servers && cargo xtask restate-server".to_owned(),
             Self::Tests => "cargo nextest run --workspace (or cargo test --workspace)".to_owned(),
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
@@ -189,7 +190,10 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 },
             )
         }
-        Step::McpServers => mcp_servers::run(root),
+        Step::McpServers => {
+            mcp_servers::run(root)?;
+            restate_server::run(root)
+        }
         Step::Tests => {
             if has_subcommand(root, "nextest") {
                 run_cargo(root, &["nextest", "run", "--workspace"])
@@ -238,7 +242,7 @@ mod tests {
                 "cargo package --workspace --exclude <publish = false> --no-verify, and --list",
                 "cargo deny check licenses bans sources",
                 "cargo xtask fixtures --check",
-                "cargo xtask mcp-servers",
+                "cargo xtask mcp-servers && cargo xtask restate-server",
                 "cargo nextest run --workspace (or cargo test --workspace)",
                 "cargo test --workspace --doc",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",

@@ -11,6 +11,8 @@
 //!   and runs each for N seconds, reporting executions and findings (`xtask/src/fuzz.rs`).
 //! * `cargo xtask mcp-servers` installs the MCP servers threadline-mcp's tests start, pinned,
 //!   into `target/test-servers/` (`xtask/src/mcp_servers.rs`).
+//! * `cargo xtask restate-server` installs the Restate server threadline-restate's tests
+//!   start, pinned, into `target/restate-server/` (`xtask/src/restate_server.rs`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
@@ -21,6 +23,7 @@ mod fixtures;
 mod fuzz;
 mod mcp_servers;
 mod record;
+mod restate_server;
 mod sources;
 mod util;
 
@@ -52,6 +55,9 @@ enum Command {
     E2e(e2e::E2eArgs),
     /// Install the MCP servers threadline-mcp's tests start (pinned) into target/test-servers.
     McpServers,
+    /// Install the Restate server threadline-restate's tests start (pinned) into
+    /// target/restate-server.
+    RestateServer,
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -119,6 +125,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(&args),
         Command::E2e(args) => e2e::run(&util::repo_root(), &args),
         Command::McpServers => mcp_servers::run(&util::repo_root()),
+        Command::RestateServer => restate_server::run(&util::repo_root()),
         Command::Ci => ci::run(),
     };
     match result {
@@ -202,6 +209,10 @@ mod tests {
             })
         ));
         assert!(matches!(parse(&["ci"]).expect("ci").command, Command::Ci));
+        assert!(matches!(
+            parse(&["restate-server"]).expect("restate-server").command,
+            Command::RestateServer
+        ));
         assert!(parse(&["nope"]).is_err());
     }
 

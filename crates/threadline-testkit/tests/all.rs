@@ -4,3 +4,6 @@
 
 #[path = "suite/fixtures_load.rs"]
 mod fixtures_load;
+#[cfg(feature = "restate")]
+#[path = "suite/restate_server.rs"]
+mod restate_server;
