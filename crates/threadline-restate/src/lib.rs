@@ -3,3 +3,11 @@
 //! journaled step, so a session survives a crash and continues on another worker without
 //! repeating a model call or a tool's side effect.
 #![forbid(unsafe_code)]
+
+mod admin;
+mod http;
+mod ingress;
+
+pub use admin::Admin;
+pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
+pub use ingress::{Ingress, InvocationId, Output};
