@@ -3,12 +3,16 @@
 //! backends, and the conformance suite every backend passes.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod entry;
 mod error;
 mod key;
+mod memory;
 mod store;
 
 pub use entry::{Entry, MAX_ENTRY_BYTES};
 pub use error::StoreError;
 pub use key::{MAX_KEY_PART_BYTES, SessionKey};
+pub use memory::MemoryStore;
 pub use store::{Appended, SessionInfo, SessionStore};
