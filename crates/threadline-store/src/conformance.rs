@@ -681,7 +681,7 @@ async fn x1(ctx: &Ctx<'_>) -> Outcome {
         .map_err(|e| e.to_string())?;
     expect_eq(
         "append of f to a subkey",
-        ctx.append(&sub, &[f.clone()]).await?,
+        ctx.append(&sub, std::slice::from_ref(&f)).await?,
         appended(1, 0),
     )?;
     expect_eq(
@@ -748,16 +748,19 @@ async fn x2(ctx: &Ctx<'_>) -> Outcome {
         loaded.len(),
         APPENDERS * EACH,
     )?;
-    let mut next = vec![0usize; APPENDERS];
+    let mut next = [0usize; APPENDERS];
     let mut seen = BTreeSet::new();
     for (at, e) in loaded.iter().enumerate() {
-        let id = e
-            .id()
-            .ok_or_else(|| format!("entry {at} has no id: {}", show(Some(&[e.clone()]))))?;
+        let id = e.id().ok_or_else(|| {
+            format!(
+                "entry {at} has no id: {}",
+                show(Some(std::slice::from_ref(e)))
+            )
+        })?;
         let want = expected
             .get(id)
             .ok_or_else(|| format!("entry {at} has an unknown id {id}"))?;
-        if &e.bytes()[..] != &want[..] {
+        if e.bytes()[..] != want[..] {
             return Err(format!(
                 "entry {at} ({id}): expected {}, got {}",
                 String::from_utf8_lossy(want),

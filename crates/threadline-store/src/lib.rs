@@ -7,12 +7,18 @@
 pub mod conformance;
 mod entry;
 mod error;
+mod jsonl;
 mod key;
 mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 
 pub use entry::{Entry, MAX_ENTRY_BYTES};
 pub use error::StoreError;
+pub use jsonl::JsonlStore;
 pub use key::{MAX_KEY_PART_BYTES, SessionKey};
 pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
 pub use store::{Appended, SessionInfo, SessionStore};

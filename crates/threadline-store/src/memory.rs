@@ -128,7 +128,10 @@ impl SessionStore for MemoryStore {
         &'a self,
         project: &'a str,
     ) -> BoxFuture<'a, Result<Vec<SessionInfo>, StoreError>> {
-        Box::pin(async move { Ok(self.list_now(project)) })
+        Box::pin(async move {
+            crate::key::check_part("project", project)?;
+            Ok(self.list_now(project))
+        })
     }
 
     fn delete<'a>(&'a self, key: &'a SessionKey) -> BoxFuture<'a, Result<(), StoreError>> {
