@@ -1,51 +1,4 @@
 //! [`JsonlStore`]: one JSONL file per session under a root directory, in Claude Code's layout.
-//!
-//! # Layout
-//!
-//! ```text
-//! <root>/<enc(project)>/<enc(session)>.jsonl                    the main session
-//! <root>/<enc(project)>/<enc(session)>/<enc(subpath)>.jsonl     a sub-session
-//! ```
-//!
-//! `enc` percent-encodes (`%XX`, upper-case hex) every byte outside `[A-Za-z0-9._-]`, a
-//! leading `.`, and the `.` of a trailing `.jsonl`. So every key part is exactly one file
-//! name segment (`../x`, `a/b`, `:` and `%2F` stay inside `<project>`), no segment is `.`,
-//! `..` or hidden, and a session directory never has the name of a session file (the session
-//! `x.jsonl` is the file `x%2Ejsonl.jsonl`, its sub-sessions under `x%2Ejsonl/`). A subpath
-//! such as `subagents/agent-1` is one file, `subagents%2Fagent-1.jsonl`; `list_subkeys`
-//! decodes it back. File names that are not such an encoding (foreign files) are not listed.
-//! An encoded name longer than 255 bytes is refused with [`StoreError::InvalidKey`] (a key
-//! part of up to 83 arbitrary bytes, or 249 plain ones, always fits).
-//!
-//! # Lines
-//!
-//! One entry per line: the entry's bytes unchanged, then `\n`. An append writes its whole
-//! batch with one `write_all` of a prepared buffer while holding an exclusive lock on the
-//! file ([`File::lock`]), so appenders in any number of processes never interleave, and a
-//! reader, which takes a shared lock, never sees part of a batch. A failed write is cut back
-//! off the file (`set_len`), so a failed append leaves nothing.
-//!
-//! Appends are idempotent by entry id across processes: under the lock the store knows every
-//! id in the file. It caches the ids per file with the length it scanned and, when the file
-//! has grown (another process appended), scans only the new tail; a file that shrank or was
-//! replaced is scanned again from the start.
-//!
-//! # A torn tail
-//!
-//! A last line without its `\n` can only be the remains of a write cut short (a crash, a full
-//! disk), since every complete append ends with `\n`. [`SessionStore::load`] returns the
-//! complete lines and leaves the torn tail out; [`JsonlStore::torn_tail`] reports its size.
-//! The next append to the file drops the torn tail (truncates the file to its last complete
-//! line) before it writes, so a torn line is never glued to a later entry. The entries of that
-//! torn write were never acknowledged, so the caller retries them (idempotently). A crash in
-//! the middle of a multi-line batch can leave the batch's first lines complete: the atomicity
-//! of one call holds for failures the process sees, not for a power cut.
-//!
-//! Reading is bounded: a line longer than [`MAX_ENTRY_BYTES`] (or not one JSON object) is
-//! [`StoreError::Corrupt`] naming the file and line; empty lines are skipped.
-//!
-//! The file I/O runs on the task that awaits (short local-disk reads and writes; waiting for
-//! another process's lock blocks for the length of its append).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -68,11 +21,62 @@ const SUFFIX: &str = ".jsonl";
 /// The longest file name the store writes (most file systems' limit).
 const MAX_FILE_NAME_BYTES: usize = 255;
 
+/// How many files' ids the store keeps in memory at most.
+const MAX_CACHED_FILES: usize = 256;
+
 /// How often an append retries when its file is deleted under it (a concurrent delete).
 const OPEN_ATTEMPTS: usize = 8;
 
-/// Sessions as JSONL files under a root directory (see the [module docs](self) for the
-/// layout, locking and torn tails). A clone shares the id cache.
+/// Sessions as JSONL files under a root directory, one per session. A clone shares the id
+/// cache.
+///
+/// # Layout
+///
+/// ```text
+/// <root>/<enc(project)>/<enc(session)>.jsonl                    the main session
+/// <root>/<enc(project)>/<enc(session)>/<enc(subpath)>.jsonl     a sub-session
+/// ```
+///
+/// `enc` percent-encodes (`%XX`, upper-case hex) every byte outside `[A-Za-z0-9._-]`, a
+/// leading `.`, and the `.` of a trailing `.jsonl`. So every key part is exactly one file
+/// name segment (`../x`, `a/b`, `:` and `%2F` stay inside `<project>`), no segment is `.`,
+/// `..` or hidden, and a session directory never has the name of a session file (the session
+/// `x.jsonl` is the file `x%2Ejsonl.jsonl`, its sub-sessions under `x%2Ejsonl/`). A subpath
+/// such as `subagents/agent-1` is one file, `subagents%2Fagent-1.jsonl`; `list_subkeys`
+/// decodes it back. File names that are not such an encoding (foreign files) are not listed.
+/// An encoded name longer than 255 bytes is refused with [`StoreError::InvalidKey`] (a key
+/// part of up to 83 arbitrary bytes, or 249 plain ones, always fits).
+///
+/// # Lines
+///
+/// One entry per line: the entry's bytes unchanged, then `\n`. An append writes its whole
+/// batch with one `write_all` of a prepared buffer while holding an exclusive lock on the
+/// file ([`File::lock`]), so appenders in any number of processes never interleave, and a
+/// reader, which takes a shared lock, never sees part of a batch. A failed write is cut back
+/// off the file (`set_len`), so a failed append leaves nothing.
+///
+/// Appends are idempotent by entry id across processes: under the lock the store knows every
+/// id in the file. It caches the ids per file (up to 256 files) with the length it scanned
+/// and, when the file has grown (another process appended), scans only the new tail; a file
+/// that shrank or was replaced (another device, inode or creation time) is scanned again from
+/// the start.
+///
+/// # A torn tail
+///
+/// A last line without its `\n` can only be the remains of a write cut short (a crash, a full
+/// disk), since every complete append ends with `\n`. [`SessionStore::load`] returns the
+/// complete lines and leaves the torn tail out; [`JsonlStore::torn_tail`] reports its size.
+/// The next append to the file drops the torn tail (truncates the file to its last complete
+/// line) before it writes, so a torn line is never glued to a later entry. The entries of that
+/// torn write were never acknowledged, so the caller retries them (idempotently). A crash in
+/// the middle of a multi-line batch can leave the batch's first lines complete: the atomicity
+/// of one call holds for failures the process sees, not for a power cut.
+///
+/// Reading is bounded: a line longer than [`MAX_ENTRY_BYTES`] (or not one JSON object) is
+/// [`StoreError::Corrupt`] naming the file and line; empty lines are skipped.
+///
+/// The file I/O runs on the task that awaits (short local-disk reads and writes; waiting for
+/// another process's lock blocks for the length of its append).
 #[derive(Debug, Clone)]
 pub struct JsonlStore {
     root: PathBuf,
@@ -203,6 +207,10 @@ impl JsonlStore {
         let len = meta.len();
         let id = file_id(&meta);
         let mut cache = self.cache();
+        if cache.len() >= MAX_CACHED_FILES && !cache.contains_key(path) {
+            // Bounded memory: forget the other files' ids (they are scanned again when used).
+            cache.clear();
+        }
         let known = cache.entry(path.to_path_buf()).or_insert_with(|| IdCache {
             file: id,
             scanned: 0,
@@ -394,7 +402,7 @@ fn plain(part: &[u8], at: usize) -> bool {
     }
 }
 
-/// `part` percent-encoded into one file-name segment (see the module docs).
+/// `part` percent-encoded into one file-name segment (see [`JsonlStore`]).
 pub(crate) fn encode(part: &str) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let bytes = part.as_bytes();
@@ -576,20 +584,23 @@ fn mtime_of(path: &Path) -> Option<u64> {
     Some(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// What identifies a file on its file system (device and inode on Unix).
+/// What identifies a file on its file system: device and inode on Unix, and the creation
+/// time where the file system records it (an inode number is soon reused after a delete).
 #[cfg(unix)]
-type FileId = (u64, u64);
+type FileId = (u64, u64, Option<std::time::SystemTime>);
 #[cfg(not(unix))]
-type FileId = ();
+type FileId = Option<std::time::SystemTime>;
 
 #[cfg(unix)]
 fn file_id(meta: &fs::Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
+    (meta.dev(), meta.ino(), meta.created().ok())
 }
 
 #[cfg(not(unix))]
-fn file_id(_: &fs::Metadata) -> FileId {}
+fn file_id(meta: &fs::Metadata) -> FileId {
+    meta.created().ok()
+}
 
 /// Whether `path` still names the open `file` (not unlinked or replaced since it was opened).
 fn still_at(file: &File, path: &Path) -> bool {

@@ -1,29 +1,4 @@
 //! [`SqliteStore`]: sessions in one SQLite database (feature `sqlite`, SQLite compiled in).
-//!
-//! One row per entry:
-//!
-//! ```sql
-//! CREATE TABLE entries (
-//!     seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- append order
-//!     project  TEXT NOT NULL,
-//!     session  TEXT NOT NULL,
-//!     subpath  TEXT NOT NULL,                      -- '' for the main session
-//!     entry_id TEXT,                               -- the entry's uuid (NULL: none)
-//!     body     BLOB NOT NULL,                      -- the entry's bytes, unchanged
-//!     mtime_ms INTEGER NOT NULL,
-//!     UNIQUE (project, session, subpath, entry_id)
-//! );
-//! ```
-//!
-//! An append is one `IMMEDIATE` transaction of `INSERT … ON CONFLICT DO NOTHING` (the unique
-//! constraint makes it idempotent by id, also across processes; entries without an id are
-//! `NULL`s, which never conflict). A file database runs in WAL mode (checked), `synchronous =
-//! NORMAL` (an append survives a process crash; a power cut may lose the last ones), with a
-//! 5-second busy timeout, so several processes can share it.
-//!
-//! The connection lives on a thread of its own, fed by a channel; each call awaits its
-//! answer on a oneshot channel, so no async executor is blocked by SQLite. Dropping the last
-//! clone of the store ends the thread.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -58,8 +33,32 @@ CREATE INDEX IF NOT EXISTS entries_by_key ON entries (project, session, subpath,
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-/// Sessions in a SQLite database (see the [module docs](self)). A clone shares the
-/// connection's thread.
+/// Sessions in a SQLite database. A clone shares the connection's thread.
+///
+/// One row per entry:
+///
+/// ```sql
+/// CREATE TABLE entries (
+///     seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- append order
+///     project  TEXT NOT NULL,
+///     session  TEXT NOT NULL,
+///     subpath  TEXT NOT NULL,                      -- '' for the main session
+///     entry_id TEXT,                               -- the entry's uuid (NULL: none)
+///     body     BLOB NOT NULL,                      -- the entry's bytes, unchanged
+///     mtime_ms INTEGER NOT NULL,
+///     UNIQUE (project, session, subpath, entry_id)
+/// );
+/// ```
+///
+/// An append is one `IMMEDIATE` transaction of `INSERT … ON CONFLICT DO NOTHING` (the unique
+/// constraint makes it idempotent by id, also across processes; entries without an id are
+/// `NULL`s, which never conflict). A file database runs in WAL mode (checked), `synchronous =
+/// NORMAL` (an append survives a process crash; a power cut may lose the last ones), with a
+/// 5-second busy timeout, so several processes can share it.
+///
+/// The connection lives on a thread of its own, fed by a channel; each call awaits its
+/// answer on a oneshot channel, so no async executor is blocked by SQLite. Dropping the last
+/// clone of the store ends the thread.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,

@@ -28,7 +28,7 @@ pub(crate) fn is_child(test: &str) -> bool {
     std::env::var(CHILD).is_ok_and(|name| name == test)
 }
 
-/// Starts `test` (its path below the binary's root, e.g. `jsonl::two_processes`) alone in a
+/// Starts `test` (its path below the binary's root, e.g. `jsonl::four_processes_append_to_one_file`) alone in a
 /// child process of this binary with `envs` added.
 pub(crate) fn spawn_child(test: &str, envs: &[(&str, &str)]) -> Child {
     let name = test.rsplit("::").next().unwrap_or(test);
@@ -41,6 +41,55 @@ pub(crate) fn spawn_child(test: &str, envs: &[(&str, &str)]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("child starts")
+}
+
+/// The directory where children and parent meet to start together.
+pub(crate) const CHILD_SYNC: &str = "THREADLINE_STORE_CHILD_SYNC";
+
+/// In a child: says it is ready, then waits for the parent's go (so the children's appends
+/// overlap instead of running one after the other).
+pub(crate) fn child_ready_then_wait() {
+    let dir = std::path::PathBuf::from(std::env::var(CHILD_SYNC).expect("sync dir"));
+    let index = std::env::var(CHILD_INDEX).expect("index");
+    std::fs::write(dir.join(format!("ready-{index}")), b"").expect("ready file");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !dir.join("go").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no go from the parent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Starts `count` children of `test` appending to `path`, all at once; waits for them.
+pub(crate) fn run_children(test: &str, path: &str, count: usize) {
+    let sync = tempfile::tempdir().expect("sync dir");
+    let sync_text = sync.path().to_str().expect("utf-8").to_owned();
+    let children: Vec<Child> = (0..count)
+        .map(|i| {
+            spawn_child(
+                test,
+                &[
+                    (CHILD_PATH, path),
+                    (CHILD_INDEX, &i.to_string()),
+                    (CHILD_SYNC, &sync_text),
+                ],
+            )
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while (0..count).any(|i| !sync.path().join(format!("ready-{i}")).exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the children never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::fs::write(sync.path().join("go"), b"").expect("go file");
+    for child in children {
+        wait_child(child);
+    }
 }
 
 /// Waits for `child`; fails the test if it failed.
@@ -57,7 +106,7 @@ pub(crate) fn wait_child(child: Child) -> String {
 
 /// The entries a child numbered `index` appends: `EACH` of its own (singles and batches of
 /// 3, sizes varying) and `SHARED` ids every child appends too.
-pub(crate) const EACH: usize = 150;
+pub(crate) const EACH: usize = 400;
 pub(crate) const SHARED: usize = 40;
 
 pub(crate) fn child_batches(index: usize) -> Vec<Vec<Entry>> {
@@ -73,8 +122,8 @@ pub(crate) fn child_batches(index: usize) -> Vec<Vec<Entry>> {
                 ))
             })
             .collect();
-        if i % 5 == 1 {
-            let s = (i / 5) % SHARED;
+        if i % 3 == 1 {
+            let s = (i / 3) % SHARED;
             batch.push(entry(&format!(
                 r#"{{"type":"shared","uuid":"shared-{s}"}}"#
             )));

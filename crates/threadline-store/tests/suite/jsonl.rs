@@ -1,4 +1,4 @@
-//! JsonlStore: the layout on disk, reopening, a torn tail, hostile keys under the root, and two
+//! JsonlStore: the layout on disk, reopening, a torn tail, hostile keys under the root, and four
 //! processes appending to one file.
 
 use std::fs;
@@ -8,8 +8,8 @@ use std::path::{Component, Path};
 use threadline_store::{JsonlStore, SessionKey, SessionStore, StoreError};
 
 use crate::common::{
-    CHILD_INDEX, CHILD_PATH, block_on, check_children, child_batches, entry, is_child, key,
-    spawn_child, wait_child,
+    CHILD_INDEX, CHILD_PATH, block_on, check_children, child_batches, child_ready_then_wait, entry,
+    is_child, key, run_children,
 };
 
 #[test]
@@ -243,11 +243,11 @@ fn a_key_part_too_long_for_a_file_name_is_refused() {
     }
 }
 
-/// Two processes append to one file at once (singles, batches, shared ids): exact counts, each
+/// Four processes append to one file at once (singles, batches, shared ids): exact counts, each
 /// process's order, no torn line.
 #[test]
-fn two_processes_append_to_one_file() {
-    const NAME: &str = "two_processes_append_to_one_file";
+fn four_processes_append_to_one_file() {
+    const NAME: &str = "four_processes_append_to_one_file";
     if is_child(NAME) {
         let root = std::env::var(CHILD_PATH).expect("path");
         let index: usize = std::env::var(CHILD_INDEX)
@@ -255,6 +255,7 @@ fn two_processes_append_to_one_file() {
             .parse()
             .expect("number");
         let store = JsonlStore::new(root);
+        child_ready_then_wait();
         for batch in child_batches(index) {
             block_on(store.append(&key("p", "s"), &batch)).expect("append");
         }
@@ -262,22 +263,33 @@ fn two_processes_append_to_one_file() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().to_str().expect("utf-8");
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            spawn_child(
-                &format!("jsonl::{NAME}"),
-                &[(CHILD_PATH, root), (CHILD_INDEX, &i.to_string())],
-            )
-        })
-        .collect();
-    for child in children {
-        wait_child(child);
-    }
+    run_children(&format!("jsonl::{NAME}"), root, 4);
     let store = JsonlStore::new(dir.path());
     let k = key("p", "s");
     let loaded = block_on(store.load(&k)).expect("load").expect("entries");
-    check_children(&loaded, 2);
+    check_children(&loaded, 4);
     assert_eq!(store.torn_tail(&k).expect("torn tail"), 0);
     let text = fs::read(store.path_of(&k).expect("path")).expect("file");
     assert_eq!(text.iter().filter(|&&b| b == b'\n').count(), loaded.len());
+}
+
+/// Another store (another process) deletes and rewrites a session: this store's cached ids
+/// follow the new file, even when it grew past the length this store had scanned.
+#[test]
+fn a_file_replaced_by_another_store_is_scanned_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = JsonlStore::new(dir.path());
+    let other = JsonlStore::new(dir.path());
+    let k = key("p", "s");
+    let one = entry(r#"{"uuid":"1"}"#);
+    block_on(first.append(&k, std::slice::from_ref(&one))).expect("append");
+    block_on(other.delete(&k)).expect("delete");
+    let long = entry(&format!(r#"{{"uuid":"2","pad":"{}"}}"#, "x".repeat(100)));
+    block_on(other.append(&k, std::slice::from_ref(&long))).expect("append");
+    let again = block_on(first.append(&k, std::slice::from_ref(&one))).expect("append");
+    assert_eq!((again.written, again.duplicates), (1, 0));
+    assert_eq!(
+        block_on(first.load(&k)).expect("load"),
+        Some(vec![long, one])
+    );
 }

@@ -1,10 +1,10 @@
-//! SqliteStore: WAL, reopening, and two processes appending to one database.
+//! SqliteStore: WAL, reopening, and four processes appending to one database.
 
 use threadline_store::{SessionStore, SqliteStore};
 
 use crate::common::{
-    CHILD_INDEX, CHILD_PATH, block_on, check_children, child_batches, entry, is_child, key,
-    spawn_child, wait_child,
+    CHILD_INDEX, CHILD_PATH, block_on, check_children, child_batches, child_ready_then_wait, entry,
+    is_child, key, run_children,
 };
 
 #[test]
@@ -57,10 +57,10 @@ fn a_path_that_cannot_be_a_database_is_a_backend_error() {
     assert!(err.to_string().starts_with("sqlite failed: "), "{err}");
 }
 
-/// Two processes append to one database at once: exact counts, each process's order.
+/// Four processes append to one database at once: exact counts, each process's order.
 #[test]
-fn two_processes_append_to_one_database() {
-    const NAME: &str = "two_processes_append_to_one_database";
+fn four_processes_append_to_one_database() {
+    const NAME: &str = "four_processes_append_to_one_database";
     if is_child(NAME) {
         let path = std::env::var(CHILD_PATH).expect("path");
         let index: usize = std::env::var(CHILD_INDEX)
@@ -68,6 +68,7 @@ fn two_processes_append_to_one_database() {
             .parse()
             .expect("number");
         let store = SqliteStore::open(path).expect("open");
+        child_ready_then_wait();
         for batch in child_batches(index) {
             block_on(store.append(&key("p", "s"), &batch)).expect("append");
         }
@@ -78,20 +79,10 @@ fn two_processes_append_to_one_database() {
     // Created first, so the children do not race to create the schema.
     drop(SqliteStore::open(&path).expect("open"));
     let path_text = path.to_str().expect("utf-8");
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            spawn_child(
-                &format!("sqlite::{NAME}"),
-                &[(CHILD_PATH, path_text), (CHILD_INDEX, &i.to_string())],
-            )
-        })
-        .collect();
-    for child in children {
-        wait_child(child);
-    }
+    run_children(&format!("sqlite::{NAME}"), path_text, 4);
     let store = SqliteStore::open(&path).expect("open");
     let loaded = block_on(store.load(&key("p", "s")))
         .expect("load")
         .expect("entries");
-    check_children(&loaded, 2);
+    check_children(&loaded, 4);
 }
