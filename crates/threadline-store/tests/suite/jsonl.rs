@@ -293,3 +293,32 @@ fn a_file_replaced_by_another_store_is_scanned_again() {
         Some(vec![long, one])
     );
 }
+
+/// Four threads of one process append to one key, through clones (one id cache) and
+/// separate stores (their own caches): exact count, each thread's order, shared ids once.
+#[test]
+fn threads_append_to_one_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shared = JsonlStore::new(dir.path());
+    let threads: Vec<_> = (0..4)
+        .map(|index| {
+            let store = if index % 2 == 0 {
+                shared.clone()
+            } else {
+                JsonlStore::new(dir.path())
+            };
+            std::thread::spawn(move || {
+                for batch in child_batches(index) {
+                    block_on(store.append(&key("p", "s"), &batch)).expect("append");
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("thread");
+    }
+    let loaded = block_on(shared.load(&key("p", "s")))
+        .expect("load")
+        .expect("entries");
+    check_children(&loaded, 4);
+}
