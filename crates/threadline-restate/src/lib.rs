@@ -18,3 +18,10 @@ pub use session::{
     TurnRequest, run_turn, show,
 };
 pub use worker::{ModelBackend, ServeError, Worker, serve};
+mod admin;
+mod http;
+mod ingress;
+
+pub use admin::Admin;
+pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
+pub use ingress::{Ingress, InvocationId, Output};

@@ -2,6 +2,8 @@
 //! installed by `cargo xtask restate-server`; CI runs it before the tests, and a test fails
 //! naming that command when it is missing), with endpoints served in-process on loopback.
 
+#[path = "suite/client.rs"]
+mod client;
 #[path = "suite/common.rs"]
 mod common;
 #[path = "suite/smoke.rs"]

@@ -72,7 +72,7 @@ impl SessionKey {
     }
 }
 
-fn check_part(part: &'static str, value: &str) -> Result<(), StoreError> {
+pub(crate) fn check_part(part: &'static str, value: &str) -> Result<(), StoreError> {
     let reason = if value.is_empty() {
         "is empty"
     } else if value.len() > MAX_KEY_PART_BYTES {
