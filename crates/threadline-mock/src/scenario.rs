@@ -94,7 +94,9 @@ pub struct Scenario {
 /// the request after a compaction counts from its compacted messages (usually 0 again):
 /// a scenario whose conversation is compacted by the client should answer it in `order`,
 /// or give the summary request its own route. Server-side compaction (`compact_20260112`)
-/// keeps the messages and so the count. `count_tokens` requests take no step.
+/// keeps the messages and so the count. `count_tokens` requests take no step. A fault step
+/// answers every request at its position (a `reset` at step 2 cuts every retry of it): a
+/// fault meant to happen once belongs in `order`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
