@@ -345,7 +345,9 @@ enum Command {
     /// It validates every request as the API does (401, 404, the API's 400 texts) and answers
     /// from SCENARIO, a JSON or YAML list of scripted messages, recorded responses and faults
     /// (see the `threadline-mock` crate); without one, every request gets a short text. The
-    /// first line on stdout is `listening on http://ADDR`.
+    /// first line on stdout, flushed once the port is bound, is `listening on http://ADDR`
+    /// with the bound address (the port chosen for port 0), e.g.
+    /// `listening on http://127.0.0.1:43117`; nothing else is printed to stdout.
     Mock {
         /// Where to listen (port 0 picks a free port).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
@@ -353,6 +355,12 @@ enum Command {
         /// The scenario file (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         scenario: Option<std::path::PathBuf>,
+        /// Append one JSON line per request on /v1/messages and /v1/messages/count_tokens
+        /// to FILE, written before the answer's first byte: seq, status, route, step, the
+        /// body's SHA-256 and the body, the usage answered (the `threadline_mock::request_log`
+        /// format).
+        #[arg(long, value_name = "FILE")]
+        record_log: Option<std::path::PathBuf>,
         /// Bounds on bodies, recordings, connections and timeouts.
         #[command(flatten)]
         limits: commands::mock::LimitArgs,
@@ -495,7 +503,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Mock {
             addr,
             scenario,
+            record_log,
             limits,
-        } => commands::mock::run(addr, scenario.as_deref(), &limits),
+        } => commands::mock::run(addr, scenario.as_deref(), record_log.as_deref(), &limits),
     }
 }

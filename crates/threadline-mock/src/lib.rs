@@ -22,6 +22,13 @@
 //! 30 s, a connection with no request in flight closes after 30 s, and at most 128
 //! connections are served, a new one closing the longest-idle one.
 //!
+//! For durable sessions, where a crashed worker's request is sent again by another: steps
+//! taken by conversation turn instead of arrival order ([`AnswerBy::Turn`]: the same request
+//! gets the same answer, ids included), and a request log another process can read
+//! ([`MockConfig::with_record_log`], format in [`request_log`]). The prompt-cache simulator
+//! is the server's, shared by every connection: a prefix one client wrote is a cache read
+//! for the next.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> std::io::Result<()> {
@@ -62,6 +69,7 @@ mod context_edits;
 pub mod diagnostics;
 mod limits;
 mod recording;
+pub mod request_log;
 mod respond;
 pub mod routes;
 pub mod scenario;
@@ -74,7 +82,8 @@ pub mod usage;
 pub use limits::ServerLimits;
 pub use routes::Route;
 pub use scenario::{
-    Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step, StreamFault,
+    AnswerBy, Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step,
+    StreamFault,
 };
 pub use server::{Abort, MockConfig, MockServer, RecordedRequest};
 pub use simulated_usage::SimulatedUsage;

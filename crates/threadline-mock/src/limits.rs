@@ -25,6 +25,7 @@ pub(crate) const MAX_HTTP2_STREAMS: u32 = 32;
 /// | [`header_read_timeout`](Self::header_read_timeout) | 30 s | the connection is closed |
 /// | [`idle_timeout`](Self::idle_timeout) | 30 s | the connection is closed |
 /// | [`max_connections`](Self::max_connections) | 128 | the longest-idle connection is closed |
+/// | [`max_log_bytes`](Self::max_log_bytes) | 1 GiB | the request log ends with a `log_full` line |
 ///
 /// An HTTP/2 connection carries at most 32 requests at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +69,10 @@ pub struct ServerLimits {
     /// is busy it waits for one to end. The same eviction runs when accepting fails for
     /// lack of file descriptors.
     pub max_connections: usize,
+    /// How many bytes the request log ([`MockConfig::with_record_log`](crate::MockConfig::with_record_log))
+    /// may grow by: the line that would pass it is replaced by `{"log_full":true,"seq":N}`
+    /// and nothing more is written.
+    pub max_log_bytes: u64,
 }
 
 impl Default for ServerLimits {
@@ -81,6 +86,7 @@ impl Default for ServerLimits {
             header_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(30),
             max_connections: 128,
+            max_log_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -131,6 +137,12 @@ impl ServerLimits {
     /// These limits serving at most `count` connections at once (at least one).
     pub fn with_max_connections(mut self, count: usize) -> Self {
         self.max_connections = count;
+        self
+    }
+
+    /// These limits letting the request log grow by at most `bytes`.
+    pub fn with_max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = bytes;
         self
     }
 }

@@ -24,6 +24,28 @@
 //!     path: fixtures/canonical/anthropics__anthropic-sdk-python/tool_use_response.json
 //!   - kind: reset
 //! ```
+//!
+//! By default each request takes the next step. With `answer_by: turn` (on the scenario or
+//! on a route) a request takes the step at its position in its conversation instead, so a
+//! request sent twice gets the same answer (see [`AnswerBy`]). A slow stream is a message
+//! step with `delay_ms` between its events and small deltas (`chunk_chars`): 100 characters
+//! of text with `chunk_chars: 10` and `delay_ms: 200` stream as 10 deltas, about 3 s in all
+//! with the events around them.
+//!
+//! ```yaml
+//! answer_by: turn
+//! steps:
+//!   - kind: message
+//!     content: [{type: tool_use, name: slow_tool, input: {}}]
+//!   - kind: message
+//!     content: [{type: text, text: "A long answer, streamed slowly, ten characters at a time."}]
+//!     chunk_chars: 10
+//!     delay_ms: 200
+//! routes:
+//!   - marker: "[subagent]"
+//!     answer_by: turn
+//!     steps: [{kind: message, content: [{type: text, text: "Sub-answer."}]}]
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -43,6 +65,62 @@ pub struct Scenario {
     /// Conversations answered from their own steps (see [`crate::routes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<crate::routes::Route>,
+    /// How a request picks its step: in arrival order (the default) or by its position in
+    /// its conversation (see [`AnswerBy`]). A route may say otherwise for its own steps.
+    #[serde(default, skip_serializing_if = "AnswerBy::is_order")]
+    pub answer_by: AnswerBy,
+}
+
+/// How a request picks its step among a list of steps (the scenario's, or a route's).
+///
+/// - `order` (the default): the next step not yet taken, one per request, in arrival order
+///   across all connections. A request sent twice takes two steps.
+/// - `turn`: the step is the request's position in its conversation, the number of
+///   assistant messages in its `messages` — step 0 for a conversation's first request, 1
+///   for the request after the first answer, and so on. Arrival order does not matter and
+///   nothing is consumed: a request sent again (a retry, a request re-sent by another
+///   worker after a crash) gets the same step, and ids derived from the conversation and
+///   the step instead of a counter, so the same answer byte for byte (but for the
+///   `request-id` header, and the usage and cache diagnostics, which follow the prompt
+///   cache: a re-sent prefix is a cache read).
+///
+/// What counts, under `turn`: every message whose role is `assistant`, wherever it is. A
+/// request ending with an assistant message (a prefill, or a `pause_turn` answer sent back
+/// to be continued) counts it too: the continuation of step `n`'s paused answer is step
+/// `n + 1`, and a conversation whose very first request carries a prefill starts at step 1.
+/// A retry with the same messages and another `max_tokens` (an escalation) gets the same
+/// step. An autocompact summary request keeps the conversation's messages and adds its
+/// prompt to the last user message, so it has the step of the request it precedes, and
+/// the request after a compaction counts from its compacted messages (usually 0 again):
+/// a scenario whose conversation is compacted by the client should answer it in `order`,
+/// or give the summary request its own route. Server-side compaction (`compact_20260112`)
+/// keeps the messages and so the count. `count_tokens` requests take no step. A fault step
+/// answers every request at its position (a `reset` at step 2 cuts every retry of it): a
+/// fault meant to happen once belongs in `order`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AnswerBy {
+    /// The next step, in arrival order.
+    #[default]
+    Order,
+    /// The step at the request's position in its conversation (its assistant messages).
+    Turn,
+}
+
+impl AnswerBy {
+    /// Whether this is the default, [`AnswerBy::Order`].
+    pub fn is_order(&self) -> bool {
+        *self == AnswerBy::Order
+    }
+
+    /// `"order"` or `"turn"`, as in a scenario file.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AnswerBy::Order => "order",
+            AnswerBy::Turn => "turn",
+        }
+    }
 }
 
 /// A scenario file could not be read.
@@ -111,7 +189,14 @@ impl Scenario {
             steps: steps.into_iter().collect(),
             repeat_last: false,
             routes: Vec::new(),
+            answer_by: AnswerBy::Order,
         }
+    }
+
+    /// This scenario answering its main steps as `answer_by` says (see [`AnswerBy`]).
+    pub fn answered_by(mut self, answer_by: AnswerBy) -> Self {
+        self.answer_by = answer_by;
+        self
     }
 
     /// This scenario with `route` answering the requests that hold its marker.

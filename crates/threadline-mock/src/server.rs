@@ -30,8 +30,9 @@ use crate::body::{BodyRefused, read_body};
 use crate::connections::{Connections, RequestGuard, Slot};
 use crate::limits::{MAX_HTTP2_STREAMS, ServerLimits};
 use crate::recording::Recording;
+use crate::request_log::{Chosen, Entry, Outcome, RequestLog};
 use crate::respond::{self, Ending};
-use crate::scenario::{ErrorStep, FixtureStep, MessageStep, Scenario, Step};
+use crate::scenario::{AnswerBy, ErrorStep, FixtureStep, MessageStep, Scenario, Step};
 use crate::simulated_usage::SimulatedUsage;
 use crate::usage::UsageModel;
 
@@ -72,6 +73,9 @@ pub struct MockConfig {
     pub usage: Arc<dyn UsageModel>,
     /// The bounds on bodies, recordings and connections.
     pub limits: ServerLimits,
+    /// The file the request log is appended to, if any (see
+    /// [`with_record_log`](Self::with_record_log)).
+    pub record_log: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for MockConfig {
@@ -80,6 +84,7 @@ impl std::fmt::Debug for MockConfig {
             .field("addr", &self.addr)
             .field("scenario", &self.scenario)
             .field("limits", &self.limits)
+            .field("record_log", &self.record_log)
             .finish_non_exhaustive()
     }
 }
@@ -92,7 +97,18 @@ impl MockConfig {
             scenario,
             usage: Arc::new(SimulatedUsage::new()),
             limits: ServerLimits::default(),
+            record_log: None,
         }
+    }
+
+    /// This configuration appending one JSON line per request on `/v1/messages` and
+    /// `/v1/messages/count_tokens` to `path` (created if missing, appended to if not), as
+    /// each request is answered: what was received (the exact body and its SHA-256), which
+    /// step answered and the usage answered. [`MockServer::start_with`] fails when the file
+    /// cannot be opened. The format: [`request_log`](crate::request_log).
+    pub fn with_record_log(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.record_log = Some(path.into());
+        self
     }
 
     /// This configuration on another address.
@@ -126,6 +142,38 @@ struct State {
     body_budget: Arc<Semaphore>,
     /// Cache diagnostics' fingerprints of answered requests.
     fingerprints: crate::diagnostics::Fingerprints,
+    /// The request log, when configured.
+    log: Option<RequestLog>,
+}
+
+/// The step chosen for a request, and how its ids are made.
+struct Choice {
+    step: Step,
+    route: Option<usize>,
+    index: usize,
+    by: AnswerBy,
+    /// Under [`AnswerBy::Turn`]: the seed of the answer's ids (from the conversation and
+    /// the step), so that the same request gets the same ids.
+    seed: Option<u64>,
+}
+
+/// Where an answer's message and tool ids come from: the server's counter, or a seed.
+enum Ids<'a> {
+    Counter(&'a State),
+    Seeded { seed: u64, n: std::cell::Cell<u32> },
+}
+
+impl Ids<'_> {
+    fn next(&self, prefix: &str) -> String {
+        match self {
+            Ids::Counter(state) => state.next_id(prefix),
+            Ids::Seeded { seed, n } => {
+                let k = n.get();
+                n.set(k.saturating_add(1));
+                format!("{prefix}_mock{seed:016x}{k:04}")
+            }
+        }
+    }
 }
 
 impl State {
@@ -134,19 +182,53 @@ impl State {
         format!("{prefix}_mock{n:020}")
     }
 
-    fn take_step(&self, request: &MessagesRequest) -> Step {
-        if let Some(step) = self.routes.take(&self.scenario.routes, request) {
-            return step;
-        }
-        let n =
-            usize::try_from(self.next_step.fetch_add(1, Ordering::Relaxed)).unwrap_or(usize::MAX);
-        let steps = &self.scenario.steps;
-        match steps.get(n) {
-            Some(step) => step.clone(),
-            None if self.scenario.repeat_last && !steps.is_empty() => {
-                steps[steps.len() - 1].clone()
+    fn take_step(&self, request: &MessagesRequest) -> Choice {
+        let scenario = &self.scenario;
+        let routes = &scenario.routes;
+        let wants_opening = !routes.is_empty() || scenario.answer_by == AnswerBy::Turn;
+        let opening = if wants_opening {
+            crate::routes::opening_text(request)
+        } else {
+            String::new()
+        };
+        let route = crate::routes::matching(routes, &opening);
+        let (steps, by, repeat_last, exhausted) = match route.and_then(|i| routes.get(i)) {
+            Some(r) => (
+                &r.steps,
+                r.answer_by.unwrap_or(scenario.answer_by),
+                false,
+                "(the mock's route has no more answers)",
+            ),
+            None => (
+                &scenario.steps,
+                scenario.answer_by,
+                scenario.repeat_last,
+                "(the mock's scenario has no more answers)",
+            ),
+        };
+        let index = match (by, route) {
+            (AnswerBy::Turn, _) => crate::routes::turn_of(request),
+            (AnswerBy::Order, Some(i)) => self.routes.next(i),
+            (AnswerBy::Order, None) => {
+                usize::try_from(self.next_step.fetch_add(1, Ordering::Relaxed))
+                    .unwrap_or(usize::MAX)
             }
-            None => Step::text("(the mock's scenario has no more answers)"),
+        };
+        let step = match (steps.get(index), steps.last()) {
+            (Some(step), _) => step.clone(),
+            (None, Some(last)) if repeat_last => last.clone(),
+            _ => Step::text(exhausted),
+        };
+        let seed = (by == AnswerBy::Turn).then(|| {
+            let key = format!("{route:?}\n{index}\n{opening}");
+            crate::request_log::sha256_u64(key.as_bytes())
+        });
+        Choice {
+            step,
+            route,
+            index,
+            by,
+            seed,
         }
     }
 
@@ -191,6 +273,10 @@ impl MockServer {
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let limits = config.limits;
+        let log = match &config.record_log {
+            Some(path) => Some(RequestLog::open(path, limits.max_log_bytes)?),
+            None => None,
+        };
         let routes = crate::routes::RouteCursors::new(&config.scenario.routes);
         let state = Arc::new(State {
             scenario: config.scenario,
@@ -207,6 +293,7 @@ impl MockServer {
             )),
             limits,
             fingerprints: Default::default(),
+            log,
         });
         let connections = Connections::new(state.limits.max_connections);
         let task = tokio::spawn(accept_loop(
@@ -458,6 +545,24 @@ async fn answer_request(
     )
     .await
     .unwrap_or(Err(BodyRefused::Failed));
+    let logged = state
+        .log
+        .as_ref()
+        .filter(|_| crate::request_log::logs_path(&record.path));
+    let log = |record: &RecordedRequest, body: Option<&[u8]>, outcome: &Outcome| {
+        if let Some(log) = logged {
+            log.append(&Entry {
+                request_id: &request_id,
+                method: &record.method,
+                path: &record.path,
+                status: record.status,
+                body,
+                body_bytes: record.body_bytes,
+                max_body: limits.max_recorded_bytes,
+                outcome,
+            });
+        }
+    };
     let body = match read {
         Ok(body) => body,
         Err(refused) => {
@@ -478,17 +583,20 @@ async fn answer_request(
                 BodyRefused::Failed => Err(Abort),
             };
             record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
+            log(&record, None, &Outcome::default());
             state.recording().push(record);
             return answer;
         }
     };
     let bytes = body.bytes.as_slice();
     record.body_bytes = bytes.len();
-    let (answer, verdict) = answer(state, &parts, bytes, &request_id).await;
+    let mut outcome = Outcome::default();
+    let (answer, verdict) = answer(state, &parts, bytes, &request_id, &mut outcome).await;
     if verdict == Verdict::Accepted && bytes.len() <= limits.max_recorded_bytes {
         record.body = serde_json::from_slice(bytes).ok();
     }
     record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
+    log(&record, Some(bytes), &outcome);
     state.recording().push(record);
     answer
 }
@@ -505,6 +613,7 @@ async fn answer(
     parts: &http::request::Parts,
     bytes: &[u8],
     request_id: &str,
+    outcome: &mut Outcome,
 ) -> (Result<Response<MockBody>, Abort>, Verdict) {
     let rejected = |response| (Ok(response), Verdict::Rejected);
     let path = parts.uri.path();
@@ -542,6 +651,7 @@ async fn answer(
             Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
         };
         let tokens = state.usage.count_tokens(&request, bytes.len());
+        outcome.usage = Some(serde_json::json!({ "input_tokens": tokens }));
         let answer = crate::server_compaction::count_tokens_answer(&request, tokens);
         let body = serde_json::to_vec(&answer).expect("JSON serializes");
         return (
@@ -557,19 +667,41 @@ async fn answer(
         Ok(request) => request,
         Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
     };
-    let response = match state.take_step(&request) {
+    let choice = state.take_step(&request);
+    let kind = match &choice.step {
+        Step::Message(_) => "message",
+        Step::Error(_) => "error",
+        Step::Fixture(_) => "fixture",
+        Step::Reset => "reset",
+    };
+    outcome.chosen = Some(Chosen {
+        route: choice.route,
+        step: choice.index,
+        by: choice.by,
+        kind,
+    });
+    let ids = match choice.seed {
+        Some(seed) => Ids::Seeded {
+            seed,
+            n: std::cell::Cell::new(0),
+        },
+        None => Ids::Counter(state),
+    };
+    let response = match choice.step {
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
         Step::Message(step) => {
-            let step = crate::tool_search::expand(&step, &request, || state.next_id("srvtoolu"));
-            Ok(message_step(
+            let step = crate::tool_search::expand(&step, &request, || ids.next("srvtoolu"));
+            let (response, usage) = message_step(
                 state,
                 &step,
                 &request,
                 (bytes.len(), header("anthropic-beta").unwrap_or("")),
-                request_id,
-            ))
+                (request_id, &ids),
+            );
+            outcome.usage = usage;
+            Ok(response)
         }
     };
     (response, Verdict::Accepted)
@@ -684,9 +816,9 @@ fn message_step(
     step: &MessageStep,
     request: &MessagesRequest,
     (request_bytes, beta_header): (usize, &str),
-    request_id: &str,
-) -> Response<MockBody> {
-    let message_id = state.next_id("msg");
+    (request_id, ids): (&str, &Ids<'_>),
+) -> (Response<MockBody>, Option<Value>) {
+    let message_id = ids.next("msg");
     // Server-side compaction and the context edits the request asks for.
     let compacting = crate::server_compaction::plan(step, request);
     let mut scripted = compacting
@@ -700,7 +832,7 @@ fn message_step(
         &scripted,
         &message_id,
         &request.model,
-        || state.next_id("toolu"),
+        || ids.next("toolu"),
         |output_tokens| match &compacting {
             Some(c) => c.usage(state.usage.as_ref(), output_tokens),
             None => state.usage.usage(request, request_bytes, output_tokens),
@@ -710,9 +842,10 @@ fn message_step(
     if let Some(d) = (state.fingerprints).answer(request, beta_header, &message_id, forced) {
         crate::diagnostics::attach(&mut script, d);
     }
+    let usage = script.message.get("usage").cloned();
     if request.stream != Some(true) {
         let body = serde_json::to_vec(&script.message).expect("JSON serializes");
-        return json_response(StatusCode::OK, request_id, body);
+        return (json_response(StatusCode::OK, request_id, body), usage);
     }
     let delay = Duration::from_millis(step.delay_ms.unwrap_or(0));
     let (tx, rx) = mpsc::channel::<Result<Bytes, Abort>>(16);
@@ -769,5 +902,5 @@ fn message_step(
     if let Ok(id) = HeaderValue::from_str(request_id) {
         headers.insert("request-id", id);
     }
-    response
+    (response, usage)
 }

@@ -1,4 +1,5 @@
-//! `threadline mock --addr ADDR [--scenario FILE] [LIMITS]`: the mock Messages API on loopback.
+//! `threadline mock --addr ADDR [--scenario FILE] [--record-log FILE] [LIMITS]`: the mock
+//! Messages API on loopback.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -35,6 +36,10 @@ pub(crate) struct LimitArgs {
     /// Seconds a request's body may take to arrive.
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60")]
     body_read_timeout: Duration,
+    /// Bytes the `--record-log` file may grow by; past it a last `{"log_full":true}` line
+    /// ends it.
+    #[arg(long, value_name = "BYTES", default_value_t = ServerLimits::default().max_log_bytes)]
+    max_log_bytes: u64,
 }
 
 impl LimitArgs {
@@ -48,6 +53,7 @@ impl LimitArgs {
             .with_header_read_timeout(self.header_read_timeout)
             .with_idle_timeout(self.idle_timeout)
             .with_body_read_timeout(self.body_read_timeout)
+            .with_max_log_bytes(self.max_log_bytes)
     }
 }
 
@@ -70,6 +76,7 @@ fn default_scenario() -> Scenario {
 pub(crate) fn run(
     addr: SocketAddr,
     scenario: Option<&Path>,
+    record_log: Option<&Path>,
     limits: &LimitArgs,
 ) -> Result<(), CliError> {
     let scenario = match scenario {
@@ -85,14 +92,24 @@ pub(crate) fn run(
         .build()
         .map_err(|e| CliError::runtime(None, e))?;
     runtime.block_on(async move {
-        let config = MockConfig::new(scenario)
+        let mut config = MockConfig::new(scenario)
             .with_addr(addr)
             .with_limits(limits.limits());
+        if let Some(path) = record_log {
+            // Opened here, so that its error names the file rather than the address.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| CliError::start(None, format!("cannot open {}", path.display()), e))?;
+            config = config.with_record_log(path);
+        }
         let server = MockServer::start_with(config)
             .await
             .map_err(|e| CliError::start(None, format!("cannot listen on {addr}"), e))?;
-        // The first line is the base URL, for scripts that start the mock on port 0.
-        crate::output::print_line(&format!("listening on {}", server.base_url()));
+        // The first line is the base URL with the bound port, for scripts that start the mock
+        // on port 0: flushed now, since the process then only waits.
+        crate::output::print(&format!("listening on {}\n", server.base_url()));
         match tokio::signal::ctrl_c().await {
             Ok(()) => {
                 eprintln!(
@@ -139,6 +156,7 @@ mod tests {
             "--header-read-timeout=0.5",
             "--idle-timeout=6",
             "--body-read-timeout=7",
+            "--max-log-bytes=8",
         ])
         .expect("flags parse");
         let expected = ServerLimits::default()
@@ -149,7 +167,8 @@ mod tests {
             .with_max_connections(5)
             .with_header_read_timeout(Duration::from_millis(500))
             .with_idle_timeout(Duration::from_secs(6))
-            .with_body_read_timeout(Duration::from_secs(7));
+            .with_body_read_timeout(Duration::from_secs(7))
+            .with_max_log_bytes(8);
         assert_eq!(parsed.limits.limits(), expected);
     }
 

@@ -87,3 +87,124 @@ fn mock_with_a_broken_scenario_fails_in_one_line() {
         "{stderr}"
     );
 }
+
+/// A `threadline mock` started with `args` and `--addr 127.0.0.1:0`, its first stdout line
+/// read while it runs; killed when dropped.
+struct Spawned {
+    child: std::process::Child,
+    first_line: String,
+}
+
+impl Spawned {
+    fn start(args: &[&std::ffi::OsStr]) -> Spawned {
+        use std::io::BufRead as _;
+        let mut child = command()
+            .args(["mock", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(common::repo())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the mock starts");
+        let mut first_line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut first_line)
+            .expect("the mock prints its address");
+        Spawned { child, first_line }
+    }
+
+    /// `127.0.0.1:PORT`, checked to be the documented first line with a real port.
+    fn addr(&self) -> String {
+        let line = self.first_line.strip_suffix('\n').expect("a whole line");
+        let addr = line
+            .strip_prefix("listening on http://127.0.0.1:")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
+        let port: u16 = addr
+            .parse()
+            .unwrap_or_else(|_| panic!("not a port: {line:?}"));
+        assert_ne!(port, 0, "the bound port, not the one asked for");
+        format!("127.0.0.1:{port}")
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mock_by_turn_logs_each_request_for_another_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("turns.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+answer_by: turn
+steps:
+  - {kind: message, content: [{type: text, text: "first answer"}]}
+  - {kind: message, content: [{type: text, text: "second answer"}]}
+"#,
+    )
+    .expect("written");
+    let log = dir.path().join("requests.jsonl");
+    let mock = Spawned::start(&[
+        "--scenario".as_ref(),
+        scenario.as_os_str(),
+        "--record-log".as_ref(),
+        log.as_os_str(),
+    ]);
+    let addr = mock.addr();
+
+    let second = r#"{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"first answer"},{"role":"user","content":"More"}]}"#;
+    // The second step first, then twice the first (each on its own connection).
+    for (body, expected) in [
+        (second, "second answer"),
+        (REQUEST, "first answer"),
+        (REQUEST, "first answer"),
+    ] {
+        let (status, answer) = post(&addr, "/v1/messages", body, true);
+        assert!(status.contains("200"), "{status}");
+        assert!(answer.contains(expected), "{answer}");
+    }
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let steps: Vec<&serde_json::Value> = lines.iter().map(|l| &l["step"]).collect();
+    assert_eq!(steps, [1, 0, 0]);
+    assert_eq!(lines[1]["body"], REQUEST);
+    assert_eq!(lines[1]["body_sha256"], lines[2]["body_sha256"]);
+    assert_ne!(lines[0]["body_sha256"], lines[1]["body_sha256"]);
+    assert_eq!(
+        lines[1]["body_sha256"].as_str().map(str::len),
+        Some(64),
+        "{}",
+        lines[1]
+    );
+    for (seq, line) in lines.iter().enumerate() {
+        assert_eq!(line["seq"], seq);
+        assert_eq!(line["answer_by"], "turn");
+        assert!(line["usage"]["input_tokens"].as_u64().is_some(), "{line}");
+    }
+}
+
+#[test]
+fn mock_with_a_log_it_cannot_open_fails_in_one_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("no-such-dir").join("log.jsonl");
+    let output = command()
+        .args(["mock", "--addr", "127.0.0.1:0", "--record-log"])
+        .arg(&log)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot open"), "{stderr}");
+    assert!(stderr.contains("log.jsonl"), "{stderr}");
+}

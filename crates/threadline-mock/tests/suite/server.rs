@@ -3,6 +3,8 @@
 
 #[path = "server/descriptors.rs"]
 mod descriptors;
+#[path = "server/durable.rs"]
+mod durable;
 #[path = "server/http.rs"]
 mod http;
 #[path = "server/limits.rs"]
