@@ -287,7 +287,27 @@ enum Command {
         /// GenAI attributes; filtered by RUST_LOG, default `threadline=info`).
         #[arg(long, value_name = "FILE")]
         log: Option<std::path::PathBuf>,
+        /// Run the turn as a durable session on a Restate cluster: URL is its ingress
+        /// (`http://127.0.0.1:8080`), where `threadline worker`s are registered. The turn is
+        /// submitted to the session `--session ID` and followed (each journaled step on
+        /// stderr, the answer on stdout); running the same command again follows the same
+        /// turn. Needs a PROMPT.
+        #[arg(long, value_name = "URL", requires_all = ["session", "prompt"],
+              conflicts_with_all = ["dry_run", "resume", "transcript", "base_url"])]
+        restate: Option<String>,
+        /// With --restate: the session's id (the Virtual Object's key).
+        #[arg(long, value_name = "ID", requires = "restate")]
+        session: Option<String>,
     },
+    /// Serve durable sessions to a Restate server (the `Session` Virtual Object).
+    ///
+    /// Each session's model calls and tool calls are journaled steps of its Restate
+    /// invocation: when a worker dies, the server continues the session on another worker
+    /// behind the same deployment address, without repeating a journaled step. Register the
+    /// printed address with the server (`restate deployments register URL`, or `POST
+    /// /deployments` on its admin API). The first stdout line is `listening on http://ADDR`.
+    /// SIGTERM or Ctrl-C stops it.
+    Worker(commands::worker::WorkerArgs),
     /// List the MCP servers of `.mcp.json` (and `--mcp-config`): tools and instructions.
     Mcp {
         #[command(subcommand)]
@@ -459,6 +479,16 @@ fn run(command: Command) -> Result<(), CliError> {
         }),
         Command::Run {
             prompt,
+            restate: Some(restate),
+            session: Some(session),
+            ..
+        } => commands::durable::run(&commands::durable::RemoteRun {
+            ingress: &restate,
+            session: &session,
+            prompt: prompt.as_deref().unwrap_or_default(),
+        }),
+        Command::Run {
+            prompt,
             dry_run,
             resume,
             out,
@@ -472,6 +502,7 @@ fn run(command: Command) -> Result<(), CliError> {
             max_turns,
             mcp_config,
             log,
+            ..
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
             dry_run,
@@ -488,6 +519,7 @@ fn run(command: Command) -> Result<(), CliError> {
             mcp_config: mcp_config.as_deref(),
             log: log.as_deref(),
         }),
+        Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),
         Command::Session { command } => commands::session::run(&command),
         Command::Replay { fixture } => commands::replay::run(&fixture),

@@ -77,11 +77,20 @@ pub(crate) enum SessionCommand {
     ///
     /// FILE is a threadline or Claude Code transcript. Exit code 0: shown; 2: unreadable.
     Show {
-        /// The transcript (`-` reads stdin).
+        /// The transcript (`-` reads stdin); with --restate, the session's id.
         file: String,
         /// Print one JSON object instead of lines.
         #[arg(long)]
         json: bool,
+        /// Show a durable session of a Restate cluster instead (URL: its ingress): status,
+        /// turns, messages, the step log of the running or last turn, a pending question.
+        /// Works while a turn runs.
+        #[arg(long, value_name = "URL")]
+        restate: Option<String>,
+        /// With --restate: print the session's history as a threadline transcript (one
+        /// message per line).
+        #[arg(long, requires = "restate", conflicts_with = "json")]
+        transcript: bool,
     },
 }
 
@@ -90,7 +99,13 @@ pub(crate) fn run(command: &SessionCommand) -> Result<(), CliError> {
         SessionCommand::Fork { file, at, out } => fork(file, at, out),
         SessionCommand::Rewind { file, turns, out } => rewind(file, *turns, out),
         SessionCommand::List { dir, json } => list(dir, *json),
-        SessionCommand::Show { file, json } => show(file, *json),
+        SessionCommand::Show {
+            file,
+            json,
+            restate: Some(url),
+            transcript,
+        } => super::durable::show(url, file, *json, *transcript),
+        SessionCommand::Show { file, json, .. } => show(file, *json),
     }
 }
 

@@ -1,0 +1,205 @@
+//! `threadline worker --listen ADDR`: serves the durable `Session` object (threadline-restate)
+//! to a Restate server, over HTTP/2 cleartext.
+//!
+//! Every session the server sends here runs the command line's agent: the HTTP client against
+//! the API or `--base-url`, the built-in tools in `--workspace`, and the loop configuration of
+//! `threadline run`. Each model call and each tool call is a journaled step of the session's
+//! Restate invocation, so when this process dies the server continues the session on another
+//! worker behind the same deployment address without repeating a journaled step. The first
+//! stdout line is `listening on http://ADDR` (flushed); SIGTERM or Ctrl-C stops serving.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use threadline::attach::Workspace;
+use threadline::query::{QueryConfig, Tool, ToolContext, ToolSet, ToolStream};
+use threadline::tools::ShellAccess;
+use threadline_restate::{PermissionMode, Worker};
+
+use crate::agent_setup::{API_BASE_URL, SYSTEM_PROMPT, client, quick_retries};
+use crate::commands::run_live::api_key;
+use crate::error::CliError;
+
+/// The subcommand, as error lines name it.
+const WORKER: Option<&str> = Some("worker");
+
+/// What `threadline worker` was asked.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct WorkerArgs {
+    /// Where to serve the Restate endpoint (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Send model requests here instead of https://api.anthropic.com (e.g. a `threadline
+    /// mock`); `ANTHROPIC_API_KEY` is then optional.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The workspace directory the tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<std::path::PathBuf>,
+    /// The model (default: the newest Sonnet).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// `max_tokens` of each request.
+    #[arg(long, value_name = "N", default_value_t = 8192)]
+    max_tokens: u64,
+    /// Let the model run shell commands without asking.
+    #[arg(long)]
+    allow_shell: bool,
+    /// Calls a tool would ask about become questions to the client (`threadline run
+    /// --restate` answers them); without it they are denied.
+    #[arg(long)]
+    ask: bool,
+    /// Declare a tool idempotent, safe to run again when a worker died during its call (the
+    /// read-only tools are; a shell command is not unless the operator says so). Repeatable.
+    #[arg(long, value_name = "TOOL")]
+    idempotent_tool: Vec<String>,
+    /// Pause this many milliseconds after each journaled step, outside any step (for tests
+    /// that stop a worker between two steps).
+    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+    step_delay_ms: u64,
+    /// Seconds a step may go without progress before the server aborts the attempt (set it
+    /// above the longest model stream or tool call).
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    inactivity_timeout: u64,
+    /// Seconds after the inactivity timeout before the attempt is killed.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    abort_timeout: u64,
+}
+
+/// A tool the operator declared idempotent.
+struct Idempotent(Arc<dyn Tool>);
+
+impl Tool for Idempotent {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        self.0.input_schema()
+    }
+    fn is_concurrency_safe(&self, input: &serde_json::Value) -> bool {
+        self.0.is_concurrency_safe(input)
+    }
+    fn is_idempotent(&self, _input: &serde_json::Value) -> bool {
+        true
+    }
+    fn check_permission(&self, input: &serde_json::Value) -> threadline::query::Permission {
+        self.0.check_permission(input)
+    }
+    fn always_load(&self) -> bool {
+        self.0.always_load()
+    }
+    fn needs_history(&self) -> bool {
+        self.0.needs_history()
+    }
+    fn call(&self, input: serde_json::Value, ctx: ToolContext) -> ToolStream {
+        self.0.call(input, ctx)
+    }
+}
+
+/// The worker's tools: the built-in ones, with the declared ones idempotent.
+fn tools(workspace: &Path, shell: ShellAccess, idempotent: &[String]) -> Result<ToolSet, CliError> {
+    let workspace = Workspace::new(workspace).map_err(|e| {
+        CliError::start(
+            WORKER,
+            format!("cannot use the workspace {}", workspace.display()),
+            e,
+        )
+    })?;
+    let builtin = threadline::tools::builtin(Arc::new(workspace), shell);
+    for name in idempotent {
+        if builtin.get(name).is_none() {
+            return Err(CliError::Usage {
+                command: Some("worker"),
+                message: format!("--idempotent-tool {name}: there is no such tool"),
+            });
+        }
+    }
+    let mut tools = ToolSet::new();
+    for (name, tool) in builtin.names().filter_map(|n| Some((n, builtin.get(n)?))) {
+        if idempotent.iter().any(|n| n == name) {
+            tools.insert(Arc::new(Idempotent(Arc::clone(tool))));
+        } else {
+            tools.insert(Arc::clone(tool));
+        }
+    }
+    Ok(tools)
+}
+
+pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
+    let key = api_key(args.base_url.as_deref())?;
+    let base_url = args.base_url.as_deref().unwrap_or(API_BASE_URL);
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::start(WORKER, "cannot read the current directory", e))?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::runtime(WORKER, e))?;
+    let retry = args.base_url.is_some().then(quick_retries);
+    let client = runtime
+        .block_on(async { client(base_url, &key, retry) })
+        .map_err(|line| CliError::start_line(WORKER, line))?;
+    drop(key);
+    let shell = if args.allow_shell {
+        ShellAccess::Allow
+    } else {
+        ShellAccess::Ask
+    };
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| crate::commands::run::DEFAULT_MODEL.to_owned());
+    let config = QueryConfig::new(model, args.max_tokens).with_system(SYSTEM_PROMPT);
+    let worker = Worker::new(client, config)
+        .with_tools(tools(&workspace, shell, &args.idempotent_tool)?)
+        .with_permission(if args.ask {
+            PermissionMode::Ask
+        } else {
+            PermissionMode::Deny
+        })
+        .with_step_delay(Duration::from_millis(args.step_delay_ms))
+        .with_timeouts(
+            Duration::from_secs(args.inactivity_timeout),
+            Duration::from_secs(args.abort_timeout),
+        );
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| CliError::start(WORKER, format!("cannot listen on {}", args.listen), e))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| CliError::start(WORKER, "cannot read the listening address", e))?;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on http://{address}")
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::output(WORKER, "the listening line", e))?;
+        drop(stdout);
+        threadline_restate::serve(listener, worker, shutdown())
+            .await
+            .map_err(|e| CliError::start(WORKER, "cannot serve", e))
+    })
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
