@@ -103,8 +103,9 @@ impl JsonlStore {
         }
     }
 
-    /// Whether each append is flushed to the disk (`fsync`) before it returns (default
-    /// `false`: an append survives the process crashing, not the machine losing power).
+    /// Whether each append is flushed to the disk (`fsync` of the file, and of its directory
+    /// when the append created it) before it returns (default `false`: an append survives the
+    /// process crashing, not the machine losing power).
     #[must_use]
     pub fn sync(mut self, on: bool) -> Self {
         self.sync = on;
@@ -260,6 +261,14 @@ impl JsonlStore {
         let written = writer
             .write_all(&buffer)
             .and_then(|()| if self.sync { file.sync_data() } else { Ok(()) });
+        let written = written.and_then(|()| {
+            if self.sync && end == 0 {
+                // A new file: its directory entry must reach the disk too.
+                sync_dir(path)
+            } else {
+                Ok(())
+            }
+        });
         if let Err(e) = written {
             // Leave nothing of a failed append (best effort: the disk may be gone).
             let _ = file.set_len(end);
@@ -479,6 +488,17 @@ fn open_shared(path: &Path) -> Result<Option<File>, StoreError> {
     file.lock_shared()
         .map_err(|e| io_error("locking", path, e))?;
     Ok(Some(file))
+}
+
+/// Flushes the directory holding `path` (where the file system supports it).
+fn sync_dir(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 fn remove_file(path: &Path) -> Result<(), StoreError> {

@@ -153,3 +153,26 @@ pub(crate) fn now_ms() -> u64 {
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_shares_the_data() {
+        let store = MemoryStore::new();
+        let clone = store.clone();
+        let key = SessionKey::new("p", "s").expect("key");
+        let entry = Entry::new(&br#"{"uuid":"1"}"#[..]).expect("entry");
+        futures::executor::block_on(clone.append(&key, std::slice::from_ref(&entry)))
+            .expect("append");
+        assert_eq!(
+            futures::executor::block_on(store.load(&key)).expect("load"),
+            Some(vec![entry])
+        );
+        let listed = store.list_now("p");
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].session, "s");
+        assert!(listed[0].mtime_ms > 1_000_000_000_000, "{listed:?}");
+    }
+}
