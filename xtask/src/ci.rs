@@ -18,13 +18,17 @@
 //! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
 //!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK), then
 //!    `cargo xtask restate-server`: the pinned Restate server threadline-restate's tests start
-//! 9. `cargo nextest run --workspace`, or `cargo test --workspace` without nextest
+//! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 13), or
+//!    `cargo test --workspace` without nextest
 //! 10. `cargo test --workspace --doc`
 //! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
 //!     ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
 //!     (installs cargo-fuzz pinned if missing)
 //! 12. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
 //!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
+//! 13. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
+//!     with two worker processes, one killed with SIGKILL at three points (step 9 leaves
+//!     these tests out)
 //!
 //! Property tests run with a fixed seed ([`PROPTEST_SEED`], unless `PROPTEST_RNG_SEED` is
 //! already set), so that CI is reproducible: a run passes or fails the same way every time.
@@ -35,7 +39,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{e2e, fixtures, fuzz, mcp_servers, restate_server};
+use crate::{durable_e2e, e2e, fixtures, fuzz, mcp_servers, restate_server};
 
 mod features;
 mod publish;
@@ -71,6 +75,8 @@ pub(crate) enum Step {
     Fuzz,
     /// `cargo xtask e2e`, in-process.
     E2e,
+    /// `cargo xtask durable-e2e`, in-process.
+    DurableE2e,
 }
 
 impl Step {
@@ -90,11 +96,15 @@ impl Step {
             Self::Deny => "cargo deny check licenses bans sources".to_owned(),
             Self::FixturesCheck => "cargo xtask fixtures --check".to_owned(),
             Self::McpServers => "cargo xtask mcp-servers && cargo xtask restate-server".to_owned(),
-            Self::Tests => "cargo nextest run --workspace (or cargo test --workspace)".to_owned(),
+            Self::Tests => {
+                "cargo nextest run --workspace (or cargo test --workspace), durable-e2e left out"
+                    .to_owned()
+            }
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
             }
             Self::E2e => "cargo xtask e2e".to_owned(),
+            Self::DurableE2e => "cargo xtask durable-e2e".to_owned(),
         }
     }
 }
@@ -121,6 +131,7 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
         Step::Fuzz,
         Step::E2e,
+        Step::DurableE2e,
     ]
 }
 
@@ -190,16 +201,32 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 },
             )
         }
+        Step::DurableE2e => {
+            println!("ci: $ cargo xtask durable-e2e");
+            durable_e2e::run(root)
+        }
         Step::McpServers => {
             mcp_servers::run(root)?;
             restate_server::run(root)
         }
         Step::Tests => {
             if has_subcommand(root, "nextest") {
-                run_cargo(root, &["nextest", "run", "--workspace"])
+                run_cargo(
+                    root,
+                    &[
+                        "nextest",
+                        "run",
+                        "--workspace",
+                        "-E",
+                        durable_e2e::NEXTEST_FILTER,
+                    ],
+                )
             } else {
                 println!("ci: cargo-nextest is missing; using cargo test");
-                run_cargo(root, &["test", "--workspace"])
+                run_cargo(
+                    root,
+                    &["test", "--workspace", "--", "--skip", durable_e2e::MODULE],
+                )
             }
         }
     }
@@ -243,10 +270,11 @@ mod tests {
                 "cargo deny check licenses bans sources",
                 "cargo xtask fixtures --check",
                 "cargo xtask mcp-servers && cargo xtask restate-server",
-                "cargo nextest run --workspace (or cargo test --workspace)",
+                "cargo nextest run --workspace (or cargo test --workspace), durable-e2e left out",
                 "cargo test --workspace --doc",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",
                 "cargo xtask e2e",
+                "cargo xtask durable-e2e",
             ]
         );
     }

@@ -13,11 +13,14 @@
 //!   into `target/test-servers/` (`xtask/src/mcp_servers.rs`).
 //! * `cargo xtask restate-server` installs the Restate server threadline-restate's tests
 //!   start, pinned, into `target/restate-server/` (`xtask/src/restate_server.rs`).
+//! * `cargo xtask durable-e2e` runs the durable-session end-to-end tests (a worker killed with
+//!   SIGKILL at three points), installing the pinned Restate server first if it is missing.
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
 mod cache_bench;
 mod ci;
+mod durable_e2e;
 mod e2e;
 mod fixtures;
 mod fuzz;
@@ -58,6 +61,10 @@ enum Command {
     /// Install the Restate server threadline-restate's tests start (pinned) into
     /// target/restate-server.
     RestateServer,
+    /// Run the durable-session end-to-end tests (installs the pinned Restate server if
+    /// missing): a worker killed with SIGKILL at three points, the session completing on
+    /// another worker.
+    DurableE2e,
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -126,6 +133,7 @@ fn main() -> ExitCode {
         Command::E2e(args) => e2e::run(&util::repo_root(), &args),
         Command::McpServers => mcp_servers::run(&util::repo_root()),
         Command::RestateServer => restate_server::run(&util::repo_root()),
+        Command::DurableE2e => durable_e2e::run(&util::repo_root()),
         Command::Ci => ci::run(),
     };
     match result {

@@ -10,6 +10,8 @@ mod common;
 mod compact;
 #[path = "suite/demo.rs"]
 mod demo;
+#[path = "suite/durable_e2e/mod.rs"]
+mod durable_e2e;
 #[path = "suite/inspect.rs"]
 mod inspect;
 #[path = "suite/inspect_memory.rs"]

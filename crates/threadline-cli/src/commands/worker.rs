@@ -67,6 +67,15 @@ pub(crate) struct WorkerArgs {
     /// Seconds after the inactivity timeout before the attempt is killed.
     #[arg(long, value_name = "SECS", default_value_t = 3600)]
     abort_timeout: u64,
+    /// Register this worker with the Restate server whose admin API is at URL
+    /// (`http://127.0.0.1:9070`) once it serves (`POST /deployments`, replacing a deployment
+    /// at the same address).
+    #[arg(long, value_name = "ADMIN_URL")]
+    register: Option<String>,
+    /// With --register: the address the server reaches this worker at (default: the
+    /// listening address; behind a proxy or a load balancer, its address).
+    #[arg(long, value_name = "URL", requires = "register")]
+    advertise: Option<String>,
 }
 
 /// A tool the operator declared idempotent.
@@ -182,10 +191,41 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
             .and_then(|()| stdout.flush())
             .map_err(|e| CliError::output(WORKER, "the listening line", e))?;
         drop(stdout);
-        threadline_restate::serve(listener, worker, shutdown())
-            .await
-            .map_err(|e| CliError::start(WORKER, "cannot serve", e))
+        let serving = threadline_restate::serve(listener, worker, shutdown());
+        let Some(admin) = &args.register else {
+            return serving
+                .await
+                .map_err(|e| CliError::start(WORKER, "cannot serve", e));
+        };
+        let uri = args
+            .advertise
+            .clone()
+            .unwrap_or_else(|| format!("http://{address}"));
+        // The server discovers the endpoint while it serves: register alongside.
+        let register = register(admin, &uri);
+        tokio::pin!(serving);
+        tokio::select! {
+            served = &mut serving => served.map_err(|e| CliError::start(WORKER, "cannot serve", e)),
+            registered = register => {
+                registered?;
+                serving.await.map_err(|e| CliError::start(WORKER, "cannot serve", e))
+            }
+        }
     })
+}
+
+/// Registers the deployment at `uri` with the admin API at `admin`; one line on stderr.
+async fn register(admin: &str, uri: &str) -> Result<(), CliError> {
+    let client = threadline_restate::Admin::new(admin).map_err(|e| CliError::Usage {
+        command: Some("worker"),
+        message: format!("--register {admin}: {e}"),
+    })?;
+    let id = client
+        .register_deployment(uri, true)
+        .await
+        .map_err(|e| CliError::start(WORKER, format!("cannot register {uri} with {admin}"), e))?;
+    eprintln!("threadline: worker: registered {uri} as deployment {id}");
+    Ok(())
 }
 
 /// Completes on SIGTERM or Ctrl-C.
