@@ -4,5 +4,7 @@
 
 #[path = "suite/common.rs"]
 mod common;
+#[path = "suite/session.rs"]
+mod session;
 #[path = "suite/smoke.rs"]
 mod smoke;
