@@ -26,6 +26,8 @@ use crate::common::{LocalEndpoint, eventually, server};
 #[derive(Clone)]
 struct Model {
     worker: &'static str,
+    /// How long the answer to tool results takes to stream (a slow model call).
+    slow_answer: Duration,
     requests: Arc<Mutex<Vec<(&'static str, Vec<u8>)>>>,
 }
 
@@ -92,8 +94,15 @@ impl tower_service::Service<MessagesRequest> for Model {
         if let Ok(mut requests) = self.requests.lock() {
             requests.push((self.worker, bytes));
         }
-        let events = events(answer(&value));
+        let answer = answer(&value);
+        let delay = if answer["stop_reason"] == "end_turn" {
+            self.slow_answer
+        } else {
+            Duration::ZERO
+        };
+        let events = events(answer);
         Box::pin(async move {
+            tokio::time::sleep(delay).await;
             let stream: EventStream = Box::pin(futures::stream::iter(events));
             Ok(stream)
         })
@@ -165,8 +174,19 @@ impl Shared {
     }
 
     fn worker(&self, worker: &'static str, slow_write: Duration, ask: bool) -> Worker {
+        self.worker_with(worker, slow_write, Duration::ZERO, ask)
+    }
+
+    fn worker_with(
+        &self,
+        worker: &'static str,
+        slow_write: Duration,
+        slow_answer: Duration,
+        ask: bool,
+    ) -> Worker {
         let model = Model {
             worker,
+            slow_answer,
             requests: Arc::clone(&self.requests),
         };
         let tool = |name, idempotent, delay| Recorded {
@@ -464,4 +484,167 @@ async fn a_worker_killed_mid_tool_completes_on_the_other_without_rerunning_journ
         counts.get(&b.addr()).copied().unwrap_or(0) >= 1,
         "{counts:?}"
     );
+}
+
+/// Two workers behind one failover address, registered.
+async fn pair(
+    server: &RestateServer,
+    a: Worker,
+    b: Worker,
+) -> (LocalEndpoint, LocalEndpoint, FailoverProxy) {
+    let a = LocalEndpoint::serve(a.endpoint());
+    let b = LocalEndpoint::serve(b.endpoint());
+    let proxy = FailoverProxy::start(vec![a.addr(), b.addr()])
+        .await
+        .unwrap_or_else(|e| panic!("proxy: {e}"));
+    server
+        .register_deployment(&proxy.url())
+        .await
+        .unwrap_or_else(|e| panic!("register: {e}"));
+    (a, b, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_model_stream_fails_over_with_the_same_request_bytes() {
+    let server = server().await;
+    let shared = Shared::new();
+    let slow = Duration::from_secs(3);
+    let (mut a, _b, _proxy) = pair(
+        &server,
+        shared.worker_with("A", Duration::ZERO, slow, false),
+        shared.worker_with("B", Duration::ZERO, slow, false),
+    )
+    .await;
+    let invocation = send(&server, "/Session/m1/turn", json!({"prompt": "first"})).await;
+    eventually("A's second model call", Duration::from_secs(30), || async {
+        (shared.requests().len() == 2).then_some(())
+    })
+    .await;
+    a.kill();
+    let outcome = output(&server, &invocation).await;
+    assert_eq!(outcome["text"], "done after 3 messages");
+    let requests = shared.requests();
+    let workers: Vec<&str> = requests.iter().map(|(w, _)| *w).collect();
+    assert_eq!(workers, ["A", "A", "B"]);
+    // The interrupted call is sent again byte for byte (same ids, same timestamps): the
+    // prompt cache survives the failover.
+    assert_eq!(
+        String::from_utf8_lossy(&requests[2].1),
+        String::from_utf8_lossy(&requests[1].1)
+    );
+    let runs: Vec<(&str, String)> = shared
+        .runs()
+        .into_iter()
+        .filter(|(_, _, what)| *what == "done")
+        .map(|(w, id, _)| (w, id))
+        .collect();
+    assert_eq!(
+        runs,
+        [("A", "toolu_1_w".to_owned()), ("A", "toolu_1_r".to_owned())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_between_steps_fails_over_and_runs_each_step_once() {
+    let server = server().await;
+    let shared = Shared::new();
+    let pause = Duration::from_secs(2);
+    let steps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&steps);
+    let (mut a, _b, _proxy) = pair(
+        &server,
+        shared
+            .worker("A", Duration::ZERO, false)
+            .with_step_delay(pause)
+            .with_step_observer(move |step| {
+                if let Ok(mut s) = seen.lock() {
+                    s.push(step.name.clone());
+                }
+            }),
+        shared.worker("B", Duration::ZERO, false),
+    )
+    .await;
+    let invocation = send(&server, "/Session/b1/turn", json!({"prompt": "first"})).await;
+    // A pauses after each journaled step: kill it in the pause after the first model step.
+    eventually(
+        "model#0 journaled on A",
+        Duration::from_secs(30),
+        || async {
+            let names = steps.lock().map(|s| s.clone()).unwrap_or_default();
+            (names == ["clock", "model#0"]).then_some(())
+        },
+    )
+    .await;
+    a.kill();
+    let outcome = output(&server, &invocation).await;
+    assert_eq!(outcome["text"], "done after 3 messages");
+    let workers: Vec<&str> = shared.requests().iter().map(|(w, _)| *w).collect();
+    assert_eq!(workers, ["A", "B"]);
+    let runs: Vec<(&str, String, &str)> = shared.runs();
+    assert_eq!(
+        runs,
+        [
+            ("B", "toolu_1_w".to_owned(), "start"),
+            ("B", "toolu_1_w".to_owned(), "done"),
+            ("B", "toolu_1_r".to_owned(), "start"),
+            ("B", "toolu_1_r".to_owned(), "done"),
+        ]
+    );
+}
+
+/// `PATCH {admin}/invocations/{id}/cancel` (HTTP/1.1 on a plain socket); the status.
+async fn cancel(server: &RestateServer, invocation: &str) -> u16 {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let admin = server.admin_url();
+    let host = admin.trim_start_matches("http://").trim_end_matches('/');
+    let mut socket = tokio::net::TcpStream::connect(host)
+        .await
+        .unwrap_or_else(|e| panic!("admin: {e}"));
+    let request = format!(
+        "PATCH /invocations/{invocation}/cancel HTTP/1.1\r\nhost: {host}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    socket
+        .write_all(request.as_bytes())
+        .await
+        .unwrap_or_else(|e| panic!("admin: {e}"));
+    let mut answer = Vec::new();
+    let _ = socket.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer);
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("admin answered {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_turn_persists_a_valid_history_and_the_session_goes_on() {
+    let server = server().await;
+    let shared = Shared::new();
+    let endpoint = LocalEndpoint::serve(shared.worker("A", Duration::ZERO, true).endpoint());
+    server
+        .register_deployment(&endpoint.url())
+        .await
+        .unwrap_or_else(|e| panic!("register: {e}"));
+    let invocation = send(&server, "/Session/c1/turn", json!({"prompt": "first"})).await;
+    eventually("the question", Duration::from_secs(30), || async {
+        let view = post(&server, "/Session/c1/show", json!({})).await;
+        (view["status"] == "waiting_for_permission").then_some(())
+    })
+    .await;
+    assert_eq!(cancel(&server, &invocation).await, 202);
+    let outcome = output(&server, &invocation).await;
+    assert_eq!(outcome["terminal"], json!({"terminal": "aborted_tools"}));
+    let view = post(&server, "/Session/c1/show", json!({})).await;
+    assert_eq!(view["status"], "idle");
+    let history = view["messages"].to_string();
+    assert_eq!(history.matches(INTERRUPTED).count(), 2, "{history}");
+    assert!(shared.runs().is_empty());
+    // The next turn starts from the valid history: the tool results and the new prompt
+    // are one user message, which the model answers.
+    let next = send(&server, "/Session/c1/turn", json!({"prompt": "again"})).await;
+    let outcome = output(&server, &next).await;
+    assert_eq!(outcome["terminal"], json!({"terminal": "completed"}));
+    assert_eq!(outcome["turns"], 2);
+    assert_eq!(outcome["text"], "done after 3 messages");
+    assert!(shared.runs().is_empty());
 }
