@@ -272,7 +272,7 @@ async fn a_crash_at_any_entry_replays_to_the_same_history_byte_for_byte() {
     let expected_requests = baseline.model.requests();
     assert_eq!(expected.len(), 16);
 
-    for index in 0..SECOND_TURN_ENTRIES.len() {
+    for (index, name) in SECOND_TURN_ENTRIES.iter().enumerate() {
         for crash in [Crash::Before(index), Crash::After(index)] {
             let rig = rig(PermissionMode::Deny, false);
             turn(&rig, "first").await;
@@ -283,7 +283,6 @@ async fn a_crash_at_any_entry_replays_to_the_same_history_byte_for_byte() {
                 "{crash:?}: {crashed:?}"
             );
             turn(&rig, "second").await;
-            let name = SECOND_TURN_ENTRIES[index];
             let requests = rig.model.requests();
             if index == 3 {
                 // The marker was journaled, the result was not: the write may have run (it

@@ -21,6 +21,9 @@ use threadline_wire::{MessagesRequest, StreamEvent};
 
 use crate::common::{LocalEndpoint, eventually, server};
 
+/// `(worker, request bytes)` for every model call.
+type Requests = Arc<Mutex<Vec<(&'static str, Vec<u8>)>>>;
+
 /// A model answering from the request alone (a fresh prompt: a `write` and a `read` tool
 /// use; tool results: a text answer), recording each request and which worker sent it.
 #[derive(Clone)]
@@ -28,7 +31,7 @@ struct Model {
     worker: &'static str,
     /// How long the answer to tool results takes to stream (a slow model call).
     slow_answer: Duration,
-    requests: Arc<Mutex<Vec<(&'static str, Vec<u8>)>>>,
+    requests: Requests,
 }
 
 fn events(message: Value) -> Vec<Result<StreamEvent, ServiceError>> {
@@ -161,7 +164,7 @@ impl Tool for Recorded {
 }
 
 struct Shared {
-    requests: Arc<Mutex<Vec<(&'static str, Vec<u8>)>>>,
+    requests: Requests,
     runs: Runs,
 }
 
