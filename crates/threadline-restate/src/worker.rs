@@ -179,8 +179,9 @@ impl Worker {
         &self.settings
     }
 
-    /// The Restate endpoint: the `Session` object with this worker's options.
-    pub fn endpoint(&self) -> Endpoint {
+    /// An endpoint builder with the `Session` object bound with this worker's options: bind
+    /// more objects on it (the `SessionLog` store) before `build()`.
+    pub fn endpoint_builder(&self) -> restate_sdk::endpoint::Builder {
         let session = Session {
             settings: Arc::clone(&self.settings),
         }
@@ -190,8 +191,14 @@ impl Worker {
                 .inactivity_timeout(self.inactivity_timeout)
                 .abort_timeout(self.abort_timeout),
         );
+        Endpoint::builder().bind(session)
+    }
+
+    /// The Restate endpoint [`serve`] serves: the `Session` object with this worker's
+    /// options.
+    pub fn endpoint(&self) -> Endpoint {
         // Other objects of this crate (the `SessionLog` store) are bound here too.
-        Endpoint::builder().bind(session).build()
+        self.endpoint_builder().build()
     }
 }
 
