@@ -43,7 +43,9 @@ pub trait ReadState: Send + Sync {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, JournalError>>;
 }
 
-/// The durable operations of one invocation (see the [module](self) documentation).
+/// The durable operations of one invocation: journaled steps, keyed state, awakeables;
+/// every value is bytes (the JSON the driver wrote), so a replayed value is the very bytes the
+/// first attempt produced.
 ///
 /// Rules the driver follows, so a replay takes the same path: every step is awaited before
 /// the next operation; control flow depends only on values the journal returned.

@@ -44,7 +44,17 @@ struct Rec {
     asked: Vec<String>,
 }
 
-/// The in-memory journal (see the [module](self) documentation). Clones share it.
+/// An in-memory [`Journal`] that behaves like Restate's for one Virtual Object: it records
+/// every step of an invocation, replays the recorded prefix on the next attempt ([`begin`])
+/// with the work dropped unpolled, and can "crash" at any entry, before or after its work
+/// ([`crash`]), or cancel ([`cancel_at`]). State is committed when an invocation
+/// [`complete`]s and rebuilt from it plus the replayed writes on every attempt. Clones share
+/// it.
+///
+/// [`begin`]: RecordingJournal::begin
+/// [`crash`]: RecordingJournal::crash
+/// [`cancel_at`]: RecordingJournal::cancel_at
+/// [`complete`]: RecordingJournal::complete
 #[derive(Debug, Clone, Default)]
 pub struct RecordingJournal {
     inner: Arc<Mutex<Rec>>,

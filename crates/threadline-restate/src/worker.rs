@@ -12,7 +12,7 @@ use threadline_query::{QueryConfig, Tool, ToolSet};
 use threadline_wire::MessagesRequest;
 use threadline_wire::service::{EventStreamFuture, MessagesService};
 
-use crate::session::{MAX_STEP_BYTES, PermissionMode, Session, Settings};
+use crate::session::{MAX_STEP_BYTES, PermissionMode, Session, Settings, StepObserver, StepRecord};
 
 /// The model a worker calls (inside each journaled model step): any `MessagesService` that
 /// is `Clone` (each call uses a clone), boxed by [`Worker::new`].
@@ -92,6 +92,7 @@ impl Worker {
                 permission: PermissionMode::Deny,
                 step_delay: Duration::ZERO,
                 max_step_bytes: MAX_STEP_BYTES,
+                observer: None,
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
             abort_timeout: Self::DEFAULT_ABORT_TIMEOUT,
@@ -111,6 +112,7 @@ impl Worker {
             permission: old.permission,
             step_delay: old.step_delay,
             max_step_bytes: old.max_step_bytes,
+            observer: old.observer.clone(),
         };
         change(&mut settings);
         self.settings = Arc::new(settings);
@@ -136,6 +138,17 @@ impl Worker {
     /// steps" with it). Default: none.
     pub fn with_step_delay(self, delay: Duration) -> Worker {
         self.edit(|s| s.step_delay = delay)
+    }
+
+    /// Calls `observer` after each journaled step (replayed ones included), before the step
+    /// delay: a test or a process supervisor learns where a turn is without polling `show`
+    /// (whose view lags: the SDK sends state writes with the next step).
+    pub fn with_step_observer(
+        self,
+        observer: impl Fn(&StepRecord) + Send + Sync + 'static,
+    ) -> Worker {
+        let observer: StepObserver = Arc::new(observer);
+        self.edit(|s| s.observer = Some(observer))
     }
 
     /// The largest value a step journals (default and maximum [`MAX_STEP_BYTES`]).
@@ -166,8 +179,9 @@ impl Worker {
         &self.settings
     }
 
-    /// The Restate endpoint: the `Session` object with this worker's options.
-    pub fn endpoint(&self) -> Endpoint {
+    /// An endpoint builder with the `Session` object bound with this worker's options: bind
+    /// more objects on it (the `SessionLog` store) before `build()`.
+    pub fn endpoint_builder(&self) -> restate_sdk::endpoint::Builder {
         let session = Session {
             settings: Arc::clone(&self.settings),
         }
@@ -177,8 +191,14 @@ impl Worker {
                 .inactivity_timeout(self.inactivity_timeout)
                 .abort_timeout(self.abort_timeout),
         );
+        Endpoint::builder().bind(session)
+    }
+
+    /// The Restate endpoint [`serve`] serves: the `Session` object with this worker's
+    /// options.
+    pub fn endpoint(&self) -> Endpoint {
         // Other objects of this crate (the `SessionLog` store) are bound here too.
-        Endpoint::builder().bind(session).build()
+        self.endpoint_builder().build()
     }
 }
 

@@ -6,5 +6,7 @@
 mod client;
 #[path = "suite/common.rs"]
 mod common;
+#[path = "suite/session.rs"]
+mod session;
 #[path = "suite/smoke.rs"]
 mod smoke;

@@ -363,8 +363,12 @@ impl<J: Journal> Server<'_, J> {
             ok,
             bytes,
         };
+        tracing::debug!(kind, name, ok, bytes, "journaled step");
         self.journal
             .set(&keys::step(self.steps), json_bytes(&record));
+        if let Some(observer) = &self.settings.observer {
+            observer(&record);
+        }
         self.steps += 1;
         self.journal
             .set(keys::STEPS, self.steps.to_string().into_bytes());

@@ -184,7 +184,11 @@ pub(crate) struct Settings {
     pub(crate) permission: PermissionMode,
     pub(crate) step_delay: Duration,
     pub(crate) max_step_bytes: usize,
+    pub(crate) observer: Option<StepObserver>,
 }
+
+/// Called after each journaled step (replayed ones included), before the step delay.
+pub(crate) type StepObserver = Arc<dyn Fn(&StepRecord) + Send + Sync>;
 
 /// Runs one turn of session `session` on any [`Journal`] (the object's handler uses
 /// [`RestateJournal`]; tests use [`RecordingJournal`](crate::RecordingJournal)).

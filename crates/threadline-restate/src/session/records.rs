@@ -22,7 +22,7 @@ pub const MAX_STEP_BYTES: usize = threadline_store::MAX_ENTRY_BYTES;
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum ModelRecord {
     /// The accumulated message (content, usage, stop reason).
-    Message { message: ResponseMessage },
+    Message { message: Box<ResponseMessage> },
     /// The failure, replayed as the same error so the loop takes the same recovery path.
     Error {
         kind: String,
@@ -105,7 +105,9 @@ impl ModelRecord {
             }
         }
         match acc.finish() {
-            Ok(message) => ModelRecord::Message { message },
+            Ok(message) => ModelRecord::Message {
+                message: Box::new(message),
+            },
             Err(incomplete) => {
                 ModelRecord::local(ServiceErrorKind::Truncated, incomplete.to_string())
             }
@@ -137,7 +139,7 @@ impl ModelRecord {
         match self {
             ModelRecord::Message { message } => {
                 let events: Vec<Result<StreamEvent, ServiceError>> =
-                    message_events(message).into_iter().map(Ok).collect();
+                    message_events(*message).into_iter().map(Ok).collect();
                 Ok(futures::stream::iter(events).boxed())
             }
             ModelRecord::Error {
@@ -282,7 +284,7 @@ mod tests {
     async fn a_message_survives_events_and_accumulation_byte_for_byte() {
         let original = message();
         let record = ModelRecord::Message {
-            message: original.clone(),
+            message: Box::new(original.clone()),
         };
         let stream = record.into_response();
         let back = ModelRecord::accumulate(stream, MAX_STEP_BYTES).await;
@@ -323,7 +325,10 @@ mod tests {
         assert!(bytes.len() < 200);
         let output = ToolRecord::from_bytes(&bytes);
         assert!(output.is_error);
-        let model = ModelRecord::Message { message: message() }.to_bytes(50);
+        let model = ModelRecord::Message {
+            message: Box::new(message()),
+        }
+        .to_bytes(50);
         assert!(matches!(
             ModelRecord::from_bytes(&model),
             ModelRecord::Error { ref kind, .. } if kind == "decode"

@@ -272,7 +272,7 @@ async fn a_crash_at_any_entry_replays_to_the_same_history_byte_for_byte() {
     let expected_requests = baseline.model.requests();
     assert_eq!(expected.len(), 16);
 
-    for index in 0..SECOND_TURN_ENTRIES.len() {
+    for (index, name) in SECOND_TURN_ENTRIES.iter().enumerate() {
         for crash in [Crash::Before(index), Crash::After(index)] {
             let rig = rig(PermissionMode::Deny, false);
             turn(&rig, "first").await;
@@ -283,7 +283,6 @@ async fn a_crash_at_any_entry_replays_to_the_same_history_byte_for_byte() {
                 "{crash:?}: {crashed:?}"
             );
             turn(&rig, "second").await;
-            let name = SECOND_TURN_ENTRIES[index];
             let requests = rig.model.requests();
             if index == 3 {
                 // The marker was journaled, the result was not: the write may have run (it
@@ -419,4 +418,43 @@ proptest::proptest! {
         proptest::prop_assert_eq!(a_requests, b_requests);
         proptest::prop_assert_eq!(a_state, b_state);
     }
+}
+
+/// A `read` whose result is too big to journal.
+struct Big;
+
+impl Tool for Big {
+    fn name(&self) -> &str {
+        "read"
+    }
+    fn description(&self) -> &str {
+        "big"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_idempotent(&self, _input: &Value) -> bool {
+        true
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
+        tool_result(async { ToolOutput::text("x".repeat(5000)) })
+    }
+}
+
+#[tokio::test]
+async fn a_result_over_the_journal_limit_is_journaled_as_an_error() {
+    let mut rig = rig(PermissionMode::Deny, false);
+    rig.worker = rig.worker.clone().with_tool(Big).with_max_step_bytes(4000);
+    let outcome = turn(&rig, "first").await;
+    assert_eq!(outcome.text, "done after 3 messages");
+    let history = messages(&rig.journal).concat();
+    assert!(!history.contains(&"x".repeat(4000)));
+    assert_eq!(
+        history
+            .matches("is over the session journal's limit of 4000 bytes")
+            .count(),
+        1,
+        "{history}"
+    );
+    assert!(history.contains("write ok"));
 }

@@ -383,3 +383,29 @@ async fn shell_times_out_and_bounds_output() {
     assert!(text(&out).ends_with("[output cut at 30000 bytes]"));
     assert!(text(&out).len() < 30_100);
 }
+
+#[test]
+fn reads_are_idempotent_and_writes_and_commands_are_not() {
+    let f = fixture();
+    let tools = threadline_tools::builtin(Arc::clone(&f.ws), threadline_tools::ShellAccess::Allow);
+    let input = json!({});
+    let idempotent: Vec<(&str, bool)> = tools
+        .names()
+        .map(|name| {
+            let tool = tools.get(name).expect("listed");
+            (name, tool.is_idempotent(&input))
+        })
+        .collect();
+    let mut expected = [
+        (ReadFile::new(Arc::clone(&f.ws)).name().to_owned(), true),
+        (ListDir::new(Arc::clone(&f.ws)).name().to_owned(), true),
+        (Glob::new(Arc::clone(&f.ws)).name().to_owned(), true),
+        (Grep::new(Arc::clone(&f.ws)).name().to_owned(), true),
+        (WriteFile::new(Arc::clone(&f.ws)).name().to_owned(), false),
+        (EditFile::new(Arc::clone(&f.ws)).name().to_owned(), false),
+        (Shell::new(Arc::clone(&f.ws)).name().to_owned(), false),
+    ];
+    expected.sort();
+    let expected: Vec<(&str, bool)> = expected.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+    assert_eq!(idempotent, expected);
+}
