@@ -8,3 +8,5 @@ mod client;
 mod common;
 #[path = "suite/smoke.rs"]
 mod smoke;
+#[path = "suite/store.rs"]
+mod store;
