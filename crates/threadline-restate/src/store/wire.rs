@@ -179,6 +179,37 @@ mod tests {
         assert_eq!(parse_object_key("%FF/c"), None);
     }
 
+    proptest::proptest! {
+        /// Any project and session (hostile text included) round-trip through the object key,
+        /// and two different pairs never share one.
+        #[test]
+        fn object_keys_are_injective(
+            p in "\\PC{0,12}|[/%:. -]{0,6}",
+            s in "\\PC{0,12}|[/%:. -]{0,6}",
+            q in "\\PC{0,12}",
+        ) {
+            let key = object_key(&p, &s);
+            proptest::prop_assert_eq!(key.matches('/').count(), 1);
+            proptest::prop_assert_eq!(parse_object_key(&key), Some((p.clone(), s.clone())));
+            if q != p {
+                proptest::prop_assert_ne!(object_key(&q, &s), key);
+            }
+        }
+
+        /// A sub-session's state keys never belong to another log.
+        #[test]
+        fn log_keys_never_overlap(a in "\\PC{1,10}", b in "\\PC{1,10}", seq in 0u64..1_000_000) {
+            let (ka, kb) = (LogKeys::new(Some(&a)), LogKeys::new(Some(&b)));
+            let main = LogKeys::new(None);
+            proptest::prop_assert!(!main.owns(&ka.entry(seq)) && !ka.owns(&main.count()));
+            if a != b {
+                proptest::prop_assert!(!ka.owns(&kb.entry(seq)));
+                proptest::prop_assert!(!ka.owns(&kb.count()));
+                proptest::prop_assert!(!ka.owns(&kb.id("x")));
+            }
+        }
+    }
+
     #[test]
     fn log_keys_are_apart() {
         let main = LogKeys::new(None);
