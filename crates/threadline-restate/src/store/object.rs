@@ -27,6 +27,44 @@ pub struct SessionLog;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SessionIndex;
 
+/// How many entries a `load` reads at once (pipelined): it holds at most this many entries
+/// of up to 8 MiB in memory.
+const READ_BATCH: usize = 16;
+/// How many id markers an `append` reads at once (small values).
+const ID_BATCH: usize = 128;
+
+/// Awaits `futures` together, every one polled with the caller's own waker, and returns their
+/// outputs in order.
+///
+/// The SDK's state futures share one input channel that keeps a single waker, so they must
+/// be polled by one task: a combinator giving each future its own waker (e.g. `FuturesOrdered`,
+/// which `try_join_all` switches to above 30 futures) leaves some never woken, and the
+/// invocation stalled until the server's inactivity timeout (measured: 15 s per append of 100
+/// ids). The state commands themselves are issued when the futures are created, in order, so
+/// the journal is the same on every attempt.
+async fn join_in_one_task<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (future, slot) in pending.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(out) => *slot = Some(out),
+                    std::task::Poll::Pending => all = false,
+                }
+            }
+        }
+        if all {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
+
 fn bad_request(message: impl Into<String>) -> HandlerError {
     TerminalError::new_with_code(400, message.into()).into()
 }
@@ -62,6 +100,19 @@ impl SessionLog {
         let keys = LogKeys::new(request.subpath.as_deref());
         let count_key = keys.count();
         let mut count = ctx.get::<u64>(&count_key).await?.unwrap_or(0);
+        // Every id's marker read at once (the reads are pipelined), then the entries in order.
+        let ids: Vec<String> = request
+            .entries
+            .iter()
+            .filter_map(|e| e.id.as_ref().map(|id| keys.id(id)))
+            .collect();
+        let mut held = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(ID_BATCH) {
+            for value in join_in_one_task(chunk.iter().map(|k| ctx.get::<u64>(k)).collect()).await {
+                held.push(value?);
+            }
+        }
+        let mut held = held.into_iter();
         let mut seen = BTreeSet::new();
         let mut result = AppendResult {
             written: 0,
@@ -69,13 +120,12 @@ impl SessionLog {
         };
         for entry in request.entries {
             if let Some(id) = &entry.id {
-                let id_key = keys.id(id);
-                if seen.contains(id) || ctx.get::<u64>(&id_key).await?.is_some() {
+                let already = held.next().flatten().is_some();
+                if already || !seen.insert(id.clone()) {
                     result.duplicates += 1;
                     continue;
                 }
-                ctx.set(&id_key, count);
-                seen.insert(id.clone());
+                ctx.set(&keys.id(id), count);
             }
             ctx.set(&keys.entry(count), entry.line.into_bytes());
             count += 1;
@@ -161,19 +211,25 @@ impl SessionLog {
         let mut entries = Vec::new();
         let mut bytes = 0usize;
         let mut seq = request.from;
-        while seq < total {
-            let key = keys.entry(seq);
-            let Some(line) = ctx.get::<Vec<u8>>(&key).await? else {
-                return Err(corrupt(format!("missing state key {key}")));
-            };
-            if !entries.is_empty() && bytes + line.len() > PAGE_BYTES {
-                break;
+        'page: while seq < total {
+            // A few reads at once (pipelined).
+            let end = total.min(seq.saturating_add(READ_BATCH as u64));
+            let batch: Vec<String> = (seq..end).map(|i| keys.entry(i)).collect();
+            let lines =
+                join_in_one_task(batch.iter().map(|k| ctx.get::<Vec<u8>>(k)).collect()).await;
+            for (key, line) in batch.iter().zip(lines) {
+                let Some(line) = line? else {
+                    return Err(corrupt(format!("missing state key {key}")));
+                };
+                if !entries.is_empty() && bytes + line.len() > PAGE_BYTES {
+                    break 'page;
+                }
+                bytes += line.len();
+                let line = String::from_utf8(line)
+                    .map_err(|_| corrupt(format!("state key {key} is not UTF-8")))?;
+                entries.push(line);
+                seq += 1;
             }
-            bytes += line.len();
-            let line = String::from_utf8(line)
-                .map_err(|_| corrupt(format!("state key {key} is not UTF-8")))?;
-            entries.push(line);
-            seq += 1;
         }
         Ok(Json(LoadPage {
             total: Some(total),

@@ -55,6 +55,50 @@ async fn restate_store_passes_the_conformance_suite() {
     );
 }
 
+/// 1000 entries in 10 appends of 100 ids, loaded back in order (pages of 16 reads). A handler
+/// awaiting many state reads with one waker each stalled 15 s per append; this bounds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_entries_round_trip_without_stalling() {
+    let server = server().await;
+    let endpoint = LocalEndpoint::serve(bind_store(Endpoint::builder()).build());
+    server
+        .register_deployment(&endpoint.url())
+        .await
+        .expect("register");
+    let store = RestateStore::new(Ingress::new(&server.ingress_url()).expect("ingress"));
+    let key = SessionKey::new("big", "s").expect("key");
+    let started = Instant::now();
+    let mut all = Vec::new();
+    for batch in 0..10 {
+        let entries: Vec<Entry> = (0..100)
+            .map(|i| {
+                let line = format!(
+                    r#"{{"type":"user","uuid":"u{batch}-{i}","pad":"{}"}}"#,
+                    "x".repeat(i)
+                );
+                Entry::new(line.into_bytes()).expect("entry")
+            })
+            .collect();
+        let done = store.append(&key, &entries).await.expect("append");
+        assert_eq!((done.written, done.duplicates), (100, 0));
+        all.extend(entries);
+    }
+    let again = store
+        .append(&key, &all[450..550])
+        .await
+        .expect("append again");
+    assert_eq!((again.written, again.duplicates), (0, 100));
+    let appended = started.elapsed();
+    let loaded = store.load(&key).await.expect("load").expect("exists");
+    assert_eq!(loaded, all);
+    let total = started.elapsed();
+    eprintln!(
+        "11 appends of 100: {appended:?}; load of 1000: {:?}",
+        total - appended
+    );
+    assert!(total.as_secs() < 60, "stalled: {total:?}");
+}
+
 #[tokio::test]
 async fn an_append_over_the_request_limit_is_refused_before_sending() {
     // Nothing listens there: the guard must answer first.
