@@ -54,3 +54,9 @@ mod ingress;
 pub use admin::Admin;
 pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
 pub use ingress::{Ingress, InvocationId, Output};
+mod store;
+
+pub use store::{
+    MAX_APPEND_REQUEST_BYTES, RestateStore, SESSION_INDEX, SESSION_LOG, SessionIndex, SessionLog,
+    bind_store,
+};

@@ -10,3 +10,5 @@ mod common;
 mod session;
 #[path = "suite/smoke.rs"]
 mod smoke;
+#[path = "suite/store.rs"]
+mod store;
