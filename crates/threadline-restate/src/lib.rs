@@ -33,12 +33,19 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod admin;
+mod http;
+mod ingress;
 mod journal;
 mod journal_recording;
 mod journal_restate;
 mod session;
+mod store;
 mod worker;
 
+pub use admin::Admin;
+pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
+pub use ingress::{Ingress, InvocationId, Output};
 pub use journal::{Journal, JournalError, ReadState};
 pub use journal_recording::{Crash, RecordingJournal};
 pub use journal_restate::{RestateJournal, SharedReader};
@@ -46,17 +53,8 @@ pub use session::{
     MAX_STEP_BYTES, PermissionMode, SessionView, ShowRequest, StepRecord, TurnError, TurnOutcome,
     TurnRequest, run_turn, show,
 };
-pub use worker::{ModelBackend, ServeError, Worker, serve};
-mod admin;
-mod http;
-mod ingress;
-
-pub use admin::Admin;
-pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
-pub use ingress::{Ingress, InvocationId, Output};
-mod store;
-
 pub use store::{
     MAX_APPEND_REQUEST_BYTES, RestateStore, SESSION_INDEX, SESSION_LOG, SessionIndex, SessionLog,
     bind_store,
 };
+pub use worker::{ModelBackend, ServeError, Worker, serve};

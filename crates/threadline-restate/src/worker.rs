@@ -92,6 +92,7 @@ impl Worker {
                 permission: PermissionMode::Deny,
                 step_delay: Duration::ZERO,
                 max_step_bytes: MAX_STEP_BYTES,
+                planner: Some(Arc::new(threadline_cache::Planner::default)),
                 observer: None,
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
@@ -112,6 +113,7 @@ impl Worker {
             permission: old.permission,
             step_delay: old.step_delay,
             max_step_bytes: old.max_step_bytes,
+            planner: old.planner.clone(),
             observer: old.observer.clone(),
         };
         change(&mut settings);
@@ -149,6 +151,22 @@ impl Worker {
     ) -> Worker {
         let observer: StepObserver = Arc::new(observer);
         self.edit(|s| s.observer = Some(observer))
+    }
+
+    /// The prompt-cache planner of each turn, made fresh for every turn and every attempt
+    /// (default: `Planner::default()`, the lookback-aware strategy). A planner remembers the
+    /// requests it planned; starting each turn afresh means a replay on another worker plans
+    /// the turn's requests again in the same order, so they carry the same markers.
+    pub fn with_cache_planner(
+        self,
+        planner: impl Fn() -> threadline_cache::Planner + Send + Sync + 'static,
+    ) -> Worker {
+        self.edit(|s| s.planner = Some(Arc::new(planner)))
+    }
+
+    /// Places no cache markers (every request is a cache miss; for tests of the bytes alone).
+    pub fn without_cache_planning(self) -> Worker {
+        self.edit(|s| s.planner = None)
     }
 
     /// The largest value a step journals (default and maximum [`MAX_STEP_BYTES`]).
@@ -197,8 +215,7 @@ impl Worker {
     /// The Restate endpoint [`serve`] serves: the `Session` object with this worker's
     /// options.
     pub fn endpoint(&self) -> Endpoint {
-        // Other objects of this crate (the `SessionLog` store) are bound here too.
-        self.endpoint_builder().build()
+        crate::store::bind_store(self.endpoint_builder()).build()
     }
 }
 

@@ -17,6 +17,7 @@ use futures::channel::mpsc;
 use serde_json::{Value, json};
 use threadline_message::Message;
 use threadline_message::determinism::Source;
+use threadline_query::SharedPlanner;
 use threadline_query::recovery::INTERRUPTED;
 use threadline_query::{
     CancellationToken, Event, Permission, Query, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet,
@@ -139,6 +140,10 @@ fn build_query(
     .with_tools(tools)
     .with_permission(BridgePermission::new(settings.permission, bridge.clone()))
     .with_cancellation(cancel)
+    .with_cache_planner(match &settings.planner {
+        Some(make) => SharedPlanner::new(make()),
+        None => SharedPlanner::none(),
+    })
 }
 
 enum Next {

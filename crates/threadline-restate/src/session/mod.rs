@@ -185,7 +185,14 @@ pub(crate) struct Settings {
     pub(crate) step_delay: Duration,
     pub(crate) max_step_bytes: usize,
     pub(crate) observer: Option<StepObserver>,
+    /// A fresh cache planner for each turn (`None`: no markers).
+    pub(crate) planner: Option<PlannerFactory>,
 }
+
+/// Makes the cache planner of one turn. A turn's planner starts fresh on every attempt, so
+/// the replay on another worker plans every request of the turn again in the same order and
+/// places the same markers: the bytes, and the prompt cache, survive a failover.
+pub(crate) type PlannerFactory = Arc<dyn Fn() -> threadline_cache::Planner + Send + Sync>;
 
 /// Called after each journaled step (replayed ones included), before the step delay.
 pub(crate) type StepObserver = Arc<dyn Fn(&StepRecord) + Send + Sync>;

@@ -26,7 +26,18 @@ use std::time::{Duration, Instant};
 
 use cluster::{Cluster, WorkerFlags, finish, wait_for};
 
-const TURN_1: &str = "Run the slow check, then read the notes.";
+/// The first prompt carries a long brief, so that the requests' prefix is over the model's
+/// minimum cacheable length (1,024 tokens): the cache is then written and read as with the API.
+fn turn_1() -> String {
+    let mut prompt = String::from("Run the slow check, then read the notes.\n\nThe brief:\n");
+    for i in 1..=60 {
+        prompt.push_str(&format!(
+            "{i}. Every change keeps the public interface stable, is covered by a test that \
+             fails without it, and is described in the changelog in one readable line.\n"
+        ));
+    }
+    prompt
+}
 const TURN_2: &str = "Record that it shipped.";
 const SLOW: &str = "toolu_e2e_slow";
 const WRITE: &str = "toolu_e2e_write";
@@ -58,7 +69,7 @@ struct Outcome {
 fn run(crash: Crash, flags: WorkerFlags) -> Outcome {
     let mut cluster = Cluster::start(&flags);
     let start = Instant::now();
-    let turn = cluster.submit(TURN_1);
+    let turn = cluster.submit(&turn_1());
     match crash {
         Crash::None => {}
         Crash::DuringSlowTool => {
@@ -68,6 +79,19 @@ fn run(crash: Crash, flags: WorkerFlags) -> Outcome {
             assert!(
                 cluster.lines_of("effects.log").is_empty(),
                 "the slow tool is still running"
+            );
+            // The session can be inspected while it runs: the step log holds the first model
+            // call (a step shows once the next one started: the SDK sends state writes with
+            // the next journal entry).
+            let view = cluster.view();
+            assert_eq!(view["status"], "running", "{view}");
+            let steps: Vec<&str> = view["steps"]
+                .as_array()
+                .map(|s| s.iter().filter_map(|s| s["name"].as_str()).collect())
+                .unwrap_or_default();
+            assert!(
+                steps.contains(&"model#0"),
+                "the first model call is logged: {steps:?}"
             );
         }
         Crash::DuringSlowStream => {
@@ -343,20 +367,38 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         .iter()
         .map(|l| without_timestamps(l))
         .collect();
+    // The one answer sent twice is stored as one message per block (its fragments), each
+    // with the response's usage: those lines, and only those, differ, and only in usage.
     let differ: Vec<usize> = (0..lines.len())
         .filter(|i| lines[*i] != baseline_lines[*i])
         .collect();
     assert!(
-        differ.len() <= 1,
-        "at most the resent answer's line differs: {differ:?}"
+        !differ.is_empty(),
+        "the resend's usage is a cache read, not a write"
     );
-    for i in differ {
+    let answers: std::collections::BTreeSet<String> = differ
+        .iter()
+        .map(|i| without_usage(&lines[*i])["api_message_id"].to_string())
+        .collect();
+    assert_eq!(
+        answers.len(),
+        1,
+        "the differing lines are one answer's fragments: {differ:?}"
+    );
+    for i in &differ {
         assert_eq!(
-            without_usage(&lines[i]),
-            without_usage(&baseline_lines[i]),
+            without_usage(&lines[*i]),
+            without_usage(&baseline_lines[*i]),
             "line {i} differs only in usage"
         );
     }
+    eprintln!(
+        "durable-e2e transcripts: {} lines; equal to the crash-free run's but for timestamps in \
+         every case, and for the usage of the {} fragments of the resent answer {}",
+        lines.len(),
+        differ.len(),
+        answers.iter().next().map_or("", String::as_str)
+    );
 }
 
 #[test]
