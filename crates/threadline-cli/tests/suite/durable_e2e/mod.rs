@@ -13,6 +13,7 @@
 //! - the final transcript equals the crash-free run's byte for byte apart from timestamps (and,
 //!   for the cut stream, the usage of the answer sent twice: its cache split differs because
 //!   the resend is a cache read, which is the point).
+//!
 //! A fourth crash, during the slow tool when the shell is NOT declared idempotent, shows the
 //! other rule: the call is not run again; the model is told it was interrupted.
 //!
