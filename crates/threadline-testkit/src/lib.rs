@@ -9,9 +9,9 @@
 //!   for proptest.
 //! * [`messages`] generates internal message arrays (valid, hostile, long) for the
 //!   normalizer's properties and benchmarks.
-//! * [`restate`] (feature `restate`) starts the pinned Restate server on free loopback ports
+//! * `restate` (feature `restate`) starts the pinned Restate server on free loopback ports
 //!   for a test (installed by `cargo xtask restate-server`; never downloaded at test time).
-//! * [`failover`] (feature `restate`) is a TCP proxy in front of an ordered list of workers, so
+//! * `failover` (feature `restate`) is a TCP proxy in front of an ordered list of workers, so
 //!   one Restate deployment fails over from a dead worker to a live one.
 //!
 //! ```

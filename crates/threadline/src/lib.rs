@@ -15,6 +15,8 @@
 //! | `mock` | `threadline-mock` | a mock Messages API on loopback |
 //! | `query` | `threadline-query` | the loop: state, transitions, terminals, streaming tools |
 //! | `tools` | `threadline-tools` | read, list, glob, grep, write, edit, shell |
+//! | `store` | `threadline-store` | the `SessionStore` contract, JSONL/SQLite/memory backends |
+//! | `restate` | `threadline-restate` | durable sessions on Restate (not in `full`) |
 //!
 //! The [`Agent`] (feature `agent`) is the loop of `threadline-query` with the real hooks: a
 //! context policy backed by `threadline-compact` (its autocompact summary is a model call
@@ -80,6 +82,9 @@
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].
 //! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
+//! - `store`: the module `store` (`threadline-store`).
+//! - `restate`: the module `restate` (`threadline-restate`): durable sessions on Restate, the
+//!   worker and the ingress client (not in `full`: it brings the Restate SDK).
 //! - `scripted`: `query::scripted`, the in-process scripted Messages service (a test double;
 //!   not in `full`).
 //! - `agent`: [`Agent`] and [`AgentBuilder`], the loop with the real hooks (turns on `wire`,
@@ -110,6 +115,12 @@ pub use threadline_normalize as normalize;
 #[cfg(feature = "query")]
 #[doc(inline)]
 pub use threadline_query as query;
+#[cfg(feature = "restate")]
+#[doc(inline)]
+pub use threadline_restate as restate;
+#[cfg(feature = "store")]
+#[doc(inline)]
+pub use threadline_store as store;
 #[cfg(feature = "tools")]
 #[doc(inline)]
 pub use threadline_tools as tools;
