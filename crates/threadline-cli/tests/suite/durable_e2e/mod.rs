@@ -167,6 +167,26 @@ fn without_timestamps(line: &str) -> String {
     out
 }
 
+/// The transcript of `o` with its timestamps blanked.
+fn timeless(o: &Outcome) -> Vec<String> {
+    o.transcript.iter().map(|l| without_timestamps(l)).collect()
+}
+
+/// What a crash run without a resent request must show: no model request sent twice and
+/// the crash-free transcript, apart from timestamps.
+fn assert_nothing_resent(name: &str, baseline: &Outcome, o: &Outcome) {
+    assert_eq!(
+        sent(&o.requests),
+        sent(&baseline.requests),
+        "{name}: no model request sent twice"
+    );
+    assert_eq!(
+        timeless(o),
+        timeless(baseline),
+        "{name}: the transcript, apart from timestamps"
+    );
+}
+
 /// `line` (a message) with its usage removed, for the one answer whose cache split differs.
 fn without_usage(line: &str) -> serde_json::Value {
     let mut value: serde_json::Value = serde_json::from_str(line).expect("a message line");
@@ -252,11 +272,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
     assert!(sent_once.values().all(|n| *n == 1));
     assert_eq!(baseline.effects, [SLOW, WRITE]);
     assert_eq!(baseline.starts, [SLOW, WRITE]);
-    let baseline_lines: Vec<String> = baseline
-        .transcript
-        .iter()
-        .map(|l| without_timestamps(l))
-        .collect();
+    let baseline_lines = timeless(&baseline);
 
     // (1) During the slow tool: its call was not journaled, so (declared idempotent) it runs
     // again on worker b; the killed attempt never completed. Nothing else is sent again.
@@ -268,20 +284,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         2,
         "started on a, then again on b"
     );
-    assert_eq!(
-        sent(&tool.requests),
-        sent_once,
-        "no model request sent twice"
-    );
-    let lines: Vec<String> = tool
-        .transcript
-        .iter()
-        .map(|l| without_timestamps(l))
-        .collect();
-    assert_eq!(
-        lines, baseline_lines,
-        "the transcript, apart from timestamps"
-    );
+    assert_nothing_resent("slow tool", &baseline, &tool);
 
     // (3) Between steps: the slow tool's result is journaled, the pause after it is not a
     // step; nothing runs or is sent twice.
@@ -295,20 +298,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
     report("killed between steps", &between);
     assert_survived("between steps", &baseline, &between);
     assert_eq!(between.starts, [SLOW, WRITE], "no tool started twice");
-    assert_eq!(
-        sent(&between.requests),
-        sent_once,
-        "no model request sent twice"
-    );
-    let lines: Vec<String> = between
-        .transcript
-        .iter()
-        .map(|l| without_timestamps(l))
-        .collect();
-    assert_eq!(
-        lines, baseline_lines,
-        "the transcript, apart from timestamps"
-    );
+    assert_nothing_resent("between steps", &baseline, &between);
 
     // (2) During the slow stream: that one request was not journaled and is sent again, byte
     // for byte; its resend reads the cache its first sending wrote.
@@ -363,11 +353,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         read(copies[1]),
         written(copies[1])
     );
-    let lines: Vec<String> = stream
-        .transcript
-        .iter()
-        .map(|l| without_timestamps(l))
-        .collect();
+    let lines = timeless(&stream);
     // The one answer sent twice is stored as one message per block (its fragments), each
     // with the response's usage: those lines, and only those, differ, and only in usage.
     let differ: Vec<usize> = (0..lines.len())
