@@ -221,7 +221,7 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         baseline: "one_worker",
         metric: Metric::Speedup,
         better: Better::Higher,
-        what: "throughput of 16 concurrent new sessions through Restate with two workers (behind a round-robin TCP proxy, server http2-streams-per-connection-limit 1) vs one worker (one_worker_time / two_workers_time; criterion prints sessions/s, the bench prints how many sessions each worker ran)",
+        what: "throughput of 16 concurrent new sessions through Restate with two workers behind a round-robin TCP proxy vs one worker behind the same proxy (server http2-streams-per-connection-limit 1, so each session has its own connection; one_worker_time / two_workers_time; criterion prints sessions/s, the bench prints how many sessions each worker ran)",
     },
 ];
 
