@@ -205,6 +205,24 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         better: Better::Lower,
         what: "context for query_turn_100k_vs_1k: the same turn at 100k messages vs cloning and dropping its two requests' normalized messages, the floor the by-value service contract imposes (ours_time / baseline_time)",
     },
+    RatioSpec {
+        name: "durable_step_vs_in_process",
+        group: "durable_step",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "one turn of a new session through a real Restate server (ingress call to Session/turn: the journaled steps clock, model, tool, model against the zero-latency in-process mock) vs the same turn in-process (Query::run over the same client, mock and tool) (ours_time / baseline_time; the overhead per journaled step is (ours - baseline) / 4, printed by the bench)",
+    },
+    RatioSpec {
+        name: "durable_sessions_two_vs_one_worker",
+        group: "durable_sessions",
+        ours: "two_workers",
+        baseline: "one_worker",
+        metric: Metric::Speedup,
+        better: Better::Higher,
+        what: "throughput of 16 concurrent new sessions through Restate with two workers behind a round-robin TCP proxy vs one worker behind the same proxy (server http2-streams-per-connection-limit 1, so each session has its own connection; one_worker_time / two_workers_time; criterion prints sessions/s, the bench prints how many sessions each worker ran)",
+    },
 ];
 
 /// One computed ratio (also the JSON written to `target/bench-ratios.json`).
