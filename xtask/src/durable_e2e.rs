@@ -21,12 +21,13 @@ pub(crate) const MODULE: &str = "durable_e2e::";
 /// The nextest filter that leaves the durable end-to-end tests to this step.
 pub(crate) const NEXTEST_FILTER: &str = "not (package(threadline-cli) & test(/^durable_e2e::/))";
 
-/// The cargo arguments that run them.
+/// The cargo arguments that run them: the workspace's `all` test targets (only
+/// threadline-cli's has these tests), so the build is the one of the test step (the same
+/// features, nothing rebuilt), filtered to the module.
 pub(crate) fn cargo_args() -> Vec<&'static str> {
     vec![
         "test",
-        "-p",
-        "threadline-cli",
+        "--workspace",
         "--test",
         "all",
         MODULE,

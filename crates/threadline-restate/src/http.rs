@@ -230,7 +230,11 @@ impl Transport {
             return Err(invalid("a path or query is not supported"));
         }
         Ok(Self {
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: Client::builder(TokioExecutor::new()).build({
+                let mut connector = HttpConnector::new();
+                connector.set_nodelay(true);
+                connector
+            }),
             base: format!("http://{authority}"),
             timeout: DEFAULT_TIMEOUT,
         })
