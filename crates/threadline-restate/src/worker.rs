@@ -93,6 +93,7 @@ impl Worker {
                 step_delay: Duration::ZERO,
                 max_step_bytes: MAX_STEP_BYTES,
                 planner: Some(Arc::new(threadline_cache::Planner::default)),
+                compaction: Some(threadline_compact::Compaction::default()),
                 observer: None,
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
@@ -114,6 +115,7 @@ impl Worker {
             step_delay: old.step_delay,
             max_step_bytes: old.max_step_bytes,
             planner: old.planner.clone(),
+            compaction: old.compaction.clone(),
             observer: old.observer.clone(),
         };
         change(&mut settings);
@@ -162,6 +164,20 @@ impl Worker {
         planner: impl Fn() -> threadline_cache::Planner + Send + Sync + 'static,
     ) -> Worker {
         self.edit(|s| s.planner = Some(Arc::new(planner)))
+    }
+
+    /// The context policy of every turn (default: `Compaction::default()`: the tool-result
+    /// budget, microcompact, autocompact at the model's threshold, reactive compaction after
+    /// "prompt is too long"). An autocompact summary is a model call like any other: a
+    /// journaled step, never sent again once journaled.
+    pub fn with_compaction(self, compaction: threadline_compact::Compaction) -> Worker {
+        self.edit(|s| s.compaction = Some(compaction))
+    }
+
+    /// No compaction: a session that outgrows the context window ends with the loop's
+    /// prompt-too-long terminal.
+    pub fn without_compaction(self) -> Worker {
+        self.edit(|s| s.compaction = None)
     }
 
     /// Places no cache markers (every request is a cache miss; for tests of the bytes alone).

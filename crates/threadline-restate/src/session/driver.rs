@@ -17,11 +17,11 @@ use futures::channel::mpsc;
 use serde_json::{Value, json};
 use threadline_message::Message;
 use threadline_message::determinism::Source;
-use threadline_query::SharedPlanner;
 use threadline_query::recovery::INTERRUPTED;
 use threadline_query::{
     CancellationToken, Event, Permission, Query, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet,
 };
+use threadline_query::{CompactionPolicy, SharedPlanner};
 use threadline_wire::service::{ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest};
 
@@ -133,17 +133,35 @@ fn build_query(
             )));
         }
     }
-    Query::new(
-        JournaledService::new(bridge.clone()),
-        settings.config.clone(),
-    )
-    .with_tools(tools)
-    .with_permission(BridgePermission::new(settings.permission, bridge.clone()))
-    .with_cancellation(cancel)
-    .with_cache_planner(match &settings.planner {
-        Some(make) => SharedPlanner::new(make()),
-        None => SharedPlanner::none(),
-    })
+    let mut config = settings.config.clone();
+    if let Some(compaction) = &settings.compaction {
+        // Server-side compaction (where the mode asks for it and the model has it) is an edit
+        // of every request, after the caller's own edits, as the facade's agent does.
+        let table = threadline_wire::model::ModelTable::builtin();
+        let row = table.resolve(&config.model).model().clone();
+        config.context_management =
+            compaction.context_management_with(&row, config.context_management.take());
+    }
+    let mut query = Query::new(JournaledService::new(bridge.clone()), config.clone());
+    if let Some(compaction) = &settings.compaction {
+        // Summaries go through the bridge too: each is a journaled model step.
+        let policy = CompactionPolicy::new(
+            JournaledService::new(bridge.clone()),
+            compaction.clone(),
+            &config,
+            &settings.tools,
+        )
+        .with_cache_markers(settings.planner.is_some());
+        query = query.with_policy(policy);
+    }
+    query
+        .with_tools(tools)
+        .with_permission(BridgePermission::new(settings.permission, bridge.clone()))
+        .with_cancellation(cancel)
+        .with_cache_planner(match &settings.planner {
+            Some(make) => SharedPlanner::new(make()),
+            None => SharedPlanner::none(),
+        })
 }
 
 enum Next {

@@ -187,6 +187,8 @@ pub(crate) struct Settings {
     pub(crate) observer: Option<StepObserver>,
     /// A fresh cache planner for each turn (`None`: no markers).
     pub(crate) planner: Option<PlannerFactory>,
+    /// The context policy (`None`: no compaction); its summaries are journaled model steps.
+    pub(crate) compaction: Option<threadline_compact::Compaction>,
 }
 
 /// Makes the cache planner of one turn. A turn's planner starts fresh on every attempt, so

@@ -26,6 +26,8 @@ use crate::worker::Worker;
 #[derive(Clone, Default)]
 struct Model {
     requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// Input tokens reported per message of the request (0: one).
+    tokens_per_message: u64,
 }
 
 impl Model {
@@ -34,24 +36,32 @@ impl Model {
     }
 }
 
-fn answer(request: &Value) -> ResponseMessage {
+fn answer(request: &Value, tokens_per_message: u64) -> ResponseMessage {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let n = messages.len();
+    let input = n as u64 * tokens_per_message.max(1);
     let last = messages.last().cloned().unwrap_or(Value::Null);
+    if request["tool_choice"]["type"] == "none" {
+        // An autocompact summary request.
+        let message = json!({"id": format!("msg_summary_{n}"), "type": "message", "role": "assistant",
+               "model": "m", "content": [{"type": "text", "text": format!("<summary>{n} messages of work</summary>")}],
+               "stop_reason": "end_turn", "usage": {"input_tokens": input, "output_tokens": 7}});
+        return serde_json::from_value(message).unwrap_or_else(|e| panic!("a message: {e}"));
+    }
     let has_results = last["content"]
         .as_array()
         .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"));
     let message = if has_results {
         json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "m",
                "content": [{"type": "text", "text": format!("done after {n} messages")}],
-               "stop_reason": "end_turn", "usage": {"input_tokens": n, "output_tokens": 5}})
+               "stop_reason": "end_turn", "usage": {"input_tokens": input, "output_tokens": 5}})
     } else {
         json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "m",
                "content": [
                    {"type": "text", "text": "working"},
                    {"type": "tool_use", "id": format!("toolu_{n}_w"), "name": "write", "input": {"path": "a"}},
                    {"type": "tool_use", "id": format!("toolu_{n}_r"), "name": "read", "input": {"path": "a"}}],
-               "stop_reason": "tool_use", "usage": {"input_tokens": n, "output_tokens": 9}})
+               "stop_reason": "tool_use", "usage": {"input_tokens": input, "output_tokens": 9}})
     };
     serde_json::from_value(message).unwrap_or_else(|e| panic!("a message: {e}"))
 }
@@ -71,7 +81,10 @@ impl tower_service::Service<MessagesRequest> for Model {
         if let Ok(mut requests) = self.requests.lock() {
             requests.push(bytes);
         }
-        let events: Vec<_> = message_events(answer(&value)).into_iter().map(Ok).collect();
+        let events: Vec<_> = message_events(answer(&value, self.tokens_per_message))
+            .into_iter()
+            .map(Ok)
+            .collect();
         Box::pin(async move {
             let stream: threadline_wire::service::EventStream =
                 Box::pin(futures::stream::iter(events));
@@ -457,4 +470,90 @@ async fn a_result_over_the_journal_limit_is_journaled_as_an_error() {
         "{history}"
     );
     assert!(history.contains("write ok"));
+}
+
+/// The rig with autocompact at `tokens`.
+fn compacting_rig(tokens: u64) -> Rig {
+    let mut rig = rig(PermissionMode::Deny, false);
+    rig.model.tokens_per_message = 1_000;
+    rig.worker = Worker::new(
+        rig.model.clone(),
+        QueryConfig::new("claude-sonnet-4-5", 256),
+    )
+    .with_tool(rig.write.clone())
+    .with_tool(rig.read.clone());
+    rig.worker = rig.worker.clone().with_compaction(
+        threadline_compact::Compaction::default()
+            .autocompact_at(tokens)
+            .with_tail(threadline_compact::TailOptions {
+                min_tokens: 0,
+                min_text_messages: 1,
+                max_tokens: 50,
+            }),
+    );
+    rig
+}
+
+/// The journal entries of the second turn of [`compacting_rig`]: the autocompact summary is
+/// the first model step, then the turn runs on the compacted history.
+const COMPACTING_TURN_ENTRIES: [&str; 7] = [
+    "clock",
+    "model#0",
+    "model#1",
+    "started:toolu_1_w",
+    "tool:toolu_1_w",
+    "tool:toolu_1_r",
+    "model#2",
+];
+
+/// Whether a recorded request is an autocompact summary request.
+fn is_summary(request: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(request).is_ok_and(|r| r["tool_choice"]["type"] == "none")
+}
+
+#[tokio::test]
+async fn an_autocompact_summary_is_a_journaled_step_replayed_byte_for_byte() {
+    let baseline = compacting_rig(2_000);
+    two_turns(&baseline).await;
+    assert_eq!(
+        baseline.journal.executed()[6..],
+        COMPACTING_TURN_ENTRIES.map(str::to_owned)
+    );
+    let expected = messages(&baseline.journal);
+    let expected_requests = baseline.model.requests();
+    assert_eq!(
+        expected_requests.iter().filter(|r| is_summary(r)).count(),
+        1
+    );
+    assert!(
+        expected.iter().any(|m| m.contains("compact_boundary")),
+        "the history holds the compaction: {expected:?}"
+    );
+
+    for index in 0..COMPACTING_TURN_ENTRIES.len() {
+        if index == 4 {
+            // The non-idempotent write cut between its marker and its result: interrupted,
+            // as in the crash test above.
+            continue;
+        }
+        for crash in [Crash::Before(index), Crash::After(index)] {
+            let rig = compacting_rig(2_000);
+            turn(&rig, "first").await;
+            rig.journal.crash(crash);
+            assert!(attempt(&rig, "second").await.is_err(), "{crash:?}");
+            turn(&rig, "second").await;
+            assert_eq!(messages(&rig.journal), expected, "{crash:?}");
+            let requests = rig.model.requests();
+            // The summary is sent again only when the crash cut its own step.
+            let summaries = requests.iter().filter(|r| is_summary(r)).count();
+            assert_eq!(
+                summaries,
+                1 + usize::from(crash == Crash::After(1)),
+                "{crash:?}"
+            );
+            let mut deduped = requests.clone();
+            deduped.dedup();
+            assert_eq!(deduped, expected_requests, "{crash:?}");
+        }
+    }
 }
