@@ -94,6 +94,7 @@ impl Worker {
                 max_step_bytes: MAX_STEP_BYTES,
                 planner: Some(Arc::new(threadline_cache::Planner::default)),
                 compaction: Some(threadline_compact::Compaction::default()),
+                idempotent: Default::default(),
                 observer: None,
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
@@ -116,6 +117,7 @@ impl Worker {
             max_step_bytes: old.max_step_bytes,
             planner: old.planner.clone(),
             compaction: old.compaction.clone(),
+            idempotent: old.idempotent.clone(),
             observer: old.observer.clone(),
         };
         change(&mut settings);
@@ -131,6 +133,22 @@ impl Worker {
     /// Adds a tool.
     pub fn with_tool(self, tool: impl Tool + 'static) -> Worker {
         self.edit(|s| s.tools.insert(Arc::new(tool)))
+    }
+
+    /// Declares the tool `name` idempotent whatever it says itself
+    /// ([`Tool::is_idempotent`]): a call of it cut by a crash runs again on the next attempt
+    /// instead of being answered as interrupted (an operator who knows their shell commands
+    /// are safe to repeat, for instance).
+    pub fn with_idempotent_tool(self, name: impl Into<String>) -> Worker {
+        let name = name.into();
+        self.edit(|s| {
+            s.idempotent.insert(name);
+        })
+    }
+
+    /// Whether the worker has a tool named `name`.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.settings.tools.get(name).is_some()
     }
 
     /// Who decides tool calls the tools would ask about.

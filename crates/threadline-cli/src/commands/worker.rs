@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use threadline::attach::Workspace;
-use threadline::query::{QueryConfig, Tool, ToolContext, ToolSet, ToolStream};
+use threadline::query::{QueryConfig, ToolSet};
 use threadline::tools::ShellAccess;
 use threadline_restate::{PermissionMode, Worker};
 
@@ -78,41 +78,8 @@ pub(crate) struct WorkerArgs {
     advertise: Option<String>,
 }
 
-/// A tool the operator declared idempotent.
-struct Idempotent(Arc<dyn Tool>);
-
-impl Tool for Idempotent {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn description(&self) -> &str {
-        self.0.description()
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        self.0.input_schema()
-    }
-    fn is_concurrency_safe(&self, input: &serde_json::Value) -> bool {
-        self.0.is_concurrency_safe(input)
-    }
-    fn is_idempotent(&self, _input: &serde_json::Value) -> bool {
-        true
-    }
-    fn check_permission(&self, input: &serde_json::Value) -> threadline::query::Permission {
-        self.0.check_permission(input)
-    }
-    fn always_load(&self) -> bool {
-        self.0.always_load()
-    }
-    fn needs_history(&self) -> bool {
-        self.0.needs_history()
-    }
-    fn call(&self, input: serde_json::Value, ctx: ToolContext) -> ToolStream {
-        self.0.call(input, ctx)
-    }
-}
-
-/// The worker's tools: the built-in ones, with the declared ones idempotent.
-fn tools(workspace: &Path, shell: ShellAccess, idempotent: &[String]) -> Result<ToolSet, CliError> {
+/// The worker's tools: the built-in ones, in `workspace`.
+fn tools(workspace: &Path, shell: ShellAccess) -> Result<ToolSet, CliError> {
     let workspace = Workspace::new(workspace).map_err(|e| {
         CliError::start(
             WORKER,
@@ -120,24 +87,7 @@ fn tools(workspace: &Path, shell: ShellAccess, idempotent: &[String]) -> Result<
             e,
         )
     })?;
-    let builtin = threadline::tools::builtin(Arc::new(workspace), shell);
-    for name in idempotent {
-        if builtin.get(name).is_none() {
-            return Err(CliError::Usage {
-                command: Some("worker"),
-                message: format!("--idempotent-tool {name}: there is no such tool"),
-            });
-        }
-    }
-    let mut tools = ToolSet::new();
-    for (name, tool) in builtin.names().filter_map(|n| Some((n, builtin.get(n)?))) {
-        if idempotent.iter().any(|n| n == name) {
-            tools.insert(Arc::new(Idempotent(Arc::clone(tool))));
-        } else {
-            tools.insert(Arc::clone(tool));
-        }
-    }
-    Ok(tools)
+    Ok(threadline::tools::builtin(Arc::new(workspace), shell))
 }
 
 pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
@@ -167,8 +117,8 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| crate::commands::run::DEFAULT_MODEL.to_owned());
     let config = QueryConfig::new(model, args.max_tokens).with_system(SYSTEM_PROMPT);
-    let worker = Worker::new(client, config)
-        .with_tools(tools(&workspace, shell, &args.idempotent_tool)?)
+    let mut worker = Worker::new(client, config)
+        .with_tools(tools(&workspace, shell)?)
         .with_permission(if args.ask {
             PermissionMode::Ask
         } else {
@@ -179,6 +129,15 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
             Duration::from_secs(args.inactivity_timeout),
             Duration::from_secs(args.abort_timeout),
         );
+    for name in &args.idempotent_tool {
+        if !worker.has_tool(name) {
+            return Err(CliError::Usage {
+                command: Some("worker"),
+                message: format!("--idempotent-tool {name}: there is no such tool"),
+            });
+        }
+        worker = worker.with_idempotent_tool(name);
+    }
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

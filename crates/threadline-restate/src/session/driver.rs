@@ -289,7 +289,7 @@ impl<J: Journal> Server<'_, J> {
         let id = ctx.tool_use_id.clone();
         let max = self.settings.max_step_bytes;
         let mut fresh = true;
-        if !tool.is_idempotent(&input) {
+        if !self.settings.idempotent.contains(tool.name()) && !tool.is_idempotent(&input) {
             // The marker's work runs only when it was not journaled yet: a replayed marker
             // means an earlier attempt may have run the tool and died before its result was
             // journaled.

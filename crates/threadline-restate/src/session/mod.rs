@@ -189,6 +189,8 @@ pub(crate) struct Settings {
     pub(crate) planner: Option<PlannerFactory>,
     /// The context policy (`None`: no compaction); its summaries are journaled model steps.
     pub(crate) compaction: Option<threadline_compact::Compaction>,
+    /// Tools the operator declared idempotent, beside those that say so themselves.
+    pub(crate) idempotent: std::collections::BTreeSet<String>,
 }
 
 /// Makes the cache planner of one turn. A turn's planner starts fresh on every attempt, so

@@ -557,3 +557,22 @@ async fn an_autocompact_summary_is_a_journaled_step_replayed_byte_for_byte() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_tool_the_operator_declares_idempotent_gets_no_marker_and_runs_again() {
+    let mut rig = rig(PermissionMode::Deny, false);
+    rig.worker = rig.worker.clone().with_idempotent_tool("write");
+    turn(&rig, "first").await;
+    // No marker before the write: the second turn's entries lack `started:…`.
+    rig.journal.crash(Crash::After(2));
+    assert!(attempt(&rig, "second").await.is_err());
+    turn(&rig, "second").await;
+    assert!(
+        rig.journal
+            .executed()
+            .iter()
+            .all(|e| !e.starts_with("started:"))
+    );
+    // Cut after its work but before its result was journaled, the write runs again.
+    assert_eq!(rig.write.runs().get("toolu_5_w"), Some(&2));
+}
