@@ -15,6 +15,12 @@
 //!   `filter.<driver>.{clean,smudge,process}` the configuration defines (found with
 //!   `git config --get-regexp`, which runs nothing) set to the empty command, which git treats
 //!   as no filter;
+//! - never fetches: a partial clone whose objects are missing would fetch them from its
+//!   promisor remote, and the fetch runs `remote.<name>.uploadpack` or an `ext::` URL's
+//!   command; `GIT_NO_LAZY_FETCH=1` turns lazy fetching off, and an empty
+//!   `GIT_ALLOW_PROTOCOL` with `protocol.allow=never` (and `protocol.{ext,file}.allow=never`,
+//!   which a repository's own `protocol.ext.allow` would otherwise outrank) allows no
+//!   transport at all;
 //! - takes no optional locks (`--no-optional-locks`), so the index is never rewritten and no
 //!   index hook can fire, and ignores submodules;
 //! - clears the environment variables that would point git elsewhere (`GIT_DIR`,
@@ -63,6 +69,12 @@ const NEUTRAL_SETTINGS: &[(&str, &str)] = &[
     ("submodule.recurse", "false"),
     ("pager.status", "false"),
     ("pager.log", "false"),
+    // No transport at all: a lazy fetch (below) would run `remote.<name>.uploadpack` for a
+    // `file://` remote or an `ext::` URL's command. Each protocol's own setting is named too,
+    // because a repository's `protocol.ext.allow=always` outranks `protocol.allow`.
+    ("protocol.allow", "never"),
+    ("protocol.ext.allow", "never"),
+    ("protocol.file.allow", "never"),
 ];
 
 /// Environment variables that would make git read another repository, index or program than
@@ -196,6 +208,13 @@ impl Git {
             command.env("GIT_CEILING_DIRECTORIES", parent);
         }
         command
+            // A partial clone (`extensions.partialClone`) fetches a missing object from its
+            // promisor remote on any read; that fetch runs programs the repository names.
+            .env("GIT_NO_LAZY_FETCH", "1")
+            // The protocol allow-list from the environment: empty, so no transport is allowed
+            // whatever the configuration says (the backstop for a git that ignores the above).
+            .env("GIT_ALLOW_PROTOCOL", "")
+            .env("GIT_PROTOCOL_FROM_USER", "0")
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_PAGER", "cat")

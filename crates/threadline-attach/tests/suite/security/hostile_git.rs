@@ -193,3 +193,73 @@ fn a_work_tree_configured_elsewhere_is_not_described() {
     );
     assert_eq!(snapshot_within(&ws, Duration::from_secs(30)), None);
 }
+
+/// A partial clone whose HEAD tree is missing: any read of it makes git fetch the object from
+/// the promisor remote, and that fetch runs what the repository's own configuration names —
+/// `remote.origin.uploadpack` for a `file://` remote, the command of an `ext::` URL (allowed by
+/// the repository's `protocol.ext.allow`). The snapshot must fetch nothing and run neither.
+#[test]
+fn a_partial_clone_never_fetches_its_missing_objects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    repository(&ws);
+    git(&ws, &["config", "core.repositoryformatversion", "1"]);
+    git(&ws, &["config", "extensions.partialClone", "origin"]);
+    git(&ws, &["config", "remote.origin.promisor", "true"]);
+    let tree = git(&ws, &["rev-parse", "HEAD^{tree}"]);
+    let tree = tree.trim();
+    std::fs::remove_file(ws.join(".git/objects").join(&tree[..2]).join(&tree[2..]))
+        .expect("the tree object is a loose object");
+
+    let uploadpack_marker = dir.path().join("uploadpack-ran");
+    let nowhere = dir.path().join("nowhere");
+    git(
+        &ws,
+        &[
+            "config",
+            "remote.origin.url",
+            &format!("file://{}", nowhere.display()),
+        ],
+    );
+    git(
+        &ws,
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            &format!("sh -c 'touch {}; exit 1' #", uploadpack_marker.display()),
+        ],
+    );
+    // The set-up is sound: plain git, reading the missing tree, runs the upload-pack command.
+    let plain = Command::new("git")
+        .arg("-C")
+        .arg(&ws)
+        .arg("status")
+        .output()
+        .expect("git runs");
+    assert!(
+        uploadpack_marker.exists(),
+        "plain git did not lazily fetch, so this test proves nothing: {}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    std::fs::remove_file(&uploadpack_marker).expect("reset the marker");
+
+    let _ = snapshot_within(&ws, Duration::from_secs(30));
+    assert!(
+        !uploadpack_marker.exists(),
+        "the repository's remote.origin.uploadpack ran"
+    );
+
+    let ext_marker = dir.path().join("ext-ran");
+    git(&ws, &["config", "--unset", "remote.origin.uploadpack"]);
+    git(
+        &ws,
+        &[
+            "config",
+            "remote.origin.url",
+            &format!("ext::sh -c touch% {}", ext_marker.display()),
+        ],
+    );
+    git(&ws, &["config", "protocol.ext.allow", "always"]);
+    let _ = snapshot_within(&ws, Duration::from_secs(30));
+    assert!(!ext_marker.exists(), "the repository's ext:: command ran");
+}
