@@ -162,6 +162,11 @@ mod tests {
         targets::request_json(
             br#"{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"future":[1]}"#,
         );
+        let seeds = files(&root.join("fuzz/seeds/mcp_config"), ".json");
+        assert!(!seeds.is_empty());
+        for path in seeds {
+            targets::mcp_config(&std::fs::read(&path).expect("seed"));
+        }
     }
 
     #[test]

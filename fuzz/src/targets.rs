@@ -276,3 +276,62 @@ pub fn claude_code_import(data: &[u8]) {
     let _ = main_chain.summaries().count();
     let _ = (main_chain.title(), main_chain.model(), main_chain.usage());
 }
+
+/// `mcp_config`: bytes as a workspace's `.mcp.json`, and as the user's MCP approvals file.
+///
+/// - Parsing never panics, for a user-named file ([`McpConfig::parse`]) and a workspace's.
+/// - Unapproved, no workspace server is approved, and every entry that has the right shape is
+///   pending exactly as written.
+/// - Every pending entry approved, each server is approved or one warning, and what is
+///   approved does not depend on the value of any `ANTHROPIC_*` variable (two environments
+///   that differ only there give equal servers): the key never reaches a workspace server.
+/// - Each entry serializes (as an approval stores it) and reads back equal.
+/// - As an approvals file: what parses serializes and parses back equal.
+pub fn mcp_config(data: &[u8]) {
+    use threadline_mcp::{Approvals, McpConfig, WorkspaceServers};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let root = std::path::Path::new("/fuzz/ws");
+    let env_with = |secret: &'static str| {
+        move |name: &str| {
+            if name.starts_with("ANTHROPIC_") {
+                Some(secret.to_owned())
+            } else {
+                (name.len() % 2 == 0).then(|| format!("v-{name}"))
+            }
+        }
+    };
+    let (env, other_env) = (env_with("sk-ant-FUZZ-ONE"), env_with("sk-ant-FUZZ-TWO"));
+    let _ = McpConfig::parse(text, std::path::Path::new("f.json"), &env);
+
+    let none = WorkspaceServers::from_text(root, text, &Approvals::default(), None, &env);
+    assert!(none.approved.servers.is_empty(), "nothing is approved yet");
+    let mut approvals = Approvals::default();
+    for pending in &none.pending {
+        assert!(!pending.changed);
+        let stored = serde_json::to_string(&pending.entry).expect("an entry serializes");
+        let back: threadline_mcp::ServerEntry =
+            serde_json::from_str(&stored).expect("an entry reads back");
+        assert_eq!(back, pending.entry);
+        approvals.approve(root, &pending.name, &pending.entry);
+    }
+    let all = WorkspaceServers::from_text(root, text, &approvals, None, &env);
+    assert!(all.pending.is_empty(), "every entry was approved");
+    assert_eq!(
+        all.approved.servers.len() + all.warnings.len() - none.warnings.len(),
+        none.pending.len(),
+        "each approved entry starts or is one warning"
+    );
+    let other = WorkspaceServers::from_text(root, text, &approvals, None, &other_env);
+    assert_eq!(
+        all.approved, other.approved,
+        "an ANTHROPIC_* value reached a workspace server"
+    );
+
+    if let Ok(parsed) = serde_json::from_str::<Approvals>(text) {
+        let again = serde_json::to_string(&parsed).expect("approvals serialize");
+        let back: Approvals = serde_json::from_str(&again).expect("approvals read back");
+        assert_eq!(back, parsed);
+    }
+}

@@ -34,11 +34,12 @@ use crate::util::{Context, Failure, XResult, cargo, read_text, rel_path, repo_ro
 pub(crate) const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// The fuzz targets, in the order they run.
-pub(crate) const TARGETS: [&str; 4] = [
+pub(crate) const TARGETS: [&str; 5] = [
     "sse_accumulate",
     "request_json",
     "transcript_jsonl",
     "claude_code_import",
+    "mcp_config",
 ];
 
 /// The default `-max_len`: the largest input libFuzzer generates (and the size seed

@@ -3,96 +3,84 @@
 //! connected all at once; a server that does not connect is one line on stderr and the
 //! command goes on without it.
 //!
-//! Deny by default: a cloned repository's `.mcp.json` must not run code nobody allowed. A
-//! server of the workspace's `.mcp.json` starts only when approved as Claude Code approves
-//! it — `enableAllProjectMcpServers: true` or its name in `enabledMcpjsonServers` (and not in
-//! `disabledMcpjsonServers`) in the workspace's `.claude/settings.local.json` (not committed)
-//! or the user's `~/.claude/settings.json`; a committed `.claude/settings.json` does not count.
-//! Each server left out is one line. The servers of `--mcp-config FILE` were named by the
-//! user and always start.
+//! Deny by default, with the policy of `threadline_mcp::WorkspaceServers`: a server of the
+//! workspace's `.mcp.json` starts only when the user approved that name with that exact entry
+//! for this workspace (`threadline mcp approve`, kept in `~/.threadline/mcp-approvals.json`);
+//! nothing inside the workspace approves anything, and no `ANTHROPIC_*` variable is expanded
+//! into a workspace server. Each server left out, and each broken entry, is one line. The
+//! servers of `--mcp-config FILE` were named by the user and always start.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use threadline::query::{QueryConfig, ToolSet};
 use threadline::wire::MessagesRequest;
-use threadline_mcp::{McpConfig, McpOptions, McpServers};
+use threadline_mcp::{Approvals, McpConfig, McpOptions, McpServers, WorkspaceServers};
 
-/// The largest settings file read.
-const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+use crate::terminal_text::terminal_safe;
 
-/// Which servers of the workspace's `.mcp.json` the user approved.
-#[derive(Default)]
-struct Approval {
-    all: bool,
-    enabled: Vec<String>,
-    disabled: Vec<String>,
+/// The workspace's canonical root (approvals name canonical paths), or `workspace` itself
+/// when it cannot be resolved.
+pub(crate) fn canonical_root(workspace: &Path) -> PathBuf {
+    workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf())
 }
 
-impl Approval {
-    fn read(workspace: &Path) -> Approval {
-        let mut approval = Approval::default();
-        let mut files = vec![workspace.join(".claude/settings.local.json")];
-        if let Some(home) = std::env::var_os("HOME") {
-            files.push(Path::new(&home).join(".claude/settings.json"));
-        }
-        for file in files {
-            let Ok(meta) = std::fs::metadata(&file) else {
-                continue;
-            };
-            if meta.len() > MAX_SETTINGS_BYTES {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            let Ok(settings) = serde_json::from_str::<serde_json::Value>(&text) else {
-                continue;
-            };
-            approval.all |= settings["enableAllProjectMcpServers"] == serde_json::Value::Bool(true);
-            let names = |key: &str| -> Vec<String> {
-                settings[key]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            };
-            approval.enabled.extend(names("enabledMcpjsonServers"));
-            approval.disabled.extend(names("disabledMcpjsonServers"));
-        }
-        approval
+/// The user's approvals and the file they came from, with a line when the file could not be
+/// read (then nothing is approved).
+pub(crate) fn user_approvals() -> (Approvals, Option<PathBuf>, Option<String>) {
+    let file = match Approvals::user_file() {
+        Ok(file) => file,
+        Err(_) => return (Approvals::default(), None, None),
+    };
+    match Approvals::load(&file) {
+        Ok(approvals) => (approvals, Some(file), None),
+        Err(error) => (
+            Approvals::default(),
+            Some(file),
+            Some(format!("{error}; no workspace MCP server is approved")),
+        ),
     }
+}
 
-    fn allows(&self, name: &str) -> bool {
-        !self.disabled.iter().any(|n| n == name)
-            && (self.all || self.enabled.iter().any(|n| n == name))
+/// The workspace's servers split by the user's approval, and the lines to print about it.
+pub(crate) fn workspace_servers(workspace: &Path) -> (WorkspaceServers, Vec<String>) {
+    let root = canonical_root(workspace);
+    let (approvals, file, problem) = user_approvals();
+    let found = WorkspaceServers::load(&root, &approvals, file.as_deref());
+    let mut lines: Vec<String> = problem.into_iter().collect();
+    lines.extend(found.warnings.iter().cloned());
+    for pending in &found.pending {
+        let why = if pending.changed {
+            "changed since it was approved"
+        } else {
+            "not approved"
+        };
+        lines.push(format!(
+            "MCP server `{}` of .mcp.json is {why} (it runs `{}`): start it with \
+             `threadline mcp approve {}`",
+            pending.name,
+            pending.entry.describe(),
+            pending.name
+        ));
     }
+    (found, lines)
 }
 
 /// The configured servers: the approved ones of the workspace's `.mcp.json`, then `extra`'s
-/// (all); one line per workspace server left out, for `command`'s stderr.
+/// (all); one line per workspace server left out or broken, for `command`'s stderr. Only
+/// `extra`, a file the user named, can fail.
 pub(crate) fn load_approved(
     workspace: &Path,
     extra: Option<&Path>,
 ) -> Result<(McpConfig, Vec<String>), String> {
-    let mut config = McpConfig::load_workspace(workspace).map_err(|e| e.to_string())?;
-    let approval = Approval::read(workspace);
-    let mut left_out = Vec::new();
-    config.servers.retain(|name, _| {
-        let allowed = approval.allows(name);
-        if !allowed {
-            left_out.push(format!(
-                "MCP server `{name}` of .mcp.json is not approved: add it to \
-                 `enabledMcpjsonServers` in .claude/settings.local.json (or pass --mcp-config)"
-            ));
-        }
-        allowed
-    });
+    let (found, lines) = workspace_servers(workspace);
+    let mut config = found.approved;
     if let Some(file) = extra {
         let more = McpConfig::load(file).map_err(|e| e.to_string())?;
         config.servers.extend(more.servers);
     }
-    Ok((config, left_out))
+    Ok((config, lines))
 }
 
 /// [`load_approved`], printing the lines of the servers left out as `threadline: COMMAND: …`.
@@ -103,7 +91,7 @@ pub(crate) fn load(
 ) -> Result<McpConfig, String> {
     let (config, left_out) = load_approved(workspace, extra)?;
     for line in left_out {
-        eprintln!("threadline: {command}: {line}");
+        eprintln!("threadline: {command}: {}", terminal_safe(&line, false));
     }
     Ok(config)
 }
@@ -113,7 +101,7 @@ pub(crate) fn load(
 pub(crate) async fn connect(config: &McpConfig, command: &str) -> McpServers {
     let servers = McpServers::connect(config, McpOptions::default()).await;
     for warning in servers.warnings() {
-        eprintln!("threadline: {command}: {warning}");
+        eprintln!("threadline: {command}: {}", terminal_safe(&warning, false));
     }
     servers
 }

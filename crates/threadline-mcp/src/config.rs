@@ -10,11 +10,16 @@
 //! `"type": "stdio"` is optional for a command; unknown fields are ignored. `${VAR}` and
 //! `${VAR:-default}` are expanded in `command`, `args`, `env`, `url` and `headers`, as Claude
 //! Code does; a variable that is unset and has no default is an error naming the server.
+//!
+//! A file the user names is read with [`McpConfig::load`]: every entry must be valid. A
+//! workspace's own `.mcp.json` may be hostile and is read only through
+//! [`WorkspaceServers`](crate::WorkspaceServers), which starts nothing the user did not
+//! approve and never expands `ANTHROPIC_*` variables.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The largest `.mcp.json` read (a bound on a file we did not write).
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -64,13 +69,19 @@ pub enum ConfigError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is larger than [`MAX_CONFIG_BYTES`].
-    #[error("{}: {size} bytes, more than the {MAX_CONFIG_BYTES} read", path.display())]
+    /// The file is larger than the limit ([`MAX_CONFIG_BYTES`] for `.mcp.json`).
+    #[error("{}: more than the {size} bytes read", path.display())]
     TooLarge {
         /// The file.
         path: PathBuf,
-        /// Its size.
+        /// How many bytes were read before the limit stopped the read.
         size: u64,
+    },
+    /// The path is not a regular file (a FIFO, a device, a directory).
+    #[error("{}: not a regular file", path.display())]
+    NotRegular {
+        /// The file.
+        path: PathBuf,
     },
     /// The file is not the expected JSON.
     #[error("{}: not an MCP configuration: {source}", path.display())]
@@ -105,116 +116,205 @@ pub enum ConfigError {
 #[derive(Deserialize)]
 struct RawFile {
     #[serde(rename = "mcpServers", default)]
-    mcp_servers: BTreeMap<String, RawServer>,
+    mcp_servers: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-struct RawServer {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
+/// One server entry as the file writes it, before `${VAR}` expansion: what the user approves
+/// (see [`Approvals`](crate::Approvals)), so a changed command, argument, variable, URL or
+/// header is a different entry that needs approving again. Unknown fields are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ServerEntry {
+    /// `type`: `stdio` (or absent) for a command, `http` for an endpoint.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The program of a stdio server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The endpoint of an HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl ServerEntry {
+    /// This entry as a stdio server running `command` with `args`.
+    pub fn with_command<I, S>(mut self, command: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.command = Some(command.into());
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// This entry as an HTTP server at `url`.
+    pub fn with_url(mut self, url: impl Into<String>) -> Self {
+        self.kind = Some("http".to_owned());
+        self.url = Some(url.into());
+        self
+    }
+
+    /// What the entry runs or reaches, in one line as written (`command arg…`, or the URL),
+    /// for a question or a listing. Not escaped for a terminal.
+    pub fn describe(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(command), _)
+                if !matches!(self.kind.as_deref(), Some("http" | "streamable-http")) =>
+            {
+                std::iter::once(command.as_str())
+                    .chain(self.args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            (_, Some(url)) => url.clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// The server this entry configures, named `name` in errors (which name `path`), with
+    /// `${VAR}` expanded through `env`.
+    pub fn resolve(
+        &self,
+        name: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ServerConfig, ConfigError> {
+        let expand = |value: &str| {
+            expand(value, env).map_err(|variable| ConfigError::MissingVariable {
+                path: path.to_owned(),
+                server: name.to_owned(),
+                variable,
+            })
+        };
+        let invalid = |message: &str| ConfigError::Server {
+            path: path.to_owned(),
+            server: name.to_owned(),
+            message: message.to_owned(),
+        };
+        let expand_map = |map: &BTreeMap<String, String>| {
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+                .collect::<Result<BTreeMap<_, _>, ConfigError>>()
+        };
+        match (self.kind.as_deref(), &self.command, &self.url) {
+            (None | Some("stdio"), Some(command), _) => Ok(ServerConfig::Stdio {
+                command: expand(command)?,
+                args: self
+                    .args
+                    .iter()
+                    .map(|a| expand(a))
+                    .collect::<Result<_, _>>()?,
+                env: expand_map(&self.env)?,
+            }),
+            (Some("http" | "streamable-http"), _, Some(url)) => Ok(ServerConfig::Http {
+                url: expand(url)?,
+                headers: expand_map(&self.headers)?,
+            }),
+            (Some("sse"), _, _) => Err(invalid(
+                "the deprecated `sse` transport is not supported (use `http`)",
+            )),
+            (Some("http" | "streamable-http"), _, None) => {
+                Err(invalid("an `http` server needs a `url`"))
+            }
+            (None | Some("stdio"), None, _) => Err(invalid("a stdio server needs a `command`")),
+            (Some(other), _, _) => Err(invalid(&format!("unknown transport type `{other}`"))),
+        }
+    }
 }
 
 impl McpConfig {
-    /// Reads `path` (at most [`MAX_CONFIG_BYTES`]), expanding variables from the process
-    /// environment.
+    /// Reads `path` (a regular file of at most [`MAX_CONFIG_BYTES`]), expanding variables
+    /// from the process environment. Every entry must be valid: this is for a file the user
+    /// named; a workspace's `.mcp.json` goes through [`WorkspaceServers`](crate::WorkspaceServers).
     pub fn load(path: &Path) -> Result<McpConfig, ConfigError> {
-        let read = |source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        };
-        let size = std::fs::metadata(path).map_err(read)?.len();
-        if size > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge {
-                path: path.to_owned(),
-                size,
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(read)?;
+        let text = read_bounded(path, MAX_CONFIG_BYTES)?;
         McpConfig::parse(&text, path, &|name| std::env::var(name).ok())
     }
 
-    /// Reads `<root>/.mcp.json`; no file is an empty configuration.
-    pub fn load_workspace(root: &Path) -> Result<McpConfig, ConfigError> {
-        let path = root.join(FILE_NAME);
-        if !path.exists() {
-            return Ok(McpConfig::default());
-        }
-        McpConfig::load(&path)
-    }
-
-    /// Parses `text` (named `path` in errors), looking variables up with `env`.
+    /// Parses `text` (named `path` in errors), looking variables up with `env`; the first
+    /// invalid entry is the error.
     pub fn parse(
         text: &str,
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<McpConfig, ConfigError> {
-        let raw: RawFile = serde_json::from_str(text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })?;
         let mut servers = BTreeMap::new();
-        for (name, server) in raw.mcp_servers {
-            let expand = |value: &str| {
-                expand(value, env).map_err(|variable| ConfigError::MissingVariable {
-                    path: path.to_owned(),
-                    server: name.clone(),
-                    variable,
-                })
-            };
-            let invalid = |message: &str| ConfigError::Server {
-                path: path.to_owned(),
-                server: name.clone(),
-                message: message.to_owned(),
-            };
-            let config = match (server.kind.as_deref(), server.command, server.url) {
-                (None | Some("stdio"), Some(command), _) => ServerConfig::Stdio {
-                    command: expand(&command)?,
-                    args: server
-                        .args
-                        .iter()
-                        .map(|a| expand(a))
-                        .collect::<Result<_, _>>()?,
-                    env: server
-                        .env
-                        .iter()
-                        .map(|(k, v)| Ok((k.clone(), expand(v)?)))
-                        .collect::<Result<_, ConfigError>>()?,
-                },
-                (Some("http" | "streamable-http"), _, Some(url)) => ServerConfig::Http {
-                    url: expand(&url)?,
-                    headers: server
-                        .headers
-                        .iter()
-                        .map(|(k, v)| Ok((k.clone(), expand(v)?)))
-                        .collect::<Result<_, ConfigError>>()?,
-                },
-                (Some("sse"), _, _) => {
-                    return Err(invalid(
-                        "the deprecated `sse` transport is not supported (use `http`)",
-                    ));
-                }
-                (Some("http" | "streamable-http"), _, None) => {
-                    return Err(invalid("an `http` server needs a `url`"));
-                }
-                (None | Some("stdio"), None, _) => {
-                    return Err(invalid("a stdio server needs a `command`"));
-                }
-                (Some(other), _, _) => {
-                    return Err(invalid(&format!("unknown transport type `{other}`")));
-                }
-            };
+        for (name, entry) in entries(text, path)? {
+            let config = entry?.resolve(&name, path, env)?;
             servers.insert(name, config);
         }
         Ok(McpConfig { servers })
     }
+}
+
+/// One named entry of a configuration file, or why it has the wrong shape.
+pub type NamedEntry = (String, Result<ServerEntry, ConfigError>);
+
+/// The entries of a configuration file's text, each parsed on its own: one entry of the
+/// wrong shape is its own error, not the whole file's.
+pub fn entries(text: &str, path: &Path) -> Result<Vec<NamedEntry>, ConfigError> {
+    let raw: RawFile = serde_json::from_str(text).map_err(|source| ConfigError::Parse {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(raw
+        .mcp_servers
+        .into_iter()
+        .map(|(name, value)| {
+            let entry = ServerEntry::deserialize(value).map_err(|e| ConfigError::Server {
+                path: path.to_owned(),
+                server: name.clone(),
+                message: e.to_string(),
+            });
+            (name, entry)
+        })
+        .collect())
+}
+
+/// Reads `path` as UTF-8 text if it is a regular file of at most `limit` bytes. A FIFO, a
+/// device (`/dev/zero`, also through a symbolic link) or a directory is refused before it is
+/// opened, and the read stops at `limit + 1` bytes whatever the file's size said, so nothing
+/// a peer controls can make it block or grow.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    let read = |source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let not_regular = || ConfigError::NotRegular {
+        path: path.to_owned(),
+    };
+    if !std::fs::metadata(path).map_err(read)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = std::fs::File::open(path).map_err(read)?;
+    // The file opened may not be the one looked at (a rename in between): ask again.
+    if !file.metadata().map_err(read)?.is_file() {
+        return Err(not_regular());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    let size = bytes.len() as u64;
+    if size > limit {
+        return Err(ConfigError::TooLarge {
+            path: path.to_owned(),
+            size,
+        });
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` in `value`; the error is the unset variable.

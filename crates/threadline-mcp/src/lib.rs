@@ -17,8 +17,13 @@
 //!   a server offered through [`McpServer::connect_to`] (mid-session, `ToolChanges`) has its
 //!   tools withdrawn when it leaves (`tool_removal` on a model with the feature).
 //!
-//! A child never receives `ANTHROPIC_*` variables; it is killed when its session is dropped;
-//! its stderr is kept (bounded), never mixed into our output.
+//! Deny by default: a workspace's own `.mcp.json` starts only the servers the user approved,
+//! per workspace and per exact entry, in user-owned state ([`WorkspaceServers`],
+//! [`Approvals`]); nothing inside the workspace approves anything. A child never receives
+//! `ANTHROPIC_*` variables, and a workspace server never gets one through `${VAR}` expansion;
+//! a child is killed when its session is dropped; its stderr is kept (bounded), never mixed
+//! into our output. Listing a server's tools stops at [`MAX_TOOLS_PER_SERVER`] tools,
+//! [`MAX_TOOL_LIST_BYTES`] or [`MAX_TOOL_PAGES`] pages, whichever comes first.
 //!
 //! ```
 //! use std::path::Path;
@@ -43,19 +48,31 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod approval;
 pub mod config;
+#[cfg(feature = "servers")]
 pub mod content;
+#[cfg(feature = "servers")]
 mod error;
+#[cfg(feature = "servers")]
 mod manager;
 mod name;
+#[cfg(feature = "servers")]
 mod server;
+#[cfg(feature = "servers")]
 mod tool;
+mod workspace;
 
-pub use config::{ConfigError, McpConfig, ServerConfig};
+pub use approval::{ApprovalError, Approvals, MAX_APPROVALS_BYTES, USER_FILE};
+pub use config::{ConfigError, McpConfig, ServerConfig, ServerEntry};
+#[cfg(feature = "servers")]
 pub use error::ConnectError;
+#[cfg(feature = "servers")]
 pub use manager::McpServers;
 pub use name::{MAX_TOOL_NAME, tool_name};
+#[cfg(feature = "servers")]
 pub use server::{
-    LEAVE_POLL, MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOLS_PER_SERVER, McpOptions,
-    McpServer, ToolInfo,
+    LEAVE_POLL, MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES,
+    MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ToolInfo,
 };
+pub use workspace::{PROTECTED_VARIABLE_PREFIX, PendingServer, WorkspaceServers};

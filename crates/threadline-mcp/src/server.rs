@@ -29,6 +29,14 @@ pub const LEAVE_POLL: Duration = Duration::from_millis(250);
 /// The most tools taken from one server (a bound on a peer's list).
 pub const MAX_TOOLS_PER_SERVER: usize = 2000;
 
+/// The most bytes of tool names, descriptions and schemas kept from one server's listing:
+/// paging stops once they are reached.
+pub const MAX_TOOL_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most `tools/list` pages asked of one server (a cursor that never ends, with empty or
+/// tiny pages, stops here).
+pub const MAX_TOOL_PAGES: usize = 100;
+
 /// The most bytes of instructions kept from one server.
 pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
 
@@ -290,6 +298,36 @@ impl McpServer {
     }
 }
 
+/// A server's tools, page by page, stopping at [`MAX_TOOLS_PER_SERVER`] tools,
+/// [`MAX_TOOL_LIST_BYTES`] bytes or [`MAX_TOOL_PAGES`] pages: what a server sends past those
+/// is never asked for, so a cursor that never ends costs a bounded amount.
+async fn list_tools_bounded(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, rmcp::ServiceError> {
+    let mut tools = Vec::new();
+    let mut bytes = 0usize;
+    let mut cursor = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer.list_tools(Some(params)).await?;
+        for tool in page.tools {
+            bytes = bytes
+                .saturating_add(tool.name.len())
+                .saturating_add(tool.description.as_deref().map_or(0, str::len))
+                .saturating_add(serde_json::to_vec(&*tool.input_schema).map_or(0, |v| v.len()));
+            if tools.len() >= MAX_TOOLS_PER_SERVER || bytes > MAX_TOOL_LIST_BYTES {
+                return Ok(tools);
+            }
+            tools.push(tool);
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() || tools.len() >= MAX_TOOLS_PER_SERVER {
+            break;
+        }
+    }
+    Ok(tools)
+}
+
 async fn connect_inner(
     name: &str,
     config: &ServerConfig,
@@ -396,9 +434,7 @@ async fn connect_inner(
         })
     });
     let listed =
-        service
-            .peer()
-            .list_all_tools()
+        list_tools_bounded(service.peer())
             .await
             .map_err(|source| ConnectError::ListTools {
                 server: name.to_owned(),
@@ -407,7 +443,7 @@ async fn connect_inner(
             })?;
     let mut seen = BTreeMap::new();
     let mut tools = Vec::new();
-    for tool in listed.into_iter().take(MAX_TOOLS_PER_SERVER) {
+    for tool in listed {
         let loop_name = crate::name::tool_name(name, &tool.name);
         if seen.insert(loop_name.clone(), ()).is_some() {
             continue;

@@ -10,6 +10,8 @@ mod common;
 mod config;
 #[path = "suite/everything.rs"]
 mod everything;
+#[path = "suite/hostile.rs"]
+mod hostile;
 #[path = "suite/loopback.rs"]
 mod loopback;
 #[path = "suite/python.rs"]

@@ -1,3 +1,5 @@
+//! `threadline mcp approve|revoke [--cwd DIR] NAME…`: see `mcp_approval`.
+//!
 //! `threadline mcp list [--cwd DIR] [--mcp-config FILE]`: the configured MCP servers, each
 //! connected: its tools (the names the model sees) and its instructions; a server that did
 //! not connect is one line (a server of the workspace's `.mcp.json` that is not approved, too:
@@ -21,19 +23,53 @@ pub(crate) enum McpCommand {
         #[arg(long, value_name = "FILE")]
         mcp_config: Option<std::path::PathBuf>,
     },
+    /// Approve servers of the workspace's `.mcp.json`, as they are written now: each then
+    /// starts in this workspace until its entry changes. Kept in
+    /// `~/.threadline/mcp-approvals.json`, never in the workspace.
+    Approve {
+        /// The workspace whose `.mcp.json` is read (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// Every server of the file (each is printed with what it runs).
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
+        /// The servers to approve.
+        #[arg(value_name = "NAME", required_unless_present = "all")]
+        names: Vec<String>,
+    },
+    /// Withdraw approvals of servers of the workspace's `.mcp.json`.
+    Revoke {
+        /// The workspace (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// The servers whose approval is withdrawn.
+        #[arg(value_name = "NAME", required = true)]
+        names: Vec<String>,
+    },
 }
 
 pub(crate) fn run(command: &McpCommand) -> Result<(), CliError> {
     match command {
         McpCommand::List { cwd, mcp_config } => list(cwd.as_deref(), mcp_config.as_deref()),
+        McpCommand::Approve { cwd, all, names } => {
+            super::mcp_approval::approve(&workspace(cwd.as_deref()), names, *all)
+        }
+        McpCommand::Revoke { cwd, names } => {
+            super::mcp_approval::revoke(&workspace(cwd.as_deref()), names)
+        }
+    }
+}
+
+/// `--cwd DIR`, or the current directory.
+fn workspace(cwd: Option<&Path>) -> std::path::PathBuf {
+    match cwd {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
     }
 }
 
 fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
-    let workspace = match cwd {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
-    };
+    let workspace = workspace(cwd);
     let config = crate::mcp_setup::load(&workspace, extra, "mcp")
         .map_err(|line| CliError::unusable(Some("mcp"), line, None))?;
     if config.servers.is_empty() {

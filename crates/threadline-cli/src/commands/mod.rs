@@ -8,6 +8,7 @@ pub(crate) mod demo_server;
 pub(crate) mod durable;
 pub(crate) mod inspect;
 pub(crate) mod mcp;
+pub(crate) mod mcp_approval;
 pub(crate) mod mock;
 pub(crate) mod normalize;
 pub(crate) mod replay;

@@ -12,11 +12,17 @@ use common::{Mock, command};
 const SECRET: &str = "sk-ant-api03-secret-never-printed";
 
 fn run(args: &[&str], cwd: &Path, key: Option<&str>) -> Output {
+    run_with(args, cwd, key, &[])
+}
+
+/// [`run`] with more variables set.
+fn run_with(args: &[&str], cwd: &Path, key: Option<&str>, env: &[(&str, &Path)]) -> Output {
     let mut command = command();
     command
         .args(args)
         .current_dir(cwd)
         .env("THREADLINE_DATE", "2026-03-08")
+        .envs(env.iter().copied())
         .stdin(Stdio::null());
     match key {
         Some(key) => command.env("ANTHROPIC_API_KEY", key),
@@ -700,8 +706,8 @@ fn run_resume_refuses_what_it_cannot_resume() {
 }
 
 /// The workspace `.mcp.json` of the MCP test: threadline-mcp's Python SDK fixture server
-/// (installed by `cargo xtask mcp-servers`).
-fn python_mcp_config(workspace: &Path) {
+/// (installed by `cargo xtask mcp-servers`), approved by the user whose home is `home`.
+fn python_mcp_config(workspace: &Path, home: &Path) {
     let repo = common::repo();
     let python = repo.join("target/test-servers/venv/bin/python");
     assert!(
@@ -712,12 +718,18 @@ fn python_mcp_config(workspace: &Path) {
     let script = repo.join("crates/threadline-mcp/tests/fixtures/fastmcp_server.py");
     let config = serde_json::json!({"mcpServers": {"py": {"command": python, "args": [script]}}});
     std::fs::write(workspace.join(".mcp.json"), config.to_string()).expect(".mcp.json");
-    std::fs::create_dir_all(workspace.join(".claude")).expect(".claude");
-    std::fs::write(
-        workspace.join(".claude/settings.local.json"),
-        r#"{"enabledMcpjsonServers": ["py"]}"#,
-    )
-    .expect("settings");
+    let approved = run_with(
+        &["mcp", "approve", "py"],
+        workspace,
+        None,
+        &[("HOME", home)],
+    );
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
 }
 
 #[test]
@@ -725,7 +737,8 @@ fn run_offers_the_workspace_mcp_tools_and_announces_their_instructions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).expect("workspace");
-    python_mcp_config(&workspace);
+    let home = dir.path().join("home");
+    python_mcp_config(&workspace, &home);
     let mock = mock_playing(
         dir.path(),
         r#"
@@ -739,7 +752,7 @@ steps:
 "#,
     );
     let transcript = dir.path().join("session.jsonl");
-    let output = run(
+    let output = run_with(
         &[
             "run",
             "--base-url",
@@ -750,6 +763,7 @@ steps:
         ],
         &workspace,
         None,
+        &[("HOME", &home)],
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);

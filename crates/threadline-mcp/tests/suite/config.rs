@@ -69,10 +69,10 @@ fn errors_name_the_file_and_the_server() {
 fn a_missing_workspace_file_is_an_empty_config() {
     let dir = std::env::temp_dir().join(format!("threadline-mcp-none-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    assert_eq!(
-        McpConfig::load_workspace(&dir).expect("ok"),
-        McpConfig::default()
-    );
+    let found =
+        threadline_mcp::WorkspaceServers::load(&dir, &threadline_mcp::Approvals::default(), None);
+    assert_eq!(found.approved, McpConfig::default());
+    assert!(found.pending.is_empty() && found.warnings.is_empty());
 }
 
 #[test]
