@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{code, command, stderr, stdout, threadline_in};
+use common::{code, command, git, stderr, stdout, threadline_in};
 
 /// A small workspace: instructions at the root and beside a source file, a binary, a secret
 /// next door.
@@ -159,24 +159,6 @@ fn a_missing_workspace_is_a_usage_error() {
         stderr(&output)
             .starts_with("threadline: run: /definitely/not/here: not a usable workspace")
     );
-}
-
-/// Runs `git` for a test's set-up.
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
 }
 
 #[test]

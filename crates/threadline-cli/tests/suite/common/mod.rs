@@ -33,6 +33,28 @@ pub(crate) fn threadline_in(args: &[&str], cwd: &Path) -> Output {
         .expect("the binary runs")
 }
 
+/// Runs `git` in `dir` for a test's set-up (an author, no signing, branch `main`).
+pub(crate) fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 pub(crate) fn code(output: &Output) -> i32 {
     output.status.code().expect("exited, not killed")
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{code, command, repo, stderr, stdout};
+use crate::common::{code, command, git, repo, stderr, stdout};
 
 /// A workspace `ws` and a home directory `home` beside it (outside the workspace: approvals
 /// kept inside a workspace count for nothing).
@@ -135,28 +135,6 @@ fn a_workspace_server_runs_only_when_the_user_approved_it() {
     assert_eq!(stdout(&out), "no MCP servers configured\n");
     let out = sandbox.threadline(&["mcp", "approve", "nope"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
-}
-
-/// Runs `git` for a test's set-up.
-fn git(dir: &Path, args: &[&str]) {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 #[test]
