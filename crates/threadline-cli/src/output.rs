@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use threadline_cli::stderr_line;
 
 /// Whether a write to stdout failed: the output is incomplete.
 static FAILED: AtomicBool = AtomicBool::new(false);
@@ -12,7 +13,7 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 /// (the reader has what it wanted: `threadline … | head`), which ends the output quietly.
 fn failed(error: &std::io::Error) {
     if !FAILED.swap(true, Ordering::SeqCst) && error.kind() != std::io::ErrorKind::BrokenPipe {
-        eprintln!("threadline: cannot write to stdout: {error}");
+        stderr_line!("threadline: cannot write to stdout: {error}");
     }
 }
 

@@ -2,12 +2,17 @@
 //! that move the cursor, clear lines or recolour) and invisible Unicode format characters
 //! (bidirectional overrides, zero-width characters) are shown escaped, so what the user reads
 //! is what the model wrote — in particular the command a permission question quotes.
+//!
+//! Text from a peer (the model, an API server's error, a transcript's ids, a file name in a
+//! project directory) reaches a terminal only through [`terminal_safe`]: stdout's tables and
+//! lines through the command that prints them, every line on stderr (warnings, problems, the
+//! error `main` prints) through [`stderr_line`].
 
 use std::borrow::Cow;
 
 /// `text` with every control character escaped (`\u{1b}`), except newlines and tabs when
 /// `keep_lines` (streamed prose), and every invisible format character escaped.
-pub(crate) fn terminal_safe(text: &str, keep_lines: bool) -> Cow<'_, str> {
+pub fn terminal_safe(text: &str, keep_lines: bool) -> Cow<'_, str> {
     let unsafe_char = |c: char| {
         let kept = keep_lines && (c == '\n' || c == '\t');
         (c.is_control() && !kept) || is_invisible_format(c)
@@ -24,6 +29,25 @@ pub(crate) fn terminal_safe(text: &str, keep_lines: bool) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `line` written to stderr as one line, escaped ([`terminal_safe`], newlines too): the one
+/// way the command line writes to stderr, so that a warning or an error quoting a peer's text
+/// can neither drive the terminal nor print a line of its own.
+pub fn stderr_line(line: &str) {
+    // The choke point itself: the only line-writing macro on stderr (`clippy.toml`).
+    #[allow(clippy::disallowed_macros)]
+    {
+        eprintln!("{}", terminal_safe(line, false));
+    }
+}
+
+/// [`stderr_line`] with `format!` arguments: `stderr_line!("threadline: {path}: {problem}")`.
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {
+        $crate::terminal_text::stderr_line(&::std::format!($($arg)*))
+    };
 }
 
 /// The Unicode format characters (category Cf) that change how surrounding text is shown

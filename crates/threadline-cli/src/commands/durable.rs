@@ -20,6 +20,7 @@ use threadline_restate::{
 
 use crate::error::CliError;
 use crate::permission_prompt::can_ask;
+use threadline_cli::stderr_line;
 
 /// The Virtual Object's name.
 const SESSION: &str = "Session";
@@ -96,7 +97,7 @@ pub(crate) fn run(args: &RemoteRun<'_>) -> Result<(), CliError> {
             .send(SESSION, args.session, "turn", &body, Some(&id))
             .await
             .map_err(|e| CliError::start(Some(RUN), "cannot submit the turn", e))?;
-        eprintln!(
+        stderr_line!(
             "turn {} of session {} (invocation {invocation})",
             before.turns + 1,
             args.session
@@ -133,7 +134,7 @@ async fn follow(
         let view = view(RUN, ingress, session, usize::MAX).await?;
         for step in view.steps.iter().skip(printed) {
             let verdict = if step.ok { "ok" } else { "failed" };
-            eprintln!("  {} {verdict} ({} bytes)", step.name, step.bytes);
+            stderr_line!("  {} {verdict} ({} bytes)", step.name, step.bytes);
         }
         printed = printed.max(view.steps.len());
         match done {
@@ -172,10 +173,11 @@ async fn ask_user(ask: &serde_json::Value) -> bool {
     let tool = ask.get("tool").and_then(|v| v.as_str()).unwrap_or("a tool");
     let prompt = ask.get("prompt").and_then(|v| v.as_str()).unwrap_or("");
     if !can_ask() {
-        eprintln!("  {tool}: {prompt}: denied (stdin is not a terminal)");
+        stderr_line!("  {tool}: {prompt}: denied (stdin is not a terminal)");
         return false;
     }
-    eprint!("  {tool}: {prompt} [y/N] ");
+    // TODO: the prompt is the model's; shown raw until the embedded `run`'s question is used.
+    let _ = write!(std::io::stderr(), "  {tool}: {prompt} [y/N] ");
     let line = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line)
