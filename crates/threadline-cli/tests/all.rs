@@ -28,3 +28,5 @@ mod replay;
 mod run;
 #[path = "suite/run_mock.rs"]
 mod run_mock;
+#[path = "suite/terminal_escapes.rs"]
+mod terminal_escapes;
