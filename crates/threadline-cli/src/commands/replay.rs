@@ -25,8 +25,8 @@ use crate::agent_setup::{client, quick_retries};
 use crate::error::CliError;
 use crate::meter::{Meter, Metered, Totals};
 use crate::output::print_line;
-use crate::terminal_text::terminal_safe;
 use crate::progress::{Progress, Style};
+use crate::terminal_text::terminal_safe;
 
 /// The key sent to the mock.
 const REPLAY_KEY: &str = "sk-ant-replay-offline";
