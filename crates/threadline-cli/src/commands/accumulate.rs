@@ -131,7 +131,7 @@ pub(crate) fn run(path: &str) -> Result<(), CliError> {
 
 fn print_json(message: &threadline_wire::ResponseMessage) {
     match serde_json::to_string_pretty(message) {
-        Ok(json) => crate::output::print_line(&json),
+        Ok(json) => crate::output::print_json(&json),
         Err(e) => stderr_line!("threadline: cannot print the message: {e}"),
     }
 }

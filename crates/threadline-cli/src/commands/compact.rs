@@ -59,7 +59,7 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliEr
         Some(path) => fs::write(path, text)
             .map_err(|e| cannot(format!("cannot write the result: {path}"), e.into())),
         None => {
-            crate::output::print_line(text.trim_end_matches('\n'));
+            crate::output::print_json(text.trim_end_matches('\n'));
             Ok(())
         }
     }

@@ -20,7 +20,7 @@ use threadline_restate::{
 
 use crate::error::CliError;
 use crate::permission_prompt::{can_ask, is_yes, question};
-use crate::terminal_text::terminal_safe;
+use crate::terminal_text::{terminal_safe, terminal_safe_json};
 use threadline_cli::stderr_line;
 
 /// The Virtual Object's name.
@@ -257,6 +257,13 @@ pub(crate) fn show(url: &str, session: &str, json: bool, transcript: bool) -> Re
             out.push_str(&format!("waiting for permission: {}\n", safe(tool)));
         }
     }
+    // The JSON forms quote the model too: what the serializer leaves raw is escaped (the
+    // table's cells were escaped as it was built, and stay as they are).
+    let out = if transcript || json {
+        terminal_safe_json(&out)
+    } else {
+        out.into()
+    };
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

@@ -42,7 +42,7 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
     if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::output(None, "cannot print the report", e))?;
-        crate::output::print_line(&json);
+        crate::output::print_json(&json);
     } else {
         // The table quotes the transcript (cache-break causes carry a command's output, which
         // Claude Code records with ANSI escapes): control characters are escaped.

@@ -29,7 +29,7 @@ pub(crate) fn run(
     }
     let json = serde_json::to_string_pretty(&request)
         .map_err(|e| CliError::output(None, "cannot print the request", e))?;
-    crate::output::print_line(&json);
+    crate::output::print_json(&json);
     stderr_line!(
         "threadline: {path}: {} transcript, {} messages -> {} request messages; {}",
         session.format,

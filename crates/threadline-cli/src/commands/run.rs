@@ -132,7 +132,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let violations = validate(&first.request, model);
     let json = serde_json::to_string_pretty(&first.request)
         .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
-    crate::output::print_line(&json);
+    crate::output::print_json(&json);
     if !violations.is_empty() {
         return Err(CliError::InvalidRequest { violations });
     }

@@ -304,7 +304,7 @@ fn list(dir: &Path, json: bool) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&listing.sessions).map_err(|e| {
             CliError::rejected(format!("threadline: cannot print the listing: {e}"))
         })?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
         return Ok(());
     }
     let infos: Vec<&SessionInfo> = listing.sessions.iter().map(|s| &s.info).collect();
@@ -381,7 +381,7 @@ fn show(file: &str, json: bool) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&value).map_err(|e| {
             CliError::rejected(format!("threadline: cannot print the summary: {e}"))
         })?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
         return Ok(());
     }
     let safe = |text: &str| terminal_safe(text, false).into_owned();

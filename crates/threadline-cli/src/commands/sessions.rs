@@ -53,7 +53,7 @@ pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
         });
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::output(None, "cannot print the list", e))?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
     } else {
         crate::output::print_line(&render(&rows, &orphans));
     }

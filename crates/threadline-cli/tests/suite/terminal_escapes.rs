@@ -31,12 +31,27 @@ fn threadline_in(args: &[&str], cwd: &Path) -> Output {
         .expect("the binary runs")
 }
 
-/// Asserts that neither stream of `output` holds a byte a terminal acts on (ESC, CR, BEL,
-/// U+202E) or a line the hostile newline started, and that `stream` (`"stdout"` or
-/// `"stderr"`) shows the escaped form after `before`.
+/// Asserts [`assert_no_raw`], and that `stream` (`"stdout"` or `"stderr"`) shows the escaped
+/// form after `before`.
 fn assert_escaped(what: &str, output: &Output, stream: &str, before: &str) {
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
+    assert_no_raw(what, output);
+    let shown = if stream == "stdout" {
+        common::stdout(output)
+    } else {
+        common::stderr(output)
+    };
+    let expected = format!("{before}{ESCAPED}");
+    assert!(
+        shown.contains(&expected),
+        "{what}: {stream} does not show {expected:?}:\n{shown}"
+    );
+}
+
+/// Asserts that neither stream of `output` holds a byte a terminal acts on (ESC, CR, BEL,
+/// U+202E), a line the hostile newline started, or a panic.
+fn assert_no_raw(what: &str, output: &Output) {
+    let out = common::stdout(output);
+    let err = common::stderr(output);
     for (name, text) in [("stdout", &out), ("stderr", &err)] {
         let raw: Vec<char> = text
             .chars()
@@ -56,12 +71,6 @@ fn assert_escaped(what: &str, output: &Output, stream: &str, before: &str) {
             "{what}: a panic on {name}:\n{text}"
         );
     }
-    let shown = if stream == "stdout" { &out } else { &err };
-    let expected = format!("{before}{ESCAPED}");
-    assert!(
-        shown.contains(&expected),
-        "{what}: {stream} does not show {expected:?}:\n{shown}"
-    );
 }
 
 /// A Claude Code transcript whose ids and model are hostile: an assistant record whose parent
@@ -284,4 +293,49 @@ fn mcp_list_escapes_server_names_and_a_failed_stdout_is_one_line_and_exit_1() {
         err,
         "threadline: cannot write to stdout: No space left on device (os error 28)\n"
     );
+}
+
+#[test]
+fn json_output_escapes_what_the_serializer_leaves_raw_and_stays_the_same_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cwd = dir.path();
+    let t = hostile_transcript(cwd);
+    let project = cwd.join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::copy(
+        &t,
+        project.join("0b0e6c2e-4b8e-4d6f-9c3a-1e2f3a4b5c6d.jsonl"),
+    )
+    .expect("session");
+    let project = project.to_str().expect("utf-8");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("normalize", vec!["normalize", &t, "--next", "go on"]),
+        ("inspect --json", vec!["inspect", &t, "--json"]),
+        ("session show --json", vec!["session", "show", &t, "--json"]),
+        ("sessions --json", vec!["sessions", project, "--json"]),
+        (
+            "compact (stdout)",
+            vec!["compact", &t, "--model", "claude-sonnet-4-6"],
+        ),
+    ];
+    for (what, args) in cases {
+        let output = threadline_in(&args, cwd);
+        let out = common::stdout(&output);
+        assert_no_raw(what, &output);
+        // The model's name, as JSON writes it: ESC and BEL by the serializer, U+202E by
+        // threadline; the value is the same.
+        assert!(
+            out.contains("claude-x\\u001b]0;PWNED\\u0007\\u001b[2K\\r\\u001b[1A\\u202e\\nFAKE ROW"),
+            "{what}: {out}"
+        );
+        for document in out
+            .lines()
+            .filter(|l| l.starts_with('{') && l.ends_with('}'))
+        {
+            serde_json::from_str::<serde_json::Value>(document).expect("a JSON line");
+        }
+        if !what.starts_with("compact") {
+            serde_json::from_str::<serde_json::Value>(&out).expect("one JSON document");
+        }
+    }
 }
