@@ -186,6 +186,20 @@ impl CliError {
         matches!(self, CliError::Found { .. })
     }
 
+    /// The lines `main` prints on stderr for this error: one, or one per violation of a dry
+    /// run. Each is a line of its own, escaped by `terminal_text::stderr_line` when printed,
+    /// since it may quote a peer (an API server's error message, a refusal's explanation, a
+    /// transcript's ids): a newline in such text cannot start a line of its own.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        match self {
+            reported if reported.is_reported() => Vec::new(),
+            CliError::InvalidRequest { violations } => {
+                violations.iter().map(invalid_request_line).collect()
+            }
+            other => vec![other.to_string()],
+        }
+    }
+
     /// An input or argument rejected, as the one line that says why.
     pub(crate) fn rejected(line: impl Into<String>) -> Self {
         CliError::Rejected { line: line.into() }
@@ -267,9 +281,14 @@ fn cause(source: Option<&BoxError>) -> String {
 fn invalid_request(violations: &[threadline::wire::Violation]) -> String {
     violations
         .iter()
-        .map(|v| format!("threadline: run: the request is invalid: {v}"))
+        .map(invalid_request_line)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The line of one violation of a dry run's request.
+fn invalid_request_line(violation: &threadline::wire::Violation) -> String {
+    format!("threadline: run: the request is invalid: {violation}")
 }
 
 /// How a session that did not complete ended.

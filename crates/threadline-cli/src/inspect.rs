@@ -44,6 +44,7 @@ use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{MessagesRequest, Usage};
 
 use crate::session::Session;
+use crate::terminal_text::terminal_safe;
 
 /// The model assumed when the transcript names none.
 const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
@@ -425,11 +426,13 @@ fn share(value: &Value) -> String {
         .map_or("-".to_owned(), |s| format!("{:.1}%", s * 100.0))
 }
 
-/// The report as the table `threadline inspect` prints.
+/// The report as the table `threadline inspect` prints. The text the transcript gave (the
+/// model, request ids, cache-break causes) is escaped one line per cell
+/// ([`terminal_safe`]): a newline in it cannot print a row of its own.
 pub fn render_text(report: &Value) -> String {
     let mut out = format!(
         "model {} | unseen prefix {} tokens (warm {}), tail {}\n",
-        report["model"].as_str().unwrap_or("?"),
+        terminal_safe(report["model"].as_str().unwrap_or("?"), false),
         report["unseen_prefix_tokens"],
         report["warm_prefix_tokens"],
         report["tail_tokens"]
@@ -449,7 +452,7 @@ pub fn render_text(report: &Value) -> String {
         out.push_str(&format!(
             "{:>4}  {:<34} {:>24} {:>24} {:>7} {:>7} {:>10.5}  {}\n",
             row["index"].as_u64().unwrap_or(0),
-            row["request_id"].as_str().unwrap_or("-"),
+            terminal_safe(row["request_id"].as_str().unwrap_or("-"), false),
             tokens(&row["recorded"]),
             tokens(&row["predicted"]),
             share(&row["recorded_share"]),
@@ -458,7 +461,10 @@ pub fn render_text(report: &Value) -> String {
                 .as_f64()
                 .or(row["cost"]["predicted"].as_f64())
                 .unwrap_or(0.0),
-            row["cache_break"]["description"].as_str().unwrap_or(""),
+            terminal_safe(
+                row["cache_break"]["description"].as_str().unwrap_or(""),
+                false
+            ),
         ));
         out.push_str(&crate::inspect_diagnostics::render(row));
         for pass in row["compaction_iterations"]
@@ -477,7 +483,7 @@ pub fn render_text(report: &Value) -> String {
                 tokens(&row["planned"]),
                 share(&row["planned_share"]),
                 row["cost"]["planned"].as_f64().unwrap_or(0.0),
-                row["planned_cache_break"].as_str().unwrap_or(""),
+                terminal_safe(row["planned_cache_break"].as_str().unwrap_or(""), false),
             ));
         }
     }

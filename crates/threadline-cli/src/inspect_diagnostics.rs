@@ -110,7 +110,7 @@ pub fn render(row: &Value) -> String {
         .map_or(String::new(), |n| format!(" (~{n} tokens)"));
     format!(
         "      diagnostics: {}{missed} | loop predicted {} ({}) | inspect predicts {} ({})\n",
-        d["reason"].as_str().unwrap_or("?"),
+        crate::terminal_text::terminal_safe(d["reason"].as_str().unwrap_or("?"), false),
         d["loop_predicted"].as_str().unwrap_or("-"),
         d["loop_agreement"].as_str().unwrap_or("-"),
         d["inspect_predicted"].as_str().unwrap_or("-"),

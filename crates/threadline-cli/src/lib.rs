@@ -2,7 +2,8 @@
 //! calling without the binary — the bounded input reader, reading a session transcript of
 //! either format, the `inspect` analysis (the token, prompt-cache and cost report of a
 //! transcript, benchmarked by `benches/inspect.rs`), and the context estimate's accuracy
-//! against recorded usage (`accuracy`, `examples/estimate_bench.rs`).
+//! against recorded usage (`accuracy`, `examples/estimate_bench.rs`), and the escaping of
+//! every text shown on a terminal (`terminal_text`).
 //!
 //! ```
 //! use threadline_cli::{inspect, session};
@@ -26,3 +27,4 @@ pub mod inspect_html;
 pub mod inspect_plan;
 pub mod project;
 pub mod session;
+pub mod terminal_text;

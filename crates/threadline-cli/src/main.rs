@@ -25,10 +25,9 @@ mod output;
 mod permission_prompt;
 mod progress;
 mod stdin_lines;
-mod terminal_text;
 
 // The library's modules, where the commands expect them (`crate::session`, `crate::input`).
-use threadline_cli::{input, project, session};
+use threadline_cli::{input, project, session, terminal_text};
 
 /// The message array of an LLM agent, from the command line.
 #[derive(Debug, Parser)]
@@ -402,9 +401,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // The one place an error is printed: one line (the violations of a dry run, one
-            // each), or nothing when the command reported what it found as it found it.
-            if !error.is_reported() {
-                eprintln!("{error}");
+            // each), or nothing when the command reported what it found as it found it. The
+            // error may quote a peer (a server's message, a refusal): each line is escaped.
+            for line in error.lines() {
+                terminal_text::stderr_line(&line);
             }
             error.exit_code()
         }

@@ -16,7 +16,7 @@ use threadline::query::{QueryConfig, ToolSet};
 use threadline::wire::MessagesRequest;
 use threadline_mcp::{Approvals, McpConfig, McpOptions, McpServers, WorkspaceServers};
 
-use crate::terminal_text::terminal_safe;
+use threadline_cli::stderr_line;
 
 /// The workspace's canonical root (approvals name canonical paths), or `workspace` itself
 /// when it cannot be resolved.
@@ -91,7 +91,7 @@ pub(crate) fn load(
 ) -> Result<McpConfig, String> {
     let (config, left_out) = load_approved(workspace, extra)?;
     for line in left_out {
-        eprintln!("threadline: {command}: {}", terminal_safe(&line, false));
+        stderr_line!("threadline: {command}: {line}");
     }
     Ok(config)
 }
@@ -101,7 +101,7 @@ pub(crate) fn load(
 pub(crate) async fn connect(config: &McpConfig, command: &str) -> McpServers {
     let servers = McpServers::connect(config, McpOptions::default()).await;
     for warning in servers.warnings() {
-        eprintln!("threadline: {command}: {}", terminal_safe(&warning, false));
+        stderr_line!("threadline: {command}: {warning}");
     }
     servers
 }

@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use threadline_cli::stderr_line;
+use threadline_cli::terminal_text::terminal_safe_json;
 
 /// Whether a write to stdout failed: the output is incomplete.
 static FAILED: AtomicBool = AtomicBool::new(false);
@@ -12,7 +14,7 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 /// (the reader has what it wanted: `threadline … | head`), which ends the output quietly.
 fn failed(error: &std::io::Error) {
     if !FAILED.swap(true, Ordering::SeqCst) && error.kind() != std::io::ErrorKind::BrokenPipe {
-        eprintln!("threadline: cannot write to stdout: {error}");
+        stderr_line!("threadline: cannot write to stdout: {error}");
     }
 }
 
@@ -40,6 +42,13 @@ pub(crate) fn print_line(line: &str) {
     if let Err(error) = writeln!(stdout, "{line}") {
         failed(&error);
     }
+}
+
+/// Writes `json` (serialized JSON, a document or JSON lines) and a newline to stdout, with
+/// what the serializer leaves raw and a terminal would act on (a right-to-left override, C1
+/// controls) written as JSON escapes: the same value ([`terminal_safe_json`]).
+pub(crate) fn print_json(json: &str) {
+    print_line(&terminal_safe_json(json));
 }
 
 /// The process's exit code once the command returned `code`: stdout is flushed, and when any

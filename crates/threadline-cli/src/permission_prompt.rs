@@ -40,7 +40,7 @@ impl PermissionCallback for AskOnStdin {
             let verdict = request.verdict.clone();
             return Box::pin(std::future::ready(verdict));
         };
-        let question = format!("threadline: {} [y/N] ", terminal_safe(prompt, false));
+        let question = question(prompt);
         Box::pin(async move {
             let mut stderr = std::io::stderr();
             let _ = write!(stderr, "{question}");
@@ -55,8 +55,15 @@ impl PermissionCallback for AskOnStdin {
     }
 }
 
+/// The question asked on stderr before a tool runs, `threadline: PROMPT [y/N] `: the prompt
+/// quotes the model (a shell command), so it is escaped as one line — what the user reads is
+/// what would run. The embedded `run` and the durable one (`run --restate`) ask with it.
+pub(crate) fn question(prompt: &str) -> String {
+    format!("threadline: {} [y/N] ", terminal_safe(prompt, false))
+}
+
 /// Whether an answer grants the permission.
-fn is_yes(line: &str) -> bool {
+pub(crate) fn is_yes(line: &str) -> bool {
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
@@ -71,5 +78,16 @@ mod tests {
         assert!(!is_yes(""));
         assert!(!is_yes("n\n"));
         assert!(!is_yes("yes please\n"));
+    }
+
+    #[test]
+    fn the_question_shows_escape_sequences_escaped() {
+        // What a terminal would show as ``Run `ls`? [y/N]`` for a command that touches a file.
+        let hostile = "touch pwned\u{1b}[2K\r\u{1b}]0;PWNED\u{7}Run `ls`\u{1b}[1A\u{202e}?\nnext";
+        let asked = question(hostile);
+        assert_eq!(
+            asked,
+            "threadline: touch pwned\\u{1b}[2K\\u{d}\\u{1b}]0;PWNED\\u{7}Run `ls`\\u{1b}[1A\\u{202e}?\\u{a}next [y/N] "
+        );
     }
 }

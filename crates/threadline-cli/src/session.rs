@@ -10,6 +10,7 @@ use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
 use crate::input::{InputError, read_input};
+use crate::stderr_line;
 
 /// The model a request is built for when neither the flag nor the transcript names one.
 const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
@@ -133,7 +134,7 @@ fn load(
         ));
     }
     for problem in &session.problems {
-        eprintln!("threadline: {path}: {problem}");
+        stderr_line!("threadline: {path}: {problem}");
     }
     Ok(session)
 }

@@ -10,6 +10,7 @@ use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read
 
 use crate::error::CliError;
 use crate::input::{InputError, open_input, too_large};
+use threadline_cli::stderr_line;
 
 /// The SSE bodies in the input: the input itself, or every SSE body of a canonical fixture.
 fn sse_bodies(bytes: &[u8]) -> Vec<(Option<String>, Vec<u8>)> {
@@ -116,7 +117,7 @@ pub(crate) fn run(path: &str) -> Result<(), CliError> {
                 if let Some(partial) = error.partial() {
                     print_json(partial);
                 }
-                eprintln!("threadline: {prefix}{error}");
+                stderr_line!("threadline: {prefix}{error}");
             }
         }
     }
@@ -130,7 +131,7 @@ pub(crate) fn run(path: &str) -> Result<(), CliError> {
 
 fn print_json(message: &threadline_wire::ResponseMessage) {
     match serde_json::to_string_pretty(message) {
-        Ok(json) => crate::output::print_line(&json),
-        Err(e) => eprintln!("threadline: cannot print the message: {e}"),
+        Ok(json) => crate::output::print_json(&json),
+        Err(e) => stderr_line!("threadline: cannot print the message: {e}"),
     }
 }

@@ -31,6 +31,7 @@ use crate::session::{
     Continuation, NEXT_MESSAGE_PLACEHOLDER, build_request, looks_like_transcript, read_session,
 };
 use crate::terminal_text::terminal_safe;
+use threadline_cli::stderr_line;
 
 /// The `format` of a canonical fixture file.
 const FIXTURE_FORMAT: &str = "threadline-fixture/1";
@@ -97,7 +98,7 @@ fn jobs(path: &str, value: Value, args: &CheckArgs<'_>) -> Result<Vec<Job>, Stri
         .collect();
     if jobs.is_empty() {
         // Response-only recordings are valid fixtures with nothing to check.
-        eprintln!("threadline: {path}: the fixture holds no recorded request; nothing to check");
+        stderr_line!("threadline: {path}: the fixture holds no recorded request; nothing to check");
     }
     Ok(jobs)
 }
@@ -127,8 +128,7 @@ impl Checked {
 fn resolve<'a>(table: &'a ModelTable, id: &'a str, warned: &mut BTreeSet<String>) -> &'a Model {
     let resolved = table.resolve(id);
     if !resolved.is_known() && warned.insert(id.to_owned()) {
-        let id = terminal_safe(id, false);
-        eprintln!(
+        stderr_line!(
             "threadline: warning: unknown model `{id}`: its model-specific rules are checked \
              against the model table's conservative default and reported as warnings, not \
              violations"
@@ -208,17 +208,17 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
         .to_string());
     }
     for problem in &session.problems {
-        eprintln!("threadline: {path}: {problem}");
+        stderr_line!("threadline: {path}: {problem}");
     }
     let next = args.next.unwrap_or(NEXT_MESSAGE_PLACEHOLDER);
     let (request, normalized, continuation) = build_request(&session, args.model, None, Some(next));
-    eprintln!(
+    stderr_line!(
         "threadline: {path}: {} transcript normalized; {}",
         session.format,
         normalized.report.summary()
     );
     if continuation == Continuation::Finished {
-        eprintln!(
+        stderr_line!(
             "threadline: {path}: the session is finished (it ends with the model's complete \
              answer); checked as the request that continues it with the user's next message"
         );
@@ -238,12 +238,12 @@ pub(crate) fn run(args: &CheckArgs<'_>) -> Result<(), CliError> {
     let bytes = read_input(args.path)?;
     let checked = check_input(&bytes, args).map_err(CliError::rejected)?;
     for warning in &checked.warnings {
-        // Request text (ids, names) goes to a terminal: escape control characters.
-        eprintln!("threadline: warning: {}", terminal_safe(warning, false));
+        // Request text (ids, names): escaped by `stderr_line`.
+        stderr_line!("threadline: warning: {warning}");
     }
     if checked.violations.is_empty() {
         // Say so on stderr, so stdout stays the list of violations (empty here).
-        eprintln!("threadline: {}: no violations", args.path);
+        stderr_line!("threadline: {}: no violations", args.path);
         return Ok(());
     }
     for line in &checked.violations {

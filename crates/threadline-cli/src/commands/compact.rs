@@ -21,6 +21,7 @@ use threadline_wire::model::ModelTable;
 use crate::error::{BoxError, CliError};
 use crate::input::InputError;
 use crate::session::{Sidechains, load_session};
+use threadline_cli::stderr_line;
 
 /// The layer to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,7 +59,7 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliEr
         Some(path) => fs::write(path, text)
             .map_err(|e| cannot(format!("cannot write the result: {path}"), e.into())),
         None => {
-            crate::output::print_line(text.trim_end_matches('\n'));
+            crate::output::print_json(text.trim_end_matches('\n'));
             Ok(())
         }
     }
@@ -74,7 +75,7 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     };
     let resolved = ModelTable::builtin().resolve(args.model);
     if let Some(warning) = resolved.warning() {
-        eprintln!("threadline: {warning}");
+        stderr_line!("threadline: {warning}");
     }
     let model = resolved.model();
     let history = session.messages;
@@ -102,7 +103,7 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
             (snipped.messages, what)
         }
         Strategy::Auto if before < limit => {
-            eprintln!("threadline: {path}: {before} tokens, below the limit {limit}; unchanged");
+            stderr_line!("threadline: {path}: {before} tokens, below the limit {limit}; unchanged");
             (history.clone(), "nothing to compact".to_owned())
         }
         Strategy::Auto => {
@@ -119,7 +120,7 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     };
     let after = estimate_context(&messages, overhead);
     write_transcript(&messages, args.out)?;
-    eprintln!(
+    stderr_line!(
         "threadline: {path}: {} messages, ~{before} tokens -> {} messages, ~{after} tokens; {what}",
         history.len(),
         messages.len(),

@@ -15,11 +15,13 @@ use std::time::Duration;
 use sha2::Digest as _;
 use threadline::query::Terminal;
 use threadline_restate::{
-    Ingress, InvocationId, Output, SessionView, ShowRequest, TurnOutcome, TurnRequest,
+    Ingress, InvocationId, Output, SessionView, ShowRequest, StepRecord, TurnOutcome, TurnRequest,
 };
 
 use crate::error::CliError;
-use crate::permission_prompt::can_ask;
+use crate::permission_prompt::{can_ask, is_yes, question};
+use crate::terminal_text::{terminal_safe, terminal_safe_json};
+use threadline_cli::stderr_line;
 
 /// The Virtual Object's name.
 const SESSION: &str = "Session";
@@ -96,14 +98,15 @@ pub(crate) fn run(args: &RemoteRun<'_>) -> Result<(), CliError> {
             .send(SESSION, args.session, "turn", &body, Some(&id))
             .await
             .map_err(|e| CliError::start(Some(RUN), "cannot submit the turn", e))?;
-        eprintln!(
+        stderr_line!(
             "turn {} of session {} (invocation {invocation})",
             before.turns + 1,
             args.session
         );
         let outcome = follow(&ingress, args.session, &invocation).await?;
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{}", outcome.text)
+        stdout
+            .write_all(answer(&outcome.text).as_bytes())
             .and_then(|()| stdout.flush())
             .map_err(|e| CliError::output(Some(RUN), "the answer", e))?;
         match outcome.terminal {
@@ -132,8 +135,7 @@ async fn follow(
         // The step log of the current turn (also after it finished, to print the last steps).
         let view = view(RUN, ingress, session, usize::MAX).await?;
         for step in view.steps.iter().skip(printed) {
-            let verdict = if step.ok { "ok" } else { "failed" };
-            eprintln!("  {} {verdict} ({} bytes)", step.name, step.bytes);
+            stderr_line!("{}", step_line(step));
         }
         printed = printed.max(view.steps.len());
         match done {
@@ -167,21 +169,47 @@ async fn follow(
     }
 }
 
-/// Asks on the terminal whether to allow the pending call (denied without a terminal).
-async fn ask_user(ask: &serde_json::Value) -> bool {
+/// The answer's text as written to stdout: the model's prose, with its newlines and tabs but
+/// every escape sequence shown escaped, as the embedded `run` streams it.
+fn answer(text: &str) -> String {
+    format!("{}\n", terminal_safe(text, true))
+}
+
+/// One journaled step, `  NAME ok|failed (N bytes)`: the name carries a tool use's id, which
+/// the model wrote, so it is escaped.
+fn step_line(step: &StepRecord) -> String {
+    let verdict = if step.ok { "ok" } else { "failed" };
+    format!(
+        "  {} {verdict} ({} bytes)",
+        terminal_safe(&step.name, false),
+        step.bytes
+    )
+}
+
+/// What the pending question asks: `TOOL: PROMPT` (the prompt quotes the model's call).
+fn asked(ask: &serde_json::Value) -> String {
     let tool = ask.get("tool").and_then(|v| v.as_str()).unwrap_or("a tool");
     let prompt = ask.get("prompt").and_then(|v| v.as_str()).unwrap_or("");
+    format!("{tool}: {prompt}")
+}
+
+/// Asks on the terminal whether to allow the pending call (denied without a terminal), with
+/// the embedded `run`'s question and answers.
+async fn ask_user(ask: &serde_json::Value) -> bool {
+    let asked = asked(ask);
     if !can_ask() {
-        eprintln!("  {tool}: {prompt}: denied (stdin is not a terminal)");
+        stderr_line!("threadline: {asked}: denied (stdin is not a terminal)");
         return false;
     }
-    eprint!("  {tool}: {prompt} [y/N] ");
+    let mut stderr = std::io::stderr();
+    let _ = write!(stderr, "{}", question(&asked));
+    let _ = stderr.flush();
     let line = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line)
     })
     .await;
-    matches!(line, Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes"))
+    matches!(line, Ok(Ok(line)) if is_yes(&line))
 }
 
 /// `session show --restate URL ID [--json] [--transcript]`.
@@ -214,23 +242,28 @@ pub(crate) fn show(url: &str, session: &str, json: bool, transcript: bool) -> Re
         value.as_object_mut().map(|o| o.remove("next"));
         out = format!("{value:#}\n");
     } else {
-        out.push_str(&format!("session: {session}\n"));
-        out.push_str(&format!("status: {}\n", first.status));
+        let safe = |text: &str| terminal_safe(text, false).into_owned();
+        out.push_str(&format!("session: {}\n", safe(session)));
+        out.push_str(&format!("status: {}\n", safe(&first.status)));
         out.push_str(&format!("turns: {}\n", first.turns));
         out.push_str(&format!("messages: {}\n", first.message_count));
         out.push_str(&format!("steps of the last turn: {}\n", first.steps.len()));
         for step in &first.steps {
-            let verdict = if step.ok { "ok" } else { "failed" };
-            out.push_str(&format!(
-                "  {} {verdict} ({} bytes)\n",
-                step.name, step.bytes
-            ));
+            out.push_str(&step_line(step));
+            out.push('\n');
         }
         if let Some(ask) = &first.ask {
             let tool = ask.get("tool").and_then(|v| v.as_str()).unwrap_or("?");
-            out.push_str(&format!("waiting for permission: {tool}\n"));
+            out.push_str(&format!("waiting for permission: {}\n", safe(tool)));
         }
     }
+    // The JSON forms quote the model too: what the serializer leaves raw is escaped (the
+    // table's cells were escaped as it was built, and stay as they are).
+    let out = if transcript || json {
+        terminal_safe_json(&out)
+    } else {
+        out.into()
+    };
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())
@@ -240,6 +273,56 @@ pub(crate) fn show(url: &str, session: &str, json: bool, transcript: bool) -> Re
 
 #[cfg(test)]
 mod tests {
+    /// Escape sequences that hide or rewrite what a terminal shows.
+    const HOSTILE: &str = "\u{1b}]0;PWNED\u{7}\u{1b}[2K\r\u{1b}[1A\u{202e}";
+
+    /// Whether `text` holds a byte a terminal would act on: ESC, CR, BEL, a bidi override.
+    fn raw(text: &str) -> bool {
+        text.contains(['\u{1b}', '\r', '\u{7}', '\u{202e}'])
+    }
+
+    #[test]
+    fn the_question_of_a_durable_turn_shows_the_command_escaped() {
+        let ask = serde_json::json!({
+            "awakeable_id": "a1",
+            "tool": "Bash",
+            "prompt": format!("touch pwned{HOSTILE}\nRun `ls`?"),
+        });
+        let question = super::question(&super::asked(&ask));
+        assert!(!raw(&question), "{question:?}");
+        assert_eq!(
+            question,
+            "threadline: Bash: touch pwned\\u{1b}]0;PWNED\\u{7}\\u{1b}[2K\\u{d}\\u{1b}[1A\\u{202e}\\u{a}Run `ls`? [y/N] "
+        );
+    }
+
+    #[test]
+    fn the_answer_and_the_steps_of_a_durable_turn_are_escaped() {
+        let answer = super::answer(&format!("done{HOSTILE}\n\tnext"));
+        assert!(!raw(&answer), "{answer:?}");
+        assert_eq!(
+            answer,
+            "done\\u{1b}]0;PWNED\\u{7}\\u{1b}[2K\\u{d}\\u{1b}[1A\\u{202e}\n\tnext\n"
+        );
+        let step: threadline_restate::StepRecord = serde_json::from_value(serde_json::json!({
+            "kind": "tool",
+            "name": format!("tool:toolu_1{HOSTILE}\n  model#9 ok"),
+            "ok": true,
+            "bytes": 12,
+        }))
+        .expect("a step record");
+        let line = super::step_line(&step);
+        assert!(!raw(&line) && !line.contains('\n'), "{line:?}");
+        assert!(
+            line.starts_with("  tool:toolu_1\\u{1b}]0;PWNED"),
+            "{line:?}"
+        );
+        assert!(
+            line.ends_with("\\u{a}  model#9 ok ok (12 bytes)"),
+            "{line:?}"
+        );
+    }
+
     #[test]
     fn a_turn_id_names_the_session_the_turn_and_the_prompt() {
         let id = super::turn_id("s1", 3, "hello");

@@ -10,6 +10,7 @@ use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 use crate::error::CliError;
 use crate::session::{Sidechains, load_session_history};
 use crate::terminal_text::terminal_safe;
+use threadline_cli::stderr_line;
 
 /// What `inspect` was asked.
 pub(crate) struct InspectArgs<'a> {
@@ -27,7 +28,7 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
         add_plan(&mut report, &session, args.model, strategy);
     }
     if let Some(warning) = report["model_warning"].as_str() {
-        eprintln!("threadline: {warning}");
+        stderr_line!("threadline: {warning}");
     }
     if let Some(out) = args.html
         && let Err(e) = std::fs::write(out, render_html(&report, args.path))
@@ -41,7 +42,7 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
     if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::output(None, "cannot print the report", e))?;
-        crate::output::print_line(&json);
+        crate::output::print_json(&json);
     } else {
         // The table quotes the transcript (cache-break causes carry a command's output, which
         // Claude Code records with ANSI escapes): control characters are escaped.

@@ -73,7 +73,7 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
     let config = crate::mcp_setup::load(&workspace, extra, "mcp")
         .map_err(|line| CliError::unusable(Some("mcp"), line, None))?;
     if config.servers.is_empty() {
-        println!("no MCP servers configured");
+        crate::output::print_line("no MCP servers configured");
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -89,7 +89,7 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
         let tools = server.tool_infos();
         out.push_str(&format!(
             "{}: connected, {} tools\n",
-            server.name(),
+            terminal_safe(server.name(), false),
             tools.len()
         ));
         if let Some(instructions) = server.instructions() {
@@ -107,7 +107,7 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
             }
             out.push_str(&format!(
                 "  {} [{}] {}\n",
-                tool.name,
+                terminal_safe(&tool.name, false),
                 hints.join(", "),
                 terminal_safe(first, false)
             ));
@@ -116,11 +116,12 @@ fn list(cwd: Option<&Path>, extra: Option<&Path>) -> Result<(), CliError> {
     for failure in &servers.failures {
         out.push_str(&format!(
             "{}: failed: {}\n",
-            failure.server(),
+            terminal_safe(failure.server(), false),
             terminal_safe(&failure.to_string(), false)
         ));
     }
-    print!("{out}");
+    // A failed write is one line on stderr and exit code 1 (`output::finish`).
+    crate::output::print(&out);
     let failed = servers.failures.len();
     crate::mcp_setup::stop(&runtime, servers);
     runtime.shutdown_background();

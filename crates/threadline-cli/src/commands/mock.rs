@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::CliError;
+use threadline_cli::stderr_line;
 use threadline_mock::{MockConfig, MockServer, Scenario, ServerLimits, Step};
 
 /// The mock's bounds on what clients send (`threadline_mock::ServerLimits`).
@@ -112,13 +113,13 @@ pub(crate) fn run(
         crate::output::print(&format!("listening on {}\n", server.base_url()));
         match tokio::signal::ctrl_c().await {
             Ok(()) => {
-                eprintln!(
+                stderr_line!(
                     "threadline: mock stopped after {} requests",
                     server.request_count()
                 );
             }
             Err(error) => {
-                eprintln!("threadline: cannot wait for Ctrl-C: {error}");
+                stderr_line!("threadline: cannot wait for Ctrl-C: {error}");
                 server.wait().await;
             }
         }

@@ -2,6 +2,7 @@
 
 use crate::error::CliError;
 use crate::session::{Continuation, Sidechains, build_request, load_session};
+use threadline_cli::stderr_line;
 
 /// Prints the request that continues the session. A finished session (it ends with the
 /// model's complete answer) has no such request until the user's next message is known:
@@ -16,7 +17,7 @@ pub(crate) fn run(
     let session = load_session(path, Sidechains::Never)?;
     let (request, normalized, continuation) = build_request(&session, model, max_tokens, next);
     if continuation == Continuation::Finished && next.is_none() {
-        eprintln!(
+        stderr_line!(
             "threadline: {path}: the session is finished: it ends with the model's complete \
              answer, so the request that continues it needs the user's next message \
              (`--next TEXT`); {} transcript, {} messages; {}",
@@ -28,8 +29,8 @@ pub(crate) fn run(
     }
     let json = serde_json::to_string_pretty(&request)
         .map_err(|e| CliError::output(None, "cannot print the request", e))?;
-    crate::output::print_line(&json);
-    eprintln!(
+    crate::output::print_json(&json);
+    stderr_line!(
         "threadline: {path}: {} transcript, {} messages -> {} request messages; {}",
         session.format,
         session.messages.len(),

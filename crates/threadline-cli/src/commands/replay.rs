@@ -26,6 +26,7 @@ use crate::error::CliError;
 use crate::meter::{Meter, Metered, Totals};
 use crate::output::print_line;
 use crate::progress::{Progress, Style};
+use crate::terminal_text::terminal_safe;
 
 /// The key sent to the mock.
 const REPLAY_KEY: &str = "sk-ant-replay-offline";
@@ -184,11 +185,15 @@ async fn drive_runs(
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or("?");
-        print_line(&format!(
-            "run {} from exchange {} ({model}): {}",
-            driven.runs,
-            mock.request_count(),
-            crate::progress::first_line(&prompt, 80)
+        // The model and the prompt are the recording's: escaped.
+        print_line(&terminal_safe(
+            &format!(
+                "run {} from exchange {} ({model}): {}",
+                driven.runs,
+                mock.request_count(),
+                crate::progress::first_line(&prompt, 80)
+            ),
+            false,
         ));
         let before = mock.request_count();
         let mut events = agent.run(prompt);
@@ -265,7 +270,10 @@ fn print_summary(driven: &Driven, answered: &Answered, recorded: usize, totals: 
     let progress = &driven.progress;
     print_line("");
     print_line("summary");
-    let line = |key: &str, value: String| print_line(&format!("  {key:<17} {value}"));
+    // Values quote the recording (the terminal reason carries a refusal's explanation).
+    let line = |key: &str, value: String| {
+        print_line(&format!("  {key:<17} {}", terminal_safe(&value, false)));
+    };
     line("runs:", driven.runs.to_string());
     line(
         "exchanges used:",

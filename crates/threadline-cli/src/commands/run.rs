@@ -12,6 +12,7 @@ use threadline_attach::{
     AgentMentions, Collected, Collector, DateChange, FileMentions, Limits, NestedInstructions,
     QueuedCommands, SystemContext, TokenUsage, Turn, UserContext, Workspace, git_status_snapshot,
 };
+use threadline_cli::stderr_line;
 use threadline_message::Message;
 use threadline_normalize::{Options, normalize};
 use threadline_wire::model::ModelTable;
@@ -87,7 +88,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let table = ModelTable::builtin();
     let resolved = table.resolve(model_id);
     if let Some(warning) = resolved.warning() {
-        eprintln!("threadline: run: {warning}");
+        stderr_line!("threadline: run: {warning}");
     }
     let model = resolved.model();
     let max_tokens = args
@@ -126,12 +127,12 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     crate::mcp_setup::add_to_dry_run(&mut first.request, workspace.root(), args.mcp_config)
         .map_err(|line| CliError::unusable(RUN, line, None))?;
     for entry in &first.collected.report {
-        eprintln!("threadline: run: {entry}");
+        stderr_line!("threadline: run: {entry}");
     }
     let violations = validate(&first.request, model);
     let json = serde_json::to_string_pretty(&first.request)
         .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
-    crate::output::print_line(&json);
+    crate::output::print_json(&json);
     if !violations.is_empty() {
         return Err(CliError::InvalidRequest { violations });
     }

@@ -23,6 +23,7 @@ use crate::meter::{Meter, Metered};
 use crate::permission_prompt::{AskOnStdin, can_ask};
 use crate::progress::{Progress, Style};
 use crate::stdin_lines::StdinLines;
+use threadline_cli::stderr_line;
 
 /// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set (a mock only
 /// checks that there is one).
@@ -161,10 +162,11 @@ async fn prompt_loop(
     meter: &Meter,
     lines: &StdinLines,
 ) -> Result<(), CliError> {
-    eprintln!("threadline: type a request, or `exit` (Ctrl-D) to stop");
+    stderr_line!("threadline: type a request, or `exit` (Ctrl-D) to stop");
     loop {
-        eprint!("> ");
-        let _ = std::io::stderr().flush();
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "> ");
+        let _ = stderr.flush();
         let line = match lines.next().await {
             None => break,
             Some(Ok(line)) => line,
@@ -185,11 +187,11 @@ async fn prompt_loop(
         }
         match drive(agent, line).await {
             Some(Terminal::Completed) | None => {}
-            Some(other) => eprintln!("threadline: run: the turn ended: {other}"),
+            Some(other) => stderr_line!("threadline: run: the turn ended: {other}"),
         }
     }
     let totals = meter.totals();
-    eprintln!(
+    stderr_line!(
         "threadline: {} requests, {} tokens in ({:.0}% read from the cache), {} out, ${:.4}",
         totals.answered,
         totals.all_input_tokens(),

@@ -21,6 +21,7 @@ use crate::error::CliError;
 use crate::input::{InputError, read_input};
 use crate::session::{Session, Sidechains, load_session, no_messages, read_session};
 use crate::terminal_text::terminal_safe;
+use threadline_cli::stderr_line;
 
 /// The operations of `threadline session`.
 #[derive(Debug, Subcommand)]
@@ -184,7 +185,7 @@ fn load_with_text(path: &str) -> Result<(Session, String), CliError> {
         )));
     }
     for problem in &session.problems {
-        eprintln!("threadline: {path}: {problem}");
+        stderr_line!("threadline: {path}: {problem}");
     }
     Ok((session, text))
 }
@@ -240,7 +241,7 @@ fn fork(file: &str, at: &str, out: &Path) -> Result<(), CliError> {
         lines.push((line, message));
     }
     write_new_lines(out, &lines)?;
-    eprintln!(
+    stderr_line!(
         "threadline: session fork: {} of {} messages of {source} (up to {at}) forked to {}",
         forked.kept().len(),
         session.messages.len(),
@@ -277,7 +278,7 @@ fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), CliError> {
             rewound.answered.join(", ")
         )
     };
-    eprintln!(
+    stderr_line!(
         "threadline: session rewind: {turns} turn(s) dropped, {} of {} messages kept, written to {}{answered}",
         rewound.kept,
         session.messages.len(),
@@ -293,7 +294,7 @@ fn list(dir: &Path, json: bool) -> Result<(), CliError> {
     let listing = session_ops::list_sessions(dir, &options)
         .map_err(|e| CliError::rejected(format!("threadline: session list: {e}")))?;
     for skipped in &listing.skipped {
-        eprintln!(
+        stderr_line!(
             "threadline: session list: {}: skipped: {}",
             skipped.path.display(),
             skipped.reason
@@ -303,7 +304,7 @@ fn list(dir: &Path, json: bool) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&listing.sessions).map_err(|e| {
             CliError::rejected(format!("threadline: cannot print the listing: {e}"))
         })?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
         return Ok(());
     }
     let infos: Vec<&SessionInfo> = listing.sessions.iter().map(|s| &s.info).collect();
@@ -380,7 +381,7 @@ fn show(file: &str, json: bool) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&value).map_err(|e| {
             CliError::rejected(format!("threadline: cannot print the summary: {e}"))
         })?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
         return Ok(());
     }
     let safe = |text: &str| terminal_safe(text, false).into_owned();
@@ -470,7 +471,7 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
         )));
     }
     for problem in &problems {
-        eprintln!("threadline: {shown}: {problem}");
+        stderr_line!("threadline: {shown}: {problem}");
     }
     let model = history.iter().rev().find_map(|m| match m {
         Message::Assistant(a) if !a.model.is_empty() && !a.is_api_error => Some(a.model.clone()),
@@ -478,7 +479,7 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
     });
     let transcript = match (imported, out) {
         (false, None) => {
-            eprintln!(
+            stderr_line!(
                 "threadline: run: resuming {shown} ({} messages); the session is appended to it",
                 history.len()
             );
@@ -486,7 +487,7 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
         }
         (false, Some(out)) => {
             copy_new(out, text.as_bytes())?;
-            eprintln!(
+            stderr_line!(
                 "threadline: run: resuming {shown} ({} messages) in {}; the session is appended there",
                 history.len(),
                 out.display()
@@ -496,7 +497,7 @@ pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, 
         (true, out) => {
             let out = out.map_or_else(|| default_import_path(file), Path::to_path_buf);
             write_new(&out, &history)?;
-            eprintln!(
+            stderr_line!(
                 "threadline: run: imported {} messages of the Claude Code transcript {shown} into {}; the session continues there",
                 history.len(),
                 out.display()

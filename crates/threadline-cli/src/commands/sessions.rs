@@ -11,17 +11,14 @@ use threadline_message::SessionInfo;
 use crate::error::CliError;
 use crate::project::overview;
 use crate::terminal_text::terminal_safe;
+use threadline_cli::stderr_line;
 
 /// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
 pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
     let project = scan_project(dir)?;
     for problem in &project.problems {
         let path = problem.path.display().to_string();
-        eprintln!(
-            "threadline: {}: {}",
-            terminal_safe(&path, false),
-            problem.reason
-        );
+        stderr_line!("threadline: {path}: {}", problem.reason);
     }
     let options = ImportOptions::default();
     let mut rows = Vec::new();
@@ -56,10 +53,9 @@ pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
         });
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::output(None, "cannot print the list", e))?;
-        crate::output::print_line(&text);
+        crate::output::print_json(&text);
     } else {
-        // Ids, titles and models come from the files: control characters are escaped.
-        crate::output::print_line(&terminal_safe(&render(&rows, &orphans), true));
+        crate::output::print_line(&render(&rows, &orphans));
     }
     Ok(())
 }
@@ -157,10 +153,15 @@ fn render(rows: &[Value], orphans: &[Value]) -> String {
     out
 }
 
+/// One row of the table. Ids (file names), errors, titles and models come from the files:
+/// each is escaped as one line, so that a file name holding a newline cannot print a row.
 fn line(row: &Value, prefix: &str) -> String {
-    let id = format!("{prefix}{}", row["id"].as_str().unwrap_or_default());
-    if let Some(error) = row["error"].as_str() {
-        return format!("{id:<37} {error}\n");
+    let safe = |key: &str, default: &'static str| {
+        terminal_safe(row[key].as_str().unwrap_or(default), false).into_owned()
+    };
+    let id = format!("{prefix}{}", safe("id", ""));
+    if row["error"].is_string() {
+        return format!("{id:<37} {}\n", safe("error", ""));
     }
     let kind = match row["kind"].as_str() {
         Some("compaction") => "(compaction) ",
@@ -173,11 +174,12 @@ fn line(row: &Value, prefix: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(60)
         .collect();
+    let title = terminal_safe(&title, false);
     format!(
         "{id:<37} {:<25} {:>8}  {:<25} {:>8}  {kind}{title}\n",
-        row["start"].as_str().unwrap_or("-"),
+        safe("start", "-"),
         row["messages"].as_u64().unwrap_or(0),
-        row["model"].as_str().unwrap_or("-"),
+        safe("model", "-"),
         row["tokens"]["total"].as_u64().unwrap_or(0),
     )
 }

@@ -22,6 +22,7 @@ use threadline_restate::{PermissionMode, Worker};
 use crate::agent_setup::{API_BASE_URL, SYSTEM_PROMPT, client, quick_retries};
 use crate::commands::run_live::api_key;
 use crate::error::CliError;
+use threadline_cli::stderr_line;
 
 /// The subcommand, as error lines name it.
 const WORKER: Option<&str> = Some("worker");
@@ -183,7 +184,7 @@ async fn register(admin: &str, uri: &str) -> Result<(), CliError> {
         .register_deployment(uri, true)
         .await
         .map_err(|e| CliError::start(WORKER, format!("cannot register {uri} with {admin}"), e))?;
-    eprintln!("threadline: worker: registered {uri} as deployment {id}");
+    stderr_line!("threadline: worker: registered {uri} as deployment {id}");
     Ok(())
 }
 
