@@ -26,3 +26,5 @@ mod replay;
 mod run;
 #[path = "suite/run_mock.rs"]
 mod run_mock;
+#[path = "suite/worker.rs"]
+mod worker;

@@ -9,65 +9,31 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use base64::Engine as _;
-use ring::signature::{Ed25519KeyPair, KeyPair as _};
 use serde_json::{Value, json};
 use threadline_query::scripted::{Reply, Response, ScriptedService};
 use threadline_query::{QueryConfig, Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_restate::{IdentityKey, ServeError, Worker};
-use threadline_testkit::restate::{Options, RestateServer};
+use threadline_testkit::restate::{Options, RestateServer, SigningKey};
 use threadline_wire::StopReason;
 use tokio::sync::oneshot;
 
-/// The server's option naming its request-signing key (Restate 1.7).
-const SIGNING_KEY_ENV: &str = "RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE";
-
-/// A fresh Ed25519 key pair: the private key as PKCS#8 PEM (what the server reads) and the
-/// public key as the worker takes it (`publickeyv1_` + base58, what the server logs).
-fn key_pair() -> (String, IdentityKey) {
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).expect("an Ed25519 key");
-    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("the key just generated");
-    let base64 = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
-    let lines: Vec<&str> = base64
-        .as_bytes()
-        .chunks(64)
-        .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
-        .collect();
-    let pem = format!(
-        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-        lines.join("\n")
-    );
-    let public = format!(
-        "publickeyv1_{}",
-        bs58::encode(pair.public_key().as_ref()).into_string()
-    );
-    (pem, IdentityKey::new(&public).expect("a well-formed key"))
+/// A fresh key pair and the worker's view of its public key.
+fn key_pair() -> (SigningKey, IdentityKey) {
+    let signing = SigningKey::generate().unwrap_or_else(|e| panic!("{e}"));
+    let public = IdentityKey::new(signing.public_key()).expect("a well-formed key");
+    (signing, public)
 }
 
-/// A server with the suite's timeouts, signing its requests with `pem` when given one.
-async fn server_signing(pem: Option<&str>) -> (RestateServer, Option<tempfile::TempDir>) {
-    let dir = pem.map(|pem| {
-        let dir = tempfile::tempdir().expect("a key directory");
-        std::fs::write(dir.path().join("private.pem"), pem).expect("write the key");
-        dir
-    });
-    let extra_env = dir
-        .iter()
-        .map(|dir| {
-            let path = dir.path().join("private.pem");
-            (SIGNING_KEY_ENV.to_owned(), path.display().to_string())
-        })
-        .collect();
-    let server = RestateServer::start_with(Options {
+/// A server with the suite's timeouts, signing its requests with `key` when given one.
+async fn server_signing(key: Option<SigningKey>) -> RestateServer {
+    RestateServer::start_with(Options {
         inactivity_timeout: Duration::from_secs(5),
         abort_timeout: Duration::from_secs(5),
-        extra_env,
+        signing_key: key,
         ..Options::default()
     })
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    (server, dir)
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A tool that counts its runs (a side effect an intruder must not cause).
@@ -149,8 +115,8 @@ fn loopback() -> SocketAddr {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signing_server_drives_the_worker_with_its_key_and_no_worker_with_another() {
-    let (pem, key) = key_pair();
-    let (server, _key_dir) = server_signing(Some(&pem)).await;
+    let (signing, key) = key_pair();
+    let server = server_signing(Some(signing)).await;
     // The server derives the same public key from the PEM (it logs it at startup).
     let log = std::fs::read_to_string(server.log_path()).expect("the server's log");
     assert!(log.contains(key.as_str()), "{}", server.log_tail());
@@ -187,7 +153,7 @@ async fn a_signing_server_drives_the_worker_with_its_key_and_no_worker_with_anot
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_with_a_key_refuses_a_server_that_does_not_sign() {
     let (_, key) = key_pair();
-    let (server, _) = server_signing(None).await;
+    let server = server_signing(None).await;
     let worker = probe(&key);
     let (url, _stop, _task) = serve_on(loopback(), worker.worker.clone()).await;
     let refused = server
