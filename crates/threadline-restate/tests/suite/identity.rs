@@ -184,7 +184,10 @@ async fn serve_refuses_a_non_loopback_listener_to_a_worker_without_a_key() {
         QueryConfig::new("claude-sonnet-4-5", 1024),
     );
     let (_, _stop, task) = serve_on(unspecified, keyless.clone()).await;
-    let refused = task.await.expect("the serving task");
+    let refused = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("serve returns at once instead of serving")
+        .expect("the serving task");
     assert!(
         matches!(refused, Err(ServeError::Unverified { address }) if !address.ip().is_loopback()),
         "{refused:?}"
