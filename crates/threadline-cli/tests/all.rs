@@ -30,3 +30,5 @@ mod run;
 mod run_mock;
 #[path = "suite/terminal_escapes.rs"]
 mod terminal_escapes;
+#[path = "suite/worker.rs"]
+mod worker;

@@ -35,6 +35,7 @@
 
 mod admin;
 mod http;
+mod identity;
 mod ingress;
 mod journal;
 mod journal_recording;
@@ -45,6 +46,7 @@ mod worker;
 
 pub use admin::Admin;
 pub use http::{ClientError, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES};
+pub use identity::{IdentityKey, IdentityKeyError};
 pub use ingress::{Ingress, InvocationId, Output};
 pub use journal::{Journal, JournalError, ReadState};
 pub use journal_recording::{Crash, RecordingJournal};
@@ -57,4 +59,4 @@ pub use store::{
     MAX_APPEND_REQUEST_BYTES, RestateStore, SESSION_INDEX, SESSION_LOG, SessionIndex, SessionLog,
     bind_store,
 };
-pub use worker::{ModelBackend, ServeError, Worker, serve};
+pub use worker::{ModelBackend, ServeError, Worker, is_loopback, serve};

@@ -3,6 +3,7 @@
 //! binds the `Session` object.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use threadline_query::{QueryConfig, Tool, ToolSet};
 use threadline_wire::MessagesRequest;
 use threadline_wire::service::{EventStreamFuture, MessagesService};
 
+use crate::identity::{IdentityKey, IdentityKeyError, install_crypto};
 use crate::session::{MAX_STEP_BYTES, PermissionMode, Session, Settings, StepObserver, StepRecord};
 
 /// The model a worker calls (inside each journaled model step): any `MessagesService` that
@@ -56,6 +58,7 @@ pub struct Worker {
     settings: Arc<Settings>,
     inactivity_timeout: Duration,
     abort_timeout: Duration,
+    identity_keys: Vec<IdentityKey>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -67,6 +70,7 @@ impl std::fmt::Debug for Worker {
             .field("step_delay", &self.settings.step_delay)
             .field("inactivity_timeout", &self.inactivity_timeout)
             .field("abort_timeout", &self.abort_timeout)
+            .field("identity_keys", &self.identity_keys)
             .finish_non_exhaustive()
     }
 }
@@ -99,6 +103,7 @@ impl Worker {
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
             abort_timeout: Self::DEFAULT_ABORT_TIMEOUT,
+            identity_keys: Vec::new(),
         }
     }
 
@@ -227,13 +232,43 @@ impl Worker {
         self.abort_timeout
     }
 
+    /// Obeys only requests signed by the Restate server holding the private key of `key`
+    /// (request identity; repeat for several servers or a key rotation). A worker with at
+    /// least one key answers 401 to an unsigned request or one signed by another key, at
+    /// discovery and at each invocation; a worker without keys obeys anyone who reaches it,
+    /// so [`serve`] refuses to listen on a non-loopback address without one.
+    pub fn with_identity_key(mut self, key: IdentityKey) -> Worker {
+        if !self.identity_keys.contains(&key) {
+            self.identity_keys.push(key);
+        }
+        self
+    }
+
+    /// The keys of the servers this worker obeys (empty: any caller).
+    pub fn identity_keys(&self) -> &[IdentityKey] {
+        &self.identity_keys
+    }
+
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
-    /// An endpoint builder with the `Session` object bound with this worker's options: bind
-    /// more objects on it (the `SessionLog` store) before `build()`.
-    pub fn endpoint_builder(&self) -> restate_sdk::endpoint::Builder {
+    /// An endpoint builder with the `Session` object bound with this worker's options and
+    /// its identity keys: bind more objects on it (the `SessionLog` store) before `build()`.
+    /// Fails only if the SDK refuses a key [`IdentityKey::new`] accepted.
+    pub fn endpoint_builder(&self) -> Result<restate_sdk::endpoint::Builder, IdentityKeyError> {
+        let mut builder = Endpoint::builder();
+        if !self.identity_keys.is_empty() {
+            install_crypto();
+        }
+        for key in &self.identity_keys {
+            builder =
+                builder
+                    .identity_key(key.as_str())
+                    .map_err(|e| IdentityKeyError::Malformed {
+                        reason: e.to_string(),
+                    })?;
+        }
         let session = Session {
             settings: Arc::clone(&self.settings),
         }
@@ -243,13 +278,13 @@ impl Worker {
                 .inactivity_timeout(self.inactivity_timeout)
                 .abort_timeout(self.abort_timeout),
         );
-        Endpoint::builder().bind(session)
+        Ok(builder.bind(session))
     }
 
     /// The Restate endpoint [`serve`] serves: the `Session` object with this worker's
-    /// options.
-    pub fn endpoint(&self) -> Endpoint {
-        crate::store::bind_store(self.endpoint_builder()).build()
+    /// options, verifying requests against its identity keys.
+    pub fn endpoint(&self) -> Result<Endpoint, IdentityKeyError> {
+        Ok(crate::store::bind_store(self.endpoint_builder()?).build())
     }
 }
 
@@ -260,16 +295,41 @@ pub enum ServeError {
     /// The listener's address could not be read.
     #[error("the listener is unusable: {0}")]
     Listener(#[source] std::io::Error),
+    /// The listener is reachable from other hosts and the worker has no identity key: anyone
+    /// who reaches it could run turns (tools, the API key) and answer pending questions.
+    #[error(
+        "refusing to serve on {address} without an identity key: a worker reachable from other hosts must verify the Restate server's signed requests (give it the server's publickeyv1_ key) or listen on a loopback address"
+    )]
+    Unverified {
+        /// The listening address.
+        address: SocketAddr,
+    },
+    /// The SDK refused an identity key.
+    #[error("{0}")]
+    IdentityKey(#[from] IdentityKeyError),
+}
+
+/// Whether `address` is reachable from this host only (127.0.0.0/8, `::1`, or an
+/// IPv4-mapped loopback address).
+pub fn is_loopback(address: SocketAddr) -> bool {
+    address.ip().to_canonical().is_loopback()
 }
 
 /// Serves `worker`'s endpoint on `listener` (HTTP/2 cleartext, prior knowledge, what the
 /// Restate server speaks) until `shutdown` completes.
+///
+/// A worker without identity keys ([`Worker::with_identity_key`]) is served on a loopback
+/// address only ([`ServeError::Unverified`] otherwise).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     worker: Worker,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let address = listener.local_addr().map_err(ServeError::Listener)?;
+    if worker.identity_keys.is_empty() && !is_loopback(address) {
+        return Err(ServeError::Unverified { address });
+    }
+    let endpoint = worker.endpoint()?;
     // Every journal entry is a small HTTP/2 frame the server waits for: without TCP_NODELAY
     // Nagle's algorithm holds each one back (a durable turn took 5x as long in the bench).
     // The SDK's server accepts the connections itself; Linux copies the option from the
@@ -277,8 +337,12 @@ pub async fn serve(
     socket2::SockRef::from(&listener)
         .set_tcp_nodelay(true)
         .map_err(ServeError::Listener)?;
-    tracing::info!(%address, "threadline worker serving the Session object");
-    HttpServer::new(worker.endpoint())
+    tracing::info!(
+        %address,
+        identity_keys = worker.identity_keys.len(),
+        "threadline worker serving the Session object"
+    );
+    HttpServer::new(endpoint)
         .serve_with_cancel(listener, shutdown)
         .await;
     Ok(())

@@ -6,6 +6,8 @@
 mod client;
 #[path = "suite/common.rs"]
 mod common;
+#[path = "suite/identity.rs"]
+mod identity;
 #[path = "suite/session.rs"]
 mod session;
 #[path = "suite/smoke.rs"]

@@ -66,6 +66,9 @@ pub struct Options {
     pub startup_timeout: Duration,
     /// More environment variables for the server (`RESTATE_...`), set after the harness's own.
     pub extra_env: Vec<(String, String)>,
+    /// Sign every request to a deployment with this key (request identity; the PEM is
+    /// written into the server's base directory and named by [`SIGNING_KEY_ENV`]).
+    pub signing_key: Option<SigningKey>,
 }
 
 impl Default for Options {
@@ -79,7 +82,65 @@ impl Default for Options {
             rocksdb_memory_mib: 256,
             startup_timeout: Duration::from_secs(30),
             extra_env: Vec::new(),
+            signing_key: None,
         }
+    }
+}
+
+/// The server option naming the Ed25519 private key (PKCS#8 PEM) it signs its requests to
+/// deployments with (`worker.invoker.request-identity-private-key-pem-file`).
+pub const SIGNING_KEY_ENV: &str = "RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE";
+
+/// A fresh request-identity key pair: the private key as the server reads it and the public
+/// key as a worker takes it (`publickeyv1_` + base58 of the 32-byte Ed25519 key, the `kid` the
+/// server logs at startup).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey {
+    pem: String,
+    public_key: String,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("public_key", &self.public_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
+    /// Generates an Ed25519 key pair (ring).
+    pub fn generate() -> Result<Self, HarnessError> {
+        use base64::Engine as _;
+        use ring::signature::{Ed25519KeyPair, KeyPair as _};
+        let failed = |what: &str| HarnessError::Key {
+            what: what.to_owned(),
+        };
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).map_err(|_| failed("generating"))?;
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|_| failed("reading"))?;
+        let base64 = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+        let mut pem = String::from("-----BEGIN PRIVATE KEY-----\n");
+        for line in base64.as_bytes().chunks(64) {
+            pem.push_str(&String::from_utf8_lossy(line));
+            pem.push('\n');
+        }
+        pem.push_str("-----END PRIVATE KEY-----\n");
+        let public_key = format!(
+            "publickeyv1_{}",
+            bs58::encode(pair.public_key().as_ref()).into_string()
+        );
+        Ok(Self { pem, public_key })
+    }
+
+    /// The private key, PKCS#8 PEM.
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// The public key, `publickeyv1_…`.
+    pub fn public_key(&self) -> &str {
+        &self.public_key
     }
 }
 
@@ -147,6 +208,12 @@ pub enum HarnessError {
         what: String,
         /// What went wrong.
         detail: String,
+    },
+    /// A signing key could not be generated.
+    #[error("cannot make a request-identity key ({what})")]
+    Key {
+        /// The step that failed.
+        what: String,
     },
     /// The server answered with an unexpected status.
     #[error("{what}: HTTP {status}: {body}")]
@@ -410,7 +477,14 @@ impl RestateServer {
             .try_clone()
             .map_err(|e| fatal(HarnessError::io("creating the server log", e)))?;
         let data_dir = base.path().join("data");
-        let child = server_command(binary, &data_dir, ports, options)
+        let mut command = server_command(binary, &data_dir, ports, options);
+        if let Some(key) = &options.signing_key {
+            let path = base.path().join("request-identity.pem");
+            std::fs::write(&path, key.pem())
+                .map_err(|e| fatal(HarnessError::io("writing the signing key", e)))?;
+            command.env(SIGNING_KEY_ENV, &path);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))

@@ -7,6 +7,10 @@
 //! Restate invocation, so when this process dies the server continues the session on another
 //! worker behind the same deployment address without repeating a journaled step. The first
 //! stdout line is `listening on http://ADDR` (flushed); SIGTERM or Ctrl-C stops serving.
+//!
+//! Whoever reaches the worker drives it (its tools, its API key, the answers to pending
+//! questions), so with `--identity-key` it obeys only requests signed by that Restate server
+//! (request identity) and without one it listens on a loopback address only.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -17,7 +21,7 @@ use std::time::Duration;
 use threadline::attach::Workspace;
 use threadline::query::{QueryConfig, ToolSet};
 use threadline::tools::ShellAccess;
-use threadline_restate::{PermissionMode, Worker};
+use threadline_restate::{IdentityKey, PermissionMode, Worker};
 
 use crate::agent_setup::{API_BASE_URL, SYSTEM_PROMPT, client, quick_retries};
 use crate::commands::run_live::api_key;
@@ -30,9 +34,15 @@ const WORKER: Option<&str> = Some("worker");
 /// What `threadline worker` was asked.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WorkerArgs {
-    /// Where to serve the Restate endpoint (port 0 picks a free port).
+    /// Where to serve the Restate endpoint (port 0 picks a free port). A non-loopback
+    /// address needs --identity-key.
     #[arg(long, value_name = "ADDR")]
     listen: SocketAddr,
+    /// Obey only requests signed by the Restate server with this public key (`publickeyv1_…`,
+    /// logged by a server started with `worker.invoker.request-identity-private-key-pem-file`);
+    /// anything else is answered 401. Repeatable (several servers, a key rotation).
+    #[arg(long, value_name = "KEY")]
+    identity_key: Vec<String>,
     /// Send model requests here instead of https://api.anthropic.com (e.g. a `threadline
     /// mock`); `ANTHROPIC_API_KEY` is then optional.
     #[arg(long, value_name = "URL")]
@@ -91,7 +101,33 @@ fn tools(workspace: &Path, shell: ShellAccess) -> Result<ToolSet, CliError> {
     Ok(threadline::tools::builtin(Arc::new(workspace), shell))
 }
 
+/// The identity keys of `args`: a malformed one is refused, and so is a non-loopback
+/// `--listen` without any.
+fn identity_keys(args: &WorkerArgs) -> Result<Vec<IdentityKey>, CliError> {
+    let keys = args
+        .identity_key
+        .iter()
+        .map(|key| {
+            IdentityKey::new(key).map_err(|e| CliError::Usage {
+                command: Some("worker"),
+                message: format!("--identity-key {key}: {e}"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if keys.is_empty() && !threadline_restate::is_loopback(args.listen) {
+        return Err(CliError::Usage {
+            command: Some("worker"),
+            message: format!(
+                "--listen {}: not a loopback address, and without --identity-key anyone who reaches the worker drives it; give the Restate server's public key (--identity-key publickeyv1_...) or listen on 127.0.0.1",
+                args.listen
+            ),
+        });
+    }
+    Ok(keys)
+}
+
 pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
+    let identity_keys = identity_keys(args)?;
     let key = api_key(args.base_url.as_deref())?;
     let base_url = args.base_url.as_deref().unwrap_or(API_BASE_URL);
     let workspace = match &args.workspace {
@@ -138,6 +174,9 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
             });
         }
         worker = worker.with_idempotent_tool(name);
+    }
+    for key in identity_keys {
+        worker = worker.with_identity_key(key);
     }
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)

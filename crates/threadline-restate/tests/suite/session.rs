@@ -270,7 +270,12 @@ async fn output(server: &RestateServer, invocation: &str) -> Value {
 async fn a_two_turn_session_with_tools_runs_through_the_server_and_can_be_shown() {
     let server = server().await;
     let shared = Shared::new();
-    let endpoint = LocalEndpoint::serve(shared.worker("A", Duration::ZERO, false).endpoint());
+    let endpoint = LocalEndpoint::serve(
+        shared
+            .worker("A", Duration::ZERO, false)
+            .endpoint()
+            .expect("the worker's endpoint"),
+    );
     server
         .register_deployment(&endpoint.url())
         .await
@@ -374,7 +379,12 @@ async fn a_two_turn_session_with_tools_runs_through_the_server_and_can_be_shown(
 async fn a_question_waits_for_its_awakeable_and_show_sees_it() {
     let server = server().await;
     let shared = Shared::new();
-    let endpoint = LocalEndpoint::serve(shared.worker("A", Duration::ZERO, true).endpoint());
+    let endpoint = LocalEndpoint::serve(
+        shared
+            .worker("A", Duration::ZERO, true)
+            .endpoint()
+            .expect("the worker's endpoint"),
+    );
     server
         .register_deployment(&endpoint.url())
         .await
@@ -417,8 +427,18 @@ async fn a_question_waits_for_its_awakeable_and_show_sees_it() {
 async fn a_worker_killed_mid_tool_completes_on_the_other_without_rerunning_journaled_steps() {
     let server = server().await;
     let shared = Shared::new();
-    let mut a = LocalEndpoint::serve(shared.worker("A", Duration::from_secs(3), false).endpoint());
-    let b = LocalEndpoint::serve(shared.worker("B", Duration::from_secs(3), false).endpoint());
+    let mut a = LocalEndpoint::serve(
+        shared
+            .worker("A", Duration::from_secs(3), false)
+            .endpoint()
+            .expect("the worker's endpoint"),
+    );
+    let b = LocalEndpoint::serve(
+        shared
+            .worker("B", Duration::from_secs(3), false)
+            .endpoint()
+            .expect("the worker's endpoint"),
+    );
     let proxy = FailoverProxy::start(vec![a.addr(), b.addr()])
         .await
         .unwrap_or_else(|e| panic!("proxy: {e}"));
@@ -495,8 +515,8 @@ async fn pair(
     a: Worker,
     b: Worker,
 ) -> (LocalEndpoint, LocalEndpoint, FailoverProxy) {
-    let a = LocalEndpoint::serve(a.endpoint());
-    let b = LocalEndpoint::serve(b.endpoint());
+    let a = LocalEndpoint::serve(a.endpoint().expect("the worker's endpoint"));
+    let b = LocalEndpoint::serve(b.endpoint().expect("the worker's endpoint"));
     let proxy = FailoverProxy::start(vec![a.addr(), b.addr()])
         .await
         .unwrap_or_else(|e| panic!("proxy: {e}"));
@@ -623,7 +643,12 @@ async fn cancel(server: &RestateServer, invocation: &str) -> u16 {
 async fn a_cancelled_turn_persists_a_valid_history_and_the_session_goes_on() {
     let server = server().await;
     let shared = Shared::new();
-    let endpoint = LocalEndpoint::serve(shared.worker("A", Duration::ZERO, true).endpoint());
+    let endpoint = LocalEndpoint::serve(
+        shared
+            .worker("A", Duration::ZERO, true)
+            .endpoint()
+            .expect("the worker's endpoint"),
+    );
     server
         .register_deployment(&endpoint.url())
         .await
