@@ -10,7 +10,7 @@
 //!   through it, and so does every line `threadline-message`'s transcript writer writes.
 //! - **An exact secret** ([`redact_exact`]): the one credential a client holds, whatever its
 //!   shape (a proxy's token), replaced by [`REDACTED`] wherever it occurs. The HTTP client
-//!   implements [`Redact`] with its own key (and its percent-encoded form) on top of the key
+//!   implements [`Redact`] with its own key (in any percent-encoding) on top of the key
 //!   shapes and passes every error it builds through it.
 //!
 //! Both are a `memmem` scan when there is nothing to redact, and return the input borrowed.
