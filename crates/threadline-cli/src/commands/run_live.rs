@@ -43,6 +43,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) max_turns: u32,
     /// `--mcp-config FILE`.
     pub(crate) mcp_config: Option<&'a Path>,
+    /// `--request-timeout`: the client's total deadline per request, when not its default.
+    pub(crate) request_timeout: Option<std::time::Duration>,
 }
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
@@ -72,7 +74,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::runtime(RUN, e))?;
     let client = runtime
-        .block_on(async { client(base_url, &key, None) })
+        .block_on(async { client(base_url, &key, None, args.request_timeout) })
         .map_err(|line| CliError::start_line(RUN, line))?;
     drop(key);
     let mcp_config = crate::mcp_setup::load(args.workspace, args.mcp_config, "run")

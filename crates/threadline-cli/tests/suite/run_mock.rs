@@ -138,6 +138,43 @@ fn a_model_error_is_one_line_and_exit_1() {
     );
 }
 
+/// Issue 26: the client's idle timer (5 minutes) restarts at every event, so a stream kept
+/// alive, or stalled under it, held `run` for minutes. `--request-timeout SECS` bounds the
+/// whole request: the session ends with the timeout, one line, exit 1.
+#[test]
+fn request_timeout_ends_a_stalled_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mock = mock_playing(
+        dir.path(),
+        r#"
+steps:
+  - kind: message
+    fault: {type: stall, after_events: 3}
+    content:
+      - {type: text, text: "This answer never ends."}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--request-timeout",
+            "1",
+            "hi",
+        ],
+        dir.path(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the whole request timed out after 1s"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{stderr}");
+    let refused = run(&["run", "--request-timeout", "0", "hi"], dir.path(), None);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
 #[test]
 fn without_a_key_or_a_base_url_nothing_is_sent_and_the_exit_code_is_2() {
     let dir = tempfile::tempdir().expect("tempdir");
