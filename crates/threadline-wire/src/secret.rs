@@ -165,6 +165,21 @@ pub fn redact_exact<'t>(text: &'t str, secret: &[u8]) -> Cow<'t, str> {
     }
 }
 
+/// The mode of a file that may hold what a session said (a transcript, a log, a mock's
+/// request log), created on unix: read and write for its owner only.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Options that create a file with [`PRIVATE_FILE_MODE`] on unix (an existing file keeps its
+/// mode); the caller adds how it opens it (`append`, `truncate`, …). The one place every
+/// writer of session data gets its mode from.
+pub fn private_file_options() -> std::fs::OpenOptions {
+    #[allow(unused_mut)] // not mutated off unix
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    options
+}
+
 /// The percent-encoded form of `secret` (every byte outside `A-Za-z0-9-._~` as `%XX`), if it
 /// differs from `secret`: the form a server echoing a query string or a form body shows.
 pub fn percent_encoded(secret: &[u8]) -> Option<String> {

@@ -96,8 +96,9 @@ pub(crate) fn run(
             .with_addr(addr)
             .with_limits(limits.limits());
         if let Some(path) = record_log {
-            // Opened here, so that its error names the file rather than the address.
-            std::fs::OpenOptions::new()
+            // Opened here, so that its error names the file rather than the address (with
+            // the mode the mock creates it with, 0600: it holds the request bodies).
+            threadline_wire::secret::private_file_options()
                 .create(true)
                 .append(true)
                 .open(path)
