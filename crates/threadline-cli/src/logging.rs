@@ -161,21 +161,26 @@ mod tests {
     /// into `--log`. They are dropped even when `RUST_LOG` names rmcp itself.
     #[test]
     fn rmcp_records_stay_out_of_the_log_whatever_rust_log_says() {
-        for directives in ["trace", "debug", "rmcp=trace,threadline=info", "rmcp::service=trace"]
-        {
+        for directives in [
+            "trace",
+            "debug",
+            "rmcp=trace,threadline=info",
+            "rmcp::service=trace",
+        ] {
             let captured = Captured::default();
             let filter = EnvFilter::builder().parse(directives).expect("a filter");
             let subscriber = file_subscriber(filter, captured.clone());
             tracing::subscriber::with_default(subscriber, || {
-                let span = tracing::debug_span!(target: "rmcp::service", "serve", input = "SECRET-SPAN");
+                let span =
+                    tracing::debug_span!(target: "rmcp::service", "serve", input = "SECRET-SPAN");
                 span.in_scope(|| {
                     tracing::debug!(target: "rmcp::service", request = "SECRET-TOOL-INPUT", "received request");
                     tracing::trace!(target: "rmcp::service", result = "SECRET-TOOL-OUTPUT", "response message");
                 });
                 tracing::info!(target: "threadline_query", "kept");
             });
-            let log = String::from_utf8(captured.0.lock().expect("not poisoned").clone())
-                .expect("UTF-8");
+            let log =
+                String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("UTF-8");
             assert!(!log.contains("SECRET"), "{directives}: {log}");
             let kept = directives != "rmcp::service=trace";
             assert_eq!(log.contains("kept"), kept, "{directives}: {log}");

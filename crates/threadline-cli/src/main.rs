@@ -36,7 +36,7 @@ use threadline_cli::{input, project, session};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The largest input read from a file or stdin, in bytes (default 268435456 = 256 MiB);
+    /// The largest input read from a file or stdin, in bytes (default 50331648 = 48 MiB);
     /// a larger or endless input (`/dev/zero`) is refused with exit code 2.
     #[arg(
         long,

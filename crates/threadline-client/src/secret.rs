@@ -322,7 +322,9 @@ mod tests {
         }
         let mut hex = at + 1;
         loop {
-            let pair = text.get(hex..hex + 2).and_then(|p| std::str::from_utf8(p).ok());
+            let pair = text
+                .get(hex..hex + 2)
+                .and_then(|p| std::str::from_utf8(p).ok());
             if pair.and_then(|p| u8::from_str_radix(p, 16).ok()) == Some(first)
                 && pair.is_some_and(|p| p.bytes().all(|b| b.is_ascii_hexdigit()))
                 && encoding_at(text, hex + 2, rest)
@@ -380,9 +382,8 @@ mod tests {
                 Just(" é".to_owned()),
                 "[0-9a-fA-F]{1,3}",
                 "[ -~]{0,4}",
-                (0..key.len(), 0u8..4, any::<bool>()).prop_map(move |(i, how, upper)| {
-                    encode(key[i], how, upper)
-                }),
+                (0..key.len(), 0u8..4, any::<bool>())
+                    .prop_map(move |(i, how, upper)| { encode(key[i], how, upper) }),
             ];
             proptest::collection::vec(pieces, 0..8).prop_map(|p| p.concat())
         }

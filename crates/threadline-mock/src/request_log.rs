@@ -223,7 +223,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("requests.jsonl");
         let _log = RequestLog::open(&path, 1024).expect("opened");
-        let mode = std::fs::metadata(&path).expect("created").permissions().mode();
+        let mode = std::fs::metadata(&path)
+            .expect("created")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 

@@ -173,7 +173,10 @@ steps:
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(&log).expect("the log").permissions().mode();
+        let mode = std::fs::metadata(&log)
+            .expect("the log")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
     let lines: Vec<serde_json::Value> = text

@@ -169,8 +169,14 @@ steps:
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("the whole request timed out after 1s"), "{stderr}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{stderr}");
+    assert!(
+        stderr.contains("the whole request timed out after 1s"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{stderr}"
+    );
     let refused = run(&["run", "--request-timeout", "0", "hi"], dir.path(), None);
     assert_eq!(refused.status.code(), Some(2));
 }

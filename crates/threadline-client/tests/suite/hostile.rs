@@ -319,7 +319,10 @@ async fn pings_forever_end_at_the_total_deadline() {
     assert!(error.events_delivered() && !error.is_retryable(), "{error}");
     assert!(events.len() > 2, "pings were delivered: {}", events.len());
     let elapsed = started.elapsed();
-    assert!(elapsed >= TOTAL && elapsed < Duration::from_secs(4), "{elapsed:?}");
+    assert!(
+        elapsed >= TOTAL && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
 
     // A server that never answers: the deadline ends the wait (and the retries) too, before
@@ -345,6 +348,10 @@ fn the_total_deadline_defaults_to_ten_minutes() {
     // Setting the other timeouts keeps it.
     let config = config
         .with_total_timeout(Duration::from_secs(7))
-        .with_timeouts(Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(3));
+        .with_timeouts(
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_secs(3),
+        );
     assert_eq!(config.timeouts.total, Duration::from_secs(7));
 }

@@ -319,7 +319,11 @@ async fn a_key_the_server_echoes_back_appears_in_no_error_or_log() {
     let everything = outputs.join("\n");
     for key in [KEY, PLAIN_KEY] {
         let encoded = over_encoded(key);
-        for window in key.as_bytes().windows(12).chain(encoded.as_bytes().windows(12)) {
+        for window in key
+            .as_bytes()
+            .windows(12)
+            .chain(encoded.as_bytes().windows(12))
+        {
             let piece = std::str::from_utf8(window).expect("ASCII");
             assert!(
                 !everything.contains(piece),
