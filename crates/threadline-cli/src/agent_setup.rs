@@ -29,11 +29,16 @@ pub(crate) fn client(
     base_url: &str,
     key: &str,
     retry: Option<RetryConfig>,
+    request_timeout: Option<Duration>,
 ) -> Result<Client, String> {
     let key = ApiKey::new(key).map_err(|e| format!("the API key is not usable: {e}"))?;
     let mut config = ClientConfig::new(base_url, Auth::ApiKey(key));
     if let Some(retry) = retry {
         config = config.with_retry(retry);
+    }
+    // The default is the client's (`Timeouts::total`); the flag only overrides it.
+    if let Some(total) = request_timeout {
+        config = config.with_total_timeout(total);
     }
     Client::new(config).map_err(|e| format!("cannot build the HTTP client for {base_url}: {e}"))
 }

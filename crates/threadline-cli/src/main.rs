@@ -35,7 +35,7 @@ use threadline_cli::{input, project, session, terminal_text};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The largest input read from a file or stdin, in bytes (default 268435456 = 256 MiB);
+    /// The largest input read from a file or stdin, in bytes (default 50331648 = 48 MiB);
     /// a larger or endless input (`/dev/zero`) is refused with exit code 2.
     #[arg(
         long,
@@ -286,6 +286,11 @@ enum Command {
         /// GenAI attributes; filtered by RUST_LOG, default `threadline=info`).
         #[arg(long, value_name = "FILE")]
         log: Option<std::path::PathBuf>,
+        /// Give up on a model request (its retries included) that has not ended after SECS
+        /// seconds, however often the server sends events (default: the HTTP client's total
+        /// deadline, 10 minutes).
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+        request_timeout: Option<u64>,
         /// Run the turn as a durable session on a Restate cluster: URL is its ingress
         /// (`http://127.0.0.1:8080`), where `threadline worker`s are registered. The turn is
         /// submitted to the session `--session ID` and followed (each journaled step on
@@ -502,6 +507,7 @@ fn run(command: Command) -> Result<(), CliError> {
             max_turns,
             mcp_config,
             log,
+            request_timeout,
             ..
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
@@ -518,6 +524,7 @@ fn run(command: Command) -> Result<(), CliError> {
             max_turns,
             mcp_config: mcp_config.as_deref(),
             log: log.as_deref(),
+            request_timeout: request_timeout.map(std::time::Duration::from_secs),
         }),
         Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use threadline::message::{AssistantMessage, CompactTrigger, Message, SystemKind, UserMessage};
-use threadline::query::{Event, Terminal, Transition};
+use threadline::query::{Event, TRANSCRIPT_WARNING, Terminal, Transition};
 use threadline::wire::stream_event::ContentDelta;
 use threadline::wire::{Content, ContentBlock, StreamEvent};
 
@@ -51,6 +51,9 @@ pub(crate) struct Progress {
     pub(crate) terminal: Option<Terminal>,
     pub(crate) turns: u32,
     pub(crate) warnings: Vec<String>,
+    /// The first warning saying that the transcript could not be written: the session is
+    /// not fully recorded.
+    pub(crate) unrecorded: Option<String>,
 }
 
 impl Progress {
@@ -73,6 +76,7 @@ impl Progress {
             terminal: None,
             turns: 0,
             warnings: Vec::new(),
+            unrecorded: None,
         }
     }
 
@@ -152,6 +156,9 @@ impl Progress {
                 }
             }
             Event::Warning(warning) => {
+                if self.unrecorded.is_none() && warning.starts_with(TRANSCRIPT_WARNING) {
+                    self.unrecorded = Some(warning.clone());
+                }
                 self.warnings.push(warning.clone());
                 self.say(&format!("warning: {warning}"));
             }

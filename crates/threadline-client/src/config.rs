@@ -46,6 +46,11 @@ pub struct Timeouts {
     pub first_byte: Duration,
     /// The longest gap between two events of a stream.
     pub idle: Duration,
+    /// The longest a whole request may take, from the call to its last event, retries and
+    /// their waits included (default 10 minutes): a server that keeps a stream alive with a
+    /// `ping` every few minutes cannot hold the caller forever. This default is the one the
+    /// command line uses unless `threadline run --request-timeout` overrides it.
+    pub total: Duration,
 }
 
 impl Default for Timeouts {
@@ -54,6 +59,7 @@ impl Default for Timeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(600),
             idle: Duration::from_secs(300),
+            total: Duration::from_secs(600),
         }
     }
 }
@@ -185,7 +191,8 @@ impl ClientConfig {
         self
     }
 
-    /// These settings with other timeouts.
+    /// These settings with other connect, first-event and idle timeouts (the total deadline
+    /// is kept: [`with_total_timeout`](Self::with_total_timeout)).
     pub fn with_timeouts(
         mut self,
         connect: Duration,
@@ -196,7 +203,14 @@ impl ClientConfig {
             connect,
             first_byte,
             idle,
+            total: self.timeouts.total,
         };
+        self
+    }
+
+    /// These settings with another deadline for a whole request ([`Timeouts::total`]).
+    pub fn with_total_timeout(mut self, total: Duration) -> Self {
+        self.timeouts.total = total;
         self
     }
 

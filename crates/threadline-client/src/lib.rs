@@ -5,6 +5,8 @@
 //! certificates needed), HTTP/1.1 and HTTP/2. The stack, outermost first:
 //!
 //! - [`concurrency`]: at most N requests in flight, streams included until they end;
+//! - [`timeout::Deadline`]: the whole request, retries included, over by its last event within
+//!   [`Timeouts::total`] (10 minutes by default), however often the server sends a `ping`;
 //! - [`retry`]: resends 429, 5xx, 529, connection failures and timeouts — only before the
 //!   first event, with exponential backoff and jitter, honouring `retry-after` and
 //!   `x-should-retry`;
@@ -74,7 +76,7 @@ pub use token_counter::ClientTokenCounter;
 pub use transport::{BuildError, HttpTransport};
 
 type Stack = concurrency::ConcurrencyLimit<
-    tower::retry::Retry<retry::RetryPolicy, timeout::Timeout<HttpTransport>>,
+    timeout::Deadline<tower::retry::Retry<retry::RetryPolicy, timeout::Timeout<HttpTransport>>>,
 >;
 
 /// The client: the whole stack, cheap to clone (clones share the connection pool and the
@@ -101,8 +103,9 @@ impl Client {
         let timed = timeout::TimeoutLayer::new(config.timeouts.first_byte, config.timeouts.idle)
             .layer(transport.clone());
         let retried = retry::RetryPolicy::new(config.retry).layer().layer(timed);
+        let bounded = timeout::DeadlineLayer::new(config.timeouts.total).layer(retried);
         let stack =
-            concurrency::ConcurrencyLimitLayer::new(config.max_concurrent_requests).layer(retried);
+            concurrency::ConcurrencyLimitLayer::new(config.max_concurrent_requests).layer(bounded);
         Ok(Client {
             stack,
             transport,

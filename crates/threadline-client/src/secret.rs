@@ -5,15 +5,18 @@
 //!
 //! A server can still echo the key back (a 401 saying `invalid x-api-key: <the key>`), so
 //! every error the client builds from a response, a header or a transport failure goes
-//! through the client's [`Redactor`] before it is logged or returned: the exact key (and its
-//! percent-encoded form) becomes `[redacted]`, and anything shaped like an Anthropic key
+//! through the client's [`Redactor`] before it is logged or returned: the exact key, in any
+//! percent-encoding (each byte literal or `%XX`/`%xx`, also double-encoded as `%25XX`, a
+//! space also as `+`), becomes `[redacted]`, and anything shaped like an Anthropic key
 //! (`sk-ant-…`) becomes `sk-ant-…[redacted]` ([`threadline_wire::secret`]).
 
 use std::borrow::Cow;
 use std::fmt;
 
 use http::HeaderValue;
-use threadline_wire::secret::{Redact, percent_encoded, redact_exact, redact_key_shapes};
+use threadline_wire::secret::{
+    MIN_EXACT_SECRET, REDACTED, Redact, percent_encoded, redact_exact, redact_key_shapes,
+};
 use threadline_wire::service::ServiceError;
 
 /// An API key (or bearer token). `Debug` and `Display` print `[redacted]`; the value is
@@ -108,9 +111,16 @@ impl Auth {
 
 /// Removes the client's credential, and any key-shaped secret, from text the client emits.
 /// The credential stays a sensitive header value here too; `Debug` prints only a count.
+///
+/// The key is matched in any percent-encoding ([`encoded_key_pattern`]): a server echoing it
+/// from a query string or a form body, or over-encoding it (`-` as `%2D` or `%2d`), gets no
+/// byte of it through. Should that pattern not compile (a key of many kilobytes), the exact
+/// key and its canonical percent-encoding are still replaced.
 #[derive(Clone, Default)]
 pub(crate) struct Redactor {
     secrets: Vec<HeaderValue>,
+    /// The key in any percent-encoding; never printed (its pattern spells the key).
+    encoded: Option<regex::bytes::Regex>,
 }
 
 impl fmt::Debug for Redactor {
@@ -119,6 +129,44 @@ impl fmt::Debug for Redactor {
             .field("secrets", &self.secrets.len())
             .finish()
     }
+}
+
+/// The largest compiled pattern [`encoded_key_pattern`] may build (a real key's is a few
+/// hundred kilobytes at most).
+const MAX_PATTERN_BYTES: usize = 8 << 20;
+
+/// A pattern matching `secret` in any percent-encoding: each byte `b` of it as itself, or as
+/// `%` then any number of `25` (the `%` itself encoded again, double encoding) then the two
+/// hex digits of `b` in either case; a space also as `+` (form encoding). Matching the
+/// encodings directly (rather than decoding the text first) is exact whatever bytes the key
+/// holds, `%` included, and whatever junk stands before it; the regex engine keeps it linear
+/// in the text. (The `percent-encoding` crate decodes, but cannot say which input bytes each
+/// decoded byte came from, which is what replacing the whole encoded span needs.)
+fn encoded_key_pattern(secret: &[u8]) -> Option<regex::bytes::Regex> {
+    use std::fmt::Write as _;
+    let hex_digit = |pattern: &mut String, digit: u8| {
+        let upper = char::from(b"0123456789ABCDEF"[usize::from(digit)]);
+        if upper.is_ascii_digit() {
+            pattern.push(upper);
+        } else {
+            let _ = write!(pattern, "[{upper}{}]", upper.to_ascii_lowercase());
+        }
+    };
+    let mut pattern = String::with_capacity(secret.len() * 24);
+    for &byte in secret {
+        let _ = write!(pattern, "(?:\\x{byte:02X}|%(?:25)*");
+        hex_digit(&mut pattern, byte >> 4);
+        hex_digit(&mut pattern, byte & 0xF);
+        if byte == b' ' {
+            pattern.push_str("|\\+");
+        }
+        pattern.push(')');
+    }
+    regex::bytes::RegexBuilder::new(&pattern)
+        .unicode(false)
+        .size_limit(MAX_PATTERN_BYTES)
+        .build()
+        .ok()
 }
 
 impl Redactor {
@@ -135,17 +183,31 @@ impl Redactor {
             value.set_sensitive(true);
             secrets.push(value);
         }
-        Redactor { secrets }
+        // A secret shorter than this would match ordinary words (see `redact_exact`).
+        let encoded = (key.secret_bytes().len() >= MIN_EXACT_SECRET)
+            .then(|| encoded_key_pattern(key.secret_bytes()))
+            .flatten();
+        Redactor { secrets, encoded }
     }
 
     /// `error` with the credential and every key-shaped secret removed from all its texts.
     pub(crate) fn error(&self, error: ServiceError) -> ServiceError {
         error.redacted(self)
     }
-}
 
-impl Redact for Redactor {
-    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    /// `text` with the credential replaced by [`REDACTED`]; borrowed when it held none.
+    fn redact_credential<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if let Some(encoded) = &self.encoded {
+            return match encoded.replace_all(text.as_bytes(), REDACTED.as_bytes()) {
+                Cow::Borrowed(_) => Cow::Borrowed(text),
+                // A key that is not UTF-8 on its own (obs-text bytes) may cut a character:
+                // then the text is kept printable (lossy) rather than refused.
+                Cow::Owned(bytes) => Cow::Owned(match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                }),
+            };
+        }
         let mut out = Cow::Borrowed(text);
         for secret in &self.secrets {
             let replaced = match redact_exact(&out, secret.as_bytes()) {
@@ -156,6 +218,13 @@ impl Redact for Redactor {
                 out = Cow::Owned(replaced);
             }
         }
+        out
+    }
+}
+
+impl Redact for Redactor {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = self.redact_credential(text);
         let replaced = match redact_key_shapes(&out) {
             Cow::Owned(replaced) => Some(replaced),
             Cow::Borrowed(_) => None,
@@ -187,5 +256,184 @@ mod tests {
             Redactor::for_auth(&Auth::None).redact("sk-ant-api03-abcdefgh"),
             "sk-ant-…[redacted]"
         );
+    }
+
+    /// Finding 9 of issue 26: a server over-encoding the key (`-` as `%2D` or `%2d`) got it
+    /// past the redactor, which knew only the key and its canonical encoding.
+    #[test]
+    fn an_over_encoded_echo_of_the_key_is_redacted() {
+        for (key, bearer) in [
+            ("proxy-token-0123456789", true),
+            ("sk-ant-api03-abcdefghij", false),
+        ] {
+            let api_key = ApiKey::new(key).expect("a key");
+            let auth = if bearer {
+                Auth::Bearer(api_key)
+            } else {
+                Auth::ApiKey(api_key)
+            };
+            let redactor = Redactor::for_auth(&auth);
+            let lower = key.replace('-', "%2d");
+            let upper = key.replace('-', "%2D");
+            let double = key.replace('-', "%252D");
+            let every: String = key.bytes().map(|b| format!("%{b:02x}")).collect();
+            for echo in [lower, upper, double, every, key.to_owned()] {
+                assert_eq!(
+                    redactor.redact(&format!("Bad key: {echo}.")),
+                    "Bad key: [redacted].",
+                    "{echo}"
+                );
+            }
+        }
+        // A `%` of the junk in front does not hide a key whose first bytes are hex digits.
+        let key = ApiKey::new("2Dabcdefgh12").expect("a key");
+        let redactor = Redactor::for_auth(&Auth::Bearer(key));
+        assert_eq!(redactor.redact("x%2D%61bcdefgh12"), "x%[redacted]");
+        // A key holding `%` and a space, echoed literally, encoded, and form-encoded.
+        let key = ApiKey::new("to%ken 0123456789").expect("a key");
+        let redactor = Redactor::for_auth(&Auth::Bearer(key));
+        assert_eq!(
+            redactor.redact("a to%ken 0123456789 b to%25ken+0123456789 c to%ken%200123456789"),
+            "a [redacted] b [redacted] c [redacted]"
+        );
+        // Too short to redact safely, as with `redact_exact`.
+        let key = ApiKey::new("short").expect("a key");
+        assert_eq!(
+            Redactor::for_auth(&Auth::Bearer(key)).redact("short %73hort"),
+            "short %73hort"
+        );
+    }
+
+    /// Whether `text[at..]` starts with an encoding of `key`: each byte as itself, or as `%`,
+    /// any number of `25`, and its two hex digits in either case; a space also as `+`. Written
+    /// as plain backtracking, independent of the redactor's pattern.
+    fn encoding_at(text: &[u8], at: usize, key: &[u8]) -> bool {
+        let Some((&first, rest)) = key.split_first() else {
+            return true;
+        };
+        if text.get(at) == Some(&first) && encoding_at(text, at + 1, rest) {
+            return true;
+        }
+        if first == b' ' && text.get(at) == Some(&b'+') && encoding_at(text, at + 1, rest) {
+            return true;
+        }
+        if text.get(at) != Some(&b'%') {
+            return false;
+        }
+        let mut hex = at + 1;
+        loop {
+            let pair = text
+                .get(hex..hex + 2)
+                .and_then(|p| std::str::from_utf8(p).ok());
+            if pair.and_then(|p| u8::from_str_radix(p, 16).ok()) == Some(first)
+                && pair.is_some_and(|p| p.bytes().all(|b| b.is_ascii_hexdigit()))
+                && encoding_at(text, hex + 2, rest)
+            {
+                return true;
+            }
+            if text.get(hex..hex + 2) == Some(b"25") {
+                hex += 2;
+            } else {
+                return false;
+            }
+        }
+    }
+
+    fn holds_an_encoding(text: &str, key: &[u8]) -> bool {
+        (0..text.len()).any(|at| encoding_at(text.as_bytes(), at, key))
+    }
+
+    /// One byte of the key, encoded one of the ways a server might.
+    fn encode(byte: u8, how: u8, upper: bool) -> String {
+        let hex = if upper {
+            format!("{byte:02X}")
+        } else {
+            format!("{byte:02x}")
+        };
+        match how {
+            0 => char::from(byte).to_string(),
+            1 => format!("%{hex}"),
+            2 => format!("%25{hex}"),
+            _ => format!("%{}{}", &hex[..1], hex[1..].to_ascii_lowercase()),
+        }
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Keys of visible ASCII (`%` and hex digits included); `[` and `]` left out, since
+        /// a key holding them could be rebuilt around the `[redacted]` marker itself.
+        fn key() -> impl Strategy<Value = Vec<u8>> {
+            proptest::collection::vec(
+                (0x21u8..=0x7E).prop_filter("no brackets", |b| !matches!(b, b'[' | b']')),
+                MIN_EXACT_SECRET..24,
+            )
+        }
+
+        /// Junk made to confuse a matcher: `%`, hex digits, `25`, pieces of the key, `+`,
+        /// spaces, non-ASCII.
+        fn junk(key: Vec<u8>) -> impl Strategy<Value = String> {
+            let pieces = prop_oneof![
+                Just("%".to_owned()),
+                Just("%25".to_owned()),
+                Just("%2".to_owned()),
+                Just("+".to_owned()),
+                Just(" é".to_owned()),
+                "[0-9a-fA-F]{1,3}",
+                "[ -~]{0,4}",
+                (0..key.len(), 0u8..4, any::<bool>())
+                    .prop_map(move |(i, how, upper)| { encode(key[i], how, upper) }),
+            ];
+            proptest::collection::vec(pieces, 0..8).prop_map(|p| p.concat())
+        }
+
+        fn case() -> impl Strategy<Value = (Vec<u8>, Vec<(u8, bool)>, String, String, bool)> {
+            key().prop_flat_map(|key| {
+                let n = key.len();
+                (
+                    Just(key.clone()),
+                    proptest::collection::vec((0u8..4, any::<bool>()), n),
+                    junk(key.clone()),
+                    junk(key),
+                    any::<bool>(),
+                )
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn no_encoding_of_the_key_survives(
+                (key, hows, before, after, twice) in case()
+            ) {
+                let text_key = std::str::from_utf8(&key).expect("ASCII");
+                let api_key = ApiKey::new(text_key).expect("visible ASCII is a header value");
+                let redactor = Redactor::for_auth(&Auth::Bearer(api_key));
+                let encoded: String = key
+                    .iter()
+                    .zip(&hows)
+                    .map(|(&b, &(how, upper))| encode(b, how, upper))
+                    .collect();
+                let text = if twice {
+                    format!("{before}{encoded}{after}{encoded}")
+                } else {
+                    format!("{before}{encoded}{after}")
+                };
+                prop_assert!(holds_an_encoding(&text, &key));
+                let redacted = redactor.redact(&text);
+                prop_assert!(
+                    !holds_an_encoding(&redacted, &key),
+                    "{text:?} redacted to {redacted:?}"
+                );
+                prop_assert!(redacted.contains(REDACTED));
+                // Text holding no encoding of the key is left alone.
+                let clean = format!("{before}|{after}");
+                if !holds_an_encoding(&clean, &key) {
+                    prop_assert_eq!(redactor.redact(&clean), clean.as_str());
+                }
+            }
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! The timeout layer: a deadline for the first event of a response, and for the gap between
-//! two events of a stream. (The connect timeout is the connector's: see
+//! The timeout layers: a deadline for the first event of a response, and for the gap between
+//! two events of a stream ([`TimeoutLayer`], under the retries); a deadline for the whole
+//! request, retries included, up to the stream's last event ([`DeadlineLayer`], over them).
+//! (The connect timeout is the connector's: see
 //! [`Timeouts::connect`](crate::config::Timeouts::connect).)
 //!
 //! A timeout is a [`ServiceError`] of kind [`Timeout`](ServiceErrorKind::Timeout) whose source
-//! is a [`TimeoutError`] naming the phase. Before the first event it may be retried; an idle
-//! timeout in the middle of a stream is marked as after events, and is not.
+//! is a [`TimeoutError`] naming the phase. Before the first event it may be retried; a timeout
+//! in the middle of a stream (idle or total) is marked as after events, and is not.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +28,8 @@ pub enum TimeoutPhase {
     FirstByte,
     /// Waiting for the next event of a stream.
     Idle,
+    /// The whole request, retries included, up to its last event.
+    Total,
 }
 
 /// A wait that ran out.
@@ -34,6 +38,7 @@ pub enum TimeoutPhase {
     TimeoutPhase::Connect => "connecting",
     TimeoutPhase::FirstByte => "waiting for the first event",
     TimeoutPhase::Idle => "waiting for the next event",
+    TimeoutPhase::Total => "the whole request",
 })]
 #[non_exhaustive]
 pub struct TimeoutError {
@@ -177,5 +182,113 @@ impl Stream for IdleTimeout {
                 }
             }
         }
+    }
+}
+
+/// Applies [`Deadline`] to a service: the whole call, up to the stream's last event.
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineLayer {
+    total: Duration,
+}
+
+impl DeadlineLayer {
+    /// A deadline of `total` from each call.
+    pub fn new(total: Duration) -> Self {
+        DeadlineLayer { total }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for DeadlineLayer {
+    type Service = Deadline<S>;
+
+    fn layer(&self, inner: S) -> Deadline<S> {
+        Deadline {
+            inner,
+            total: self.total,
+        }
+    }
+}
+
+/// A service whose calls, and the streams they return, must be over within a deadline from
+/// the call: unlike the idle deadline, events (a `ping` every few minutes) do not push it back.
+#[derive(Debug, Clone)]
+pub struct Deadline<S> {
+    inner: S,
+    total: Duration,
+}
+
+impl<S> tower_service::Service<MessagesRequest> for Deadline<S>
+where
+    S: tower_service::Service<MessagesRequest, Response = EventStream, Error = ServiceError>,
+    S::Future: Send + 'static,
+{
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = EventStreamFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        let total = self.total;
+        // A deadline too far to represent is no deadline.
+        let Some(deadline) = Instant::now().checked_add(total) else {
+            return Box::pin(self.inner.call(request));
+        };
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            match tokio::time::timeout_at(deadline, call).await {
+                Ok(Ok(stream)) => {
+                    Ok(Box::pin(DeadlineStream::new(stream, deadline, total)) as EventStream)
+                }
+                Ok(Err(error)) => Err(error),
+                Err(_) => Err(TimeoutError::new(TimeoutPhase::Total, total).into_service_error()),
+            }
+        })
+    }
+}
+
+/// A stream that fails once its deadline has passed, however often it delivers events.
+struct DeadlineStream {
+    inner: EventStream,
+    total: Duration,
+    sleep: Pin<Box<Sleep>>,
+    done: bool,
+}
+
+impl DeadlineStream {
+    fn new(inner: EventStream, deadline: Instant, total: Duration) -> Self {
+        DeadlineStream {
+            inner,
+            total,
+            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+            done: false,
+        }
+    }
+}
+
+impl Stream for DeadlineStream {
+    type Item = Result<threadline_wire::StreamEvent, ServiceError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        // The deadline first: a stream whose events are always ready must still end.
+        if this.sleep.as_mut().poll(cx).is_ready() {
+            this.done = true;
+            // The stream had delivered its first event before it was returned.
+            let error = TimeoutError::new(TimeoutPhase::Total, this.total)
+                .into_service_error()
+                .after_events();
+            return Poll::Ready(Some(Err(error)));
+        }
+        let item = this.inner.as_mut().poll_next(cx);
+        if let Poll::Ready(None) = item {
+            this.done = true;
+        }
+        item
     }
 }

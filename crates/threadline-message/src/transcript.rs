@@ -47,7 +47,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -136,7 +136,7 @@ impl WriterOptions {
 }
 
 /// The mode a new transcript is created with on unix: read and write for its owner only.
-pub const TRANSCRIPT_MODE: u32 = 0o600;
+pub const TRANSCRIPT_MODE: u32 = threadline_wire::secret::PRIVATE_FILE_MODE;
 
 /// Appends messages to a JSONL transcript, one whole line per message, with key-shaped
 /// secrets redacted (see the [module docs](self)).
@@ -198,15 +198,13 @@ impl TranscriptWriter {
             path: path.clone(),
             source,
         };
-        let mut open = OpenOptions::new();
+        let mut open = threadline_wire::secret::private_file_options();
         open.read(true).append(true);
         if create_new {
             open.create_new(true);
         } else {
             open.create(true);
         }
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut open, TRANSCRIPT_MODE);
         let mut file = open.open(&path).map_err(open_error)?;
         let len = file.metadata().map_err(open_error)?.len();
         let cut = if len > 0 {

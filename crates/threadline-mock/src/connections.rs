@@ -20,6 +20,8 @@ pub(crate) struct Activity {
     close: Notify,
     /// The server asked it to close (so the next eviction picks another).
     closing: AtomicBool,
+    /// A request has started on it.
+    started: AtomicBool,
     epoch: Instant,
 }
 
@@ -36,13 +38,15 @@ impl Activity {
     /// by the response body) drops.
     pub(crate) fn request_started(self: &Arc<Self>) -> RequestGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.started.store(true, Ordering::Release);
         self.touch();
         RequestGuard {
             activity: Arc::clone(self),
         }
     }
 
-    fn is_idle(&self) -> bool {
+    /// Whether no request is in flight.
+    pub(crate) fn is_idle(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0
     }
 
@@ -66,6 +70,15 @@ impl Activity {
                 timeout
             };
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+    }
+
+    /// Resolves when `timeout` has passed and no request has started on the connection yet
+    /// (it never resolves once one has).
+    pub(crate) async fn first_request_late(&self, timeout: Duration) {
+        tokio::time::sleep(timeout).await;
+        if self.started.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
         }
     }
 
@@ -182,6 +195,7 @@ impl Connections {
             last_active_ms: AtomicU64::new(0),
             close: Notify::new(),
             closing: AtomicBool::new(false),
+            started: AtomicBool::new(false),
             epoch: self.epoch,
         });
         activity.touch();

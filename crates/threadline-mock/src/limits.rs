@@ -23,6 +23,7 @@ pub(crate) const MAX_HTTP2_STREAMS: u32 = 32;
 /// | [`max_recorded_requests`](Self::max_recorded_requests) | 10 000 | the oldest record is dropped |
 /// | [`max_recorded_bytes`](Self::max_recorded_bytes) | 64 MiB | the oldest records are dropped |
 /// | [`header_read_timeout`](Self::header_read_timeout) | 30 s | the connection is closed |
+/// | [`first_request_timeout`](Self::first_request_timeout) | 5 s | the connection is closed |
 /// | [`idle_timeout`](Self::idle_timeout) | 30 s | the connection is closed |
 /// | [`max_connections`](Self::max_connections) | 128 | the longest-idle connection is closed |
 /// | [`max_log_bytes`](Self::max_log_bytes) | 1 GiB | the request log ends with a `log_full` line |
@@ -61,6 +62,12 @@ pub struct ServerLimits {
     /// runs while a kept-alive connection waits for its next request, so an idle HTTP/1.1
     /// connection closes after the shorter of this and [`idle_timeout`](Self::idle_timeout).
     pub header_read_timeout: Duration,
+    /// How long a new connection may take to start its first request (HTTP/1.1 or HTTP/2,
+    /// from the accept to its first request head, the bytes that tell the protocol apart
+    /// included). Shorter than [`header_read_timeout`](Self::header_read_timeout), which
+    /// hyper only starts once it knows the protocol: connections trickling their first bytes
+    /// or header lines give their slots back within this, not the global timeouts.
+    pub first_request_timeout: Duration,
     /// How long a connection may have no request in flight before it is closed (HTTP/1.1
     /// and HTTP/2, including a connection that never sends a byte).
     pub idle_timeout: Duration,
@@ -84,6 +91,7 @@ impl Default for ServerLimits {
             max_recorded_requests: 10_000,
             max_recorded_bytes: 64 * 1024 * 1024,
             header_read_timeout: Duration::from_secs(30),
+            first_request_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(30),
             max_connections: 128,
             max_log_bytes: 1024 * 1024 * 1024,
@@ -125,6 +133,12 @@ impl ServerLimits {
     /// These limits with another time allowed for a request's headers.
     pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// These limits with another time allowed for a new connection's first request head.
+    pub fn with_first_request_timeout(mut self, timeout: Duration) -> Self {
+        self.first_request_timeout = timeout;
         self
     }
 

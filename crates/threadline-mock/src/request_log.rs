@@ -150,9 +150,10 @@ impl std::fmt::Debug for RequestLog {
 }
 
 impl RequestLog {
-    /// Opens `path` for appending (created if missing), writing at most `max_bytes`.
+    /// Opens `path` for appending (created if missing, mode `0600` on unix: it holds the
+    /// request bodies), writing at most `max_bytes`.
     pub(crate) fn open(path: &Path, max_bytes: u64) -> std::io::Result<RequestLog> {
-        let file = std::fs::OpenOptions::new()
+        let file = threadline_wire::secret::private_file_options()
             .create(true)
             .append(true)
             .open(path)?;
@@ -212,6 +213,21 @@ mod tests {
             max_body: 16,
             outcome,
         }
+    }
+
+    /// Issue 26: the log holds every request body; it was created `0644`.
+    #[cfg(unix)]
+    #[test]
+    fn the_log_is_created_for_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("requests.jsonl");
+        let _log = RequestLog::open(&path, 1024).expect("opened");
+        let mode = std::fs::metadata(&path)
+            .expect("created")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 
     #[test]

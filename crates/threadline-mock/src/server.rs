@@ -39,6 +39,10 @@ use crate::usage::UsageModel;
 /// How long a connection told to close may take to finish what it has in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// How long a connection closed with no request in flight may take to go (an HTTP/2 GOAWAY
+/// to flush); a request head still arriving is not waited for.
+const IDLE_CLOSE_GRACE: Duration = Duration::from_millis(100);
+
 /// How many idle connections are closed when `accept` fails (out of file descriptors).
 const EVICTED_ON_ACCEPT_FAILURE: usize = 16;
 
@@ -393,16 +397,32 @@ async fn serve_connection(stream: TcpStream, slot: Slot, state: Arc<State>) {
         .max_concurrent_streams(MAX_HTTP2_STREAMS);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
+    // A connection still without a request this long (trickling its first bytes or header
+    // lines) gives its slot back: hyper's header timeout only starts once the protocol is
+    // known, and is the longer, global one.
+    let first_request = limits
+        .first_request_timeout
+        .min(limits.header_read_timeout)
+        .min(limits.idle_timeout);
     // Errors here are the faults the scenario injected, or a client that went away.
     tokio::select! {
         _ = connection.as_mut() => return,
         () = slot.activity.idle_expired(limits.idle_timeout) => {}
         () = slot.activity.close_requested() => {}
+        () = slot.activity.first_request_late(first_request) => {}
     }
     // Idle: HTTP/1.1 closes at once, HTTP/2 says GOAWAY; a request that started meanwhile
-    // gets a short grace.
+    // gets a short grace. With no request in flight there is nothing to wait for: a head
+    // still trickling in would otherwise hold the slot for the whole grace (hyper's graceful
+    // shutdown waits for it), time in which every other trickler is `closing` too and the
+    // next eviction can only pick the newest connection, a legitimate one.
     connection.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(CLOSE_GRACE, connection).await;
+    let grace = if slot.activity.is_idle() {
+        IDLE_CLOSE_GRACE
+    } else {
+        CLOSE_GRACE
+    };
+    let _ = tokio::time::timeout(grace, connection).await;
     drop(slot);
 }
 

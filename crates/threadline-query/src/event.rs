@@ -7,6 +7,11 @@ use crate::state::State;
 use crate::terminal::Terminal;
 use crate::transition::Transition;
 
+/// How an [`Event::Warning`] saying that a message could not be written to the session's
+/// transcript begins (the writer's error follows): a session that cannot be recorded is one
+/// a caller may want to fail.
+pub const TRANSCRIPT_WARNING: &str = "transcript: ";
+
 /// One event of a run, in the order things happened.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -34,7 +39,8 @@ pub enum Event {
     /// A response's cache diagnostics beside the loop's own break detection (after its
     /// `cache_diagnosis` record is appended).
     CacheDiagnosis(crate::cache_diagnosis::CacheDiagnosisReport),
-    /// A context step or the transcript failed; the loop went on without it.
+    /// A context step or the transcript failed; the loop went on without it. A transcript
+    /// failure's text starts with [`TRANSCRIPT_WARNING`].
     Warning(String),
     /// The offered tools changed for the request about to be sent, and how the change
     /// reached the model (an appended `system` message, or a changed `tools` array and the

@@ -253,7 +253,10 @@ where
             && let Err(error) = writer.append(&message)
         {
             recorded = false;
-            self.emit(Event::Warning(format!("transcript: {error}")));
+            self.emit(Event::Warning(format!(
+                "{}{error}",
+                crate::event::TRANSCRIPT_WARNING
+            )));
         }
         st.messages.push(message.clone());
         st.note_appended(st.messages.len() - 1);

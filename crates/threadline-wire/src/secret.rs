@@ -10,7 +10,7 @@
 //!   through it, and so does every line `threadline-message`'s transcript writer writes.
 //! - **An exact secret** ([`redact_exact`]): the one credential a client holds, whatever its
 //!   shape (a proxy's token), replaced by [`REDACTED`] wherever it occurs. The HTTP client
-//!   implements [`Redact`] with its own key (and its percent-encoded form) on top of the key
+//!   implements [`Redact`] with its own key (in any percent-encoding) on top of the key
 //!   shapes and passes every error it builds through it.
 //!
 //! Both are a `memmem` scan when there is nothing to redact, and return the input borrowed.
@@ -163,6 +163,21 @@ pub fn redact_exact<'t>(text: &'t str, secret: &[u8]) -> Cow<'t, str> {
         Ok(text) => Cow::Owned(text),
         Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
     }
+}
+
+/// The mode of a file that may hold what a session said (a transcript, a log, a mock's
+/// request log), created on unix: read and write for its owner only.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Options that create a file with [`PRIVATE_FILE_MODE`] on unix (an existing file keeps its
+/// mode); the caller adds how it opens it (`append`, `truncate`, …). The one place every
+/// writer of session data gets its mode from.
+pub fn private_file_options() -> std::fs::OpenOptions {
+    #[allow(unused_mut)] // not mutated off unix
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    options
 }
 
 /// The percent-encoded form of `secret` (every byte outside `A-Za-z0-9-._~` as `%XX`), if it

@@ -167,7 +167,7 @@ impl Setup {
         let mock = MockServer::start(scenario)
             .await
             .map_err(|e| CliError::start(DEMO, "cannot start the mock server on loopback", e))?;
-        let client = client(&mock.base_url(), DEMO_KEY, Some(quick_retries()))
+        let client = client(&mock.base_url(), DEMO_KEY, Some(quick_retries()), None)
             .map_err(|line| CliError::start_line(DEMO, line))?;
         let meter = Meter::default();
         let autocompact_at = overhead(&project)? + CONVERSATION_TOKENS;

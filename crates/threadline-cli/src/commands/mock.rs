@@ -31,6 +31,11 @@ pub(crate) struct LimitArgs {
     /// Seconds a client may take to send a request's headers.
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "30")]
     header_read_timeout: Duration,
+    /// Seconds a new connection may take to start its first request (shorter than
+    /// --header-read-timeout, so that connections trickling their first bytes give their
+    /// slots back soon).
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "5")]
+    first_request_timeout: Duration,
     /// Seconds a connection may stay without a request in flight.
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "30")]
     idle_timeout: Duration,
@@ -52,6 +57,7 @@ impl LimitArgs {
             .with_max_recorded_bytes(self.max_recorded_bytes)
             .with_max_connections(self.max_connections)
             .with_header_read_timeout(self.header_read_timeout)
+            .with_first_request_timeout(self.first_request_timeout)
             .with_idle_timeout(self.idle_timeout)
             .with_body_read_timeout(self.body_read_timeout)
             .with_max_log_bytes(self.max_log_bytes)
@@ -97,8 +103,9 @@ pub(crate) fn run(
             .with_addr(addr)
             .with_limits(limits.limits());
         if let Some(path) = record_log {
-            // Opened here, so that its error names the file rather than the address.
-            std::fs::OpenOptions::new()
+            // Opened here, so that its error names the file rather than the address (with
+            // the mode the mock creates it with, 0600: it holds the request bodies).
+            threadline_wire::secret::private_file_options()
                 .create(true)
                 .append(true)
                 .open(path)

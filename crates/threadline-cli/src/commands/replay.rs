@@ -100,7 +100,7 @@ async fn replay(path: &Path, exchanges: &[Exchange]) -> Result<(), CliError> {
     let mock = MockServer::start(scenario(exchanges)?)
         .await
         .map_err(|e| CliError::start(REPLAY, "cannot start the mock server on loopback", e))?;
-    let client = client(&mock.base_url(), REPLAY_KEY, Some(quick_retries()))
+    let client = client(&mock.base_url(), REPLAY_KEY, Some(quick_retries()), None)
         .map_err(|line| CliError::start_line(REPLAY, line))?;
     let meter = Meter::default();
     print_line(&format!(

@@ -52,6 +52,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) mcp_config: Option<&'a Path>,
     /// `--log FILE`: the spans as JSON lines.
     pub(crate) log: Option<&'a Path>,
+    /// `--request-timeout SECS`: overrides the client's total deadline per model request.
+    pub(crate) request_timeout: Option<std::time::Duration>,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -110,6 +112,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
             history: resume.as_ref().map(|r| r.history.as_slice()),
             max_turns: args.max_turns,
             mcp_config: args.mcp_config,
+            request_timeout: args.request_timeout,
         });
     }
     let Some(prompt) = args.prompt else {

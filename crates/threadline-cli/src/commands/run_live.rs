@@ -44,6 +44,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) max_turns: u32,
     /// `--mcp-config FILE`.
     pub(crate) mcp_config: Option<&'a Path>,
+    /// `--request-timeout`: the client's total deadline per request, when not its default.
+    pub(crate) request_timeout: Option<std::time::Duration>,
 }
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
@@ -73,7 +75,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::runtime(RUN, e))?;
     let client = runtime
-        .block_on(async { client(base_url, &key, None) })
+        .block_on(async { client(base_url, &key, None, args.request_timeout) })
         .map_err(|line| CliError::start_line(RUN, line))?;
     drop(key);
     let mcp_config = crate::mcp_setup::load(args.workspace, args.mcp_config, "run")
@@ -137,23 +139,38 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
 
 type LiveAgent = threadline::Agent<Metered<Client>>;
 
-/// One run; exit 0 when it completed, 1 when it ended otherwise (the reason on stderr).
+/// One run; exit 0 when it completed, 1 when it ended otherwise (the reason on stderr) or
+/// could not be recorded in its transcript.
 async fn one_run(agent: &mut LiveAgent, prompt: &str) -> Result<(), CliError> {
-    match drive(agent, prompt).await {
+    match drive(agent, prompt).await? {
         Some(Terminal::Completed) => Ok(()),
         terminal => Err(CliError::SessionEnded { terminal }),
     }
 }
 
-/// Streams one run to stdout; the terminal reason.
-async fn drive(agent: &mut LiveAgent, prompt: &str) -> Option<Terminal> {
+/// Streams one run to stdout; the terminal reason. A run whose messages could not all be
+/// written to the transcript (the loop warned, and ran no tool whose call was not recorded)
+/// is an error: a session that cannot be recorded fails (exit 1).
+async fn drive(agent: &mut LiveAgent, prompt: &str) -> Result<Option<Terminal>, CliError> {
     let mut progress = Progress::new(Style::Conversation);
     let mut events = agent.run(prompt);
     while let Some(event) = events.next().await {
         progress.on_event(&event);
     }
     progress.finish_output();
-    progress.terminal
+    if let Some(warning) = progress.unrecorded {
+        return Err(unrecorded(warning));
+    }
+    Ok(progress.terminal)
+}
+
+/// The error of a session whose transcript could not be written (`warning` says why).
+fn unrecorded(warning: String) -> CliError {
+    CliError::Output {
+        command: RUN,
+        what: "the session could not be recorded".to_owned(),
+        source: warning.into(),
+    }
 }
 
 /// Prompts until EOF or `exit`; exit 0 unless stdin fails.
@@ -185,7 +202,7 @@ async fn prompt_loop(
         if line == "exit" || line == "quit" {
             break;
         }
-        match drive(agent, line).await {
+        match drive(agent, line).await? {
             Some(Terminal::Completed) | None => {}
             Some(other) => stderr_line!("threadline: run: the turn ended: {other}"),
         }

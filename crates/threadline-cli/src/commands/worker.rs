@@ -141,7 +141,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::runtime(WORKER, e))?;
     let retry = args.base_url.is_some().then(quick_retries);
     let client = runtime
-        .block_on(async { client(base_url, &key, retry) })
+        .block_on(async { client(base_url, &key, retry, None) })
         .map_err(|line| CliError::start_line(WORKER, line))?;
     drop(key);
     let shell = if args.allow_shell {

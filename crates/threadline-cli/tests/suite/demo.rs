@@ -162,6 +162,16 @@ fn the_demo_writes_genai_spans_as_json_lines_without_the_key() {
     );
     assert!(stderr.is_empty(), "the log goes to the file only: {stderr}");
     let log = std::fs::read_to_string(elsewhere.path().join("spans.jsonl")).expect("the log");
+    // Created for its owner only, like a transcript.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(elsewhere.path().join("spans.jsonl"))
+            .expect("the log")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
     let lines: Vec<serde_json::Value> = log
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))

@@ -54,13 +54,48 @@ const CHILD: &str = "THREADLINE_CLI_INSPECT_MEMORY_CHILD";
 /// The test's name.
 const TEST: &str = "inspect_peak_memory_stays_within_four_times_the_transcript";
 
-/// [`TEST`]'s name as the harness filters it: its module path below the test binary's root
+/// The small-records test's name.
+const SMALL_TEST: &str =
+    "the_default_input_limit_keeps_inspect_of_small_records_under_two_gigabytes";
+
+/// `test`'s name as the harness filters it: its module path below the test binary's root
 /// (the same in a binary of its own and as a module of a larger one).
-fn harness_name() -> String {
+fn harness_name(test: &str) -> String {
     match module_path!().split_once("::") {
-        Some((_, module)) => format!("{module}::{TEST}"),
-        None => TEST.to_owned(),
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_owned(),
     }
+}
+
+/// Writes `text` as a transcript and runs `inspect --json` on it from a child of its own
+/// (this binary again, running `test` alone in child mode); the file's size and the peak RSS
+/// of `inspect`.
+fn measure(test: &str, text: &str) -> (u64, u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("session.jsonl");
+    std::fs::write(&path, text).expect("written");
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .arg(harness_name(test))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, &path)
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let peak: u64 = printed(&stdout, "PEAK").trim().parse().expect("a number");
+    let size = text.len() as u64;
+    println!(
+        "transcript {:.1} MB, peak RSS {:.1} MB ({:.2}x), {}",
+        size as f64 / 1e6,
+        peak as f64 / 1e6,
+        peak as f64 / size as f64,
+        printed(&stdout, "ELAPSED").trim()
+    );
+    (size, peak)
 }
 
 /// In the child: `threadline inspect --json` on `path`, then the peak RSS of the reaped
@@ -111,34 +146,32 @@ fn inspect_peak_memory_stays_within_four_times_the_transcript() {
     if let Some(path) = std::env::var_os(CHILD) {
         return child_inspect(Path::new(&path));
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("session.jsonl");
     let text = transcript(500, 30 * 1024);
-    std::fs::write(&path, &text).expect("written");
-    let size = text.len() as u64;
+    let (size, peak) = measure(TEST, &text);
     assert!(size > 14 * 1024 * 1024, "{size}");
-    let output = Command::new(std::env::current_exe().expect("the test binary"))
-        .arg(harness_name())
-        .args(["--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, &path)
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let peak: u64 = printed(&stdout, "PEAK").trim().parse().expect("a number");
-    println!(
-        "transcript {:.1} MB, peak RSS {:.1} MB ({:.2}x), {}",
-        size as f64 / 1e6,
-        peak as f64 / 1e6,
-        peak as f64 / size as f64,
-        printed(&stdout, "ELAPSED").trim()
-    );
     assert!(
         peak <= 4 * size,
         "peak RSS {peak} bytes is over 4 x the transcript's {size} bytes"
+    );
+}
+
+/// Issue 26: small records cost far more per byte (a 76 MB transcript of 300 000 records
+/// peaked at 1.8 GB, 24 x), so the default input limit (256 MiB) let `inspect` take several
+/// gigabytes. Measured on 40 000 records of about 250 bytes, the default limit times the
+/// amplification (the process's fixed part included) stays under 2 GB.
+#[test]
+fn the_default_input_limit_keeps_inspect_of_small_records_under_two_gigabytes() {
+    if let Some(path) = std::env::var_os(CHILD) {
+        return child_inspect(Path::new(&path));
+    }
+    let text = transcript(40_000, 80);
+    let (size, peak) = measure(SMALL_TEST, &text);
+    let at_the_limit =
+        peak as f64 / size as f64 * threadline_cli::input::DEFAULT_MAX_INPUT_BYTES as f64;
+    assert!(
+        at_the_limit < 2e9,
+        "{:.2}x the transcript: {:.2} GB at the default limit",
+        peak as f64 / size as f64,
+        at_the_limit / 1e9
     );
 }

@@ -141,9 +141,20 @@ fn a_file_at_the_limit_is_read_and_one_byte_more_is_refused() {
     }
 }
 
+/// Issue 26: `inspect` holds up to about 33 times its input, so the default limit (256 MiB)
+/// let it take several gigabytes. The default is now 48 MiB: limit x amplification < 2 GB.
+#[test]
+fn the_default_limit_keeps_inspect_under_two_gigabytes() {
+    let mut cmd = command();
+    cmd.args(["inspect", "-"])
+        .stdin(File::open("/dev/zero").expect("/dev/zero"));
+    let output = run_bounded(cmd, "inspect < /dev/zero");
+    assert_refused(&output, "inspect < /dev/zero", "50331648");
+}
+
 #[test]
 fn accumulate_streams_sse_so_its_event_bound_ends_an_endless_stream() {
-    // With the default limit (256 MiB) the stream reader's per-event bound (16 MiB) comes
+    // With the default limit (48 MiB) the stream reader's per-event bound (16 MiB) comes
     // first: the input is read as it comes, never held whole.
     let mut cmd = command();
     cmd.args(["accumulate", "-"])

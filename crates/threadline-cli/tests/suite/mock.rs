@@ -169,6 +169,16 @@ steps:
         assert!(answer.contains(expected), "{answer}");
     }
     let text = std::fs::read_to_string(&log).expect("the log");
+    // It holds the request bodies: created for its owner only, like a transcript.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&log)
+            .expect("the log")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
     let lines: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))

@@ -144,6 +144,96 @@ fn a_model_error_is_one_line_and_exit_1() {
     );
 }
 
+/// Issue 26: the client's idle timer (5 minutes) restarts at every event, so a stream kept
+/// alive, or stalled under it, held `run` for minutes. `--request-timeout SECS` bounds the
+/// whole request: the session ends with the timeout, one line, exit 1.
+#[test]
+fn request_timeout_ends_a_stalled_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mock = mock_playing(
+        dir.path(),
+        r#"
+steps:
+  - kind: message
+    fault: {type: stall, after_events: 3}
+    content:
+      - {type: text, text: "This answer never ends."}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--request-timeout",
+            "1",
+            "hi",
+        ],
+        dir.path(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the whole request timed out after 1s"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{stderr}"
+    );
+    let refused = run(&["run", "--request-timeout", "0", "hi"], dir.path(), None);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+/// Issue 26: with a transcript that cannot be written (`/dev/full` opens, every write fails)
+/// the loop warned and ran no tool whose call was not recorded, but the run exited 0. A
+/// session that cannot be recorded fails: exit 1, one line on stderr.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_transcript_that_cannot_be_written_fails_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
+    let mock = mock_playing(
+        dir.path(),
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_notes, name: Read, input: {path: notes.txt}}
+  - kind: message
+    content:
+      - {type: text, text: "Done."}
+"#,
+    );
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            "/dev/full",
+            "read my notes",
+        ],
+        &workspace,
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stderr}\n{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("threadline: run: the session could not be recorded: transcript: "),
+        "{stderr}"
+    );
+    // The warnings were shown, and the unrecorded call did not run.
+    assert!(stdout.contains("warning: transcript: "), "{stdout}");
+    assert!(!stdout.contains("buy oat milk"), "{stdout}");
+}
+
 #[test]
 fn without_a_key_or_a_base_url_nothing_is_sent_and_the_exit_code_is_2() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{config, request, stall_config, stream_request};
+use threadline_client::timeout::{TimeoutError, TimeoutPhase};
 use threadline_client::{Client, ClientConfig, RetryConfig};
 use threadline_wire::service::ServiceErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -281,4 +282,76 @@ async fn a_last_event_without_its_blank_line_still_counts() {
     assert_eq!(events.len(), 3, "the unterminated stop was delivered");
     let error = error.expect("no message_stop");
     assert_eq!(error.kind(), ServiceErrorKind::Truncated, "{error}");
+}
+
+/// The phase of a timeout error (its source).
+fn timeout_phase(error: &threadline_wire::service::ServiceError) -> Option<TimeoutPhase> {
+    std::error::Error::source(error)?
+        .downcast_ref::<TimeoutError>()
+        .map(|timeout| timeout.phase)
+}
+
+/// Issue 26: the idle deadline resets at every event, so a server sending a `ping` every few
+/// minutes held `threadline run` forever. The total deadline does not move: the stream fails
+/// with a timeout, reported as such and not retryable once events were delivered.
+#[tokio::test]
+async fn pings_forever_end_at_the_total_deadline() {
+    const TOTAL: Duration = Duration::from_millis(400);
+    let server = hostile(|mut stream, _| async move {
+        stream
+            .write_all(format!("{SSE_HEAD}{START}").as_bytes())
+            .await?;
+        loop {
+            stream
+                .write_all(b"event: ping\ndata: {\"type\": \"ping\"}\n\n")
+                .await?;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let client = limited(config(&server.base_url).with_total_timeout(TOTAL));
+    let started = std::time::Instant::now();
+    let (events, error) = stream_request(&client).await;
+    let error = error.expect("the deadline ends the stream");
+    assert_eq!(error.kind(), ServiceErrorKind::Timeout, "{error}");
+    assert_eq!(timeout_phase(&error), Some(TimeoutPhase::Total), "{error}");
+    assert!(error.message().contains("whole request"), "{error}");
+    assert!(error.events_delivered() && !error.is_retryable(), "{error}");
+    assert!(events.len() > 2, "pings were delivered: {}", events.len());
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= TOTAL && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+
+    // A server that never answers: the deadline ends the wait (and the retries) too, before
+    // the first-event timeout of 5 s.
+    let silent = hostile(|stream, _| async move {
+        let _open = stream;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(())
+    })
+    .await;
+    let client = Client::new(config(&silent.base_url).with_total_timeout(TOTAL)).expect("a client");
+    let started = std::time::Instant::now();
+    let error = common::call_error(&client, request()).await;
+    assert_eq!(error.kind(), ServiceErrorKind::Timeout, "{error}");
+    assert_eq!(timeout_phase(&error), Some(TimeoutPhase::Total), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn the_total_deadline_defaults_to_ten_minutes() {
+    let config = ClientConfig::new("http://127.0.0.1:1", threadline_client::Auth::None);
+    assert_eq!(config.timeouts.total, Duration::from_secs(600));
+    // Setting the other timeouts keeps it.
+    let config = config
+        .with_total_timeout(Duration::from_secs(7))
+        .with_timeouts(
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_secs(3),
+        );
+    assert_eq!(config.timeouts.total, Duration::from_secs(7));
 }

@@ -152,10 +152,25 @@ enum Echo {
     Envelope,
     /// 401 with a body that is not JSON.
     PlainBody,
+    /// 401 with a body that is not JSON, the key over-encoded ([`over_encoded`]).
+    OverEncoded,
     /// 200, then an `error` event first.
     ErrorEventFirst,
     /// 200, `message_start` (whose id and stop reason hold the key), then an `error` event.
     ErrorEventMidStream,
+}
+
+/// `key` with every byte but letters and digits percent-encoded, the hex digits alternately
+/// upper and lower case (`-` as `%2D`, then `%2d`): more than any canonical encoding.
+fn over_encoded(key: &str) -> String {
+    key.bytes()
+        .enumerate()
+        .map(|(n, b)| match (b.is_ascii_alphanumeric(), n % 2) {
+            (true, _) => char::from(b).to_string(),
+            (false, 0) => format!("%{b:02X}"),
+            (false, _) => format!("%{b:02x}"),
+        })
+        .collect()
 }
 
 /// The credential the request carried: `x-api-key`, or the token of `authorization: Bearer`.
@@ -219,6 +234,13 @@ async fn echo_server(echo: Echo) -> String {
                             body.len()
                         )
                     }
+                    Echo::OverEncoded => {
+                        let body = format!("Bad key: {}", over_encoded(&key));
+                        format!(
+                            "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                    }
                     Echo::ErrorEventFirst => format!("{sse}{error_event}"),
                     Echo::ErrorEventMidStream => format!(
                         "{sse}event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_{key}\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}}}}\n\nevent: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"stop_{key}\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":2}}}}\n\n{error_event}"
@@ -253,6 +275,7 @@ async fn a_key_the_server_echoes_back_appears_in_no_error_or_log() {
         for echo in [
             Echo::Envelope,
             Echo::PlainBody,
+            Echo::OverEncoded,
             Echo::ErrorEventFirst,
             Echo::ErrorEventMidStream,
         ] {
@@ -295,7 +318,12 @@ async fn a_key_the_server_echoes_back_appears_in_no_error_or_log() {
     outputs.push(logs);
     let everything = outputs.join("\n");
     for key in [KEY, PLAIN_KEY] {
-        for window in key.as_bytes().windows(12) {
+        let encoded = over_encoded(key);
+        for window in key
+            .as_bytes()
+            .windows(12)
+            .chain(encoded.as_bytes().windows(12))
+        {
             let piece = std::str::from_utf8(window).expect("ASCII");
             assert!(
                 !everything.contains(piece),

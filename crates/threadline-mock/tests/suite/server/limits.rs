@@ -343,3 +343,119 @@ async fn over_the_connection_limit_idle_connections_make_room_for_a_request() {
     );
     assert!(started.elapsed() < PATIENCE);
 }
+
+/// Opens `count` connections that trickle a request head, one header line (or, `bytewise`,
+/// one byte of the first line) every `every`, reconnecting when the server closes one, until
+/// the returned set is dropped.
+fn trickle(
+    addr: std::net::SocketAddr,
+    count: usize,
+    every: Duration,
+    bytewise: bool,
+) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..count {
+        tasks.spawn(async move {
+            loop {
+                let Ok(mut stream) = TcpStream::connect(addr).await else {
+                    tokio::time::sleep(every).await;
+                    continue;
+                };
+                let first = b"POST /v1/messages HTTP/1.1\r\n";
+                let sent = if bytewise {
+                    let mut sent = true;
+                    for byte in first {
+                        tokio::time::sleep(every).await;
+                        if stream.write_all(&[*byte]).await.is_err() {
+                            sent = false;
+                            break;
+                        }
+                    }
+                    sent
+                } else {
+                    stream.write_all(first).await.is_ok()
+                };
+                if !sent {
+                    continue;
+                }
+                let mut line = 0u64;
+                loop {
+                    tokio::time::sleep(every).await;
+                    let header = format!("x-trickle-{n}-{line}: a\r\n");
+                    line += 1;
+                    if stream.write_all(header.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+    tasks
+}
+
+/// Issue 26 (slowloris): connections trickling their request heads (a header line, or a
+/// byte of the first line, every 100 ms) held their slots until the 30 s header timeout,
+/// and an evicted one for the 2 s close grace, long enough for every trickler to be
+/// `closing` and the next eviction to pick the newest connection: a legitimate request was
+/// reset or waited. Now an evicted connection without a request in flight goes at once.
+#[tokio::test]
+async fn a_request_is_served_while_more_trickling_connections_than_slots_are_open() {
+    let limits = ServerLimits::default().with_max_connections(8);
+    let server = start(hello(), limits).await;
+    let lines = trickle(server.addr(), 8, Duration::from_millis(100), false);
+    let bytes = trickle(server.addr(), 8, Duration::from_millis(100), true);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for n in 0..3 {
+        let started = Instant::now();
+        let answer = tokio::time::timeout(PATIENCE, post(server.addr(), &message_body("hi")))
+            .await
+            .expect("answered before the patience ran out")
+            .expect("answered, not reset");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "request {n} waited {:?} behind trickling connections",
+            started.elapsed()
+        );
+    }
+    assert!(server.connection_count() <= 8);
+    drop((lines, bytes));
+}
+
+/// A connection trickling header lines is closed at the first-request deadline, well before
+/// the global header timeout (30 s).
+#[tokio::test]
+async fn a_connection_trickling_its_first_head_is_closed_at_the_first_request_deadline() {
+    let limits = ServerLimits::default().with_first_request_timeout(Duration::from_millis(800));
+    let server = start(hello(), limits).await;
+    for first_line in [&b"POST /v1/messages HTTP/1.1\r\n"[..], b"POS"] {
+        let mut stream = TcpStream::connect(server.addr()).await.expect("connects");
+        let started = Instant::now();
+        stream.write_all(first_line).await.expect("writes");
+        let closed = async {
+            let mut line = 0;
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                line += 1;
+                let header = format!("x-slow-{line}: a\r\n");
+                if stream.write_all(header.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        };
+        assert!(
+            tokio::time::timeout(PATIENCE, closed).await.is_ok(),
+            "a trickling connection stayed open for {PATIENCE:?}"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(700),
+            "closed before the deadline: {:?}",
+            started.elapsed()
+        );
+    }
+    // A connection that started a request is not cut by it.
+    let answer = post(server.addr(), &message_body("hi"))
+        .await
+        .expect("answer");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}
