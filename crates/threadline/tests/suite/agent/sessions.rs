@@ -107,7 +107,7 @@ fn prompt_answers_the_text_the_tokens_and_the_cost() {
                     a.usage.as_ref().and_then(|u| u.output_tokens),
                 _ => None,
             })
-            .last()
+            .next_back()
             .unwrap_or(0)
     );
     let table = ModelTable::builtin();
