@@ -392,8 +392,7 @@ fn thinking_and_effort_reach_every_request() {
 }
 
 /// A session on `store`: a prompt, then a fresh agent resumed from the store continues it.
-fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
-    let rt = rt();
+async fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
     let key = SessionKey::new("-home-me-project", format!("session-{name}")).expect("key");
     let first = ScriptedService::new(add_then_answer(1, json!({"a": 20, "b": 22}), "42."));
     let agent = Agent::builder(first.clone())
@@ -402,10 +401,8 @@ fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
         .shared_store(Arc::clone(&store), key.clone())
         .build()
         .expect("agent");
-    rt.block_on(agent.prompt("20 + 22?")).expect("an answer");
-    let stored = rt
-        .block_on(load_session(store.as_ref(), &key))
-        .expect("loads");
+    agent.prompt("20 + 22?").await.expect("an answer");
+    let stored = load_session(store.as_ref(), &key).await.expect("loads");
     assert_eq!(
         stored,
         agent.state().messages,
@@ -413,21 +410,19 @@ fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
     );
 
     let second = ScriptedService::new(add_then_answer(2, json!({"a": 1, "b": 1}), "2."));
-    let resumed = rt
-        .block_on(
-            Agent::builder(second.clone())
-                .tool(add_tool())
-                .today("2026-03-08")
-                .shared_store(Arc::clone(&store), key.clone())
-                .resume(),
-        )
+    let resumed = Agent::builder(second.clone())
+        .tool(add_tool())
+        .today("2026-03-08")
+        .shared_store(Arc::clone(&store), key.clone())
+        .resume()
+        .await
         .expect("resumes");
     assert_eq!(
         resumed.state().messages,
         stored,
         "{name}: resumed from the store"
     );
-    let answer = rt.block_on(resumed.prompt("1 + 1?")).expect("an answer");
+    let answer = resumed.prompt("1 + 1?").await.expect("an answer");
     assert_eq!(answer.text, "2.");
     let request = serde_json::to_value(&second.requests()[0])
         .expect("serializes")
@@ -436,9 +431,7 @@ fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
         request.contains("20 + 22?") && request.contains("42."),
         "{name}: {request}"
     );
-    let all = rt
-        .block_on(load_session(store.as_ref(), &key))
-        .expect("loads");
+    let all = load_session(store.as_ref(), &key).await.expect("loads");
     assert_eq!(
         all,
         resumed.state().messages,
@@ -450,20 +443,55 @@ fn persists_and_resumes(name: &str, store: Arc<dyn SessionStore>) {
 
 #[test]
 fn an_agent_persists_to_a_memory_store() {
-    persists_and_resumes("memory", Arc::new(MemoryStore::new()));
+    rt().block_on(persists_and_resumes("memory", Arc::new(MemoryStore::new())));
 }
 
 #[test]
 fn an_agent_persists_to_a_jsonl_store() {
     let dir = tempfile::tempdir().expect("tempdir");
-    persists_and_resumes("jsonl", Arc::new(JsonlStore::new(dir.path())));
+    rt().block_on(persists_and_resumes(
+        "jsonl",
+        Arc::new(JsonlStore::new(dir.path())),
+    ));
 }
 
 #[test]
 fn an_agent_persists_to_a_sqlite_store() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(dir.path().join("sessions.db")).expect("sqlite");
-    persists_and_resumes("sqlite", Arc::new(store));
+    rt().block_on(persists_and_resumes("sqlite", Arc::new(store)));
+}
+
+/// `RestateStore` against the real pinned server (`cargo xtask restate-server`): the store
+/// objects served in process, registered, and the agent's session in Restate keyed state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_persists_to_a_restate_store() {
+    use restate_sdk::prelude::{Endpoint, HttpServer};
+    use threadline_restate::{Ingress, RestateStore, bind_store};
+    use threadline_testkit::restate::RestateServer;
+
+    let server = match RestateServer::start().await {
+        Ok(server) => server,
+        Err(e) => panic!("the pinned Restate server (cargo xtask restate-server): {e}"),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let endpoint = bind_store(Endpoint::builder()).build();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        HttpServer::new(endpoint)
+            .serve_with_cancel(listener, async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    server.register_deployment(&url).await.expect("register");
+    let store = RestateStore::new(Ingress::new(&server.ingress_url()).expect("ingress"));
+    persists_and_resumes("restate", Arc::new(store)).await;
+    let _ = stop.send(());
+    let _ = serving.await;
 }
 
 #[test]
