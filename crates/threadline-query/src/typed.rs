@@ -84,8 +84,11 @@ pub fn parse_args<A: DeserializeOwned>(input: Value) -> Result<A, ToolOutput> {
         .map_err(|error| ToolOutput::error(format!("invalid input: {error}")))
 }
 
-/// The input schema of `A` for a tool definition (see the [module docs](self) for what is
-/// removed from schemars' output).
+/// The input schema of `A` for a tool definition: schemars' draft-07 schema with every
+/// subschema inlined (a recursive type keeps its `definitions`), without the `$schema` and
+/// `title` keys and without schemars' Rust-only number formats (`uint64`, `int32`,
+/// `double`, …), which the API does not need. `A` must be a struct (or a map): the API takes
+/// only object schemas.
 pub fn schema_for<A: JsonSchema>() -> Value {
     let settings = schemars::r#gen::SchemaSettings::draft07().with(|s| {
         s.inline_subschemas = true;
