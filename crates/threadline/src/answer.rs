@@ -113,21 +113,7 @@ pub(crate) fn usage_and_cost(messages: &[Message], table: &ModelTable) -> (Usage
         {
             continue;
         }
-        let billed = usage.billed();
-        let add = |total: &mut u64, tokens: Option<u64>| {
-            *total = total.saturating_add(tokens.unwrap_or(0));
-        };
-        totals.responses = totals.responses.saturating_add(1);
-        add(&mut totals.input_tokens, billed.input_tokens);
-        add(&mut totals.output_tokens, billed.output_tokens);
-        add(
-            &mut totals.cache_creation_input_tokens,
-            billed.cache_creation_input_tokens,
-        );
-        add(
-            &mut totals.cache_read_input_tokens,
-            billed.cache_read_input_tokens,
-        );
+        totals.add_billed(usage);
         cost += table.cost(&assistant.model, usage);
     }
     (totals, cost)
