@@ -502,3 +502,41 @@ fn resume_without_a_store_is_a_typed_error() {
         "{result:?}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 32,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Wherever a run is dropped (after any number of its events), the agent's state holds
+    /// exactly the history before it plus every message it yielded, in order; the next run
+    /// starts (not busy), continues from that history, and every request stays valid.
+    #[test]
+    fn a_run_dropped_anywhere_keeps_exactly_what_it_yielded(stop_after in 0usize..40) {
+        let rt = rt();
+        let mut replies = Vec::from(add_then_answer(1, json!({"a": 1, "b": 1}), "Two."));
+        replies.extend(add_then_answer(2, json!({"a": 2, "b": 2}), "Four."));
+        let service = ScriptedService::new(replies);
+        let mut agent = agent(&service);
+        let yielded = rt.block_on(async {
+            let mut run = agent.run("1 + 1?");
+            let mut yielded = Vec::new();
+            for _ in 0..stop_after {
+                match run.next().await {
+                    Some(Event::Message(message)) => yielded.push(message),
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            yielded
+        });
+        proptest::prop_assert_eq!(&agent.state().messages, &yielded);
+        let next = rt.block_on(agent.prompt("2 + 2?"));
+        proptest::prop_assert!(next.is_ok(), "{next:?}");
+        let state = agent.state();
+        proptest::prop_assert_eq!(&state.messages[..yielded.len()], &yielded[..]);
+        proptest::prop_assert!(service.violations().is_empty(), "{:?}", service.violations());
+    }
+}
