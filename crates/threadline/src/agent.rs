@@ -861,8 +861,12 @@ impl RunGuard {
         match event {
             Event::Message(message) => {
                 state.messages.push(message.clone());
+                // As the loop's own state notes it (what a dropped run leaves must be a
+                // state the next run can start from).
                 if threadline_query::is_compact_boundary(message) {
                     state.compaction.boundary = state.messages.len();
+                    state.compaction.compactions += 1;
+                    state.compaction.last_compaction_turn = Some(state.turn_count);
                 }
             }
             Event::Finished(finished) => {
