@@ -75,6 +75,30 @@ pub use threadline_wire::StreamEvent;
 pub use token_counter::ClientTokenCounter;
 pub use transport::{BuildError, HttpTransport};
 
+/// The variable [`Client::from_env`] reads the API key from.
+pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+
+/// The variable [`Client::from_env`] reads the base URL from (optional).
+pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
+
+/// [`Client::from_env`] could not make a client. No variant holds the key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FromEnvError {
+    /// `ANTHROPIC_API_KEY` is unset or blank.
+    #[error("ANTHROPIC_API_KEY is not set")]
+    MissingKey,
+    /// `ANTHROPIC_API_KEY` is not a usable key.
+    #[error("ANTHROPIC_API_KEY: {0}")]
+    InvalidKey(#[source] InvalidApiKey),
+    /// `ANTHROPIC_BASE_URL` is not UTF-8.
+    #[error("ANTHROPIC_BASE_URL is not valid UTF-8")]
+    BaseUrlNotUnicode,
+    /// The client cannot be built (the base URL is not an absolute http(s) URL).
+    #[error("ANTHROPIC_BASE_URL: {0}")]
+    Build(#[source] BuildError),
+}
+
 type Stack = concurrency::ConcurrencyLimit<
     timeout::Deadline<tower::retry::Retry<retry::RetryPolicy, timeout::Timeout<HttpTransport>>>,
 >;
@@ -111,6 +135,33 @@ impl Client {
             transport,
             config,
         })
+    }
+
+    /// A client for the API from the environment: the key from `ANTHROPIC_API_KEY`
+    /// (required), the base URL from `ANTHROPIC_BASE_URL` when it is set and not blank
+    /// (default [`config::DEFAULT_BASE_URL`]), every other setting the default.
+    ///
+    /// ```
+    /// # // Not run against the real environment: the variables are the caller's.
+    /// use threadline_client::{Client, FromEnvError};
+    /// match Client::from_env() {
+    ///     Ok(client) => println!("{}", client.config().base_url),
+    ///     Err(FromEnvError::MissingKey) => eprintln!("set ANTHROPIC_API_KEY"),
+    ///     Err(other) => eprintln!("{other}"),
+    /// }
+    /// ```
+    pub fn from_env() -> Result<Self, FromEnvError> {
+        let key = ApiKey::from_env(API_KEY_ENV)
+            .map_err(FromEnvError::InvalidKey)?
+            .ok_or(FromEnvError::MissingKey)?;
+        let base_url = match std::env::var(BASE_URL_ENV) {
+            Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+            Ok(_) | Err(std::env::VarError::NotPresent) => config::DEFAULT_BASE_URL.to_owned(),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(FromEnvError::BaseUrlNotUnicode);
+            }
+        };
+        Client::new(ClientConfig::new(base_url, Auth::ApiKey(key))).map_err(FromEnvError::Build)
     }
 
     /// The settings.
@@ -168,5 +219,87 @@ impl tower_service::Service<MessagesRequest> for Client {
 
     fn call(&mut self, request: MessagesRequest) -> Self::Future {
         tower_service::Service::call(&mut self.stack, request)
+    }
+}
+
+#[cfg(test)]
+mod from_env_tests {
+    use std::process::Command;
+
+    use super::*;
+
+    const CHILD: &str = "THREADLINE_CLIENT_FROM_ENV_CHILD";
+
+    /// What `Client::from_env` and `ApiKey::from_env` make of the child's environment, as
+    /// one line.
+    fn describe() -> String {
+        let key = match ApiKey::from_env(API_KEY_ENV) {
+            Ok(Some(_)) => "some".to_owned(),
+            Ok(None) => "none".to_owned(),
+            Err(e) => format!("error({e})"),
+        };
+        let client = match Client::from_env() {
+            Ok(client) => format!("ok({})", client.config().base_url),
+            Err(FromEnvError::MissingKey) => "missing".to_owned(),
+            Err(FromEnvError::InvalidKey(_)) => "invalid-key".to_owned(),
+            Err(FromEnvError::Build(_)) => "bad-url".to_owned(),
+            Err(other) => format!("other({other})"),
+        };
+        format!("key={key} client={client}")
+    }
+
+    /// The child's line for `envs` (every other `ANTHROPIC_*` variable removed).
+    fn child(envs: &[(&str, &str)]) -> String {
+        let exe = std::env::current_exe().expect("current exe");
+        let output = Command::new(exe)
+            .args([
+                "from_env_tests::from_env_reads_the_key_and_the_base_url",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .env_remove(API_KEY_ENV)
+            .env_remove(BASE_URL_ENV)
+            .envs(envs.iter().copied())
+            .output()
+            .expect("child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{stdout}");
+        stdout
+            .lines()
+            .find_map(|line| line.split_once("RESULT ").map(|(_, r)| r.to_owned()))
+            .unwrap_or_else(|| panic!("no result: {stdout}"))
+    }
+
+    #[test]
+    fn from_env_reads_the_key_and_the_base_url() {
+        if std::env::var_os(CHILD).is_some() {
+            println!("RESULT {}", describe());
+            return;
+        }
+        assert_eq!(child(&[]), "key=none client=missing");
+        assert_eq!(child(&[(API_KEY_ENV, "  ")]), "key=none client=missing");
+        assert_eq!(
+            child(&[(API_KEY_ENV, "sk-ant-test")]),
+            "key=some client=ok(https://api.anthropic.com)"
+        );
+        assert_eq!(
+            child(&[
+                (API_KEY_ENV, "sk-ant-test"),
+                (BASE_URL_ENV, "http://127.0.0.1:9")
+            ]),
+            "key=some client=ok(http://127.0.0.1:9)"
+        );
+        assert_eq!(
+            child(&[(API_KEY_ENV, "sk-ant-test"), (BASE_URL_ENV, "not a url")]),
+            "key=some client=bad-url"
+        );
+        let bad = child(&[(API_KEY_ENV, "sk-ant-\u{7f}x")]);
+        assert!(
+            bad.starts_with("key=error(") && bad.ends_with("client=invalid-key"),
+            "{bad}"
+        );
+        assert!(!bad.contains("sk-ant"), "the key is in no error: {bad}");
     }
 }

@@ -45,10 +45,21 @@ impl ApiKey {
         Ok(ApiKey(value))
     }
 
-    /// The key from the environment variable `name` (usually `ANTHROPIC_API_KEY`), if set.
-    pub fn from_env(name: &str) -> Option<Result<Self, InvalidApiKey>> {
-        let value = std::env::var(name).ok()?;
-        Some(ApiKey::new(&value))
+    /// The key from the environment variable `name` (usually `ANTHROPIC_API_KEY`):
+    /// `Ok(None)` when it is unset or blank, an error when it is set to what cannot be a key
+    /// (not UTF-8, or a character an HTTP header cannot carry).
+    ///
+    /// ```
+    /// use threadline_client::ApiKey;
+    /// assert_eq!(ApiKey::from_env("THREADLINE_DOC_SURELY_UNSET"), Ok(None));
+    /// ```
+    pub fn from_env(name: &str) -> Result<Option<Self>, InvalidApiKey> {
+        match std::env::var(name) {
+            Ok(value) if value.trim().is_empty() => Ok(None),
+            Ok(value) => ApiKey::new(&value).map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(InvalidApiKey),
+        }
     }
 
     /// The key's own bytes (for the bearer token too: the token, not the header).

@@ -124,11 +124,63 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
+    /// Counts one more response and adds what it bills ([`Usage::billed`]: every
+    /// `usage.iterations` pass, a server-side compaction's included), saturating (the
+    /// counts are the server's).
+    pub fn add_billed(&mut self, usage: &Usage) {
+        let billed = usage.billed();
+        let add = |total: &mut u64, tokens: Option<u64>| {
+            *total = total.saturating_add(tokens.unwrap_or(0));
+        };
+        self.responses = self.responses.saturating_add(1);
+        add(&mut self.input_tokens, billed.input_tokens);
+        add(&mut self.output_tokens, billed.output_tokens);
+        add(
+            &mut self.cache_creation_input_tokens,
+            billed.cache_creation_input_tokens,
+        );
+        add(
+            &mut self.cache_read_input_tokens,
+            billed.cache_read_input_tokens,
+        );
+    }
+
     /// Every token, in and out.
     pub fn total(&self) -> u64 {
         self.input_tokens
             .saturating_add(self.output_tokens)
             .saturating_add(self.cache_creation_input_tokens)
             .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_billed_counts_every_iteration_and_saturates() {
+        // The recorded ruby_llm compaction exchange: a compaction pass and the message.
+        let usage: Usage = serde_json::from_str(
+            r#"{"input_tokens":162,"output_tokens":11,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,
+            "iterations":[{"type":"compaction","input_tokens":99195,"output_tokens":81},
+                          {"type":"message","input_tokens":162,"output_tokens":11}]}"#,
+        )
+        .expect("parses");
+        let mut totals = UsageTotals::default();
+        totals.add_billed(&usage);
+        assert_eq!(
+            (totals.responses, totals.input_tokens, totals.output_tokens),
+            (1, 99_357, 92)
+        );
+        let huge = Usage::new()
+            .with_input_tokens(u64::MAX)
+            .with_output_tokens(u64::MAX);
+        totals.add_billed(&huge);
+        totals.add_billed(&huge);
+        assert_eq!(
+            (totals.responses, totals.input_tokens, totals.output_tokens),
+            (3, u64::MAX, u64::MAX)
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 use threadline_normalize::Options;
 use threadline_wire::request::ContextManagement;
+use threadline_wire::request::{Effort, OutputConfig};
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
 
 use crate::token_budget::TokenBudget;
@@ -22,6 +23,9 @@ pub struct QueryConfig {
     pub system: Option<SystemPrompt>,
     /// Extended thinking.
     pub thinking: Option<ThinkingConfig>,
+    /// `output_config` (effort, structured output format, task budget), sent with every
+    /// request of the run.
+    pub output_config: Option<OutputConfig>,
     /// At most this many tool-using turns per run.
     pub max_turns: Option<u32>,
     /// Keep the model working until this many output tokens.
@@ -60,6 +64,7 @@ impl QueryConfig {
             escalated_max_tokens: None,
             system: None,
             thinking: None,
+            output_config: None,
             max_turns: None,
             token_budget: None,
             max_stop_hook_blocks: QueryConfig::DEFAULT_MAX_STOP_HOOK_BLOCKS,
@@ -105,6 +110,23 @@ impl QueryConfig {
     /// With a system prompt.
     pub fn with_system(mut self, system: impl Into<String>) -> QueryConfig {
         self.system = Some(SystemPrompt::Text(system.into()));
+        self
+    }
+
+    /// With extended thinking (`thinking` on every request).
+    pub fn with_thinking(mut self, thinking: ThinkingConfig) -> QueryConfig {
+        self.thinking = Some(thinking);
+        self
+    }
+
+    /// With `output_config.effort` on every request (other `output_config` fields kept).
+    pub fn with_effort(mut self, effort: Effort) -> QueryConfig {
+        self.output_config = Some(
+            self.output_config
+                .take()
+                .unwrap_or_default()
+                .with_effort(effort),
+        );
         self
     }
 

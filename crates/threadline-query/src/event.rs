@@ -61,6 +61,14 @@ pub struct Finished {
     pub state: State,
 }
 
+impl Finished {
+    /// The end of a run that ended for `terminal` with `state` (the loop builds its own; a
+    /// driver that refuses to start a run reports it with one).
+    pub fn new(terminal: Terminal, state: State) -> Finished {
+        Finished { terminal, state }
+    }
+}
+
 /// What is known about a request when it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -9,7 +9,10 @@
 //! - Generic over the service contract ([`MessagesService`]): the HTTP client, a mock
 //!   server's client, or the in-process `scripted::ScriptedService` (feature `scripted`).
 //! - [`Tool`]s with a JSON schema (inputs are checked before the call), a concurrency flag
-//!   per input and a permission verdict; the [`PermissionCallback`] decides.
+//!   per input and a permission verdict; the [`PermissionCallback`] decides. A typed tool
+//!   ([`typed_tool`] from an async closure, or a [`TypedTool`] wrapped in [`Typed`]) takes a
+//!   `Deserialize + JsonSchema` input whose schema `schemars` derives; bad input is an error
+//!   result the model reads.
 //! - Hooks with no-op defaults for what other crates provide: the [`ContextPolicy`]
 //!   (compaction), the [`RequestShaper`] and [`CachePlanner`], the [`AttachmentHook`], and
 //!   [`StopHook`]s.
@@ -111,6 +114,7 @@ mod tool;
 mod tool_changes;
 pub mod tool_search;
 mod transition;
+mod typed;
 
 #[cfg(feature = "attach")]
 pub use attachment_hook::{AttachmentSources, CollectorHook, ContextShaper};
@@ -135,6 +139,9 @@ pub use permission::{
 pub use query::Query;
 pub use request_hooks::{CachePlanner, RequestShaper, Unchanged};
 pub use run::Run;
+/// The JSON Schema derive of typed tools' inputs (schemars 0.8), re-exported so the
+/// version always matches [`typed_tool`]'s bound.
+pub use schemars::{self, JsonSchema};
 pub use state::{CompactionTracking, RecoveryCounters, State, is_compact_boundary};
 pub use subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool, agent_id};
 pub use terminal::Terminal;
@@ -151,3 +158,7 @@ pub use tool::{
 };
 pub use tool_changes::{ToolChangeVia, ToolChanges, ToolsChanged, offered as offered_tools};
 pub use transition::Transition;
+pub use typed::{
+    FnTool, IntoToolOutput, Typed, TypedTool, call_typed, parse_args as parse_tool_args,
+    schema_for as tool_schema_for, typed_tool,
+};

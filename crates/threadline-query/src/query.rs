@@ -474,6 +474,7 @@ where
         let mut request = MessagesRequest::new(self.q.config.model.clone(), max_tokens, messages);
         request.system = self.q.config.system.clone();
         request.thinking = self.q.config.thinking.clone();
+        request.output_config = self.q.config.output_config.clone();
         request.fallbacks = self.q.config.fallbacks.clone();
         request.context_management = self.q.config.context_management.clone();
         if !self.tool_definitions.is_empty() {

@@ -59,6 +59,10 @@ pub enum Terminal {
         /// The resume attempts made.
         attempts: u32,
     },
+    /// The run did not start: another run of the same session was in progress (the
+    /// facade's `Agent` runs one at a time). Nothing was sent or appended. The loop itself
+    /// never ends with it.
+    Busy,
 }
 
 impl Terminal {
@@ -75,6 +79,7 @@ impl Terminal {
             Terminal::HookStopped { .. } => "hook_stopped",
             Terminal::Refused { .. } => "refused",
             Terminal::ContextWindowExceeded { .. } => "context_window_exceeded",
+            Terminal::Busy => "busy",
         }
     }
 
@@ -143,6 +148,7 @@ mod tests {
                 explanation: None,
             },
             Terminal::ContextWindowExceeded { attempts: 3 },
+            Terminal::Busy,
         ];
         for t in all {
             let json = serde_json::to_value(&t).expect("serializes");

@@ -73,7 +73,7 @@ pub use edit::EditFile;
 pub use glob::Glob;
 pub use grep::Grep;
 pub use list::ListDir;
-pub use read::ReadFile;
+pub use read::{ReadArgs, ReadFile};
 pub use shell::Shell;
 /// The directory the tools are confined to (`threadline-attach`'s, re-exported so that a user
 /// of the tools alone can build one).

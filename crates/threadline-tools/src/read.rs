@@ -11,9 +11,13 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 use threadline_attach::{Limits, PathKind, Truncation, Workspace};
-use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline_query::JsonSchema;
+use threadline_query::{
+    BoxFuture, Tool, ToolContext, ToolOutput, ToolStream, TypedTool, call_typed,
+};
 
 use crate::text::{refused, truncation_note};
 
@@ -27,7 +31,27 @@ pub const FILE_PATH: &str = "file_path";
 /// clamped, so a Read's memory stays bounded.
 pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Reads a text file inside the workspace.
+/// The input of a Read call. The loop has checked it against the hand-written schema
+/// ([`ReadFile::input_schema`], kept byte for byte: the derived one would spell `minimum` as
+/// `1.0` and each optional property's type as `["string", "null"]`, changing the tools every
+/// cached prefix holds); a unit test checks that both name the same properties and that
+/// every input the schema accepts parses.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "threadline_query::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// The file, relative to the workspace root (required).
+    pub file_path: Option<String>,
+    /// An alias of `file_path`, accepted for older callers.
+    pub path: Option<String>,
+    /// The first line to show (from 1).
+    pub offset: Option<u64>,
+    /// How many lines (at most [`DEFAULT_READ_LINES`]).
+    pub limit: Option<u64>,
+}
+
+/// Reads a text file inside the workspace. A [`TypedTool`] of [`ReadArgs`]; its [`Tool`]
+/// impl keeps the hand-written schema and parses through [`call_typed`].
 #[derive(Debug, Clone)]
 pub struct ReadFile {
     workspace: Arc<Workspace>,
@@ -83,18 +107,26 @@ impl Tool for ReadFile {
         true
     }
 
-    fn call(&self, input: Value, _ctx: ToolContext) -> ToolStream {
+    fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
+        call_typed(self, input, ctx)
+    }
+}
+
+impl TypedTool for ReadFile {
+    type Args = ReadArgs;
+
+    fn call(&self, args: ReadArgs, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let workspace = Arc::clone(&self.workspace);
         let limits = Limits::default()
             .with_max_bytes(self.max_bytes)
             .with_max_lines(usize::MAX);
-        tool_result(async move {
-            let Some(path) = input[FILE_PATH].as_str().or_else(|| input["path"].as_str()) else {
+        Box::pin(async move {
+            let Some(path) = args.file_path.as_deref().or(args.path.as_deref()) else {
                 return ToolOutput::error(format!("missing required property `{FILE_PATH}`"));
             };
-            let offset = input["offset"].as_u64().map_or(1, |n| n.max(1) as usize);
-            let limit = input["limit"]
-                .as_u64()
+            let offset = args.offset.map_or(1, |n| n.max(1) as usize);
+            let limit = args
+                .limit
                 .map_or(DEFAULT_READ_LINES, |n| (n as usize).min(DEFAULT_READ_LINES));
             let resolved = match workspace.resolve(path) {
                 Ok(resolved) => resolved,
@@ -168,5 +200,62 @@ mod tests {
         );
         assert!(number_lines("a\n", 5, 1, None).is_error);
         assert_eq!(text(&number_lines("", 1, 1, None)), "(empty file)");
+    }
+
+    fn read_schema() -> Value {
+        let dir = std::env::temp_dir();
+        match Workspace::new(&dir) {
+            Ok(ws) => ReadFile::new(Arc::new(ws)).input_schema(),
+            Err(e) => panic!("a workspace at {}: {e}", dir.display()),
+        }
+    }
+
+    #[test]
+    fn the_hand_written_schema_and_the_typed_input_name_the_same_properties() {
+        let derived = threadline_query::tool_schema_for::<ReadArgs>();
+        let keys = |schema: &Value| -> Vec<String> {
+            schema["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(keys(&read_schema()), keys(&derived));
+        assert_eq!(derived["additionalProperties"], false);
+        assert_eq!(read_schema()["additionalProperties"], false);
+        // Neither requires a property: `path` may stand for `file_path`.
+        assert!(derived.get("required").is_none());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+
+        /// Every input the hand-written schema accepts parses into `ReadArgs` with the same
+        /// values (the typed call sees what the untyped one read), and none that it rejects
+        /// reaches the call.
+        #[test]
+        fn what_the_schema_accepts_parses_the_same(
+            file_path in proptest::option::of(proptest::prelude::any::<String>()),
+            path in proptest::option::of(".{0,4}"),
+            offset in proptest::option::of(proptest::prelude::any::<u64>()),
+            limit in proptest::option::of(0u64..3000),
+            extra in proptest::option::of("[a-z]{1,3}"),
+        ) {
+            let mut input = serde_json::Map::new();
+            if let Some(v) = &file_path { input.insert(FILE_PATH.into(), json!(v)); }
+            if let Some(v) = &path { input.insert("path".into(), json!(v)); }
+            if let Some(v) = offset { input.insert("offset".into(), json!(v)); }
+            if let Some(v) = limit { input.insert("limit".into(), json!(v)); }
+            if let Some(k) = &extra { input.insert(format!("x_{k}"), json!(1)); }
+            let input = Value::Object(input);
+            if threadline_query::schema::check(&read_schema(), &input).is_ok() {
+                let args = threadline_query::parse_tool_args::<ReadArgs>(input.clone());
+                proptest::prop_assert!(args.is_ok(), "{input}: {args:?}");
+                let args = args.unwrap_or(ReadArgs { file_path: None, path: None, offset: None, limit: None });
+                proptest::prop_assert_eq!(args.file_path.as_deref(), input[FILE_PATH].as_str());
+                proptest::prop_assert_eq!(args.path.as_deref(), input["path"].as_str());
+                proptest::prop_assert_eq!(args.offset, input["offset"].as_u64());
+                proptest::prop_assert_eq!(args.limit, input["limit"].as_u64());
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! - transcript: every message appended to a JSONL file as it is produced.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt as _;
@@ -23,13 +24,14 @@ use threadline_compact::Compaction;
 use threadline_message::{Message, TranscriptWriter};
 use threadline_query::{
     AttachmentSources, CancellationToken, CollectorHook, CompactionMemory, CompactionPolicy,
-    ContextShaper, Event, NonInteractive, Permission, PermissionCallback, PermissionRequest, Query,
-    QueryConfig, SharedDivergence, SharedPlanner, State, StopContext, StopDecision, StopHook, Tool,
-    ToolSet,
+    ContextShaper, Event, Finished, NonInteractive, Permission, PermissionCallback,
+    PermissionRequest, Query, QueryConfig, SharedDivergence, SharedPlanner, State, StopContext,
+    StopDecision, StopHook, Terminal, Tool, ToolSet,
 };
-use threadline_wire::SystemPrompt;
 use threadline_wire::model::ModelTable;
+use threadline_wire::request::Effort;
 use threadline_wire::service::MessagesService;
+use threadline_wire::{SystemPrompt, ThinkingConfig};
 
 /// The events of one [`Agent::run`], the loop's own: the last is always
 /// [`Event::Finished`].
@@ -65,12 +67,34 @@ pub enum AgentError {
     /// A subagent definition of the workspace cannot be read.
     #[error("subagent definitions: {0}")]
     Subagents(#[from] threadline_attach::agent_definitions::DefinitionError),
+    /// The session could not be read back from its store ([`AgentBuilder::resume`]).
+    #[cfg(feature = "store")]
+    #[error(transparent)]
+    Store(#[from] crate::session_store::SessionStoreError),
+    /// [`AgentBuilder::resume`] without a [`store`](AgentBuilder::store).
+    #[cfg(feature = "store")]
+    #[error("resume needs a session store (AgentBuilder::store)")]
+    NoStore,
+}
+
+/// A run could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Another run of this agent is in progress (its stream not yet finished or dropped): a
+    /// session has one history, so runs take turns.
+    #[error("another run of this agent is in progress")]
+    Busy,
 }
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
 pub struct AgentBuilder<S> {
     service: S,
     config: QueryConfig,
+    /// What the setters set, re-applied over a [`query_config`](Self::query_config).
+    overrides: Overrides,
+    #[cfg(feature = "store")]
+    store: Option<crate::session_store::StoreLink>,
     tools: ToolSet,
     permission: Arc<dyn PermissionCallback>,
     stop_hooks: Vec<SharedHook>,
@@ -109,33 +133,47 @@ where
 {
     /// The model id (default: `claude-sonnet-4-5`).
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.config.model = model.into();
-        self
+        self.overrides.model = Some(model.into());
+        self.apply_overrides()
     }
 
     /// `max_tokens` of each request (default [`DEFAULT_MAX_TOKENS`]).
     pub fn max_tokens(mut self, max_tokens: u64) -> Self {
-        self.config.max_tokens = max_tokens;
-        self
+        self.overrides.max_tokens = Some(max_tokens);
+        self.apply_overrides()
     }
 
     /// The output limit after a `max_tokens` stop escalates it (default: the model's
     /// maximum).
     pub fn escalated_max_tokens(mut self, max_tokens: u64) -> Self {
-        self.config.escalated_max_tokens = Some(max_tokens);
-        self
+        self.overrides.escalated_max_tokens = Some(max_tokens);
+        self.apply_overrides()
     }
 
     /// The system prompt (the workspace's session context is appended to it).
     pub fn system_prompt(mut self, system: impl Into<String>) -> Self {
-        self.config.system = Some(SystemPrompt::Text(system.into()));
-        self
+        self.overrides.system = Some(SystemPrompt::Text(system.into()));
+        self.apply_overrides()
     }
 
     /// At most this many tool-using turns per run.
     pub fn max_turns(mut self, max_turns: u32) -> Self {
-        self.config.max_turns = Some(max_turns);
-        self
+        self.overrides.max_turns = Some(max_turns);
+        self.apply_overrides()
+    }
+
+    /// Extended thinking on every request (`ThinkingConfig::Adaptive`, or `Enabled` with a
+    /// budget below [`max_tokens`](Self::max_tokens)).
+    pub fn thinking(mut self, thinking: ThinkingConfig) -> Self {
+        self.overrides.thinking = Some(thinking);
+        self.apply_overrides()
+    }
+
+    /// `output_config.effort` on every request: how hard the model works (on models that
+    /// take it).
+    pub fn effort(mut self, effort: Effort) -> Self {
+        self.overrides.effort = Some(effort);
+        self.apply_overrides()
     }
 
     /// When tools are deferred behind tool search (default: above 10 % of the context
@@ -144,14 +182,29 @@ where
         mut self,
         tool_search: threadline_query::tool_search::ToolSearchConfig,
     ) -> Self {
-        self.config.tool_search = tool_search;
-        self
+        self.overrides.tool_search = Some(tool_search);
+        self.apply_overrides()
     }
 
-    /// Replaces the loop settings (thinking, token budget, escalation, normalization). The
-    /// model, output limit and system prompt set before are replaced too.
+    /// The loop settings every other setting starts from (token budget, normalization,
+    /// fallbacks, stop-hook blocks, …).
+    ///
+    /// Order-independent: what the builder's own setters set ([`model`](Self::model),
+    /// [`max_tokens`](Self::max_tokens), [`escalated_max_tokens`](Self::escalated_max_tokens),
+    /// [`system_prompt`](Self::system_prompt), [`max_turns`](Self::max_turns),
+    /// [`thinking`](Self::thinking), [`effort`](Self::effort),
+    /// [`tool_search`](Self::tool_search), [`context_management`](Self::context_management),
+    /// [`cache_diagnostics`](Self::cache_diagnostics)) wins over `config`'s value whether it
+    /// is set before or after; every field no setter set is `config`'s. A second
+    /// `query_config` replaces the first.
     pub fn query_config(mut self, config: QueryConfig) -> Self {
         self.config = config;
+        self.apply_overrides()
+    }
+
+    /// `config` with the setters' values over it.
+    fn apply_overrides(mut self) -> Self {
+        self.overrides.apply(&mut self.config);
         self
     }
 
@@ -227,8 +280,8 @@ where
         mut self,
         management: threadline_wire::request::ContextManagement,
     ) -> Self {
-        self.config.context_management = Some(management);
-        self
+        self.overrides.context_management = Some(management);
+        self.apply_overrides()
     }
 
     /// Server-side compaction with `server`'s settings where the model supports it, the
@@ -251,8 +304,8 @@ where
     /// threadline's own break detection (`Event::CacheDiagnosis`, a `cache_diagnosis` record
     /// in the transcript).
     pub fn cache_diagnostics(mut self) -> Self {
-        self.config.cache_diagnostics = true;
-        self
+        self.overrides.cache_diagnostics = true;
+        self.apply_overrides()
     }
 
     /// No prompt-cache markers.
@@ -298,6 +351,52 @@ where
     pub fn history(mut self, messages: Vec<Message>) -> Self {
         self.history = messages;
         self
+    }
+
+    /// Persists the session to `store` under `key`: every message a run appends (the
+    /// input, each assistant fragment, tool results, attachments, compaction records) is
+    /// appended to the key before the run's stream yields it, as the entry
+    /// [`message_entry`](crate::message_entry) makes (idempotent by the message's id). A
+    /// failed append is an [`Event::Warning`] and the run goes on. Any backend:
+    /// `MemoryStore`, `JsonlStore`, `SqliteStore`, `threadline_restate::RestateStore`
+    /// (a clone of `MemoryStore` or `SqliteStore` shares its data, so keep one to read it).
+    ///
+    /// [`resume`](Self::resume) builds the agent from what the key already holds; `build`
+    /// starts from [`history`](Self::history) (not written to the store).
+    #[cfg(feature = "store")]
+    pub fn store(
+        mut self,
+        store: impl threadline_store::SessionStore + 'static,
+        key: threadline_store::SessionKey,
+    ) -> Self {
+        self.store = Some(crate::session_store::StoreLink {
+            store: Arc::new(store),
+            key,
+        });
+        self
+    }
+
+    /// [`store`](Self::store) with a store already shared.
+    #[cfg(feature = "store")]
+    pub fn shared_store(
+        mut self,
+        store: Arc<dyn threadline_store::SessionStore>,
+        key: threadline_store::SessionKey,
+    ) -> Self {
+        self.store = Some(crate::session_store::StoreLink { store, key });
+        self
+    }
+
+    /// Builds the agent with the session read back from its [`store`](Self::store): the
+    /// messages the key holds become the history (replacing [`history`](Self::history)) and
+    /// the first run continues after them. A key never written starts an empty session.
+    #[cfg(feature = "store")]
+    pub async fn resume(mut self) -> Result<Agent<S>, AgentError> {
+        let Some(link) = self.store.clone() else {
+            return Err(AgentError::NoStore);
+        };
+        self.history = crate::session_store::load_session(link.store.as_ref(), &link.key).await?;
+        self.build()
     }
 
     /// Today's date, `YYYY-MM-DD` (default: the UTC date of the clock).
@@ -408,6 +507,9 @@ where
             transcript: self.transcript,
             cancel: self.cancel,
             state: Arc::new(Mutex::new(state)),
+            running: Arc::new(AtomicBool::new(false)),
+            #[cfg(feature = "store")]
+            store: self.store,
             tool_changes: self.tool_changes,
             subagents,
         })
@@ -476,6 +578,10 @@ pub struct Agent<S> {
     transcript: Option<PathBuf>,
     cancel: CancellationToken,
     state: Arc<Mutex<State>>,
+    /// Whether a run holds the session (see [`RunGuard`]).
+    running: Arc<AtomicBool>,
+    #[cfg(feature = "store")]
+    store: Option<crate::session_store::StoreLink>,
     tool_changes: Option<threadline_query::ToolChanges>,
     subagents: Option<threadline_query::SubagentConfig>,
 }
@@ -501,6 +607,9 @@ where
         AgentBuilder {
             service,
             config: QueryConfig::new(crate::DEFAULT_MODEL, DEFAULT_MAX_TOKENS),
+            overrides: Overrides::default(),
+            #[cfg(feature = "store")]
+            store: None,
             tools: ToolSet::new(),
             permission: Arc::new(NonInteractive),
             stop_hooks: Vec::new(),
@@ -530,7 +639,9 @@ where
         &self.tools
     }
 
-    /// The session's state after the last finished run (the history, the path taken).
+    /// The session's state: after a finished run, the state it finished with (the history,
+    /// the path taken); during a run, the history so far (every message the run's stream has
+    /// yielded is in it); after a run dropped before its end, everything it appended.
     pub fn state(&self) -> State {
         self.state
             .lock()
@@ -545,8 +656,47 @@ where
 
     /// Runs the loop for `prompt`: its `@` mentions attached, then model calls and tool
     /// calls until the loop ends. The stream's last event is [`Event::Finished`]; the next
-    /// run continues from its state.
+    /// run continues from its state. Every message the stream yields is in
+    /// [`state`](Self::state) at once, so dropping the stream early loses nothing it
+    /// yielded.
+    ///
+    /// While another run of this agent is in progress, the stream is a warning and
+    /// [`Terminal::Busy`] (the session untouched); [`try_run`](Self::try_run) says so as an
+    /// error instead.
     pub fn run(&mut self, prompt: impl Into<String>) -> AgentRun {
+        match self.try_run(prompt) {
+            Ok(run) => run,
+            Err(error) => {
+                let finished = Finished::new(Terminal::Busy, self.state());
+                futures::stream::iter([
+                    Event::Warning(format!("{error}; this run did not start")),
+                    Event::Finished(Box::new(finished)),
+                ])
+                .boxed()
+            }
+        }
+    }
+
+    /// Runs the loop for `prompt` to its end and answers with the text of the last
+    /// response, the tokens and cost of the run's model calls, and how it ended. The
+    /// session goes on as with [`run`](Self::run) (the next prompt continues it). Refused
+    /// with [`RunError::Busy`] while another run is in progress; a failed model call is
+    /// [`PromptError::Model`](crate::PromptError::Model), every other end an `Answer` with
+    /// its [`terminal`](crate::Answer::terminal).
+    ///
+    /// The future owns the run (it borrows nothing from the agent): spawn it if you like.
+    pub fn prompt(
+        &self,
+        prompt: impl Into<String>,
+    ) -> impl Future<Output = Result<crate::Answer, crate::PromptError>> + Send + 'static {
+        crate::answer::collect(self.try_run(prompt))
+    }
+
+    /// [`run`](Self::run), refused with [`RunError::Busy`] while another run of this agent
+    /// is in progress (a run lasts until its stream yields [`Event::Finished`] or is
+    /// dropped).
+    pub fn try_run(&self, prompt: impl Into<String>) -> Result<AgentRun, RunError> {
+        let mut guard = RunGuard::acquire(&self.running, &self.state)?;
         let prompt = prompt.into();
         let mut config = self.config.clone();
         let row = ModelTable::builtin().resolve(&config.model).model();
@@ -606,10 +756,9 @@ where
                 ))),
             }
         }
-        let mut state =
-            std::mem::take(&mut *self.state.lock().unwrap_or_else(PoisonError::into_inner));
+        // The run starts from a copy: the agent's state keeps the history while it runs.
+        let mut state = self.state();
         let sources = self.sources.clone();
-        let slot = Arc::clone(&self.state);
         let start = async move {
             // The sources see the history with the input, as the turn will have it.
             state.messages.push(Message::user_text(prompt.as_str()));
@@ -618,14 +767,129 @@ where
             input.extend(attachments);
             query.run(state, input)
         };
-        futures::stream::iter(warnings)
+        let events = futures::stream::iter(warnings)
             .chain(futures::stream::once(start).flatten())
-            .inspect(move |event| {
-                if let Event::Finished(finished) = event {
-                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = finished.state.clone();
+            .inspect(move |event| guard.observe(event))
+            .boxed();
+        #[cfg(feature = "store")]
+        let events = match &self.store {
+            Some(link) => crate::session_store::persist(events, link.clone()),
+            None => events,
+        };
+        Ok(events)
+    }
+}
+
+/// The setters' values, kept apart so that [`AgentBuilder::query_config`] never resets them
+/// (whatever the order).
+#[derive(Debug, Clone, Default)]
+struct Overrides {
+    model: Option<String>,
+    max_tokens: Option<u64>,
+    escalated_max_tokens: Option<u64>,
+    system: Option<SystemPrompt>,
+    max_turns: Option<u32>,
+    thinking: Option<ThinkingConfig>,
+    effort: Option<Effort>,
+    tool_search: Option<threadline_query::tool_search::ToolSearchConfig>,
+    context_management: Option<threadline_wire::request::ContextManagement>,
+    cache_diagnostics: bool,
+}
+
+impl Overrides {
+    fn apply(&self, config: &mut QueryConfig) {
+        if let Some(model) = &self.model {
+            config.model.clone_from(model);
+        }
+        if let Some(max_tokens) = self.max_tokens {
+            config.max_tokens = max_tokens;
+        }
+        if let Some(max_tokens) = self.escalated_max_tokens {
+            config.escalated_max_tokens = Some(max_tokens);
+        }
+        if let Some(system) = &self.system {
+            config.system = Some(system.clone());
+        }
+        if let Some(max_turns) = self.max_turns {
+            config.max_turns = Some(max_turns);
+        }
+        if let Some(thinking) = &self.thinking {
+            config.thinking = Some(thinking.clone());
+        }
+        if let Some(effort) = &self.effort {
+            let output = config.output_config.take().unwrap_or_default();
+            config.output_config = Some(output.with_effort(effort.clone()));
+        }
+        if let Some(tool_search) = &self.tool_search {
+            config.tool_search = tool_search.clone();
+        }
+        if let Some(management) = &self.context_management {
+            config.context_management = Some(management.clone());
+        }
+        if self.cache_diagnostics {
+            config.cache_diagnostics = true;
+        }
+    }
+}
+
+/// A run's hold on the session: taken when the run is made (one at a time), it puts every
+/// message the stream yields into the agent's state as it passes, the finished state at
+/// the end, and lets go at [`Event::Finished`] or when the stream is dropped.
+struct RunGuard {
+    running: Arc<AtomicBool>,
+    slot: Arc<Mutex<State>>,
+    held: bool,
+}
+
+impl RunGuard {
+    fn acquire(running: &Arc<AtomicBool>, slot: &Arc<Mutex<State>>) -> Result<RunGuard, RunError> {
+        running
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| RunError::Busy)?;
+        Ok(RunGuard {
+            running: Arc::clone(running),
+            slot: Arc::clone(slot),
+            held: true,
+        })
+    }
+
+    fn observe(&mut self, event: &Event) {
+        if !self.held {
+            return;
+        }
+        let mut state = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Event::Message(message) => {
+                state.messages.push(message.clone());
+                // As the loop's own state notes it (what a dropped run leaves must be a
+                // state the next run can start from).
+                if threadline_query::is_compact_boundary(message) {
+                    state.compaction.boundary = state.messages.len();
+                    state.compaction.compactions += 1;
+                    state.compaction.last_compaction_turn = Some(state.turn_count);
                 }
-            })
-            .boxed()
+            }
+            Event::Finished(finished) => {
+                *state = finished.state.clone();
+                drop(state);
+                self.release();
+            }
+            _ => {}
+        }
+    }
+
+    fn release(&mut self) {
+        if self.held {
+            self.held = false;
+            self.running.store(false, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        // Dropped before `Finished`: the state already holds every message yielded.
+        self.release();
     }
 }
 

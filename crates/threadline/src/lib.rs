@@ -58,7 +58,54 @@
 //! `examples/agent.rs` runs the same agent against the mock server over loopback with the
 //! HTTP client.
 //!
-//! The types every user names are at the root: [`Agent`], [`AgentBuilder`], [`Event`],
+//! One call for the answer: [`Agent::prompt`] runs the loop to its end and returns an
+//! [`Answer`] (the last response's text, the tokens summed over the run's responses, their
+//! cost by the model table's prices, the [`Terminal`], the turns). A tool's input can be a
+//! Rust type whose JSON schema `schemars` derives ([`query::typed_tool`]); an input that does
+//! not fit is an error result the model reads.
+//!
+//! ```
+//! use serde::Deserialize;
+//! use threadline::query::scripted::{Reply, Response, ScriptedService};
+//! use threadline::query::{JsonSchema, typed_tool};
+//! use threadline::{Agent, StopReason, Terminal};
+//!
+//! /// The weather of a city.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[schemars(crate = "threadline::query::schemars")] // or a `schemars = "0.8"` dependency
+//! struct Weather {
+//!     /// The city.
+//!     city: String,
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = ScriptedService::new([
+//!     Reply::stream(Response::new("msg_1")
+//!         .tool_use("toolu_1", "weather", serde_json::json!({"city": "Lyon"}))
+//!         .stop(StopReason::ToolUse)),
+//!     Reply::stream(Response::new("msg_2").text("Sunny in Lyon.").stop(StopReason::EndTurn)),
+//! ]);
+//! let agent = Agent::builder(service)
+//!     .tool(typed_tool("weather", "The weather in a city.", |args: Weather, _ctx| async move {
+//!         format!("{}: sunny, 21 °C", args.city)
+//!     }))
+//!     .build()?;
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let answer = rt.block_on(agent.prompt("Weather in Lyon?"))?;
+//! assert_eq!(answer.text, "Sunny in Lyon.");
+//! assert_eq!((answer.terminal, answer.turns, answer.usage.responses), (Terminal::Completed, 1, 2));
+//! assert!(answer.cost > 0.0); // US dollars, by the model table's prices
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The session is the agent's: every message a run's stream yields is in [`Agent::state`]
+//! at once (dropping the stream early loses nothing it yielded), one run at a time
+//! ([`Agent::try_run`] and [`Agent::prompt`] refuse a second with [`RunError::Busy`]), and
+//! with [`AgentBuilder::store`] every message goes to a `threadline_store::SessionStore`
+//! (memory, JSONL, SQLite, Restate) from which [`AgentBuilder::resume`] continues it.
+//!
+//! The types every user names are at the root: [`Agent`], [`AgentBuilder`], [`Answer`], [`Event`],
 //! [`Finished`], [`State`], [`Terminal`], [`Transition`], [`StopReason`], the internal
 //! [`Message`], and the compaction settings ([`Compaction`]).
 //!
@@ -82,7 +129,8 @@
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].
 //! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
-//! - `store`: the module `store` (`threadline-store`).
+//! - `store`: the module `store` (`threadline-store`); with `agent`, `AgentBuilder::store`,
+//!   `AgentBuilder::resume`, `load_session` and `message_entry`.
 //! - `restate`: the module `restate` (`threadline-restate`): durable sessions on Restate, the
 //!   worker and the ingress client (not in `full`: it brings the Restate SDK).
 //! - `scripted`: `query::scripted`, the in-process scripted Messages service (a test double;
@@ -131,10 +179,18 @@ pub use threadline_wire as wire;
 #[cfg(feature = "agent")]
 mod agent;
 #[cfg(feature = "agent")]
+mod answer;
+#[cfg(all(feature = "agent", feature = "store"))]
+mod session_store;
+#[cfg(feature = "agent")]
 mod subagents;
 
 #[cfg(feature = "agent")]
-pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
+pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS, RunError};
+#[cfg(feature = "agent")]
+pub use answer::{Answer, PromptError};
+#[cfg(all(feature = "agent", feature = "store"))]
+pub use session_store::{SessionStoreError, load_session, message_entry};
 #[cfg(all(feature = "compact", feature = "client"))]
 pub use threadline_client::ClientTokenCounter;
 #[cfg(feature = "compact")]

@@ -5,6 +5,8 @@
 
 #[path = "agent/feature_flags.rs"]
 mod feature_flags;
+#[path = "agent/sessions.rs"]
+mod sessions;
 #[path = "agent/subagents.rs"]
 mod subagents;
 
