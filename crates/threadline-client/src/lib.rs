@@ -71,7 +71,7 @@ pub use secret::{ApiKey, Auth, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
 #[cfg(feature = "compact")]
 pub use token_counter::ClientTokenCounter;
-pub use transport::{BuildError, HttpTransport};
+pub use transport::{BuildError, HttpTransport, messages_body};
 
 type Stack = concurrency::ConcurrencyLimit<
     tower::retry::Retry<retry::RetryPolicy, timeout::Timeout<HttpTransport>>,

@@ -83,6 +83,10 @@ impl CachePlanner for SharedPlanner {
         }
     }
 
+    fn fork(&self) -> Option<Box<dyn CachePlanner>> {
+        Some(Box::new(self.forked()))
+    }
+
     fn reset(&mut self) {
         if let Some(planner) = &self.0 {
             planner

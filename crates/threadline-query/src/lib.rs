@@ -96,6 +96,7 @@ mod hooks;
 mod permission;
 mod query;
 pub mod recovery;
+mod request_builder;
 mod request_hooks;
 mod run;
 pub mod schema;
@@ -133,6 +134,7 @@ pub use permission::{
     from_async as permission_from_async,
 };
 pub use query::Query;
+pub use request_builder::RequestBuilder;
 pub use request_hooks::{CachePlanner, RequestShaper, Unchanged};
 pub use run::Run;
 pub use state::{CompactionTracking, RecoveryCounters, State, is_compact_boundary};

@@ -29,6 +29,12 @@ pub trait CachePlanner: Send {
     fn plan(&mut self, request: &mut MessagesRequest);
     /// Forgets what was planned before (after a compaction). Default: nothing.
     fn reset(&mut self) {}
+    /// A planner for a request forked from this conversation (the autocompact summary
+    /// request): it plans from what this one knows, without changing it. Default: `None`,
+    /// and the forked request is planned by this planner itself.
+    fn fork(&self) -> Option<Box<dyn CachePlanner>> {
+        None
+    }
 }
 
 impl<F> CachePlanner for F

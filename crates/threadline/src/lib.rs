@@ -134,7 +134,9 @@ mod agent;
 mod subagents;
 
 #[cfg(feature = "agent")]
-pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS};
+pub use agent::{
+    Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS, FirstRequest, FirstRequestError,
+};
 #[cfg(all(feature = "compact", feature = "client"))]
 pub use threadline_client::ClientTokenCounter;
 #[cfg(feature = "compact")]
