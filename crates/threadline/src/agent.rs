@@ -220,12 +220,27 @@ where
         self
     }
 
-    /// Autocompact once the context reaches `tokens` instead of the model's threshold (a
-    /// small session can then be seen compacting), as Claude Code's autocompact override
-    /// does; the other compaction settings are kept (a later
-    /// [`compaction`](Self::compaction) replaces them all).
+    /// Autocompact once the context reaches `tokens` instead of the model's threshold, as
+    /// Claude Code's autocompact override does, so that a small session can be seen
+    /// compacting: the verbatim tail kept after the summary is bounded to fit (at most a
+    /// quarter of `tokens`, asking for at most a tenth). The other compaction settings are
+    /// kept; a later [`compaction`](Self::compaction) replaces them all.
+    ///
+    /// ```
+    /// use threadline::Agent;
+    /// use threadline::query::scripted::ScriptedService;
+    ///
+    /// let agent = Agent::builder(ScriptedService::new([]))
+    ///     .autocompact_at(8_000)
+    ///     .build()
+    ///     .expect("agent");
+    /// # let _ = agent;
+    /// ```
     pub fn autocompact_at(mut self, tokens: u64) -> Self {
-        self.compaction = self.compaction.autocompact_at(tokens);
+        let mut tail = self.compaction.autocompact.tail;
+        tail.max_tokens = tail.max_tokens.min(tokens / 4);
+        tail.min_tokens = tail.min_tokens.min(tokens / 10);
+        self.compaction = self.compaction.autocompact_at(tokens).with_tail(tail);
         self
     }
 
