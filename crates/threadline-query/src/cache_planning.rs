@@ -83,8 +83,13 @@ impl CachePlanner for SharedPlanner {
         }
     }
 
-    fn fork(&self) -> Option<Box<dyn CachePlanner>> {
-        Some(Box::new(self.forked()))
+    fn plan_unrecorded(&mut self, request: &mut MessagesRequest) {
+        if let Some(planner) = &self.0 {
+            planner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .plan_unrecorded(request);
+        }
     }
 
     fn reset(&mut self) {

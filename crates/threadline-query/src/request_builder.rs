@@ -156,9 +156,9 @@ impl RequestBuilder {
 
     /// The request the loop would send now for `visible` (the history after the last
     /// compaction boundary), normalized in one batch: the shared fields, the tools of the
-    /// last request sent, shaped, and its markers placed by a fork of the loop's planner
-    /// ([`CachePlanner::fork`]), so they land as the main request's would without changing
-    /// what the loop's planner knows.
+    /// last request sent, shaped, and its markers placed by the loop's planner without
+    /// recording the request ([`CachePlanner::plan_unrecorded`]): byte for byte the request
+    /// the loop would send next, and the planner left as it was.
     pub fn preview(&mut self, visible: &[Message]) -> MessagesRequest {
         let messages = normalize(visible, &self.normalize).messages;
         let mut request = self.unshaped(messages, self.config.max_tokens);
@@ -166,10 +166,7 @@ impl RequestBuilder {
             request.tools = (!offered.is_empty()).then(|| offered.clone());
         }
         self.shaper.shape(&mut request);
-        match self.planner.fork() {
-            Some(mut fork) => fork.plan(&mut request),
-            None => self.planner.plan(&mut request),
-        }
+        self.planner.plan_unrecorded(&mut request);
         request
     }
 }

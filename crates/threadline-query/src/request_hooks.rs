@@ -29,11 +29,12 @@ pub trait CachePlanner: Send {
     fn plan(&mut self, request: &mut MessagesRequest);
     /// Forgets what was planned before (after a compaction). Default: nothing.
     fn reset(&mut self) {}
-    /// A planner for a request forked from this conversation (the autocompact summary
-    /// request): it plans from what this one knows, without changing it. Default: `None`,
-    /// and the forked request is planned by this planner itself.
-    fn fork(&self) -> Option<Box<dyn CachePlanner>> {
-        None
+    /// Places the markers [`plan`](Self::plan) would place, without recording the request
+    /// as sent: for a request that is not the conversation's next one (the autocompact
+    /// summary request, a dry run), whose markers land as the next request's would. Default:
+    /// [`plan`](Self::plan), right for a planner that keeps no state.
+    fn plan_unrecorded(&mut self, request: &mut MessagesRequest) {
+        self.plan(request);
     }
 }
 

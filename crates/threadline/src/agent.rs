@@ -22,10 +22,10 @@ use threadline_cache::Planner;
 use threadline_compact::Compaction;
 use threadline_message::{Message, TranscriptWriter};
 use threadline_query::{
-    AttachmentSources, CancellationToken, CollectorHook, CompactionMemory, CompactionPolicy,
-    ContextShaper, Event, NonInteractive, Permission, PermissionCallback, PermissionRequest, Query,
-    QueryConfig, SharedDivergence, SharedPlanner, State, StopContext, StopDecision, StopHook,
-    Terminal, Tool, ToolSet,
+    AttachmentSources, CachePlanner, CancellationToken, CollectorHook, CompactionMemory,
+    CompactionPolicy, ContextShaper, Event, NonInteractive, Permission, PermissionCallback,
+    PermissionRequest, Query, QueryConfig, SharedDivergence, SharedPlanner, State, StopContext,
+    StopDecision, StopHook, Terminal, Tool, ToolSet,
 };
 use threadline_wire::SystemPrompt;
 use threadline_wire::model::ModelTable;
@@ -607,8 +607,8 @@ where
     /// loop of `run` (system prompt, tools with their deferrals, the `Task` tool, attachment
     /// sources, shaper, cache markers, compaction) over a service that records the first
     /// request and never answers. Nothing is appended to the session or its transcript and
-    /// no tool runs. The markers are planned by a fork of the agent's planner, which is left
-    /// as it was; mid-session [`tool_changes`](AgentBuilder::tool_changes) are left out
+    /// no tool runs. The markers are planned as a run would plan them, but the agent's
+    /// planner does not record the request (it is left as it was); mid-session [`tool_changes`](AgentBuilder::tool_changes) are left out
     /// (applying them would consume them). When the session is due for autocompact, the
     /// first request is the summary request.
     ///
@@ -634,7 +634,7 @@ where
     ) -> Result<FirstRequest, FirstRequestError> {
         let prompt = prompt.into();
         let capture = Capture::default();
-        let query = self.query(capture.clone(), self.planner.forked());
+        let query = self.query(capture.clone(), Unrecorded(self.planner.clone()));
         let state = self.state();
         let (state, input, notes) = start_input(&self.sources, state, &prompt).await;
         let mut run = query.run(state, input);
@@ -670,7 +670,7 @@ where
 
     /// The loop of a run over `service` (the summaries go through it too) with `planner`:
     /// everything but the transcript and the tool changes.
-    fn query<T>(&self, service: T, planner: SharedPlanner) -> Query<T>
+    fn query<T>(&self, service: T, planner: impl CachePlanner + 'static) -> Query<T>
     where
         T: MessagesService + Clone + Send + 'static,
         T::Future: Send + 'static,
@@ -758,6 +758,15 @@ pub enum FirstRequestError {
         /// How it ended.
         terminal: Terminal,
     },
+}
+
+/// The agent's planner placing markers without recording the request (a dry run's).
+struct Unrecorded(SharedPlanner);
+
+impl CachePlanner for Unrecorded {
+    fn plan(&mut self, request: &mut threadline_wire::MessagesRequest) {
+        self.0.plan_unrecorded(request);
+    }
 }
 
 /// A service that records the first request it is given and never answers.
