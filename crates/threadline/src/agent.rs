@@ -607,10 +607,11 @@ where
     /// loop of `run` (system prompt, tools with their deferrals, the `Task` tool, attachment
     /// sources, shaper, cache markers, compaction) over a service that records the first
     /// request and never answers. Nothing is appended to the session or its transcript and
-    /// no tool runs. The markers are planned as a run would plan them, but the agent's
-    /// planner does not record the request (it is left as it was); mid-session [`tool_changes`](AgentBuilder::tool_changes) are left out
-    /// (applying them would consume them). When the session is due for autocompact, the
-    /// first request is the summary request.
+    /// no tool runs. The markers are placed as a run would place them, but the agent's
+    /// planner does not record the request (it is left as it was). Mid-session
+    /// [`tool_changes`](AgentBuilder::tool_changes) are left out (applying them would
+    /// consume them). When the session is due for autocompact, the first request is the
+    /// summary request.
     ///
     /// ```
     /// use threadline::Agent;
