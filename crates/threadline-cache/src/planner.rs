@@ -316,8 +316,22 @@ impl Planner {
         self.written.clear();
     }
 
-    /// Replaces the markers of `request` with the strategy's, under the API's rules.
-    pub fn plan(&mut self, request: &mut MessagesRequest) -> Plan {
+    /// The markers [`plan`](Self::plan) would place on `request`, placed, without recording
+    /// the request: the planner is left as it was. For a request derived from the
+    /// conversation that is not its next request (the autocompact summary request, a dry
+    /// run), whose markers land as the next request's would.
+    pub fn plan_unrecorded(&self, request: &mut MessagesRequest) -> Plan {
+        let (_, marks, locations) = self.mark(request, self.keep_previous_mark);
+        Plan { marks, locations }
+    }
+
+    /// Places the strategy's markers on `request` (keeping the previous request's last
+    /// message marker when `keep`): the flattened request, the marks applied and where.
+    fn mark(
+        &self,
+        request: &mut MessagesRequest,
+        keep: bool,
+    ) -> (Prefix, Vec<Mark>, Vec<Location>) {
         clear_markers(request);
         if let Some(ttl) = self.strategy.automatic() {
             request.set_cache_control(ttl.marker());
@@ -332,7 +346,7 @@ impl Planner {
             budget,
         };
         let mut wanted = self.strategy.place(&input);
-        if std::mem::take(&mut self.keep_previous_mark) {
+        if keep {
             wanted.extend(self.previous.as_ref().and_then(|previous| {
                 let position = previous.last_message_mark()?;
                 let before = &previous.prefix.pieces[position];
@@ -353,6 +367,13 @@ impl Planner {
                 locations.push(location);
             }
         }
+        (prefix, applied, locations)
+    }
+
+    /// Replaces the markers of `request` with the strategy's, under the API's rules.
+    pub fn plan(&mut self, request: &mut MessagesRequest) -> Plan {
+        let keep = std::mem::take(&mut self.keep_previous_mark);
+        let (prefix, applied, locations) = self.mark(request, keep);
         // The automatic marker writes where it lands, as an explicit one would.
         let automatic = prefix
             .automatic

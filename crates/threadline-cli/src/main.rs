@@ -226,12 +226,13 @@ enum Command {
     /// 1: it ended otherwise (model error, turn limit, …), the reason on stderr; 2: it could
     /// not start (no key, bad arguments).
     ///
-    /// With `--dry-run` the request body goes to stdout: the system prompt with the session
-    /// context appended (working directory, git status), the synthetic context message (the
-    /// workspace's AGENTS.md / CLAUDE.md and the date) and the attachments of the `@path` and
-    /// `@agent-NAME` mentions in PROMPT (files and directories inside the workspace only, with
-    /// instruction files found beside them). A refused or cut mention is reported on stderr.
-    /// Exit code 0: printed; 1: the request would be invalid; 2: bad arguments.
+    /// With `--dry-run` the first request the live agent would send for PROMPT goes to
+    /// stdout, as the body the HTTP client would send (one line of JSON): the same agent as
+    /// without `--dry-run` (system prompt with the working directory, built-in and MCP tools,
+    /// the synthetic context message with the workspace's AGENTS.md / CLAUDE.md and the date,
+    /// the attachments of the `@path` mentions in PROMPT, cache markers), nothing sent. A
+    /// refused or cut mention is reported on stderr. Exit code 0: printed; 1: the request
+    /// would be invalid; 2: bad arguments.
     Run {
         /// What the user asks (without it, a prompt loop on stdin; `exit` or Ctrl-D ends it).
         prompt: Option<String>,
@@ -278,6 +279,10 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = commands::run::DEFAULT_MAX_TURNS,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// Autocompact once the context reaches TOKENS (estimated) instead of the model's
+        /// threshold, so that compaction can be seen on a small session.
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        autocompact_at: Option<u64>,
         /// MCP servers from this file (Claude Code's `.mcp.json` format), beside those of the
         /// workspace's `.mcp.json` (read always; a server of the same name here wins).
         #[arg(long, value_name = "FILE")]
@@ -508,6 +513,7 @@ fn run(command: Command) -> Result<(), CliError> {
             mcp_config,
             log,
             request_timeout,
+            autocompact_at,
             ..
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
@@ -525,6 +531,7 @@ fn run(command: Command) -> Result<(), CliError> {
             mcp_config: mcp_config.as_deref(),
             log: log.as_deref(),
             request_timeout: request_timeout.map(std::time::Duration::from_secs),
+            autocompact_at,
         }),
         Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),

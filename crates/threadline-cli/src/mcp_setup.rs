@@ -12,8 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use threadline::query::{QueryConfig, ToolSet};
-use threadline::wire::MessagesRequest;
+use threadline::query::ToolSet;
 use threadline_mcp::{Approvals, McpConfig, McpOptions, McpServers, WorkspaceServers};
 
 use threadline_cli::stderr_line;
@@ -139,35 +138,4 @@ pub(crate) fn instructions_source(servers: &McpServers) -> threadline::attach::D
         })
         .collect();
     threadline::attach::DeltaSource::mcp_instructions(move || items.clone())
-}
-
-/// `--dry-run`: the MCP servers' tools in the printed request, deferred as the loop would
-/// defer them (tool search when they exceed the window share).
-pub(crate) fn add_to_dry_run(
-    request: &mut MessagesRequest,
-    workspace: &Path,
-    extra: Option<&Path>,
-) -> Result<(), String> {
-    let config = load(workspace, extra, "run")?;
-    if config.servers.is_empty() {
-        return Ok(());
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let servers = runtime.block_on(connect(&config, "run"));
-    let tools = tool_set(&servers);
-    stop(&runtime, servers);
-    runtime.shutdown_background();
-    if tools.is_empty() {
-        return Ok(());
-    }
-    let config = QueryConfig::new(request.model.clone(), request.max_tokens);
-    let definitions = threadline::query::tool_search::definitions(&tools, &config);
-    request
-        .tools
-        .get_or_insert_with(Vec::new)
-        .extend(definitions);
-    Ok(())
 }

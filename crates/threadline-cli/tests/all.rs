@@ -12,6 +12,8 @@ mod common;
 mod compact;
 #[path = "suite/demo.rs"]
 mod demo;
+#[path = "suite/dry_run.rs"]
+mod dry_run;
 #[path = "suite/durable_e2e/mod.rs"]
 mod durable_e2e;
 #[path = "suite/inspect.rs"]

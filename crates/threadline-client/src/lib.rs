@@ -73,7 +73,7 @@ pub use secret::{ApiKey, Auth, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
 #[cfg(feature = "compact")]
 pub use token_counter::ClientTokenCounter;
-pub use transport::{BuildError, HttpTransport};
+pub use transport::{BuildError, HttpTransport, messages_body};
 
 /// The variable [`Client::from_env`] reads the API key from.
 pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";

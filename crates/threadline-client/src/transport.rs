@@ -302,12 +302,7 @@ impl HttpTransport {
     ) -> Result<EventStream, ServiceError> {
         request.stream = Some(true);
         let betas = threadline_wire::betas::header_value(&self.inner.betas, &request);
-        let body = serde_json::to_vec(&request).map_err(|e| {
-            ServiceError::new(
-                ServiceErrorKind::Decode,
-                format!("cannot serialize the request: {e}"),
-            )
-        })?;
+        let body = messages_body(&request)?;
         let span = tracing::Span::current();
         let response = self
             .send(self.request(&self.inner.messages_url, body, betas))
@@ -547,6 +542,37 @@ impl tower_service::Service<MessagesRequest> for HttpTransport {
             }
             .instrument(span),
         )
+    }
+}
+
+/// The body of `POST /v1/messages` for `request`, byte for byte as the client sends it:
+/// the request streamed (`stream: true`), serialized as compact JSON. What a dry run prints
+/// to show the request the client would send.
+///
+/// ```
+/// use threadline_wire::MessagesRequest;
+///
+/// let request = MessagesRequest::new("claude-sonnet-4-5", 1024, Vec::new());
+/// let body = threadline_client::messages_body(&request).expect("serializes");
+/// let text = String::from_utf8(body).expect("utf-8");
+/// assert!(text.starts_with("{\"model\":\"claude-sonnet-4-5\""));
+/// assert!(text.contains("\"stream\":true"));
+/// ```
+pub fn messages_body(request: &MessagesRequest) -> Result<Vec<u8>, ServiceError> {
+    let serialize = |request: &MessagesRequest| {
+        serde_json::to_vec(request).map_err(|e| {
+            ServiceError::new(
+                ServiceErrorKind::Decode,
+                format!("cannot serialize the request: {e}"),
+            )
+        })
+    };
+    if request.stream == Some(true) {
+        serialize(request)
+    } else {
+        let mut streamed = request.clone();
+        streamed.stream = Some(true);
+        serialize(&streamed)
     }
 }
 

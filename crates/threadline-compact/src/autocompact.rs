@@ -5,9 +5,11 @@
 //! tail ([`crate::tail`]) → re-attached files ([`crate::reattach`]).
 //!
 //! The summary request is a fork of the main request: the same model, system prompt, tools,
-//! thinking and messages — so it reads the main request's cached prefix — followed by
-//! [`SUMMARY_PROMPT`], with `tool_choice: none` (tools stay declared, or the prefix would
-//! change) and `max_tokens` capped. When that request is itself too long, the oldest rounds
+//! `tool_choice`, thinking, `context_management` and messages — so it reads the main
+//! request's cached prefix (the API's cache invalidates the messages on a changed
+//! `tool_choice` or thinking setting) and needs the same betas — followed by
+//! [`SUMMARY_PROMPT`] (which asks for text and no tool call), with only `max_tokens`
+//! changed. When that request is itself too long, the oldest rounds
 //! are dropped from it (enough to cover the reported excess, else a fifth of them) and it is
 //! retried, at most [`AutocompactOptions::max_summary_retries`] times.
 //!
@@ -18,8 +20,8 @@ use std::time::SystemTime;
 
 use threadline_message::{CompactTrigger, Message, SystemKind};
 use threadline_wire::model::Model;
-use threadline_wire::tools::ToolChoiceOptions;
-use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolChoice};
+use threadline_wire::request::ThinkingConfig;
+use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role};
 
 use crate::breaker::CircuitBreaker;
 use crate::estimate::{
@@ -170,21 +172,28 @@ impl AutocompactError {
     }
 }
 
-/// The summary request for `base`: the same prefix, then [`SUMMARY_PROMPT`] (added to a final
-/// user message, or as a new one), `tool_choice: none`, `max_tokens` capped at
-/// `summary_max_tokens` and the model's maximum, no `context_management`.
+/// The summary request for `base`: `base` unchanged (tools, `tool_choice`, thinking,
+/// `context_management` and cache markers included), then [`SUMMARY_PROMPT`] (added to a
+/// final user message, or as a new one), with `max_tokens` capped at `summary_max_tokens`
+/// and the model's maximum — raised above a manual thinking budget, which must stay below
+/// it.
 pub fn summary_request(
     base: &MessagesRequest,
     model: &Model,
     summary_max_tokens: u64,
 ) -> MessagesRequest {
     let mut request = base.clone();
-    request.max_tokens = summary_max_tokens.min(model.max_output_tokens).max(1);
-    request.context_management = None;
-    request.tool_choice = request
-        .tools
-        .as_ref()
-        .map(|_| ToolChoice::None(ToolChoiceOptions::new()));
+    let mut max_tokens = summary_max_tokens.min(model.max_output_tokens).max(1);
+    if let Some(ThinkingConfig::Enabled(thinking)) = &request.thinking
+        && thinking.budget_tokens >= max_tokens
+    {
+        max_tokens = thinking
+            .budget_tokens
+            .saturating_add(summary_max_tokens)
+            .min(model.max_output_tokens)
+            .max(max_tokens);
+    }
+    request.max_tokens = max_tokens;
     let prompt = ContentBlock::text(SUMMARY_PROMPT);
     match request.messages.last_mut() {
         Some(last) if last.role == Role::User => {
@@ -445,7 +454,7 @@ mod tests {
     use crate::send_check::{self, assert_send, empty_base};
 
     #[test]
-    fn the_summary_request_keeps_the_prefix_and_forbids_tools() {
+    fn the_summary_request_keeps_the_prefix_and_every_setting_but_max_tokens() {
         let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
         let mut base = MessagesRequest::new(
             "claude-sonnet-4-5",
@@ -456,11 +465,26 @@ mod tests {
             ],
         );
         base.tools = Some(Vec::new());
+        base.thinking = Some(ThinkingConfig::Enabled(
+            threadline_wire::request::ThinkingEnabled::new(30_000),
+        ));
+        base.context_management = Some(
+            serde_json::from_str(r#"{"edits":[{"type":"clear_thinking_20251015"}]}"#)
+                .expect("edits"),
+        );
         let request = summary_request(&base, model, 20_000);
         assert_eq!(request.messages[..2], base.messages[..]);
         assert_eq!(request.messages.len(), 3);
-        assert!(matches!(request.tool_choice, Some(ToolChoice::None(_))));
-        assert_eq!(request.max_tokens, 20_000);
+        // What the cache and the betas depend on is the main request's.
+        assert_eq!(request.tool_choice, None);
+        assert_eq!(request.tools, base.tools);
+        assert_eq!(request.thinking, base.thinking);
+        assert_eq!(request.context_management, base.context_management);
+        // Above the thinking budget (20,000 would be below it), within the model's maximum.
+        assert_eq!(request.max_tokens, 50_000.min(model.max_output_tokens));
+        assert!(request.max_tokens > 30_000);
+        base.thinking = None;
+        assert_eq!(summary_request(&base, model, 20_000).max_tokens, 20_000);
     }
 
     /// Compile-time: the driver's future is `Send` (it can be awaited inside the query loop's

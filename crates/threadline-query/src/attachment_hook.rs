@@ -76,6 +76,16 @@ impl AttachmentSources {
 
     /// The attachments for a turn over `history`, with the user's `input` when it starts one.
     pub async fn collect(&self, history: &[Message], input: Option<&str>) -> Vec<Message> {
+        self.collect_reported(history, input).await.messages()
+    }
+
+    /// [`Self::collect`], with the collector's report (an `@` mention refused, a source that
+    /// failed or timed out) beside the attachments.
+    pub async fn collect_reported(
+        &self,
+        history: &[Message],
+        input: Option<&str>,
+    ) -> threadline_attach::Collected {
         let mut turn = Turn::new(history);
         if let Some(input) = input {
             turn = turn.with_input(input);
@@ -86,7 +96,7 @@ impl AttachmentSources {
         if let Some(today) = &self.today {
             turn = turn.with_today(today);
         }
-        self.collector.collect(&turn).await.messages()
+        self.collector.collect(&turn).await
     }
 }
 

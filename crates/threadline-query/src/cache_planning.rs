@@ -83,6 +83,15 @@ impl CachePlanner for SharedPlanner {
         }
     }
 
+    fn plan_unrecorded(&mut self, request: &mut MessagesRequest) {
+        if let Some(planner) = &self.0 {
+            planner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .plan_unrecorded(request);
+        }
+    }
+
     fn reset(&mut self) {
         if let Some(planner) = &self.0 {
             planner

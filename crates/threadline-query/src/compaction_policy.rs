@@ -12,7 +12,6 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use threadline_cache::Planner;
 use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     CircuitBreaker, CompactContext, Compacted, Compaction, DirStore, HistoryOnly, MemoryStore,
@@ -20,16 +19,14 @@ use threadline_compact::{
     autocompact, estimate_context, microcompact_time_based, overhead_of, reactive_compact,
 };
 use threadline_message::{CompactTrigger, Message};
-use threadline_normalize::{Options, normalize};
 use threadline_wire::accumulate::MessageAccumulator;
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::service::{MessagesService, ServiceError, ServiceErrorKind};
-use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest, SystemPrompt};
+use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest};
 
 use crate::config::QueryConfig;
 use crate::context_policy::{ContextPolicy, PolicyError, StepInput, StepOutcome};
-use crate::request_hooks::RequestShaper;
-use crate::tool::ToolSet;
+use crate::request_builder::RequestBuilder;
 
 /// What survives from one run to the next: the autocompact circuit breaker and the results
 /// the budget saved in memory. Clones share it; give the same memory to the policy of every
@@ -49,61 +46,23 @@ impl CompactionMemory {
     }
 }
 
-/// What every request shares, to rebuild the request the loop would send (its prefix is the
-/// summary request's).
-struct RequestTemplate {
-    model: String,
-    max_tokens: u64,
-    system: Option<SystemPrompt>,
-    tools: Vec<threadline_wire::ToolDefinition>,
-    normalize: Options,
-    shaper: Option<Box<dyn RequestShaper>>,
-    /// Whether requests carry cache markers (then the summary request does too, so it reads
-    /// the main request's cached prefix).
-    cache_markers: bool,
-}
-
-impl RequestTemplate {
-    /// The tokens of the system prompt and tools (what every request carries besides its
-    /// messages), by the estimate.
-    fn overhead(&self) -> u64 {
-        let mut bare = MessagesRequest::new(self.model.clone(), self.max_tokens, Vec::new());
-        bare.system = self.system.clone();
-        if !self.tools.is_empty() {
-            bare.tools = Some(self.tools.clone());
-        }
-        overhead_of(&bare)
-    }
-
-    /// The request for `visible`, shaped, with markers when the loop places them.
-    fn request(&mut self, visible: &[Message]) -> MessagesRequest {
-        let messages = normalize(visible, &self.normalize).messages;
-        let mut request = MessagesRequest::new(self.model.clone(), self.max_tokens, messages);
-        request.system = self.system.clone();
-        if !self.tools.is_empty() {
-            request.tools = Some(self.tools.clone());
-        }
-        request.stream = Some(true);
-        if let Some(shaper) = &mut self.shaper {
-            shaper.shape(&mut request);
-        }
-        if self.cache_markers {
-            Planner::default().plan(&mut request);
-        }
-        request
-    }
-}
-
 /// The [`ContextPolicy`] of `threadline-compact`, one per run (its [`CompactionMemory`] is
 /// shared by the runs of a session): the tool-result budget, the time-based microcompact,
 /// autocompact whose summary is a model call through the loop's own service, the blocking
 /// limit, and reactive compaction after `prompt is too long`. What runs and when is decided
 /// by `threadline-compact` ([`Compaction`], [`Thresholds`](threadline_compact::Thresholds)).
 ///
+///
+/// The summary request is the loop's own request plus the summary instruction: the policy
+/// builds its base with the loop's [`RequestBuilder`](crate::RequestBuilder) (handed over in
+/// every [`StepInput`]), so it has the main request's model, system prompt, tools (with
+/// their deferrals), `thinking`, `context_management`, shaping and cache markers, and the
+/// main request's messages as its prefix.
+///
 /// ```
 /// use threadline_compact::Compaction;
 /// use threadline_query::scripted::ScriptedService;
-/// use threadline_query::{CompactionPolicy, Query, QueryConfig, SharedPlanner, ToolSet};
+/// use threadline_query::{CompactionPolicy, Query, QueryConfig, SharedPlanner};
 ///
 /// let service = ScriptedService::new([]);
 /// let config = QueryConfig::new("claude-sonnet-4-5", 1024);
@@ -111,9 +70,7 @@ impl RequestTemplate {
 ///     service.clone(),
 ///     Compaction::default().autocompact_at(20_000),
 ///     &config,
-///     &ToolSet::new(),
-/// )
-/// .with_cache_markers(true);
+/// );
 /// let query = Query::new(service, config)
 ///     .with_policy(policy)
 ///     .with_cache_planner(SharedPlanner::default());
@@ -122,10 +79,12 @@ impl RequestTemplate {
 pub struct CompactionPolicy<S> {
     service: S,
     options: Compaction,
-    template: RequestTemplate,
     memory: CompactionMemory,
     /// The model's row of the table (a conservative default for unknown ids).
     model: Model,
+    /// The tokens of the system prompt and tools of the loop's requests, as last seen in a
+    /// step's request builder (for [`ContextPolicy::blocking_limit`], which gets none).
+    overhead: u64,
 }
 
 impl<S> std::fmt::Debug for CompactionPolicy<S> {
@@ -133,7 +92,6 @@ impl<S> std::fmt::Debug for CompactionPolicy<S> {
         f.debug_struct("CompactionPolicy")
             .field("options", &self.options)
             .field("model", &self.model.id)
-            .field("cache_markers", &self.template.cache_markers)
             .finish_non_exhaustive()
     }
 }
@@ -143,45 +101,24 @@ where
     S: MessagesService + Send + 'static,
     S::Future: Send + 'static,
 {
-    /// The policy of `compaction` for a loop with `config` and `tools`; summaries are model
-    /// calls through `service` (give it the loop's own service). Requests are rebuilt without
-    /// a shaper and without cache markers unless told ([`Self::with_shaper`],
-    /// [`Self::with_cache_markers`]).
-    pub fn new(
-        service: S,
-        compaction: Compaction,
-        config: &QueryConfig,
-        tools: &ToolSet,
-    ) -> CompactionPolicy<S> {
+    /// The policy of `compaction` for a loop with `config`; summaries are model calls
+    /// through `service` (give it the loop's own service). The requests it builds come from
+    /// the loop's [`RequestBuilder`](crate::RequestBuilder).
+    pub fn new(service: S, compaction: Compaction, config: &QueryConfig) -> CompactionPolicy<S> {
         CompactionPolicy {
             service,
             options: compaction,
-            template: RequestTemplate {
-                model: config.model.clone(),
-                max_tokens: config.max_tokens,
-                system: config.system.clone(),
-                tools: tools.definitions(),
-                normalize: config.normalize.clone(),
-                shaper: None,
-                cache_markers: false,
-            },
             memory: CompactionMemory::default(),
             model: ModelTable::builtin().resolve(&config.model).model().clone(),
+            overhead: 0,
         }
     }
 
-    /// Shapes the rebuilt requests as the loop's own shaper does (give it a clone of the
-    /// loop's), so the summary request shares the main request's prefix.
-    pub fn with_shaper(mut self, shaper: impl RequestShaper + 'static) -> Self {
-        self.template.shaper = Some(Box::new(shaper));
-        self
-    }
-
-    /// Whether the loop places cache markers: then the summary request carries them too,
-    /// and reads the main request's cached prefix. Default: no.
-    pub fn with_cache_markers(mut self, markers: bool) -> Self {
-        self.template.cache_markers = markers;
-        self
+    /// The system prompt's and tools' tokens of `builder`'s requests, remembered for the
+    /// blocking limit.
+    fn overhead(&mut self, builder: &RequestBuilder) -> u64 {
+        self.overhead = overhead_of(&builder.bare());
+        self.overhead
     }
 
     /// The memory of earlier runs of the session (default: a new one).
@@ -315,6 +252,7 @@ where
     S::Future: Send + 'static,
 {
     fn tool_result_budget(&mut self, input: StepInput<'_>) -> StepOutcome {
+        self.overhead(input.request);
         if !self.options.enabled {
             return StepOutcome::unchanged();
         }
@@ -388,12 +326,12 @@ where
             let thresholds = self.options.thresholds(&self.model);
             let counter = self.options.token_counter.clone();
             // The cheap check first: the full request is only built when it is needed.
-            let estimate = estimate_context(input.history, self.template.overhead());
+            let estimate = estimate_context(input.history, self.overhead(input.request));
             if estimate < thresholds.exact_count_from(counter.is_some()) {
                 return Ok(StepOutcome::unchanged());
             }
             let start = input.boundary.min(input.history.len());
-            let base = self.template.request(&input.history[start..]);
+            let base = input.request.preview(&input.history[start..]);
             let counted = match &counter {
                 Some(counter) => counter
                     .count_tokens(CountTokensRequest::from(&base))
@@ -422,7 +360,7 @@ where
         if !self.options.enabled {
             return None;
         }
-        let tokens = estimate_context(visible, self.template.overhead());
+        let tokens = estimate_context(visible, self.overhead);
         self.options.thresholds(&self.model).blocked(tokens)
     }
 
@@ -436,7 +374,7 @@ where
                 return Ok(StepOutcome::unchanged());
             }
             let start = input.boundary.min(input.history.len());
-            let base = self.template.request(&input.history[start..]);
+            let base = input.request.preview(&input.history[start..]);
             let history: &[Message] = input.history;
             self.compact(Kind::Reactive(error), history, &base)
                 .await

@@ -9,6 +9,8 @@ use futures::future::BoxFuture;
 use threadline_message::Message;
 use threadline_wire::service::ServiceError;
 
+use crate::request_builder::RequestBuilder;
+
 /// What a step did to the history.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -120,6 +122,9 @@ pub struct StepInput<'a> {
     pub boundary: usize,
     /// Completed turns in the session.
     pub turn_count: u32,
+    /// The loop's request builder: [`RequestBuilder::preview`] is the request the loop
+    /// would send for the visible history (a summary request's base).
+    pub request: &'a mut RequestBuilder,
 }
 
 /// The context policy. Every method defaults to doing nothing, so `NoPolicy` is the loop

@@ -99,6 +99,7 @@ mod hooks;
 mod permission;
 mod query;
 pub mod recovery;
+mod request_builder;
 mod request_hooks;
 mod run;
 pub mod schema;
@@ -137,6 +138,7 @@ pub use permission::{
     from_async as permission_from_async,
 };
 pub use query::Query;
+pub use request_builder::RequestBuilder;
 pub use request_hooks::{CachePlanner, RequestShaper, Unchanged};
 pub use run::Run;
 /// The JSON Schema derive of typed tools' inputs (schemars 0.8), re-exported so the

@@ -31,6 +31,7 @@ use crate::recovery::{
     self, ContextWindowStep, INTERRUPTED, MAX_PAUSE_TURN_RESUMES, MaxTokensStep, NOT_RECORDED,
     PromptTooLongStep, RESUME_DIRECTLY, STREAM_FAILED,
 };
+use crate::request_builder::RequestBuilder;
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::run::Run;
 use crate::state::{State, loop_normalize_options};
@@ -220,7 +221,8 @@ enum Wake {
 struct Driver<S> {
     q: Query<S>,
     out: mpsc::UnboundedSender<Event>,
-    tool_definitions: Vec<threadline_wire::ToolDefinition>,
+    /// Assembles every request (the policy's summary request's base too).
+    request: RequestBuilder,
     tools: Arc<ToolSet>,
 }
 
@@ -229,13 +231,16 @@ where
     S: MessagesService + Send + 'static,
     S::Future: Send + 'static,
 {
-    fn new(q: Query<S>, out: mpsc::UnboundedSender<Event>) -> Driver<S> {
-        let tool_definitions = crate::tool_search::definitions(&q.tools, &q.config);
+    fn new(mut q: Query<S>, out: mpsc::UnboundedSender<Event>) -> Driver<S> {
+        let shaper = std::mem::replace(&mut q.shaper, Box::new(Unchanged));
+        let planner = std::mem::replace(&mut q.planner, Box::new(Unchanged));
+        let request =
+            RequestBuilder::new(q.config.clone(), &q.tools).with_boxed_hooks(shaper, planner);
         let tools = Arc::new(q.tools.clone());
         Driver {
             q,
             out,
-            tool_definitions,
+            request,
             tools,
         }
     }
@@ -418,13 +423,23 @@ where
 
     async fn preprocess(&mut self, st: &mut State) {
         let tokens = telemetry::traced_tokens(st.visible());
-        let outcome = self.q.policy.tool_result_budget(step_input(st));
+        let outcome = self
+            .q
+            .policy
+            .tool_result_budget(step_input(st, &mut self.request));
         let tokens = self.apply(st, "tool_result_budget", tokens, outcome);
-        let outcome = self.q.policy.snip(step_input(st));
+        let outcome = self.q.policy.snip(step_input(st, &mut self.request));
         let tokens = self.apply(st, "snip", tokens, outcome);
-        let outcome = self.q.policy.microcompact(step_input(st));
+        let outcome = self
+            .q
+            .policy
+            .microcompact(step_input(st, &mut self.request));
         let tokens = self.apply(st, "microcompact", tokens, outcome);
-        let outcome = self.q.policy.autocompact(step_input(st)).await;
+        let outcome = self
+            .q
+            .policy
+            .autocompact(step_input(st, &mut self.request))
+            .await;
         match outcome {
             Ok(outcome) => {
                 self.apply(st, "autocompact", tokens, outcome);
@@ -453,7 +468,7 @@ where
             self.append(st, message);
         }
         if st.compaction.compactions != compactions {
-            self.q.planner.reset();
+            self.request.reset_planner();
         }
         match before {
             Some(before) if changed => {
@@ -471,15 +486,7 @@ where
         let max_tokens = st
             .max_output_tokens_override
             .unwrap_or(self.q.config.max_tokens);
-        let mut request = MessagesRequest::new(self.q.config.model.clone(), max_tokens, messages);
-        request.system = self.q.config.system.clone();
-        request.thinking = self.q.config.thinking.clone();
-        request.output_config = self.q.config.output_config.clone();
-        request.fallbacks = self.q.config.fallbacks.clone();
-        request.context_management = self.q.config.context_management.clone();
-        if !self.tool_definitions.is_empty() {
-            request.tools = Some(self.tool_definitions.clone());
-        }
+        let mut request = self.request.unshaped(messages, max_tokens);
         if let Some(changes) = &self.q.tool_changes {
             let table = threadline_wire::model::ModelTable::builtin();
             let model = table.resolve(&self.q.config.model);
@@ -491,10 +498,9 @@ where
             if let Some(changed) = applied.changed {
                 self.emit(Event::ToolsChanged(changed));
             }
+            self.request.note_offered(&request);
         }
-        request.stream = Some(true);
-        self.q.shaper.shape(&mut request);
-        self.q.planner.plan(&mut request);
+        self.request.finish(&mut request);
         let diagnose = self.q.config.cache_diagnostics;
         self.q.diagnoser.prepare(diagnose, st, &mut request);
         request
@@ -676,7 +682,7 @@ where
         telemetry::record_response(span, &message);
         if crate::server_compaction::compacted(&message) {
             // The server summarised: the prefix the cache planner knew is gone.
-            self.q.planner.reset();
+            self.request.reset_planner();
         }
         let usage = message.usage.clone();
         if let Some(output) = usage.as_ref().and_then(|u| u.output_tokens) {
@@ -884,7 +890,12 @@ where
                         "model_context_window_exceeded: the output reached the context window",
                     );
                     let before = telemetry::traced_tokens(st.visible());
-                    match self.q.policy.reactive_compact(step_input(st), &error).await {
+                    match self
+                        .q
+                        .policy
+                        .reactive_compact(step_input(st, &mut self.request), &error)
+                        .await
+                    {
                         Ok(outcome) if outcome.changed() => {
                             self.apply(st, "reactive_compact", before, outcome);
                             self.append(st, Message::meta_user_text(RESUME_DIRECTLY));
@@ -970,7 +981,7 @@ where
                 PromptTooLongStep::Drain => {
                     st.recovery.has_attempted_drain = true;
                     let before = telemetry::traced_tokens(st.visible());
-                    let outcome = self.q.policy.drain(step_input(st));
+                    let outcome = self.q.policy.drain(step_input(st, &mut self.request));
                     if outcome.changed() {
                         self.apply(st, "drain", before, outcome);
                         return Ok(Transition::CollapseDrainRetry);
@@ -979,7 +990,12 @@ where
                 PromptTooLongStep::ReactiveCompact => {
                     st.recovery.has_attempted_reactive_compact = true;
                     let before = telemetry::traced_tokens(st.visible());
-                    match self.q.policy.reactive_compact(step_input(st), error).await {
+                    match self
+                        .q
+                        .policy
+                        .reactive_compact(step_input(st, &mut self.request), error)
+                        .await
+                    {
                         Ok(outcome) if outcome.changed() => {
                             self.apply(st, "reactive_compact", before, outcome);
                             return Ok(Transition::ReactiveCompactRetry);
@@ -1005,11 +1021,12 @@ where
     }
 }
 
-fn step_input(st: &mut State) -> StepInput<'_> {
+fn step_input<'a>(st: &'a mut State, request: &'a mut RequestBuilder) -> StepInput<'a> {
     StepInput {
         history: &mut st.messages,
         boundary: st.compaction.boundary,
         turn_count: st.turn_count,
+        request,
     }
 }
 

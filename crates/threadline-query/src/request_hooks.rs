@@ -29,6 +29,13 @@ pub trait CachePlanner: Send {
     fn plan(&mut self, request: &mut MessagesRequest);
     /// Forgets what was planned before (after a compaction). Default: nothing.
     fn reset(&mut self) {}
+    /// Places the markers [`plan`](Self::plan) would place, without recording the request
+    /// as sent: for a request that is not the conversation's next one (the autocompact
+    /// summary request, a dry run), whose markers land as the next request's would. Default:
+    /// [`plan`](Self::plan), right for a planner that keeps no state.
+    fn plan_unrecorded(&mut self, request: &mut MessagesRequest) {
+        self.plan(request);
+    }
 }
 
 impl<F> CachePlanner for F

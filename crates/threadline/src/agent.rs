@@ -23,10 +23,10 @@ use threadline_cache::Planner;
 use threadline_compact::Compaction;
 use threadline_message::{Message, TranscriptWriter};
 use threadline_query::{
-    AttachmentSources, CancellationToken, CollectorHook, CompactionMemory, CompactionPolicy,
-    ContextShaper, Event, Finished, NonInteractive, Permission, PermissionCallback,
-    PermissionRequest, Query, QueryConfig, SharedDivergence, SharedPlanner, State, StopContext,
-    StopDecision, StopHook, Terminal, Tool, ToolSet,
+    AttachmentSources, CachePlanner, CancellationToken, CollectorHook, CompactionMemory,
+    CompactionPolicy, ContextShaper, Event, Finished, NonInteractive, Permission,
+    PermissionCallback, PermissionRequest, Query, QueryConfig, SharedDivergence, SharedPlanner,
+    State, StopContext, StopDecision, StopHook, Terminal, Tool, ToolSet,
 };
 use threadline_wire::model::ModelTable;
 use threadline_wire::request::Effort;
@@ -270,6 +270,30 @@ where
     /// The compaction policy (default: [`Compaction::default`]).
     pub fn compaction(mut self, compaction: Compaction) -> Self {
         self.compaction = compaction;
+        self
+    }
+
+    /// Autocompact once the context reaches `tokens` instead of the model's threshold, as
+    /// Claude Code's autocompact override does, so that a small session can be seen
+    /// compacting: the verbatim tail kept after the summary is bounded to fit (at most a
+    /// quarter of `tokens`, asking for at most a tenth). The other compaction settings are
+    /// kept; a later [`compaction`](Self::compaction) replaces them all.
+    ///
+    /// ```
+    /// use threadline::Agent;
+    /// use threadline::query::scripted::ScriptedService;
+    ///
+    /// let agent = Agent::builder(ScriptedService::new([]))
+    ///     .autocompact_at(8_000)
+    ///     .build()
+    ///     .expect("agent");
+    /// # let _ = agent;
+    /// ```
+    pub fn autocompact_at(mut self, tokens: u64) -> Self {
+        let mut tail = self.compaction.autocompact.tail;
+        tail.max_tokens = tail.max_tokens.min(tokens / 4);
+        tail.min_tokens = tail.min_tokens.min(tokens / 10);
+        self.compaction = self.compaction.autocompact_at(tokens).with_tail(tail);
         self
     }
 
@@ -698,6 +722,112 @@ where
     pub fn try_run(&self, prompt: impl Into<String>) -> Result<AgentRun, RunError> {
         let mut guard = RunGuard::acquire(&self.running, &self.state)?;
         let prompt = prompt.into();
+        let mut query = self.query(self.service.clone(), self.planner.clone());
+        if let Some(changes) = &self.tool_changes {
+            query = query.with_tool_changes(changes.clone());
+        }
+        let mut warnings = Vec::new();
+        if let Some(path) = &self.transcript {
+            match TranscriptWriter::open(path) {
+                Ok(writer) => query = query.with_transcript(writer),
+                Err(e) => warnings.push(Event::Warning(format!(
+                    "transcript {}: {e}; this run is not recorded",
+                    path.display()
+                ))),
+            }
+        }
+        // The run starts from a copy: the agent's state keeps the history while it runs.
+        let state = self.state();
+        let sources = self.sources.clone();
+        let start = async move {
+            let (state, input, _) = start_input(&sources, state, &prompt).await;
+            query.run(state, input)
+        };
+        let events = futures::stream::iter(warnings)
+            .chain(futures::stream::once(start).flatten())
+            .inspect(move |event| guard.observe(event))
+            .boxed();
+        #[cfg(feature = "store")]
+        let events = match &self.store {
+            Some(link) => crate::session_store::persist(events, link.clone()),
+            None => events,
+        };
+        Ok(events)
+    }
+
+    /// The first request a [`run`](Self::run) of `prompt` would send now, not sent: the very
+    /// loop of `run` (system prompt, tools with their deferrals, the `Task` tool, attachment
+    /// sources, shaper, cache markers, compaction) over a service that records the first
+    /// request and never answers. Nothing is appended to the session or its transcript and
+    /// no tool runs. The markers are placed as a run would place them, but the agent's
+    /// planner does not record the request (it is left as it was). Mid-session
+    /// [`tool_changes`](AgentBuilder::tool_changes) are left out (applying them would
+    /// consume them). When the session is due for autocompact, the first request is the
+    /// summary request.
+    ///
+    /// ```
+    /// use threadline::Agent;
+    /// use threadline::query::scripted::ScriptedService;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let agent = Agent::builder(ScriptedService::new([]))
+    ///     .system_prompt("Be brief.")
+    ///     .build()
+    ///     .expect("agent");
+    /// let first = agent.first_request("hello").await.expect("a request");
+    /// assert_eq!(first.request.messages.len(), 1);
+    /// assert!(first.notes.is_empty());
+    /// // The session is unchanged.
+    /// assert!(agent.state().messages.is_empty());
+    /// # });
+    /// ```
+    pub async fn first_request(
+        &self,
+        prompt: impl Into<String>,
+    ) -> Result<FirstRequest, FirstRequestError> {
+        let prompt = prompt.into();
+        let capture = Capture::default();
+        let query = self.query(capture.clone(), Unrecorded(self.planner.clone()));
+        let state = self.state();
+        let (state, input, notes) = start_input(&self.sources, state, &prompt).await;
+        let mut run = query.run(state, input);
+        let request = futures::future::poll_fn(|cx| {
+            loop {
+                if let Some(request) = capture.take() {
+                    return std::task::Poll::Ready(Ok(request));
+                }
+                match run.poll_next_unpin(cx) {
+                    std::task::Poll::Pending => {
+                        return match capture.take() {
+                            Some(request) => std::task::Poll::Ready(Ok(request)),
+                            None => std::task::Poll::Pending,
+                        };
+                    }
+                    std::task::Poll::Ready(Some(Event::Finished(finished))) => {
+                        return std::task::Poll::Ready(Err(FirstRequestError::NotSent {
+                            terminal: finished.terminal,
+                        }));
+                    }
+                    std::task::Poll::Ready(Some(_)) => {}
+                    std::task::Poll::Ready(None) => {
+                        return std::task::Poll::Ready(Err(FirstRequestError::NotSent {
+                            terminal: Terminal::AbortedStreaming,
+                        }));
+                    }
+                }
+            }
+        })
+        .await?;
+        Ok(FirstRequest { request, notes })
+    }
+
+    /// The loop of a run over `service` (the summaries go through it too) with `planner`:
+    /// everything but the transcript and the tool changes.
+    fn query<T>(&self, service: T, planner: impl CachePlanner + 'static) -> Query<T>
+    where
+        T: MessagesService + Clone + Send + 'static,
+        T::Future: Send + 'static,
+    {
         let mut config = self.config.clone();
         let row = ModelTable::builtin().resolve(&config.model).model();
         // The caller's own edits stay; the compaction edit (if any) comes after them.
@@ -720,63 +850,106 @@ where
             );
             tools.insert(Arc::new(task));
         }
-        let mut query = Query::new(self.service.clone(), config)
+        let mut query = Query::new(service.clone(), config.clone())
             .with_tools(tools)
             .with_permission(SharedPermission(Arc::clone(&self.permission)))
             .with_shaper(self.shaper.clone())
-            .with_cache_planner(self.planner.clone())
+            .with_cache_planner(planner)
             .with_break_detector(self.detector.clone())
             .with_attachments(CollectorHook::new(self.sources.clone()))
             .with_cancellation(self.cancel.clone());
-        if let Some(changes) = &self.tool_changes {
-            query = query.with_tool_changes(changes.clone());
-        }
         for hook in &self.stop_hooks {
             query = query.with_stop_hook(SharedStopHook(Arc::clone(hook)));
         }
         if self.compaction.enabled {
-            let policy = CompactionPolicy::new(
-                self.service.clone(),
-                self.compaction.clone(),
-                &self.config,
-                &self.tools,
-            )
-            .with_shaper(self.shaper.clone())
-            .with_cache_markers(!self.planner.is_none())
-            .with_memory(self.memory.clone());
+            // The summary request is built by the loop's own request builder: the same
+            // config, tools (`Task` included), shaper and planner as every request.
+            let policy = CompactionPolicy::new(service, self.compaction.clone(), &config)
+                .with_memory(self.memory.clone());
             query = query.with_policy(policy);
         }
-        let mut warnings = Vec::new();
-        if let Some(path) = &self.transcript {
-            match TranscriptWriter::open(path) {
-                Ok(writer) => query = query.with_transcript(writer),
-                Err(e) => warnings.push(Event::Warning(format!(
-                    "transcript {}: {e}; this run is not recorded",
-                    path.display()
-                ))),
-            }
+        query
+    }
+}
+
+/// The state and input of a run of `prompt`: the user's message and its attachments, the
+/// sources seeing the history with the input, as the turn will have it; and one line per
+/// entry of the collector's report.
+async fn start_input(
+    sources: &AttachmentSources,
+    mut state: State,
+    prompt: &str,
+) -> (State, Vec<Message>, Vec<String>) {
+    state.messages.push(Message::user_text(prompt));
+    let collected = sources
+        .collect_reported(&state.messages, Some(prompt))
+        .await;
+    let mut input: Vec<Message> = state.messages.pop().into_iter().collect();
+    input.extend(collected.messages());
+    let notes = collected.report.iter().map(ToString::to_string).collect();
+    (state, input, notes)
+}
+
+/// The first request of a run, from [`Agent::first_request`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FirstRequest {
+    /// The request, as the service would be given it.
+    pub request: threadline_wire::MessagesRequest,
+    /// One line per note of the attachment collector (an `@` mention refused, a source
+    /// that failed or timed out), as `attachment source `NAME`: …`.
+    pub notes: Vec<String>,
+}
+
+/// [`Agent::first_request`] found no request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FirstRequestError {
+    /// The loop ended before calling the model (a blocking limit, a cancelled token).
+    #[error("the run ended before sending a request: {terminal}")]
+    NotSent {
+        /// How it ended.
+        terminal: Terminal,
+    },
+}
+
+/// The agent's planner placing markers without recording the request (a dry run's).
+struct Unrecorded(SharedPlanner);
+
+impl CachePlanner for Unrecorded {
+    fn plan(&mut self, request: &mut threadline_wire::MessagesRequest) {
+        self.0.plan_unrecorded(request);
+    }
+}
+
+/// A service that records the first request it is given and never answers.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Option<threadline_wire::MessagesRequest>>>);
+
+impl Capture {
+    fn take(&self) -> Option<threadline_wire::MessagesRequest> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl tower_service::Service<threadline_wire::MessagesRequest> for Capture {
+    type Response = threadline_wire::service::EventStream;
+    type Error = threadline_wire::service::ServiceError;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: threadline_wire::MessagesRequest) -> Self::Future {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(request);
         }
-        // The run starts from a copy: the agent's state keeps the history while it runs.
-        let mut state = self.state();
-        let sources = self.sources.clone();
-        let start = async move {
-            // The sources see the history with the input, as the turn will have it.
-            state.messages.push(Message::user_text(prompt.as_str()));
-            let attachments = sources.collect(&state.messages, Some(&prompt)).await;
-            let mut input: Vec<Message> = state.messages.pop().into_iter().collect();
-            input.extend(attachments);
-            query.run(state, input)
-        };
-        let events = futures::stream::iter(warnings)
-            .chain(futures::stream::once(start).flatten())
-            .inspect(move |event| guard.observe(event))
-            .boxed();
-        #[cfg(feature = "store")]
-        let events = match &self.store {
-            Some(link) => crate::session_store::persist(events, link.clone()),
-            None => events,
-        };
-        Ok(events)
+        Box::pin(futures::future::pending())
     }
 }
 

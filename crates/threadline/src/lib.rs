@@ -186,7 +186,10 @@ mod session_store;
 mod subagents;
 
 #[cfg(feature = "agent")]
-pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS, RunError};
+pub use agent::{
+    Agent, AgentBuilder, AgentError, AgentRun, DEFAULT_MAX_TOKENS, FirstRequest, FirstRequestError,
+    RunError,
+};
 #[cfg(feature = "agent")]
 pub use answer::{Answer, PromptError};
 #[cfg(all(feature = "agent", feature = "store"))]

@@ -34,10 +34,10 @@ pub async fn run(client: Client, dir: &Path, compaction: Compaction, prompt: &st
     let tools = builtin(Arc::new(Workspace::new(dir)?), ShellAccess::Ask);
     let mut config = QueryConfig::new("claude-sonnet-4-5", 4_096);
     config.system = Some(SystemPrompt::Text(SYSTEM.to_owned()));
-    let policy = CompactionPolicy::new(client.clone(), compaction, &config, &tools);
+    let policy = CompactionPolicy::new(client.clone(), compaction, &config);
     let query = Query::new(client, config)
         .with_tools(tools)
-        .with_policy(policy.with_cache_markers(true))
+        .with_policy(policy)
         .with_cache_planner(SharedPlanner::new(Planner::new(LookbackAware)));
     let input = vec![Message::user_text(prompt)];
     Ok(query.run(State::default(), input).collect().await)

@@ -10,7 +10,8 @@
 //!   cannot have both defer_loading=true and cache_control set"), whichever tools are deferred
 //!   and even when the caller left markers on them;
 //! * the output passes `threadline_wire::validate` whenever the unplanned request does (and
-//!   adds no violation otherwise).
+//!   adds no violation otherwise);
+//! * `plan_unrecorded` places the markers `plan` places, and leaves the planner as it was.
 
 use crate::sessions;
 
@@ -283,7 +284,15 @@ fn run(session: Vec<threadline_message::Message>, setup: Setup) -> Result<(), St
         let mut baseline = request_for(messages.clone(), &setup);
         threadline_cache::prefix::clear_markers(&mut baseline);
         let mut request = request_for(messages, &setup);
+        // Planned without being recorded first (twice: the planner is left as it was), then
+        // planned: the same markers.
+        let mut unrecorded = request.clone();
+        planner.plan_unrecorded(&mut unrecorded);
+        planner.plan_unrecorded(&mut unrecorded);
         planner.plan(&mut request);
+        if unrecorded != request {
+            return Err("plan_unrecorded placed other markers than plan".to_owned());
+        }
         check(&request, &baseline)?;
     }
     Ok(())

@@ -1,23 +1,16 @@
 //! `threadline run [PROMPT]`: the agent in a workspace, against the API or `--base-url`
 //! (see `run_live`), one PROMPT or a prompt loop.
 //!
-//! `threadline run --dry-run [--cwd DIR] PROMPT`: the first request the agent would send for
-//! PROMPT in DIR — system prompt with its session context, the synthetic context message, the
-//! attachments of the `@` mentions — printed, not sent.
+//! `threadline run --dry-run [--cwd DIR] PROMPT`: the first request the live agent would send
+//! for PROMPT in DIR — the same agent as the live run (see `run_live::dry_run`) — printed as
+//! the HTTP body, not sent.
 
 use std::path::Path;
 
 use crate::error::CliError;
-use threadline_attach::{
-    AgentMentions, Collected, Collector, DateChange, FileMentions, Limits, NestedInstructions,
-    QueuedCommands, SystemContext, TokenUsage, Turn, UserContext, Workspace, git_status_snapshot,
-};
+use threadline_attach::Workspace;
 use threadline_cli::stderr_line;
-use threadline_message::Message;
-use threadline_normalize::{Options, normalize};
 use threadline_wire::model::ModelTable;
-use threadline_wire::request::SystemPrompt;
-use threadline_wire::{MessagesRequest, validate};
 
 /// The model `run` uses unless told otherwise: the newest Sonnet in the model table.
 pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
@@ -25,11 +18,6 @@ pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
 const DEFAULT_MAX_TOKENS: u64 = 8192;
 /// The environment variable that fixes today's date (for reproducible output).
 pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
-
-/// The base system prompt; session context is appended after it.
-const SYSTEM_PROMPT: &str = "You are threadline, an agent that helps the user with software \
-engineering tasks in their workspace. Text inside <system-reminder> tags is information from \
-the system, not from the user; use it when it is relevant.";
 
 /// What `threadline run` was asked.
 pub(crate) struct RunArgs<'a> {
@@ -54,6 +42,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) log: Option<&'a Path>,
     /// `--request-timeout SECS`: overrides the client's total deadline per model request.
     pub(crate) request_timeout: Option<std::time::Duration>,
+    /// `--autocompact-at TOKENS`.
+    pub(crate) autocompact_at: Option<u64>,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -96,104 +86,31 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let max_tokens = args
         .max_tokens
         .unwrap_or(DEFAULT_MAX_TOKENS.min(model.max_output_tokens));
+    let live = super::run_live::LiveArgs {
+        prompt: args.prompt,
+        workspace: workspace.root(),
+        model: model_id,
+        max_tokens,
+        date: &date,
+        base_url: args.base_url,
+        allow_shell: args.allow_shell,
+        transcript: resume
+            .as_ref()
+            .map(|r| r.transcript.as_path())
+            .or(args.transcript),
+        history: resume.as_ref().map(|r| r.history.as_slice()),
+        max_turns: args.max_turns,
+        mcp_config: args.mcp_config,
+        autocompact_at: args.autocompact_at,
+        request_timeout: args.request_timeout,
+    };
     if !args.dry_run {
-        return super::run_live::run(&super::run_live::LiveArgs {
-            prompt: args.prompt,
-            workspace: workspace.root(),
-            model: model_id,
-            max_tokens,
-            date: &date,
-            base_url: args.base_url,
-            allow_shell: args.allow_shell,
-            transcript: resume
-                .as_ref()
-                .map(|r| r.transcript.as_path())
-                .or(args.transcript),
-            history: resume.as_ref().map(|r| r.history.as_slice()),
-            max_turns: args.max_turns,
-            mcp_config: args.mcp_config,
-            request_timeout: args.request_timeout,
-        });
+        return super::run_live::run(&live);
     }
     let Some(prompt) = args.prompt else {
         return Err(CliError::usage(RUN, "--dry-run needs a PROMPT"));
     };
-    let mut first = first_request(&FirstRequest {
-        workspace: &workspace,
-        prompt,
-        model: model_id,
-        max_tokens,
-        context_window: model.context_window,
-        date: &date,
-    })
-    .map_err(|e| CliError::start(RUN, "cannot start the attachment collector", e))?;
-    crate::mcp_setup::add_to_dry_run(&mut first.request, workspace.root(), args.mcp_config)
-        .map_err(|line| CliError::unusable(RUN, line, None))?;
-    for entry in &first.collected.report {
-        stderr_line!("threadline: run: {entry}");
-    }
-    let violations = validate(&first.request, model);
-    let json = serde_json::to_string_pretty(&first.request)
-        .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
-    crate::output::print_json(&json);
-    if !violations.is_empty() {
-        return Err(CliError::InvalidRequest { violations });
-    }
-    Ok(())
-}
-
-/// Everything the first request depends on.
-struct FirstRequest<'a> {
-    workspace: &'a Workspace,
-    prompt: &'a str,
-    model: &'a str,
-    max_tokens: u64,
-    context_window: u64,
-    date: &'a str,
-}
-
-/// The first request, and how its attachments were collected.
-struct First {
-    request: MessagesRequest,
-    collected: Collected,
-}
-
-/// Builds the request the three channels produce for the first turn.
-fn first_request(input: &FirstRequest<'_>) -> std::io::Result<First> {
-    let workspace = input.workspace;
-    // Channel 1: session-stable context at the end of the system prompt.
-    let mut system_context = SystemContext::new();
-    system_context.push("workingDirectory", workspace.root().display().to_string());
-    if let Some(git) = git_status_snapshot(workspace.root()) {
-        system_context.push("gitStatus", git);
-    }
-    let system = system_context.append_to(Some(SystemPrompt::Text(SYSTEM_PROMPT.to_owned())));
-
-    // Channel 3: this turn's attachments, recorded after the prompt like any turn's.
-    let mut history = vec![Message::user_text(input.prompt)];
-    let collector = Collector::new()
-        .with(FileMentions::new())
-        .with(AgentMentions::new())
-        .with(NestedInstructions::new())
-        .with(DateChange::new(input.date))
-        .with(QueuedCommands)
-        .with(TokenUsage::new(input.context_window));
-    let turn = Turn::new(&history)
-        .with_input(input.prompt)
-        .with_workspace(workspace)
-        .with_today(input.date);
-    let collected = collector.collect_blocking(&turn)?;
-    history.extend(collected.messages());
-
-    // Channel 2: the context message, in front, built now and never stored.
-    let normalized = normalize(&history, &Options::default());
-    let messages = UserContext::for_workspace(workspace, input.date, &Limits::default())
-        .prepend_to(normalized.messages);
-
-    let mut request = MessagesRequest::new(input.model, input.max_tokens, messages);
-    request.system = system;
-    request.stream = Some(true);
-    Ok(First { request, collected })
+    super::run_live::dry_run(&live, prompt)
 }
 
 /// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock.

@@ -46,6 +46,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) mcp_config: Option<&'a Path>,
     /// `--request-timeout`: the client's total deadline per request, when not its default.
     pub(crate) request_timeout: Option<std::time::Duration>,
+    /// `--autocompact-at TOKENS`: the autocompact threshold instead of the model's.
+    pub(crate) autocompact_at: Option<u64>,
 }
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
@@ -83,24 +85,9 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
     // Kept to the end of the run: dropping it stops the servers.
     let mcp = runtime.block_on(crate::mcp_setup::connect(&mcp_config, "run"));
     let meter = Meter::default();
-    let mut builder = agent_builder(
-        client,
-        &meter,
-        AgentSettings {
-            workspace: args.workspace,
-            model: args.model,
-            max_tokens: args.max_tokens,
-            shell: if args.allow_shell {
-                ShellAccess::Allow
-            } else {
-                ShellAccess::Ask
-            },
-            compaction: Compaction::default(),
-            today: Some(args.date),
-        },
-    );
     // One reader of stdin, shared by the prompt loop and the permission questions.
     let lines = (args.prompt.is_none() || (!args.allow_shell && can_ask())).then(StdinLines::spawn);
+    let mut builder = live_builder(args, client, &meter, &mcp);
     if !args.allow_shell
         && can_ask()
         && let Some(lines) = &lines
@@ -111,13 +98,6 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
     if let Some(path) = args.transcript {
         builder = builder.transcript(PathBuf::from(path));
     }
-    if let Some(history) = args.history {
-        builder = builder.history(history.to_vec());
-    }
-    builder = builder
-        .max_turns(args.max_turns)
-        .tools(&crate::mcp_setup::tool_set(&mcp))
-        .source(crate::mcp_setup::instructions_source(&mcp));
     let mut agent = builder.build().map_err(|source| CliError::Agent {
         command: "run",
         source,
@@ -135,6 +115,94 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
     crate::mcp_setup::stop(&runtime, mcp);
     runtime.shutdown_background();
     result
+}
+
+/// The builder of the live agent: everything that shapes its requests (model, output limit,
+/// system prompt, workspace, built-in and MCP tools, sources, compaction, history, turn
+/// limit). `run` adds the permission callback and the transcript; `--dry-run` builds the
+/// same agent and prints its first request.
+fn live_builder(
+    args: &LiveArgs<'_>,
+    client: Client,
+    meter: &Meter,
+    mcp: &threadline_mcp::McpServers,
+) -> threadline::AgentBuilder<Metered<Client>> {
+    let mut builder = agent_builder(
+        client,
+        meter,
+        AgentSettings {
+            workspace: args.workspace,
+            model: args.model,
+            max_tokens: args.max_tokens,
+            shell: if args.allow_shell {
+                ShellAccess::Allow
+            } else {
+                ShellAccess::Ask
+            },
+            compaction: Compaction::default(),
+            today: Some(args.date),
+        },
+    );
+    if let Some(tokens) = args.autocompact_at {
+        builder = builder.autocompact_at(tokens);
+    }
+    if let Some(history) = args.history {
+        builder = builder.history(history.to_vec());
+    }
+    builder
+        .max_turns(args.max_turns)
+        .tools(&crate::mcp_setup::tool_set(mcp))
+        .source(crate::mcp_setup::instructions_source(mcp))
+}
+
+/// `run --dry-run PROMPT`: the live agent, built as `run` builds it (its MCP servers
+/// connected for their tools), and the first request it would send for PROMPT, printed as
+/// the body the HTTP client would send ([`threadline::client::messages_body`]); nothing is
+/// sent and no key is read. The attachment collector's notes (a refused `@` mention) go to
+/// stderr. Exit code 1 when the request would be invalid.
+pub(crate) fn dry_run(args: &LiveArgs<'_>, prompt: &str) -> Result<(), CliError> {
+    let base_url = args.base_url.unwrap_or(API_BASE_URL);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::runtime(RUN, e))?;
+    // Never used: the first request is captured before any service is called.
+    let client = runtime
+        .block_on(async { client(base_url, PLACEHOLDER_KEY, None, args.request_timeout) })
+        .map_err(|line| CliError::start_line(RUN, line))?;
+    let mcp_config = crate::mcp_setup::load(args.workspace, args.mcp_config, "run")
+        .map_err(|line| CliError::unusable(RUN, line, None))?;
+    let mcp = runtime.block_on(crate::mcp_setup::connect(&mcp_config, "run"));
+    let meter = Meter::default();
+    let built = live_builder(args, client, &meter, &mcp).build();
+    let first = match built {
+        Ok(agent) => runtime
+            .block_on(agent.first_request(prompt))
+            .map_err(|e| CliError::start(RUN, "no request to print", e)),
+        Err(source) => Err(CliError::Agent {
+            command: "run",
+            source,
+        }),
+    };
+    crate::mcp_setup::stop(&runtime, mcp);
+    runtime.shutdown_background();
+    let first = first?;
+    for note in &first.notes {
+        stderr_line!("threadline: run: {note}");
+    }
+    let table = threadline::wire::model::ModelTable::builtin();
+    let violations = threadline::wire::validate(&first.request, table.resolve(args.model).model());
+    let body = threadline::client::messages_body(&first.request)
+        .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
+    let body = String::from_utf8(body)
+        .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
+    // The body as the client sends it (a character a terminal would act on is written as a
+    // JSON escape: the same value).
+    crate::output::print_json(&body);
+    if !violations.is_empty() {
+        return Err(CliError::InvalidRequest { violations });
+    }
+    Ok(())
 }
 
 type LiveAgent = threadline::Agent<Metered<Client>>;

@@ -4,6 +4,8 @@
 //! history left behind normalizes to a valid request.
 
 use crate::common;
+#[path = "scenarios/request_builder.rs"]
+mod request_builder;
 #[path = "scenarios/telemetry.rs"]
 mod telemetry;
 

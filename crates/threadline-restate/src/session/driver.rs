@@ -149,9 +149,7 @@ fn build_query(
             JournaledService::new(bridge.clone()),
             compaction.clone(),
             &config,
-            &settings.tools,
-        )
-        .with_cache_markers(settings.planner.is_some());
+        );
         query = query.with_policy(policy);
     }
     query

@@ -41,7 +41,7 @@ fn answer(request: &Value, tokens_per_message: u64) -> ResponseMessage {
     let n = messages.len();
     let input = n as u64 * tokens_per_message.max(1);
     let last = messages.last().cloned().unwrap_or(Value::Null);
-    if request["tool_choice"]["type"] == "none" {
+    if asks_for_summary(request) {
         // An autocompact summary request.
         let message = json!({"id": format!("msg_summary_{n}"), "type": "message", "role": "assistant",
                "model": "m", "content": [{"type": "text", "text": format!("<summary>{n} messages of work</summary>")}],
@@ -508,7 +508,18 @@ const COMPACTING_TURN_ENTRIES: [&str; 7] = [
 
 /// Whether a recorded request is an autocompact summary request.
 fn is_summary(request: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(request).is_ok_and(|r| r["tool_choice"]["type"] == "none")
+    serde_json::from_slice::<Value>(request).is_ok_and(|r| asks_for_summary(&r))
+}
+
+/// Whether `request` ends with the summary instruction (a summary request is the main
+/// request plus it).
+fn asks_for_summary(request: &Value) -> bool {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|last| last["content"].as_array())
+        .and_then(|blocks| blocks.last())
+        .is_some_and(|block| block["text"] == threadline_compact::summarizer::SUMMARY_PROMPT)
 }
 
 #[tokio::test]

@@ -9,6 +9,8 @@ mod feature_flags;
 mod sessions;
 #[path = "agent/subagents.rs"]
 mod subagents;
+#[path = "agent/summary_request.rs"]
+mod summary_request;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -141,9 +143,10 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 4);
     assert!(requests.iter().all(|r| r.status == Some(200)));
-    // The third request is the summary request: the main prefix, tools forbidden.
+    // The third request is the summary request: the main request plus the instruction (it
+    // used to differ in `tool_choice: none`, which invalidates the cached messages).
     let summary = body(&requests[2]);
-    assert_eq!(summary["tool_choice"]["type"], "none");
+    summary_request::assert_summary_extends(&requests[1], &requests[2]);
     assert!(summary.to_string().contains("BIG-FILE-LINE-0000"));
     // After it, the model sees the summary and the tail, not the big file.
     let after = body(&requests[3]).to_string();
@@ -368,7 +371,8 @@ async fn prompt_too_long_is_recovered_by_a_reactive_compaction() {
     assert_eq!(compactions(&events), [CompactTrigger::Reactive]);
     let requests = mock.requests();
     assert_eq!(requests.len(), 5);
-    assert_eq!(body(&requests[3])["tool_choice"]["type"], "none");
+    // The summary request is the refused main request plus the instruction.
+    summary_request::assert_summary_extends(&requests[2], &requests[3]);
     assert!(
         !body(&requests[4])
             .to_string()

@@ -82,13 +82,22 @@ async fn two_tool_calls_and_an_autocompact_against_the_mock() {
     let statuses: Vec<Option<u16>> = requests.iter().map(|r| r.status).collect();
     let ok = Some(200);
     assert_eq!(statuses, [ok, ok, ok, ok]);
-    // The summary request (tools forbidden) went through the same client.
-    let choices: Vec<&Value> = requests
+    // The summary request went through the same client: the main request plus the summary
+    // instruction, its `tool_choice` the main request's (it was `none`, which breaks the
+    // cached messages).
+    let summary_asks: Vec<bool> = requests
         .iter()
-        .map(|r| &body(r)["tool_choice"]["type"])
+        .map(|r| {
+            body(r)["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .and_then(|m| m["content"].as_array())
+                .and_then(|b| b.last())
+                .is_some_and(|b| b["text"] == threadline_compact::summarizer::SUMMARY_PROMPT)
+        })
         .collect();
-    let none = &json!("none");
-    assert_eq!(choices, [&Value::Null, &Value::Null, none, &Value::Null]);
+    assert_eq!(summary_asks, [false, false, true, false]);
+    assert!(requests.iter().all(|r| body(r)["tool_choice"].is_null()));
     // threadline-cache's markers on every request, the summary requests included.
     for (i, request) in requests.iter().enumerate() {
         assert!(

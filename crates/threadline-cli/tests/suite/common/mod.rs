@@ -98,9 +98,19 @@ impl Mock {
     /// Starts the mock on a free loopback port with `scenario`, run from the workspace root
     /// (scenario `fixture` paths are relative to it).
     pub(crate) fn start(scenario: &Path) -> Self {
+        Self::start_with(scenario, &[])
+    }
+
+    /// [`Mock::start`] writing its request log (`--record-log`) to `log`.
+    pub(crate) fn start_logged(scenario: &Path, log: &Path) -> Self {
+        Self::start_with(scenario, &["--record-log".as_ref(), log.as_os_str()])
+    }
+
+    fn start_with(scenario: &Path, more: &[&std::ffi::OsStr]) -> Self {
         let mut child = command()
             .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
             .arg(scenario)
+            .args(more)
             .current_dir(repo())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -232,9 +232,29 @@ fn run_dry_run_prints_the_mcp_tools_and_warns_of_a_failed_server() {
     let request: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the request");
     let tools = request["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["mcp__py__add", "mcp__py__shout", "mcp__py__wait"]);
-    assert_eq!(tools[0]["input_schema"]["required"], json!(["a", "b"]));
-    assert_eq!(tools[0]["description"], "Adds two integers.");
+    // The live agent's tools: the built-in ones, then the MCP servers' (the old dry run
+    // printed the MCP tools alone).
+    assert_eq!(
+        names,
+        [
+            "Bash",
+            "Edit",
+            "Glob",
+            "Grep",
+            "LS",
+            "Read",
+            "Write",
+            "mcp__py__add",
+            "mcp__py__shout",
+            "mcp__py__wait"
+        ]
+    );
+    let add = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__py__add")
+        .expect("add");
+    assert_eq!(add["input_schema"]["required"], json!(["a", "b"]));
+    assert_eq!(add["description"], "Adds two integers.");
     assert_eq!(
         stderr(&out),
         "threadline: run: MCP server `broken`: cannot start `/nonexistent/threadline-test-server`: \
@@ -261,7 +281,18 @@ fn run_takes_mcp_config_beside_the_workspace_file() {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let request: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the request");
-    assert_eq!(request["tools"].as_array().map(Vec::len), Some(3));
+    // The seven built-in tools (which the old dry run left out) and the file's three.
+    let tools = request["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 10);
+    let mcp = tools
+        .iter()
+        .filter(|t| {
+            t["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("mcp__py__"))
+        })
+        .count();
+    assert_eq!(mcp, 3);
     let bad = sandbox.threadline_in(
         &["mcp", "list", "--mcp-config", "/no/such.json"],
         empty.path(),

@@ -1,0 +1,258 @@
+//! One agent, one request, through the binary: `run --dry-run` prints byte for byte the body
+//! of the first request the live `run` sends for the same workspace and prompt (read back
+//! from `threadline mock --record-log`), and with `run --autocompact-at TOKENS` a small
+//! session compacts, its summary request being the main request plus the summary
+//! instruction (same model, system, tools, thinking and betas, the main messages a prefix,
+//! the main request's cached prefix read).
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use common::{Mock, code, command, git, stderr, stdout};
+use serde_json::Value;
+use threadline_wire::MessagesRequest;
+
+const DATE: &str = "2026-11-30";
+
+/// `threadline ARGS` in `cwd`, no key, stdin closed.
+fn threadline(args: &[&str], cwd: &Path) -> Output {
+    command()
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("THREADLINE_DATE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+/// A git repository with an `AGENTS.md` and a note, committed.
+fn repository(dir: &Path) -> std::path::PathBuf {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    std::fs::write(ws.join("AGENTS.md"), "Run the tests before you say done.\n").expect("agents");
+    std::fs::write(ws.join("notes.txt"), "buy oat milk\n").expect("notes");
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "AGENTS.md", "notes.txt"]);
+    git(&ws, &["commit", "-q", "-m", "start"]);
+    std::fs::canonicalize(ws).expect("canonical")
+}
+
+/// The lines of the mock's request log.
+fn log_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .expect("the request log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The body a log line recorded, as text.
+fn logged_body(line: &Value) -> &str {
+    line["body"].as_str().expect("the body, as text")
+}
+
+fn request(body: &str) -> MessagesRequest {
+    serde_json::from_str(body).expect("a request body")
+}
+
+#[test]
+fn the_dry_run_prints_byte_for_byte_the_first_request_the_live_run_sends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = repository(dir.path());
+    let root = ws.to_str().expect("utf-8 path");
+    let prompt = "What do I have to buy? See @notes.txt.";
+    let dry = threadline(
+        &["run", "--dry-run", "--date", DATE, "--cwd", root, prompt],
+        dir.path(),
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    assert_eq!(stderr(&dry), "");
+
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "steps:\n  - {kind: message, content: [{type: text, text: \"Oat milk.\"}]}\n",
+    )
+    .expect("scenario");
+    let log = dir.path().join("requests.jsonl");
+    let mock = Mock::start_logged(&scenario, &log);
+    let live = threadline(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--date",
+            DATE,
+            "--cwd",
+            root,
+            prompt,
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&live), 0, "{}", stderr(&live));
+    assert!(stdout(&live).contains("Oat milk."));
+    drop(mock);
+
+    let lines = log_lines(&log);
+    assert_eq!(lines.len(), 1);
+    let sent = logged_body(&lines[0]);
+    let printed = stdout(&dry);
+    // The body, then a newline.
+    assert_eq!(printed.strip_suffix('\n'), Some(sent));
+    // What the live agent sends: its system prompt, its tools with cache markers, the
+    // workspace's instructions and the mentioned file.
+    let request = request(sent);
+    let tools: Vec<&str> = request.tools.iter().flatten().map(|t| t.name()).collect();
+    for name in ["Read", "Bash", "Edit"] {
+        assert!(tools.contains(&name), "{tools:?}");
+    }
+    assert!(sent.contains("cache_control"));
+    assert!(sent.contains("Run the tests before you say done."));
+    assert!(sent.contains("buy oat milk"));
+    assert!(sent.contains(DATE));
+}
+
+/// About `lines` × 12 tokens of text, each line naming `tag`.
+fn text_file(tag: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("{tag}-LINE-{i:04} the quick brown fox jumps\n"))
+        .collect()
+}
+
+/// The messages as (role, block) pairs without cache markers.
+fn blocks(request: &Value) -> Vec<(Value, Value)> {
+    fn unmarked(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter(|(k, _)| k.as_str() != "cache_control")
+                    .map(|(k, v)| (k.clone(), unmarked(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut out = Vec::new();
+    for message in request["messages"].as_array().expect("messages") {
+        match &message["content"] {
+            Value::Array(items) => {
+                out.extend(items.iter().map(|b| (message["role"].clone(), unmarked(b))));
+            }
+            text => out.push((
+                message["role"].clone(),
+                serde_json::json!({"type": "text", "text": text}),
+            )),
+        }
+    }
+    out
+}
+
+#[test]
+fn run_autocompact_at_compacts_a_small_session_with_the_main_request_plus_the_instruction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = repository(dir.path());
+    std::fs::write(ws.join("first.txt"), text_file("FIRST", 400)).expect("first");
+    std::fs::write(ws.join("second.txt"), text_file("SECOND", 400)).expect("second");
+    let root = ws.to_str().expect("utf-8 path");
+    let prompt = "Read first.txt, then second.txt.";
+
+    // The threshold: the system prompt and tools (what every request carries, as the dry
+    // run shows them) and room for one file, not two.
+    let dry = threadline(
+        &["run", "--dry-run", "--date", DATE, "--cwd", root, prompt],
+        dir.path(),
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let overhead = threadline_compact::overhead_of(&request(stdout(&dry).trim_end()));
+    let threshold = (overhead + 7_500).to_string();
+
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content: [{type: tool_use, id: toolu_first, name: Read, input: {path: first.txt}}]
+  - kind: message
+    content: [{type: tool_use, id: toolu_second, name: Read, input: {path: second.txt}}]
+  - kind: message
+    content: [{type: text, text: "<summary>first.txt was read, then second.txt.</summary>"}]
+  - kind: message
+    content: [{type: text, text: "Both are read."}]
+"#,
+    )
+    .expect("scenario");
+    let log = dir.path().join("requests.jsonl");
+    let mock = Mock::start_logged(&scenario, &log);
+    let live = threadline(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--date",
+            DATE,
+            "--cwd",
+            root,
+            "--autocompact-at",
+            &threshold,
+            prompt,
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&live), 0, "{}", stderr(&live));
+    assert!(
+        stdout(&live).contains("Both are read."),
+        "{}",
+        stdout(&live)
+    );
+    drop(mock);
+
+    let lines = log_lines(&log);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(lines.iter().all(|l| l["status"] == 200), "{lines:?}");
+    let (main_text, summary_text) = (logged_body(&lines[1]), logged_body(&lines[2]));
+    let main: Value = serde_json::from_str(main_text).expect("json");
+    let summary: Value = serde_json::from_str(summary_text).expect("json");
+    for field in [
+        "model",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "context_management",
+    ] {
+        assert_eq!(main.get(field), summary.get(field), "`{field}` differs");
+    }
+    assert_eq!(
+        threadline_wire::betas::required(&request(main_text)),
+        threadline_wire::betas::required(&request(summary_text)),
+    );
+    let (main_blocks, summary_blocks) = (blocks(&main), blocks(&summary));
+    assert!(summary_blocks.len() > main_blocks.len());
+    assert_eq!(summary_blocks[..main_blocks.len()], main_blocks[..]);
+    let last = summary_blocks.last().expect("a block");
+    assert_eq!(
+        last.1["text"],
+        threadline_compact::summarizer::SUMMARY_PROMPT
+    );
+    // The mock's cache: the summary request reads all the main request had cached.
+    let tokens = |line: &Value, field: &str| line["usage"][field].as_u64().unwrap_or(0);
+    let cached = tokens(&lines[1], "cache_read_input_tokens")
+        + tokens(&lines[1], "cache_creation_input_tokens");
+    assert!(cached > 0, "{}", lines[1]["usage"]);
+    assert!(
+        tokens(&lines[2], "cache_read_input_tokens") >= cached,
+        "main {} / summary {}",
+        lines[1]["usage"],
+        lines[2]["usage"]
+    );
+    // After the summary, the first file is gone from what the model sees.
+    let after = logged_body(&lines[3]);
+    assert!(after.contains("first.txt was read"));
+    assert!(!after.contains("FIRST-LINE-0000"));
+    assert!(after.contains("SECOND-LINE-0000"));
+}
