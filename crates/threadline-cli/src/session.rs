@@ -12,10 +12,9 @@ use threadline_wire::model::ModelTable;
 use crate::input::{InputError, read_input};
 use crate::stderr_line;
 
-/// The model a request is built for when neither the flag nor the transcript names one.
-const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
-/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
-const DEFAULT_MAX_TOKENS: u64 = 8192;
+// The model a request is built for when neither the flag nor the transcript names one, and
+// the `max_tokens` used when the flag does not give one (capped at the model's maximum).
+use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 
 /// A transcript, read.
 pub struct Session {

@@ -88,6 +88,7 @@ pub mod betas;
 pub mod cache_control;
 mod cache_markers;
 pub mod content;
+pub mod defaults;
 pub mod diagnostics;
 pub mod message_stream;
 pub mod model;

@@ -35,8 +35,9 @@ use threadline_wire::service::MessagesService;
 /// [`Event::Finished`].
 pub type AgentRun = BoxStream<'static, Event>;
 
-/// The output limit of each request unless told otherwise.
-pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+/// The output limit of each request unless told otherwise (the workspace default,
+/// `threadline_wire::defaults`).
+pub use threadline_wire::defaults::DEFAULT_MAX_TOKENS;
 
 /// An agent could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +108,7 @@ where
     S: MessagesService + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
-    /// The model id (default: `claude-sonnet-4-5`).
+    /// The model id (default: [`DEFAULT_MODEL`](crate::DEFAULT_MODEL)).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.config.model = model.into();
         self

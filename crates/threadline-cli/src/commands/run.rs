@@ -19,17 +19,15 @@ use threadline_wire::model::ModelTable;
 use threadline_wire::request::SystemPrompt;
 use threadline_wire::{MessagesRequest, validate};
 
-/// The model `run` uses unless told otherwise: the newest Sonnet in the model table.
-pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
-/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
-const DEFAULT_MAX_TOKENS: u64 = 8192;
+// The model `run` uses unless told otherwise, and the `max_tokens` used when the flag does not
+// give one (capped at the model's maximum): the workspace defaults.
+use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 /// The environment variable that fixes today's date (for reproducible output).
 pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
 
-/// The base system prompt; session context is appended after it.
-const SYSTEM_PROMPT: &str = "You are threadline, an agent that helps the user with software \
-engineering tasks in their workspace. Text inside <system-reminder> tags is information from \
-the system, not from the user; use it when it is relevant.";
+// The base system prompt (the one every command's agent sends); session context is appended
+// after it.
+use crate::agent_setup::SYSTEM_PROMPT;
 
 /// What `threadline run` was asked.
 pub(crate) struct RunArgs<'a> {
