@@ -100,6 +100,7 @@ pub mod service;
 pub mod sse;
 pub mod stream_event;
 pub mod telemetry;
+pub mod tokens;
 pub mod tool_change;
 pub mod tool_search;
 pub mod tools;
