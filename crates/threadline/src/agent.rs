@@ -28,7 +28,6 @@ use threadline_query::{
     ToolSet,
 };
 use threadline_wire::SystemPrompt;
-use threadline_wire::model::ModelTable;
 use threadline_wire::service::MessagesService;
 
 /// The events of one [`Agent::run`], the loop's own: the last is always
@@ -550,7 +549,7 @@ where
     pub fn run(&mut self, prompt: impl Into<String>) -> AgentRun {
         let prompt = prompt.into();
         let mut config = self.config.clone();
-        let row = ModelTable::builtin().resolve(&config.model).model();
+        let row = config.models.resolve(&config.model).model();
         // The caller's own edits stay; the compaction edit (if any) comes after them.
         config.context_management = self
             .compaction
