@@ -396,8 +396,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    input::set_max_input_bytes(cli.max_input_bytes);
-    let code = match run(cli.command) {
+    let limit = input::InputLimit::new(cli.max_input_bytes);
+    let code = match run(cli.command, limit) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // The one place an error is printed: one line (the violations of a dry run, one
@@ -413,10 +413,10 @@ fn main() -> ExitCode {
     output::finish(code)
 }
 
-/// Runs the subcommand.
-fn run(command: Command) -> Result<(), CliError> {
+/// Runs the subcommand; every input it reads is held to `limit` (`--max-input-bytes`).
+fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError> {
     match command {
-        Command::Accumulate { file } => commands::accumulate::run(&file),
+        Command::Accumulate { file } => commands::accumulate::run(&file, input_limit),
         Command::Check {
             file,
             model,
@@ -429,6 +429,7 @@ fn run(command: Command) -> Result<(), CliError> {
             beta: beta.as_deref(),
             count_tokens,
             next: next.as_deref(),
+            limit: input_limit,
         }),
         Command::Normalize {
             transcript,
@@ -438,7 +439,13 @@ fn run(command: Command) -> Result<(), CliError> {
             next,
         } => {
             let path = pick.resolve(&transcript)?;
-            commands::normalize::run(&path, model.as_deref(), max_tokens, next.as_deref())
+            commands::normalize::run(
+                &path,
+                model.as_deref(),
+                max_tokens,
+                next.as_deref(),
+                input_limit,
+            )
         }
         Command::Inspect {
             transcript,
@@ -455,9 +462,10 @@ fn run(command: Command) -> Result<(), CliError> {
                 html: html.as_deref(),
                 plan,
                 model: model.as_deref(),
+                limit: input_limit,
             })
         }
-        Command::Sessions { dir, json } => commands::sessions::run(&dir, json),
+        Command::Sessions { dir, json } => commands::sessions::run(&dir, json, input_limit),
         Command::Compact {
             transcript,
             model,
@@ -476,6 +484,7 @@ fn run(command: Command) -> Result<(), CliError> {
             summary: summary.as_deref(),
             keep,
             now: now.as_deref(),
+            input_limit,
         }),
         Command::Run {
             prompt,
@@ -518,10 +527,11 @@ fn run(command: Command) -> Result<(), CliError> {
             max_turns,
             mcp_config: mcp_config.as_deref(),
             log: log.as_deref(),
+            input_limit,
         }),
         Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),
-        Command::Session { command } => commands::session::run(&command),
+        Command::Session { command } => commands::session::run(&command, input_limit),
         Command::Replay { fixture } => commands::replay::run(&fixture),
         Command::Demo {
             keep,
@@ -537,6 +547,12 @@ fn run(command: Command) -> Result<(), CliError> {
             scenario,
             record_log,
             limits,
-        } => commands::mock::run(addr, scenario.as_deref(), record_log.as_deref(), &limits),
+        } => commands::mock::run(
+            addr,
+            scenario.as_deref(),
+            record_log.as_deref(),
+            &limits,
+            input_limit,
+        ),
     }
 }

@@ -50,6 +50,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) mcp_config: Option<&'a Path>,
     /// `--log FILE`: the spans as JSON lines.
     pub(crate) log: Option<&'a Path>,
+    /// `--max-input-bytes`: the limit `--resume` reads its transcript with.
+    pub(crate) input_limit: threadline_cli::input::InputLimit,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -76,7 +78,11 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         super::run_live::api_key(args.base_url)?;
     }
     let resume = match args.resume {
-        Some(file) => Some(super::session::prepare_resume(file, args.out)?),
+        Some(file) => Some(super::session::prepare_resume(
+            file,
+            args.out,
+            args.input_limit,
+        )?),
         None => None,
     };
     let model_id = args
