@@ -33,6 +33,7 @@
 //!   the lookback bridge; the planner counts the automatic one in the four.
 
 use threadline_wire::MessagesRequest;
+use threadline_wire::model::SharedModelTable;
 
 use crate::prefix::{Location, Prefix, Ttl, clear_markers, set_marker};
 use crate::tokens::{Estimate, TokenCounter};
@@ -256,6 +257,8 @@ pub struct Planner {
     /// The next request keeps the previous request's last message marker where its prefix
     /// is unchanged (a fork's first request: see [`Planner::forked`]).
     keep_previous_mark: bool,
+    /// Where the requests' models are looked up (the built-in table by default).
+    models: SharedModelTable,
 }
 
 impl Default for Planner {
@@ -273,7 +276,20 @@ impl Planner {
             previous: None,
             written: Vec::new(),
             keep_previous_mark: false,
+            models: SharedModelTable::builtin(),
         }
+    }
+
+    /// Looks the requests' models up in `models` instead of the built-in table (whether a
+    /// model strips earlier turns' thinking decides which blocks can be cached).
+    pub fn with_models(mut self, models: impl Into<SharedModelTable>) -> Self {
+        self.models = models.into();
+        self
+    }
+
+    /// The model table the requests' models are looked up in.
+    pub fn models(&self) -> &SharedModelTable {
+        &self.models
     }
 
     /// Says which system block is the static (globally cacheable) prefix, as
@@ -288,8 +304,8 @@ impl Planner {
         self.strategy.name()
     }
 
-    /// The last planned request flattened with its markers, as [`Prefix::of`] gives it with
-    /// the [`Estimate`] and no unseen prefix: a simulator with the same settings can take it
+    /// The last planned request flattened with its markers, as [`Prefix::of_in`] gives it with
+    /// the [`Estimate`], no unseen prefix and the planner's model table: a simulator with the same settings can take it
     /// ([`crate::Simulator::step_prefix`]) instead of flattening the request again.
     pub fn planned_prefix(&self) -> Option<&Prefix> {
         self.previous.as_ref().map(|p| &p.prefix)
@@ -307,6 +323,7 @@ impl Planner {
             previous: self.previous.clone(),
             written: self.written.clone(),
             keep_previous_mark: true,
+            models: self.models.clone(),
         }
     }
 
@@ -336,7 +353,12 @@ impl Planner {
         if let Some(ttl) = self.strategy.automatic() {
             request.set_cache_control(ttl.marker());
         }
-        let prefix = Prefix::of(request, &Estimate as &dyn TokenCounter, Default::default());
+        let prefix = Prefix::of_in(
+            request,
+            &Estimate as &dyn TokenCounter,
+            Default::default(),
+            &self.models,
+        );
         let budget = MAX_MARKERS - usize::from(request.cache_control.is_some());
         let input = StrategyInput {
             prefix: &prefix,

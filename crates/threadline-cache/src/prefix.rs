@@ -198,7 +198,16 @@ fn block_marker(block: &ContentBlock) -> Option<Ttl> {
 /// messages before it are not part of the prompt (and adding such a user message invalidates
 /// the cache from the first of them on, as the API documents).
 pub fn strips_prior_thinking(request: &MessagesRequest) -> Option<usize> {
-    let model = threadline_wire::model::ModelTable::builtin().resolve(&request.model);
+    strips_prior_thinking_in(request, threadline_wire::model::ModelTable::builtin())
+}
+
+/// [`strips_prior_thinking`] with the request's model looked up in `models` (a table the caller
+/// passes, e.g. one extended with models newer than this build).
+pub fn strips_prior_thinking_in(
+    request: &MessagesRequest,
+    models: &threadline_wire::model::ModelTable,
+) -> Option<usize> {
+    let model = models.resolve(&request.model);
     if model.model().keeps_prior_thinking {
         return None;
     }
@@ -257,11 +266,27 @@ pub struct UnseenPrefix {
 impl Prefix {
     /// Flattens `request`, counting tokens with `counter`. The unseen prefix, when not empty,
     /// comes first as one or two pieces (the warm part, then the rest), each with a marker,
-    /// as a transcript's agent caches its tools and system prompt.
+    /// as a transcript's agent caches its tools and system prompt. The model's row (whether
+    /// it strips earlier turns' thinking) comes from the built-in table; see [`Prefix::of_in`].
     pub fn of(
         request: &MessagesRequest,
         counter: &dyn TokenCounter,
         unseen: UnseenPrefix,
+    ) -> Prefix {
+        Prefix::of_in(
+            request,
+            counter,
+            unseen,
+            threadline_wire::model::ModelTable::builtin(),
+        )
+    }
+
+    /// [`Prefix::of`] with the request's model looked up in `models`.
+    pub fn of_in(
+        request: &MessagesRequest,
+        counter: &dyn TokenCounter,
+        unseen: UnseenPrefix,
+        models: &threadline_wire::model::ModelTable,
     ) -> Prefix {
         let mut pieces = Vec::new();
         let mut state = mix(0x7468_7265_6164, hash_of(&request.model));
@@ -361,7 +386,7 @@ impl Prefix {
                 hash_of(&request.output_config.as_ref().map(|o| &o.effort)),
             ),
         );
-        let strip_before = strips_prior_thinking(request);
+        let strip_before = strips_prior_thinking_in(request, models);
         for (message, param) in request.messages.iter().enumerate() {
             let blocks = match &param.content {
                 Content::Text(text) => vec![ContentBlock::text(text.clone())],
@@ -499,5 +524,38 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
                 _ => false,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadline_wire::MessageParam;
+    use threadline_wire::model::ModelTable;
+
+    #[test]
+    fn a_passed_table_decides_whether_prior_thinking_is_stripped() {
+        let request = MessagesRequest::new(
+            "claude-next",
+            1024,
+            vec![MessageParam::user(vec![ContentBlock::text("hi")])],
+        );
+        // Unknown to the builtin: the conservative row strips prior thinking.
+        assert_eq!(strips_prior_thinking(&request), Some(0));
+        let row = serde_json::json!({"id": "claude-next", "aliases": [],
+            "context_window": 1_000_000, "max_output_tokens": 128_000,
+            "min_cacheable_tokens": 1024, "thinking": ["adaptive"], "prefill": false,
+            "sampling_params": false, "effort": [], "keeps_prior_thinking": true,
+            "rejects_input_plus_max_tokens_over_window": false,
+            "prices": {"input": 1.0, "output": 2.0, "cache_write_5m": 1.25,
+                "cache_write_1h": 2.0, "cache_read": 0.1}});
+        let table = ModelTable::builtin()
+            .extended_from_json(&serde_json::json!({"models": [row]}).to_string())
+            .expect("a valid extension");
+        assert_eq!(strips_prior_thinking_in(&request, &table), None);
+        assert_eq!(
+            strips_prior_thinking_in(&request, ModelTable::builtin()),
+            strips_prior_thinking(&request)
+        );
     }
 }

@@ -23,7 +23,7 @@
 //! [`LookbackAware`]: crate::LookbackAware
 
 use threadline_wire::content::Content;
-use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::model::Model;
 use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, Role};
 
 use crate::breaks::{BreakCause, CacheBreak};
@@ -220,10 +220,7 @@ impl<'m> SessionSimulator<'m> {
             model,
             counter: Box::new(counter),
             config,
-            strips_thinking: !ModelTable::builtin()
-                .resolve(model_id)
-                .model()
-                .keeps_prior_thinking,
+            strips_thinking: !model.keeps_prior_thinking,
             base_state: header.state,
             base_tokens: header.tokens,
             header: header.pieces.len(),
@@ -274,10 +271,7 @@ impl<'m> SessionSimulator<'m> {
         }
         self.model = model;
         self.model_id = model_id.to_owned();
-        self.strips_thinking = !ModelTable::builtin()
-            .resolve(model_id)
-            .model()
-            .keeps_prior_thinking;
+        self.strips_thinking = !model.keeps_prior_thinking;
         self.rebuild(BreakCause::ModelChanged);
     }
 

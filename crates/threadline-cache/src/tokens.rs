@@ -1,14 +1,15 @@
 //! Token counts of the prompt's pieces: a pluggable counter, the estimate by default.
 //!
 //! The simulator needs the size of every cacheable piece of a request (each tool, each system
-//! block, each message block). [`Estimate`] derives it from the text (about four characters a
-//! token, images at a fixed cost); [`ExactCounts`] takes counts from somewhere better (the
+//! block, each message block). [`Estimate`] is the workspace's one estimate
+//! ([`threadline_wire::tokens`]: about four bytes a token, images at a fixed cost);
+//! [`ExactCounts`] takes counts from somewhere better (the
 //! `count_tokens` endpoint, a recorded usage) and falls back to the estimate for the pieces it
 //! was not given. Any [`TokenCounter`] can be plugged in.
 
 use std::collections::HashMap;
 
-use threadline_wire::content::{Content, MediaSource};
+use threadline_wire::tokens;
 use threadline_wire::{ContentBlock, TextBlock, ToolDefinition};
 
 /// A piece of the prompt, in the order the API reads the prefix (tools → system → messages).
@@ -35,92 +36,19 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     }
 }
 
-/// Characters per token of the estimate.
-pub const CHARS_PER_TOKEN: f64 = 4.0;
-/// Tokens of one image in the estimate (a ~1.15 megapixel image is ~1,600 tokens).
-pub const IMAGE_TOKENS: u64 = 1_600;
-/// Tokens a block costs beyond its text (type tags, ids, the turn structure).
-pub const BLOCK_OVERHEAD: u64 = 3;
-
-/// The default counter: the text of each piece at [`CHARS_PER_TOKEN`] characters a token, plus
-/// [`BLOCK_OVERHEAD`]; images at [`IMAGE_TOKENS`]; base64 documents by their decoded size.
+/// The default counter: the workspace's one estimate ([`threadline_wire::tokens`]) of each
+/// piece: a tool by its JSON, a system block and a content block by their text (about four
+/// bytes a token), images and documents of unknown size at a fixed cost, each with its block
+/// overhead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Estimate;
-
-fn text_tokens(chars: usize) -> u64 {
-    (chars as f64 / CHARS_PER_TOKEN).ceil() as u64
-}
-
-fn json_chars(value: &serde_json::Value) -> usize {
-    match value {
-        serde_json::Value::Null => 0,
-        serde_json::Value::String(s) => s.chars().count(),
-        serde_json::Value::Array(items) => {
-            items.iter().map(json_chars).sum::<usize>() + items.len()
-        }
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| k.chars().count() + json_chars(v) + 2)
-            .sum(),
-        other => other.to_string().len(),
-    }
-}
-
-fn media_tokens(source: &MediaSource, is_image: bool) -> u64 {
-    match source {
-        MediaSource::Text(text) => text_tokens(text.data.chars().count()),
-        MediaSource::Content(inner) => content_tokens(&inner.content),
-        MediaSource::Base64(data) if !is_image => {
-            // A PDF: roughly its decoded bytes at 4 bytes a token, capped below per page.
-            (data.data.len() as u64 * 3 / 4) / 4
-        }
-        _ => IMAGE_TOKENS,
-    }
-}
-
-fn content_tokens(content: &Content) -> u64 {
-    match content {
-        Content::Text(text) => text_tokens(text.chars().count()),
-        Content::Blocks(blocks) => blocks.iter().map(block_tokens).sum(),
-    }
-}
-
-/// The estimate of one content block.
-pub fn block_tokens(block: &ContentBlock) -> u64 {
-    let own = match block {
-        ContentBlock::Text(t) => text_tokens(t.text.chars().count()),
-        ContentBlock::Image(i) => media_tokens(&i.source, true),
-        ContentBlock::Document(d) => media_tokens(&d.source, false),
-        ContentBlock::ToolUse(t) => text_tokens(t.name.len() + json_chars(&t.input)),
-        ContentBlock::ToolResult(r) => r.content.as_ref().map_or(0, content_tokens),
-        ContentBlock::Thinking(t) => text_tokens(t.thinking.chars().count()),
-        ContentBlock::RedactedThinking(r) => text_tokens(r.data.len() / 2),
-        ContentBlock::ServerToolUse(s) | ContentBlock::McpToolUse(s) => {
-            text_tokens(s.name.len() + s.input.as_ref().map_or(0, json_chars))
-        }
-        ContentBlock::SearchResult(s) => {
-            text_tokens(s.title.len() + s.source.len())
-                + s.content.iter().map(block_tokens).sum::<u64>()
-        }
-        ContentBlock::Compaction(c) => {
-            text_tokens(c.content.as_ref().map_or(0, |s| s.chars().count()))
-        }
-        other => match other.server_tool_result() {
-            Some(result) => text_tokens(result.content.as_ref().map_or(0, json_chars)),
-            None => text_tokens(serde_json::to_string(other).map_or(0, |s| s.len())),
-        },
-    };
-    own + BLOCK_OVERHEAD
-}
 
 impl TokenCounter for Estimate {
     fn count(&self, piece: Piece<'_>, _hash: u64) -> u64 {
         match piece {
-            Piece::Tool(tool) => {
-                text_tokens(serde_json::to_string(tool).map_or(0, |s| s.len())) + BLOCK_OVERHEAD
-            }
-            Piece::System(block) => text_tokens(block.text.chars().count()) + BLOCK_OVERHEAD,
-            Piece::Block(block) => block_tokens(block),
+            Piece::Tool(tool) => tokens::tool_tokens(tool),
+            Piece::System(block) => tokens::system_block_tokens(block),
+            Piece::Block(block) => tokens::block_tokens(block),
         }
     }
 }
@@ -240,11 +168,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn estimate_is_about_four_characters_a_token() {
+    fn estimate_is_about_four_bytes_a_token() {
         let block = ContentBlock::text("x".repeat(400));
         assert_eq!(
             Estimate.count(Piece::Block(&block), 0),
-            100 + BLOCK_OVERHEAD
+            100 + tokens::BLOCK_OVERHEAD_TOKENS
+        );
+        // The same estimate as the compaction's and the telemetry's.
+        assert_eq!(
+            Estimate.count(Piece::Block(&block), 0),
+            tokens::block_tokens(&block)
         );
     }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use threadline_cli::accuracy::{EstimatedRequest, estimated_requests, mean, mean_relative_error};
+use threadline_cli::input::InputLimit;
 use threadline_cli::session::{Sidechains, load_session};
 
 fn main() {
@@ -36,8 +37,12 @@ fn main() {
         let full = root.join(path);
         // A transcript that does not load fails the bench: leaving it out would let the
         // figure improve by failing.
-        let session = load_session(&full.to_string_lossy(), Sidechains::WhenNoMainChain)
-            .unwrap_or_else(|line| panic!("{path}: {line}"));
+        let session = load_session(
+            &full.to_string_lossy(),
+            Sidechains::WhenNoMainChain,
+            InputLimit::default(),
+        )
+        .unwrap_or_else(|line| panic!("{path}: {line}"));
         let requests = estimated_requests(&session.messages);
         let worst = requests
             .iter()

@@ -43,6 +43,7 @@ fn main() {
         let session = load_session_history(
             &root.join(path).to_string_lossy(),
             Sidechains::WhenNoMainChain,
+            threadline_cli::input::InputLimit::default(),
         )
         .unwrap_or_else(|line| panic!("{path}: {line}"));
         let mut value = report(&session, None);

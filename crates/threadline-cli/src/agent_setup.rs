@@ -22,7 +22,7 @@ relevant.";
 pub(crate) const API_KEY_VARIABLE: &str = "ANTHROPIC_API_KEY";
 
 /// Where the real API is.
-pub(crate) const API_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) use threadline_wire::defaults::DEFAULT_BASE_URL as API_BASE_URL;
 
 /// The client for `base_url` with `key`; one line on failure (the key is never in it).
 pub(crate) fn client(

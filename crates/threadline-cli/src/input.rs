@@ -8,7 +8,6 @@
 //! wrong is an [`InputError`], whose text is the one line the command prints.
 
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The default input limit: 48 MiB. `inspect` holds about 24 times a transcript of small
 /// records in memory (a 76 MB transcript of 300 000 records peaked at 1.8 GB RSS), and up to
@@ -16,17 +15,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// input needs `--max-input-bytes`.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 48 * 1024 * 1024;
 
-/// The input limit of this process (set once from the command line).
-static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
+/// The most a command reads of one input (`--max-input-bytes`): passed to every reader, never
+/// held by the process, so two callers of the library in one process can hold different
+/// limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputLimit(u64);
 
-/// Sets the input limit (`--max-input-bytes`).
-pub fn set_max_input_bytes(bytes: u64) {
-    MAX_INPUT_BYTES.store(bytes, Ordering::SeqCst);
+impl InputLimit {
+    /// A limit of `bytes` bytes.
+    pub const fn new(bytes: u64) -> InputLimit {
+        InputLimit(bytes)
+    }
+
+    /// The limit in bytes.
+    pub const fn bytes(self) -> u64 {
+        self.0
+    }
 }
 
-/// The input limit in bytes.
-pub fn max_input_bytes() -> u64 {
-    MAX_INPUT_BYTES.load(Ordering::SeqCst)
+impl Default for InputLimit {
+    /// [`DEFAULT_MAX_INPUT_BYTES`].
+    fn default() -> Self {
+        InputLimit(DEFAULT_MAX_INPUT_BYTES)
+    }
 }
 
 /// Why an input cannot be read as a command reads it. The text is the one line the command
@@ -81,11 +92,11 @@ fn first_problem(first: Option<&str>, problems: usize) -> String {
     }
 }
 
-/// The error saying that `path` is over the limit.
-pub fn too_large(path: &str) -> InputError {
+/// The error saying that `path` is over `limit`.
+pub fn too_large(path: &str, limit: InputLimit) -> InputError {
     InputError::TooLarge {
         path: path.to_owned(),
-        limit: max_input_bytes(),
+        limit: limit.bytes(),
     }
 }
 
@@ -94,12 +105,18 @@ pub fn too_large(path: &str) -> InputError {
 pub struct BoundedInput {
     inner: std::io::Take<Box<dyn Read>>,
     read: u64,
+    limit: InputLimit,
 }
 
 impl BoundedInput {
     /// Whether more than the limit was read.
     pub fn over_limit(&self) -> bool {
-        self.read > max_input_bytes()
+        self.read > self.limit.bytes()
+    }
+
+    /// The limit this input is read with.
+    pub fn limit(&self) -> InputLimit {
+        self.limit
     }
 }
 
@@ -111,8 +128,8 @@ impl Read for BoundedInput {
     }
 }
 
-/// Opens `path` (stdin for `-`) for reading, cut one byte after the limit.
-pub fn open_input(path: &str) -> Result<BoundedInput, InputError> {
+/// Opens `path` (stdin for `-`) for reading, cut one byte after `limit`.
+pub fn open_input(path: &str, limit: InputLimit) -> Result<BoundedInput, InputError> {
     let reader: Box<dyn Read> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -124,15 +141,16 @@ pub fn open_input(path: &str) -> Result<BoundedInput, InputError> {
         )
     };
     Ok(BoundedInput {
-        inner: reader.take(max_input_bytes().saturating_add(1)),
+        inner: reader.take(limit.bytes().saturating_add(1)),
         read: 0,
+        limit,
     })
 }
 
-/// The bytes of `path`, or of stdin for `-`, at most the limit (unreadable, or larger than
-/// the limit, is the error).
-pub fn read_input(path: &str) -> Result<Vec<u8>, InputError> {
-    let mut input = open_input(path)?;
+/// The bytes of `path`, or of stdin for `-`, at most `limit` (unreadable, or larger than the
+/// limit, is the error).
+pub fn read_input(path: &str, limit: InputLimit) -> Result<Vec<u8>, InputError> {
+    let mut input = open_input(path, limit)?;
     let mut bytes = Vec::new();
     input
         .read_to_end(&mut bytes)
@@ -141,7 +159,7 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, InputError> {
             source,
         })?;
     if input.over_limit() {
-        return Err(too_large(path));
+        return Err(too_large(path, limit));
     }
     Ok(bytes)
 }
@@ -156,7 +174,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let missing = dir.path().join("missing.json");
         let path = missing.display().to_string();
-        let error = read_input(&path).expect_err("no such file");
+        let error = read_input(&path, InputLimit::default()).expect_err("no such file");
         let io = std::fs::File::open(&missing).expect_err("no such file");
         assert_eq!(
             error.to_string(),
@@ -188,5 +206,33 @@ mod tests {
             two.to_string(),
             "threadline: t.jsonl: no messages found; the first of 2 problems: line 1: x"
         );
+    }
+
+    #[test]
+    fn each_reader_holds_the_limit_it_is_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("ten.txt");
+        std::fs::write(&file, b"0123456789").expect("written");
+        let path = file.display().to_string();
+        // Two limits in one process, read in turn and interleaved: neither leaks into the other.
+        let small = InputLimit::new(9);
+        let exact = InputLimit::new(10);
+        let mut open_small = open_input(&path, small).expect("opens");
+        assert_eq!(
+            read_input(&path, exact).expect("at the limit"),
+            b"0123456789"
+        );
+        let mut bytes = Vec::new();
+        open_small.read_to_end(&mut bytes).expect("reads");
+        assert!(open_small.over_limit());
+        assert_eq!(open_small.limit(), small);
+        let error = read_input(&path, small).expect_err("over the limit");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "threadline: {path}: the input is larger than the limit of 9 bytes (raise it with --max-input-bytes)"
+            )
+        );
+        assert_eq!(InputLimit::default().bytes(), DEFAULT_MAX_INPUT_BYTES);
     }
 }

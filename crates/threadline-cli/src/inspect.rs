@@ -46,8 +46,8 @@ use threadline_wire::{MessagesRequest, Usage};
 use crate::session::Session;
 use crate::terminal_text::terminal_safe;
 
-/// The model assumed when the transcript names none.
-const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
+/// The model assumed when the transcript names none: the workspace default.
+use threadline_wire::defaults::DEFAULT_MODEL;
 
 fn model_of(messages: &[Message]) -> Option<&str> {
     messages.iter().find_map(|m| match m {

@@ -406,8 +406,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    input::set_max_input_bytes(cli.max_input_bytes);
-    let code = match run(cli.command) {
+    let limit = input::InputLimit::new(cli.max_input_bytes);
+    let code = match run(cli.command, limit) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // The one place an error is printed: one line (the violations of a dry run, one
@@ -423,10 +423,10 @@ fn main() -> ExitCode {
     output::finish(code)
 }
 
-/// Runs the subcommand.
-fn run(command: Command) -> Result<(), CliError> {
+/// Runs the subcommand; every input it reads is held to `limit` (`--max-input-bytes`).
+fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError> {
     match command {
-        Command::Accumulate { file } => commands::accumulate::run(&file),
+        Command::Accumulate { file } => commands::accumulate::run(&file, input_limit),
         Command::Check {
             file,
             model,
@@ -439,6 +439,7 @@ fn run(command: Command) -> Result<(), CliError> {
             beta: beta.as_deref(),
             count_tokens,
             next: next.as_deref(),
+            limit: input_limit,
         }),
         Command::Normalize {
             transcript,
@@ -448,7 +449,13 @@ fn run(command: Command) -> Result<(), CliError> {
             next,
         } => {
             let path = pick.resolve(&transcript)?;
-            commands::normalize::run(&path, model.as_deref(), max_tokens, next.as_deref())
+            commands::normalize::run(
+                &path,
+                model.as_deref(),
+                max_tokens,
+                next.as_deref(),
+                input_limit,
+            )
         }
         Command::Inspect {
             transcript,
@@ -465,9 +472,10 @@ fn run(command: Command) -> Result<(), CliError> {
                 html: html.as_deref(),
                 plan,
                 model: model.as_deref(),
+                limit: input_limit,
             })
         }
-        Command::Sessions { dir, json } => commands::sessions::run(&dir, json),
+        Command::Sessions { dir, json } => commands::sessions::run(&dir, json, input_limit),
         Command::Compact {
             transcript,
             model,
@@ -486,6 +494,7 @@ fn run(command: Command) -> Result<(), CliError> {
             summary: summary.as_deref(),
             keep,
             now: now.as_deref(),
+            input_limit,
         }),
         Command::Run {
             prompt,
@@ -532,10 +541,11 @@ fn run(command: Command) -> Result<(), CliError> {
             log: log.as_deref(),
             request_timeout: request_timeout.map(std::time::Duration::from_secs),
             autocompact_at,
+            input_limit,
         }),
         Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),
-        Command::Session { command } => commands::session::run(&command),
+        Command::Session { command } => commands::session::run(&command, input_limit),
         Command::Replay { fixture } => commands::replay::run(&fixture),
         Command::Demo {
             keep,
@@ -551,6 +561,12 @@ fn run(command: Command) -> Result<(), CliError> {
             scenario,
             record_log,
             limits,
-        } => commands::mock::run(addr, scenario.as_deref(), record_log.as_deref(), &limits),
+        } => commands::mock::run(
+            addr,
+            scenario.as_deref(),
+            record_log.as_deref(),
+            &limits,
+            input_limit,
+        ),
     }
 }

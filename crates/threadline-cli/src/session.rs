@@ -9,13 +9,12 @@ use threadline_normalize::{Normalized, Options, normalize};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
 
-use crate::input::{InputError, read_input};
+use crate::input::{InputError, InputLimit, read_input};
 use crate::stderr_line;
 
-/// The model a request is built for when neither the flag nor the transcript names one.
-const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
-/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
-const DEFAULT_MAX_TOKENS: u64 = 8192;
+// The model a request is built for when neither the flag nor the transcript names one, and
+// the `max_tokens` used when the flag does not give one (capped at the model's maximum).
+use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 
 /// A transcript, read.
 pub struct Session {
@@ -94,18 +93,27 @@ pub enum Sidechains {
 /// in it to stderr, one line each. The error says why there is no session (unreadable, not
 /// UTF-8, no user or assistant message); the command exits with code 2. A Claude Code sub-agent file (every record a sidechain) is imported as its own
 /// main chain.
-pub fn load_session(path: &str, sidechains: Sidechains) -> Result<Session, InputError> {
-    load(path, sidechains, &ImportOptions::default())
+pub fn load_session(
+    path: &str,
+    sidechains: Sidechains,
+    limit: InputLimit,
+) -> Result<Session, InputError> {
+    load(path, sidechains, &ImportOptions::default(), limit)
 }
 
 /// [`load_session`] for a command that replays the whole session rather than continuing it
 /// (`inspect`): a Claude Code transcript's history before its compactions is read too
 /// (`logicalParentUuid` followed), with the boundaries where they were.
-pub fn load_session_history(path: &str, sidechains: Sidechains) -> Result<Session, InputError> {
+pub fn load_session_history(
+    path: &str,
+    sidechains: Sidechains,
+    limit: InputLimit,
+) -> Result<Session, InputError> {
     load(
         path,
         sidechains,
         &ImportOptions::default().with_compacted_history(true),
+        limit,
     )
 }
 
@@ -113,8 +121,9 @@ fn load(
     path: &str,
     sidechains: Sidechains,
     options: &ImportOptions,
+    limit: InputLimit,
 ) -> Result<Session, InputError> {
-    let bytes = read_input(path)?;
+    let bytes = read_input(path, limit)?;
     let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
         path: path.to_owned(),
     })?;

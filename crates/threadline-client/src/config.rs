@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use crate::secret::Auth;
 
-/// The API's production base URL.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The API's production base URL (the workspace default, `threadline_wire::defaults`).
+pub use threadline_wire::defaults::DEFAULT_BASE_URL;
 /// The `anthropic-version` header value.
 pub const DEFAULT_API_VERSION: &str = "2023-06-01";
 

@@ -63,8 +63,9 @@ mod transport;
 
 use std::task::{Context, Poll};
 
-use threadline_wire::accumulate::{MessageAccumulator, StreamIncomplete};
-use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
+use threadline_wire::service::{
+    CountFuture, CountTokens, EventStream, EventStreamFuture, ServiceError,
+};
 use threadline_wire::{CountTokensRequest, MessagesRequest, ResponseMessage};
 use tower_layer::Layer;
 
@@ -189,23 +190,18 @@ impl Client {
     }
 }
 
-/// Folds an event stream into its message. A stream that breaks the protocol (events out of
-/// order, an unparsable tool input) is a [`Decode`](ServiceErrorKind::Decode) error; one that
-/// ends incomplete is [`Truncated`](ServiceErrorKind::Truncated).
-pub async fn collect_message(mut stream: EventStream) -> Result<ResponseMessage, ServiceError> {
-    let mut accumulator = MessageAccumulator::new();
-    while let Some(event) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
-        accumulator.push(&event?).map_err(|e| {
-            ServiceError::new(ServiceErrorKind::Decode, e.to_string())
-                .with_source(e)
-                .after_events()
-        })?;
+/// Folds an event stream into its message: the workspace's one fold,
+/// [`threadline_wire::service::collect_message`] (a stream that breaks the protocol is a
+/// `Decode` error, an `error` event the API's error, one that ends incomplete `Truncated`).
+pub async fn collect_message(stream: EventStream) -> Result<ResponseMessage, ServiceError> {
+    threadline_wire::service::collect_message(stream).await
+}
+
+/// The service contract's exact count: [`Client::count_tokens`] (not retried, not limited).
+impl CountTokens for Client {
+    fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
+        Box::pin(async move { Client::count_tokens(self, &request).await })
     }
-    accumulator.finish().map_err(|e: StreamIncomplete| {
-        ServiceError::new(ServiceErrorKind::Truncated, e.to_string())
-            .with_source(e)
-            .after_events()
-    })
 }
 
 impl tower_service::Service<MessagesRequest> for Client {

@@ -1,14 +1,13 @@
-//! The API's exact token count (`POST /v1/messages/count_tokens`) as a
-//! [`TokenCounter`](threadline_compact::TokenCounter), for compaction decisions (feature
-//! `compact`).
+//! A [`Client`] as a named token counter. The client itself implements the service contract's
+//! [`CountTokens`]; this wrapper stays for code that names it.
 
 use crate::Client;
-use threadline_compact::TokenCounter;
-use threadline_compact::estimate::CountFuture;
 use threadline_wire::CountTokensRequest;
+use threadline_wire::service::{CountFuture, CountTokens};
 
 /// Counts through the client's `count_tokens` (not retried, not rate-limited by the client's
-/// concurrency layer; the API does not charge for it).
+/// concurrency layer; the API does not charge for it). The same as the [`Client`]'s own
+/// [`CountTokens`].
 ///
 /// ```no_run
 /// use threadline_client::{ApiKey, Auth, Client, ClientConfig, ClientTokenCounter};
@@ -32,8 +31,8 @@ impl ClientTokenCounter {
     }
 }
 
-impl TokenCounter for ClientTokenCounter {
+impl CountTokens for ClientTokenCounter {
     fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
-        Box::pin(async move { self.client.count_tokens(&request).await })
+        CountTokens::count_tokens(&self.client, request)
     }
 }

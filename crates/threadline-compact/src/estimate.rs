@@ -1,112 +1,31 @@
 //! Token estimation: a fast estimate from sizes, corrected by the last usage the API reported.
 //!
-//! The estimate walks the values and adds byte lengths; it never serializes. Text counts one
-//! token per [`BYTES_PER_TOKEN`] bytes (rounded up), images and documents a fixed
-//! [`MEDIA_TOKENS`] each (their real cost depends on pixels and pages, which are not known
-//! offline), and JSON values (tool inputs, tool schemas, server tool results, unknown blocks)
-//! the length they would have as compact JSON. It errs on the high side for code and prose,
-//! which is the safe side for a threshold.
+//! The estimate of the API's pieces (text, JSON, media, blocks, messages, tools, a whole
+//! request) is the workspace's one, [`threadline_wire::tokens`], re-exported here: text one
+//! token per [`BYTES_PER_TOKEN`] bytes (rounded up), images and documents of unknown size a
+//! fixed [`MEDIA_TOKENS`], JSON values the length they would have as compact JSON, and
+//! [`BLOCK_OVERHEAD_TOKENS`] per block and [`MESSAGE_OVERHEAD_TOKENS`] per message. It errs on
+//! the high side for code and prose, which is the safe side for a threshold. This module adds
+//! the internal message kinds ([`message_tokens`], [`attachment_tokens`]) on top of it.
 //!
 //! [`estimate_context`] is what the thresholds compare against: the API's own count of the
 //! last response (`input + cache_creation + cache_read + output` tokens), plus the estimate of
 //! what was appended since. Only when no response in the visible history reports usage does
 //! it fall back to the estimate of everything.
 
-use std::future::Future;
-use std::pin::Pin;
-
-use serde_json::Value;
 use threadline_message::{Attachment, Message, SystemKind};
-use threadline_wire::content::MediaSource;
-use threadline_wire::service::ServiceError;
-use threadline_wire::{
-    Content, ContentBlock, CountTokensRequest, MessageParam, MessagesRequest, SystemPrompt,
-    ToolDefinition,
-};
+use threadline_wire::service::CountTokens;
+use threadline_wire::{CountTokensRequest, MessagesRequest};
 
 use crate::units::since_last_boundary;
 
-/// Bytes of text per token, the rough ratio for English prose and code.
-pub const BYTES_PER_TOKEN: u64 = 4;
-
-/// The fixed cost counted for one image or document block.
-pub const MEDIA_TOKENS: u64 = 2_000;
-
-/// The cost counted for a message's role and framing.
-pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
-
-/// Tokens for `bytes` bytes of text.
-pub fn text_tokens(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(BYTES_PER_TOKEN)
-}
-
-/// The length `value` would have as compact JSON, without serializing it (strings are counted
-/// unescaped; numbers at their shortest plausible width).
-pub fn json_len(value: &Value) -> usize {
-    match value {
-        Value::Null => 4,
-        Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(_) => 8,
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => 1 + items.iter().map(|v| json_len(v) + 1).sum::<usize>().max(1),
-        Value::Object(map) => {
-            1 + map
-                .iter()
-                .map(|(k, v)| k.len() + 4 + json_len(v))
-                .sum::<usize>()
-                .max(1)
-        }
-    }
-}
-
-fn json_tokens(value: &Value) -> u64 {
-    text_tokens(json_len(value))
-}
-
-/// The estimated tokens of one content block.
-pub fn block_tokens(block: &ContentBlock) -> u64 {
-    match block {
-        ContentBlock::Text(b) => text_tokens(b.text.len()),
-        ContentBlock::Image(_) => MEDIA_TOKENS,
-        ContentBlock::Document(d) => match &*d.source {
-            // A plain-text document is read as its text, when that is cheaper than the
-            // fixed cost it is still counted at least as text.
-            MediaSource::Text(t) => text_tokens(t.data.len()).max(MEDIA_TOKENS),
-            _ => MEDIA_TOKENS,
-        },
-        ContentBlock::SearchResult(s) => {
-            text_tokens(s.source.len() + s.title.len())
-                + s.content.iter().map(block_tokens).sum::<u64>()
-        }
-        ContentBlock::ToolUse(u) => text_tokens(u.name.len() + u.id.len()) + json_tokens(&u.input),
-        ContentBlock::ToolResult(r) => {
-            text_tokens(r.tool_use_id.len()) + r.content.as_ref().map_or(0, content_tokens)
-        }
-        ContentBlock::Thinking(t) => text_tokens(t.thinking.len()),
-        ContentBlock::RedactedThinking(r) => text_tokens(r.data.len()),
-        ContentBlock::ServerToolUse(u) | ContentBlock::McpToolUse(u) => {
-            text_tokens(u.name.len() + u.id.len()) + u.input.as_ref().map_or(0, json_tokens)
-        }
-        ContentBlock::ContainerUpload(c) => text_tokens(c.file_id.len()),
-        ContentBlock::Compaction(c) => text_tokens(
-            c.content.as_ref().map_or(0, String::len)
-                + c.encrypted_content.as_ref().map_or(0, String::len),
-        ),
-        ContentBlock::Unknown(value) => json_tokens(value),
-        other => other
-            .server_tool_result()
-            .map_or(0, |r| r.content.as_ref().map_or(0, json_tokens)),
-    }
-}
-
-/// The estimated tokens of a message's or a tool result's content.
-pub fn content_tokens(content: &Content) -> u64 {
-    match content {
-        Content::Text(text) => text_tokens(text.len()),
-        Content::Blocks(blocks) => blocks.iter().map(block_tokens).sum(),
-    }
-}
+/// The workspace's one estimate of the API's pieces ([`threadline_wire::tokens`]), which this
+/// module extends to the internal message kinds (attachments, local command output).
+pub use threadline_wire::tokens::{
+    BLOCK_OVERHEAD_TOKENS, BYTES_PER_TOKEN, MEDIA_TOKENS, MESSAGE_OVERHEAD_TOKENS, block_tokens,
+    content_tokens, estimate_params, estimate_request, json_len, json_tokens, system_tokens,
+    text_tokens, tools_tokens,
+};
 
 /// The cost counted for the frame around an attachment's rendering (a `<system-reminder>`
 /// tag and a sentence or two).
@@ -161,7 +80,7 @@ pub fn message_tokens(message: &Message) -> u64 {
         }
         Message::System(s) => match &s.kind {
             SystemKind::LocalCommand { content } => {
-                MESSAGE_OVERHEAD_TOKENS + text_tokens(content.len())
+                MESSAGE_OVERHEAD_TOKENS + BLOCK_OVERHEAD_TOKENS + text_tokens(content.len())
             }
             _ => 0,
         },
@@ -173,40 +92,6 @@ pub fn message_tokens(message: &Message) -> u64 {
 /// The estimated tokens of internal messages.
 pub fn estimate_messages(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
-}
-
-/// The estimated tokens of request messages.
-pub fn estimate_params(messages: &[MessageParam]) -> u64 {
-    messages
-        .iter()
-        .map(|m| MESSAGE_OVERHEAD_TOKENS + content_tokens(&m.content))
-        .sum()
-}
-
-/// The estimated tokens of a system prompt.
-pub fn system_tokens(system: &SystemPrompt) -> u64 {
-    match system {
-        SystemPrompt::Text(text) => text_tokens(text.len()),
-        SystemPrompt::Blocks(blocks) => blocks.iter().map(|b| text_tokens(b.text.len())).sum(),
-    }
-}
-
-/// The estimated tokens of tool definitions (names, descriptions and schemas).
-pub fn tools_tokens(tools: &[ToolDefinition]) -> u64 {
-    tools
-        .iter()
-        .map(|tool| match serde_json::to_value(tool) {
-            Ok(value) => json_tokens(&value),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-/// The estimated input tokens of a whole request: system prompt, tools and messages.
-pub fn estimate_request(request: &MessagesRequest) -> u64 {
-    request.system.as_ref().map_or(0, system_tokens)
-        + request.tools.as_deref().map_or(0, tools_tokens)
-        + estimate_params(&request.messages)
 }
 
 /// `input + cache_creation + cache_read` tokens of `usage`: the whole input the API counted
@@ -337,21 +222,10 @@ pub fn inferred_overhead(history: &[Message]) -> Option<u64> {
     None
 }
 
-/// A future returned by a [`TokenCounter`].
-pub type CountFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, ServiceError>> + Send + 'a>>;
-
-/// An exact count through the API's `count_tokens` endpoint: the client implements it, the
-/// estimate stays the default because counting costs a round trip (and has its own rate
-/// limits).
-pub trait TokenCounter {
-    /// The input tokens of `request`, as the API counts them.
-    fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_>;
-}
-
 /// The input tokens of `request`: counted by `counter` when there is one and it answers
 /// (`(n, true)`), else estimated (`(n, false)`) — a failed count never fails the caller.
 pub async fn count_or_estimate(
-    counter: Option<&dyn TokenCounter>,
+    counter: Option<&dyn CountTokens>,
     request: &MessagesRequest,
 ) -> (u64, bool) {
     if let Some(counter) = counter
@@ -374,12 +248,16 @@ mod tests {
 
     use super::*;
     use threadline_message::tool_result_block;
-    use threadline_wire::Usage;
+    use threadline_wire::service::ServiceError;
+    use threadline_wire::{ContentBlock, MessageParam, Usage};
 
     struct Fixed(Option<u64>);
 
-    impl TokenCounter for Fixed {
-        fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
+    impl CountTokens for Fixed {
+        fn count_tokens(
+            &self,
+            request: CountTokensRequest,
+        ) -> threadline_wire::service::CountFuture<'_> {
             let answer = match self.0 {
                 Some(n) => Ok(n + request.messages.len() as u64),
                 None => Err(ServiceError::new(
@@ -404,7 +282,10 @@ mod tests {
             (101, true)
         );
         let estimate = estimate_request(&request);
-        assert_eq!(estimate, MESSAGE_OVERHEAD_TOKENS + 10);
+        assert_eq!(
+            estimate,
+            MESSAGE_OVERHEAD_TOKENS + BLOCK_OVERHEAD_TOKENS + 10
+        );
         assert_eq!(
             block_on(count_or_estimate(Some(&Fixed(None)), &request)),
             (estimate, false)
@@ -416,27 +297,14 @@ mod tests {
     }
 
     #[test]
-    fn text_counts_by_bytes_rounded_up() {
-        assert_eq!(text_tokens(0), 0);
-        assert_eq!(text_tokens(1), 1);
-        assert_eq!(text_tokens(8), 2);
-        assert_eq!(text_tokens(9), 3);
-    }
-
-    #[test]
-    fn json_len_matches_compact_serialization_for_plain_values() {
-        let value = serde_json::json!({"file_path": "src/lib.rs", "list": ["a", "bc"], "ok": true});
-        let serialized = serde_json::to_string(&value).expect("serializes").len();
-        // Numbers are counted at a fixed width; there are none here, so it is exact.
-        assert_eq!(json_len(&value), serialized);
-    }
-
-    #[test]
     fn images_cost_a_fixed_amount_and_virtual_messages_nothing() {
         let image = threadline_testkit::messages::image();
-        assert_eq!(block_tokens(&image), MEDIA_TOKENS);
+        assert_eq!(block_tokens(&image), MEDIA_TOKENS + BLOCK_OVERHEAD_TOKENS);
         let mut message = Message::user_text("x".repeat(400));
-        assert_eq!(message_tokens(&message), MESSAGE_OVERHEAD_TOKENS + 100);
+        assert_eq!(
+            message_tokens(&message),
+            MESSAGE_OVERHEAD_TOKENS + BLOCK_OVERHEAD_TOKENS + 100
+        );
         if let Message::User(u) = &mut message {
             u.is_virtual = true;
         }

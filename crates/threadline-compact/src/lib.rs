@@ -2,7 +2,7 @@
 //! each leaving an array that normalizes to a valid request.
 //!
 //! 1. [`estimate`] — token estimation by sizes, anchored on the last usage the API reported;
-//!    an exact count through a [`TokenCounter`] (`count_tokens`) when one is given.
+//!    an exact count through the service contract's [`CountTokens`](threadline_wire::service::CountTokens) (`count_tokens`) when one is given.
 //! 2. [`budget`] — a tool result over its tool's limit goes to a side file and is replaced by
 //!    a preview with the path; decided once, before the result is first sent.
 //! 3. [`snip`](mod@snip) — removes chosen messages, widened to whole units (a tool use with its result,
@@ -89,8 +89,8 @@ pub use autocompact::{
 pub use breaker::CircuitBreaker;
 pub use budget::{BudgetOptions, BudgetReport, DirStore, MemoryStore, SideStore, apply_budget};
 pub use estimate::{
-    TokenCounter, count_or_estimate, estimate_context, estimate_messages, estimate_request,
-    inferred_overhead, reported_input, trusted_usage_start,
+    count_or_estimate, estimate_context, estimate_messages, estimate_request, inferred_overhead,
+    reported_input, trusted_usage_start,
 };
 pub use microcompact::{
     CLEARED_PLACEHOLDER, MicrocompactOptions, Microcompacted, ServerSideOptions,

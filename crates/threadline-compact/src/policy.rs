@@ -11,11 +11,11 @@ use threadline_wire::request::{ContextEdit, ContextManagement};
 
 use crate::autocompact::AutocompactOptions;
 use crate::budget::BudgetOptions;
-use crate::estimate::TokenCounter;
 use crate::microcompact::MicrocompactOptions;
 use crate::server::{CompactionMode, ServerCompaction};
 use crate::tail::TailOptions;
 use crate::thresholds::Thresholds;
+use threadline_wire::service::CountTokens;
 
 /// How an agent keeps its context under the model's window.
 ///
@@ -57,22 +57,22 @@ pub struct Compaction {
     pub server: ServerCompaction,
 }
 
-/// A [`TokenCounter`] a policy can share across runs (and show in `Debug`).
+/// A [`CountTokens`] a policy can share across runs (and show in `Debug`).
 #[derive(Clone)]
-pub struct SharedTokenCounter(Arc<dyn TokenCounter + Send + Sync>);
+pub struct SharedTokenCounter(Arc<dyn CountTokens + Send + Sync>);
 
 impl SharedTokenCounter {
     /// Shares `counter`.
-    pub fn new(counter: impl TokenCounter + Send + Sync + 'static) -> SharedTokenCounter {
+    pub fn new(counter: impl CountTokens + Send + Sync + 'static) -> SharedTokenCounter {
         SharedTokenCounter(Arc::new(counter))
     }
 }
 
-impl TokenCounter for SharedTokenCounter {
+impl CountTokens for SharedTokenCounter {
     fn count_tokens(
         &self,
         request: threadline_wire::CountTokensRequest,
-    ) -> crate::estimate::CountFuture<'_> {
+    ) -> threadline_wire::service::CountFuture<'_> {
         self.0.count_tokens(request)
     }
 }
@@ -186,7 +186,7 @@ impl Compaction {
     /// [`Compaction::token_counter`]); a failed count leaves the decision to the estimate.
     pub fn with_token_counter(
         mut self,
-        counter: impl TokenCounter + Send + Sync + 'static,
+        counter: impl CountTokens + Send + Sync + 'static,
     ) -> Compaction {
         self.token_counter = Some(SharedTokenCounter::new(counter));
         self

@@ -70,11 +70,7 @@ impl ReactiveError {
 /// `None` when `error` is not a prompt-too-long error; otherwise its token counts, when the
 /// message gives them.
 fn prompt_too_long(error: &ServiceError) -> Option<Option<(u64, u64)>> {
-    match error.prompt_too_long() {
-        Some(counts) => Some(Some(counts)),
-        None if error.message().contains("prompt is too long") => Some(None),
-        None => None,
-    }
+    error.is_prompt_too_long().then(|| error.prompt_too_long())
 }
 
 /// The limit the compaction must get under: `limit` (the autocompact threshold), or lower

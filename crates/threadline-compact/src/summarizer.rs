@@ -57,20 +57,15 @@ pub enum SummarizeError {
 impl SummarizeError {
     /// The error for a failed model call: prompt-too-long errors keep their token counts.
     pub fn from_service(error: &ServiceError) -> Self {
-        match error.prompt_too_long() {
-            Some((actual, limit)) => SummarizeError::PromptTooLong {
-                actual: Some(actual),
-                limit: Some(limit),
-            },
-            None if error.message().contains("prompt is too long") => {
-                SummarizeError::PromptTooLong {
-                    actual: None,
-                    limit: None,
-                }
-            }
-            None => SummarizeError::Failed {
+        if !error.is_prompt_too_long() {
+            return SummarizeError::Failed {
                 message: error.to_string(),
-            },
+            };
+        }
+        let counts = error.prompt_too_long();
+        SummarizeError::PromptTooLong {
+            actual: counts.map(|(actual, _)| actual),
+            limit: counts.map(|(_, limit)| limit),
         }
     }
 

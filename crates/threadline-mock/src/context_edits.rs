@@ -33,7 +33,7 @@ fn blocks(content: &Content) -> &[ContentBlock] {
     }
 }
 
-fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
@@ -50,7 +50,7 @@ fn clear_thinking(edit: &ClearThinkingEdit, messages: &[MessageParam]) -> (u64, 
             blocks(&m.content)
                 .iter()
                 .filter(|b| b.is_thinking())
-                .map(|b| estimate_tokens(json_len(b)))
+                .map(|b| estimate_tokens(serialized_len(b)))
                 .sum::<u64>()
         })
         .filter(|&tokens| tokens > 0)
@@ -87,7 +87,7 @@ fn clear_tool_uses(
                 ContentBlock::ToolResult(r) => {
                     let name = names.get(r.tool_use_id.as_str()).copied().unwrap_or("");
                     if !excluded.contains(name) {
-                        results.push(estimate_tokens(json_len(&r.content)));
+                        results.push(estimate_tokens(serialized_len(&r.content)));
                     }
                 }
                 _ => {}

@@ -69,7 +69,7 @@ pub(crate) fn from_last_compaction(messages: &[MessageParam]) -> Vec<MessagePara
 }
 
 /// The length of `value`'s JSON.
-fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
@@ -80,7 +80,7 @@ fn estimate(
     tools: &Option<Vec<ToolDefinition>>,
     messages: &[MessageParam],
 ) -> u64 {
-    estimate_tokens(json_len(system) + json_len(tools) + json_len(messages))
+    estimate_tokens(serialized_len(system) + serialized_len(tools) + serialized_len(messages))
 }
 
 /// A message's blocks (none for the string shorthand, which holds no compaction block).

@@ -25,14 +25,15 @@ pub struct EstimateUsage;
 impl UsageModel for EstimateUsage {
     fn usage(&self, _request: &MessagesRequest, request_bytes: usize, output_tokens: u64) -> Usage {
         Usage::new()
-            .with_input_tokens((request_bytes as u64).div_ceil(4).max(1))
+            .with_input_tokens(estimate_tokens(request_bytes))
             .with_output_tokens(output_tokens)
             .with_cache_creation_input_tokens(0)
             .with_cache_read_input_tokens(0)
     }
 }
 
-/// Output tokens for a text: a token per four bytes, at least one.
+/// Tokens for a text: the workspace's estimate ([`threadline_wire::tokens::text_tokens`], a
+/// token per four bytes), at least one.
 pub(crate) fn estimate_tokens(text_bytes: usize) -> u64 {
-    (text_bytes as u64).div_ceil(4).max(1)
+    threadline_wire::tokens::text_tokens(text_bytes).max(1)
 }

@@ -60,9 +60,9 @@ impl SharedPlanner {
     }
 
     /// A fresh default planner, for a conversation of its own (a subagent that is not a
-    /// fork). Places none when this places none.
+    /// fork), with this one's model table. Places none when this places none.
     pub fn fresh(&self) -> SharedPlanner {
-        self.derived(|_| Planner::default())
+        self.derived(|planner| Planner::default().with_models(planner.models().clone()))
     }
 
     fn derived(&self, make: impl FnOnce(&Planner) -> Planner) -> SharedPlanner {

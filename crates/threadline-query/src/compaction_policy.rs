@@ -15,13 +15,12 @@ use futures::future::BoxFuture;
 use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     CircuitBreaker, CompactContext, Compacted, Compaction, DirStore, HistoryOnly, MemoryStore,
-    ReactiveGuard, SideStore, SummarizeError, Summarizer, TokenCounter as _, apply_budget,
-    autocompact, estimate_context, microcompact_time_based, overhead_of, reactive_compact,
+    ReactiveGuard, SideStore, SummarizeError, Summarizer, apply_budget, autocompact,
+    estimate_context, microcompact_time_based, overhead_of, reactive_compact,
 };
 use threadline_message::{CompactTrigger, Message};
-use threadline_wire::accumulate::MessageAccumulator;
-use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::service::{MessagesService, ServiceError, ServiceErrorKind};
+use threadline_wire::model::Model;
+use threadline_wire::service::{CountTokens as _, MessagesService, ServiceError};
 use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest};
 
 use crate::config::QueryConfig;
@@ -109,7 +108,7 @@ where
             service,
             options: compaction,
             memory: CompactionMemory::default(),
-            model: ModelTable::builtin().resolve(&config.model).model().clone(),
+            model: config.models.resolve(&config.model).model().clone(),
             overhead: 0,
         }
     }
@@ -210,19 +209,10 @@ async fn answer_text<S>(
 where
     S: MessagesService,
 {
-    use futures::StreamExt as _;
     request.stream = Some(true);
     futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
-    let mut stream = service.call(request).await?;
-    let mut accumulator = MessageAccumulator::new();
-    while let Some(event) = stream.next().await {
-        accumulator.push(&event?).map_err(|e| {
-            ServiceError::new(ServiceErrorKind::Decode, e.to_string()).after_events()
-        })?;
-    }
-    let message = accumulator.finish().map_err(|e| {
-        ServiceError::new(ServiceErrorKind::Truncated, e.to_string()).after_events()
-    })?;
+    let stream = service.call(request).await?;
+    let message = threadline_wire::service::collect_message(stream).await?;
     let text: Vec<&str> = message
         .content
         .iter()

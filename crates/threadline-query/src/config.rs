@@ -1,6 +1,7 @@
 //! The run's fixed settings.
 
 use threadline_normalize::Options;
+use threadline_wire::model::SharedModelTable;
 use threadline_wire::request::ContextManagement;
 use threadline_wire::request::{Effort, OutputConfig};
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
@@ -53,6 +54,10 @@ pub struct QueryConfig {
     /// The session this run belongs to, recorded as `gen_ai.conversation.id` on the run's
     /// spans (telemetry only: never sent to the API).
     pub conversation_id: Option<String>,
+    /// The model table the loop (and the compaction policy and tool search it drives) reads
+    /// limits and features from: the built-in one by default, or one extended with
+    /// `ModelTable::extended_from_json` for models newer than this build.
+    pub models: SharedModelTable,
 }
 
 impl QueryConfig {
@@ -74,7 +79,15 @@ impl QueryConfig {
             cache_diagnostics: false,
             context_management: None,
             conversation_id: None,
+            models: SharedModelTable::builtin(),
         }
+    }
+
+    /// With a model table other than the built-in one (e.g.
+    /// `ModelTable::builtin().extended_from_json(…)`).
+    pub fn with_models(mut self, models: impl Into<SharedModelTable>) -> QueryConfig {
+        self.models = models.into();
+        self
     }
 
     /// With a tool search policy (off, auto at a share of the window, always; regex or BM25).
@@ -150,7 +163,7 @@ impl QueryConfig {
 
     /// The output limit after an escalation.
     pub fn escalated_limit(&self) -> u64 {
-        let table = threadline_wire::model::ModelTable::builtin().resolve(&self.model);
+        let table = self.models.resolve(&self.model);
         let model_max = table.model().max_output_tokens;
         let wanted = self.escalated_max_tokens.unwrap_or(if model_max > 0 {
             model_max
@@ -171,4 +184,38 @@ impl QueryConfig {
 
     /// How many times in a run stop hooks may block before the run stops.
     pub const DEFAULT_MAX_STOP_HOOK_BLOCKS: u32 = 8;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadline_wire::model::ModelTable;
+
+    /// A table in which `claude-next` exists, with a 300,000-token output limit, no tool
+    /// search and a 1,000-token window.
+    fn extended() -> ModelTable {
+        let row = serde_json::json!({"id": "claude-next", "aliases": [], "context_window": 1000,
+            "max_output_tokens": 300_000, "min_cacheable_tokens": 1024, "thinking": ["adaptive"],
+            "prefill": false, "sampling_params": false, "effort": [],
+            "keeps_prior_thinking": true, "rejects_input_plus_max_tokens_over_window": false,
+            "prices": {"input": 1.0, "output": 2.0, "cache_write_5m": 1.25,
+                "cache_write_1h": 2.0, "cache_read": 0.1}});
+        ModelTable::builtin()
+            .extended_from_json(&serde_json::json!({ "models": [row] }).to_string())
+            .expect("a valid extension")
+    }
+
+    #[test]
+    fn the_loop_reads_the_model_table_it_is_given() {
+        let builtin = QueryConfig::new("claude-next", 1024);
+        assert_eq!(builtin.models, SharedModelTable::builtin());
+        // Unknown to the builtin: the conservative default's output limit.
+        assert_eq!(
+            builtin.escalated_limit(),
+            ModelTable::builtin().resolve("?").model().max_output_tokens
+        );
+        let config = QueryConfig::new("claude-next", 1024).with_models(extended());
+        assert_eq!(config.escalated_limit(), 300_000);
+        assert_ne!(config, builtin);
+    }
 }

@@ -15,7 +15,7 @@ use futures::future::{Either, FutureExt as _};
 use futures::stream::StreamExt as _;
 use threadline_message::{Level, Message, MessageId, SystemKind, TranscriptWriter};
 use threadline_normalize::Normalizer;
-use threadline_wire::accumulate::{AccumulateError, MessageAccumulator};
+use threadline_wire::accumulate::MessageAccumulator;
 use threadline_wire::service::{EventStream, MessagesService, ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest, StopReason, StreamEvent};
 use tokio_util::sync::CancellationToken;
@@ -352,7 +352,7 @@ where
         if executor.has_tool_uses() {
             executor.abort(STREAM_FAILED);
             self.deliver_ready(st, executor);
-        } else if is_prompt_too_long(&error) {
+        } else if error.is_prompt_too_long() {
             return self.prompt_too_long(st, &error).await;
         } else if error.is_max_tokens() {
             // A service that reports the cut as an error: the same ladder.
@@ -488,8 +488,7 @@ where
             .unwrap_or(self.q.config.max_tokens);
         let mut request = self.request.unshaped(messages, max_tokens);
         if let Some(changes) = &self.q.tool_changes {
-            let table = threadline_wire::model::ModelTable::builtin();
-            let model = table.resolve(&self.q.config.model);
+            let model = self.q.config.models.resolve(&self.q.config.model);
             let compactions = st.compaction.compactions;
             let applied = changes.apply(&mut request, model.model(), compactions, &self.q.tools);
             if let Some(runnable) = applied.runnable {
@@ -640,12 +639,7 @@ where
                 }
                 Ok(())
             }
-            Err(AccumulateError::Api { error, request_id }) => {
-                Err(ServiceError::from_error_event(error, request_id).after_events())
-            }
-            Err(error) => {
-                Err(ServiceError::new(ServiceErrorKind::Decode, error.to_string()).after_events())
-            }
+            Err(error) => Err(ServiceError::from_accumulate(error)),
         }
     }
 
@@ -673,8 +667,7 @@ where
             Err(incomplete) => {
                 self.flush(st, &mut streamed.pending, &mut streamed.fragments);
                 return Response::Failed {
-                    error: ServiceError::new(ServiceErrorKind::Truncated, incomplete.to_string())
-                        .after_events(),
+                    error: ServiceError::from_incomplete(incomplete),
                     fragments: streamed.fragments,
                 };
             }
@@ -1028,11 +1021,6 @@ fn step_input<'a>(st: &'a mut State, request: &'a mut RequestBuilder) -> StepInp
         turn_count: st.turn_count,
         request,
     }
-}
-
-fn is_prompt_too_long(error: &ServiceError) -> bool {
-    error.prompt_too_long().is_some()
-        || (error.kind() == ServiceErrorKind::Api && error.message().contains("prompt is too long"))
 }
 
 /// An assistant fragment of the response being accumulated, holding one block.

@@ -171,7 +171,7 @@ impl Response {
                 self.delta(index, json!({"type": "text_delta", "text": part}));
             }
         }
-        self.output_tokens += (text.len() as u64).div_ceil(4);
+        self.output_tokens += threadline_wire::tokens::text_tokens(text.len());
         index
     }
 
@@ -184,7 +184,7 @@ impl Response {
         self.steps.push(Step::Sleep(pause));
         self.delta(index, json!({"type": "text_delta", "text": b}));
         self.close_block(index);
-        self.output_tokens += (text.len() as u64).div_ceil(4);
+        self.output_tokens += threadline_wire::tokens::text_tokens(text.len());
         self
     }
 
@@ -210,7 +210,7 @@ impl Response {
             json!({"type": "input_json_delta", "partial_json": b}),
         );
         self.close_block(index);
-        self.output_tokens += (text.len() as u64).div_ceil(4) + 10;
+        self.output_tokens += threadline_wire::tokens::text_tokens(text.len()) + 10;
         self
     }
 

@@ -572,7 +572,7 @@ impl SubagentConfig {
     pub const DEFAULT_MAX_TURNS: u32 = 20;
 
     /// The default output limit of each of a subagent's requests.
-    pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+    pub const DEFAULT_MAX_TOKENS: u64 = threadline_wire::defaults::DEFAULT_MAX_TOKENS;
 
     /// The longest prompt or description accepted (bytes).
     pub const MAX_PROMPT_BYTES: usize = 256 * 1024;

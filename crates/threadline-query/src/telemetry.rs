@@ -160,8 +160,8 @@ pub(crate) fn compaction(step: &'static str, turn: u32, before: u64, after: u64)
     );
 }
 
-/// The estimated tokens of `visible` (the workspace's estimate, `threadline_cache::tokens`):
-/// the text of user and assistant blocks, about four characters a token.
+/// The estimated tokens of `visible` (the workspace's one estimate, `threadline_wire::tokens`):
+/// the user and assistant blocks, about four bytes a token.
 pub(crate) fn estimate(visible: &[Message]) -> u64 {
     visible
         .iter()
@@ -170,6 +170,6 @@ pub(crate) fn estimate(visible: &[Message]) -> u64 {
             Message::Assistant(assistant) => assistant.content.as_slice(),
             _ => &[],
         })
-        .map(threadline_cache::tokens::block_tokens)
+        .map(threadline_wire::tokens::block_tokens)
         .fold(0, u64::saturating_add)
 }

@@ -14,7 +14,6 @@
 //! every tool (the search tool it adds is never deferred, and without it nothing is
 //! deferred), and a deferred tool never carries a `cache_control` marker.
 
-use threadline_cache::tokens::{Estimate, Piece, TokenCounter as _};
 use threadline_wire::ToolDefinition;
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::tool_search::ToolSearchKind;
@@ -106,13 +105,8 @@ pub struct DeferDecision {
     pub search: Option<ToolSearchKind>,
 }
 
-/// The estimated tokens of `tools` (the workspace's estimate: `threadline_cache::tokens`).
-pub fn tools_tokens(tools: &[ToolDefinition]) -> u64 {
-    tools
-        .iter()
-        .map(|t| Estimate.count(Piece::Tool(t), 0))
-        .fold(0u64, u64::saturating_add)
-}
+/// The estimated tokens of tool definitions: the workspace's one estimate.
+pub use threadline_wire::tokens::tools_tokens;
 
 /// Applies the policy to `tools` (the request's definitions, in their final order):
 /// `always_loaded(name)` says which tools opted out. Returns the definitions to send on every
@@ -208,9 +202,7 @@ fn decide(
 /// The run's `tools`: the tool set's definitions with the configured policy applied for the
 /// configured model (what the loop sends on every request).
 pub fn definitions(tools: &crate::ToolSet, config: &crate::QueryConfig) -> Vec<ToolDefinition> {
-    let model = threadline_wire::model::ModelTable::builtin()
-        .resolve(&config.model)
-        .model();
+    let model = config.models.resolve(&config.model).model();
     apply(
         tools.definitions(),
         |name| tools.is_always_loaded(name),

@@ -17,7 +17,7 @@
 //! assert!(mystery.warning().is_some());
 //! ```
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -168,8 +168,37 @@ struct TableFile {
     models: Vec<Model>,
 }
 
+/// An extension of a table (`ModelTable::extended_from_json`): rows to add or replace, and
+/// optionally another conservative default.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtensionFile {
+    #[serde(default)]
+    docs: Option<serde_json::Value>,
+    #[serde(default)]
+    default: Option<Model>,
+    #[serde(default)]
+    models: Vec<Model>,
+}
+
+/// A model table (or an extension of one) could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelTableError {
+    /// Not JSON, or not the shape of `data/models.json` (a row missing a field, a field of the
+    /// wrong type, an unknown top-level key).
+    #[error("the model table is not valid: {0}")]
+    Invalid(#[from] serde_json::Error),
+    /// A row with an empty id.
+    #[error("a model row has an empty id")]
+    EmptyId,
+    /// Two rows of the extension claim the same id or alias.
+    #[error("the model id or alias `{0}` appears twice in the extension")]
+    Duplicate(String),
+}
+
 /// The table of known models.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelTable {
     default: Model,
     models: Vec<Model>,
@@ -206,14 +235,72 @@ impl<'a> Resolved<'a> {
 
 const BUILTIN: &str = include_str!("../data/models.json");
 
+fn builtin_shared() -> &'static Arc<ModelTable> {
+    static TABLE: OnceLock<Arc<ModelTable>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        Arc::new(
+            ModelTable::from_json(BUILTIN)
+                .expect("the built-in model table is valid JSON, checked by a unit test"),
+        )
+    })
+}
+
 impl ModelTable {
     /// The table compiled into this crate.
     pub fn builtin() -> &'static ModelTable {
-        static TABLE: OnceLock<ModelTable> = OnceLock::new();
-        TABLE.get_or_init(|| {
-            ModelTable::from_json(BUILTIN)
-                .expect("the built-in model table is valid JSON, checked by a unit test")
-        })
+        builtin_shared()
+    }
+
+    /// This table with the rows of `json` added: a JSON object in the format of
+    /// `data/models.json` whose `models` rows are added (a row whose id or an alias names a
+    /// known model replaces that model) and whose optional `default` replaces the
+    /// conservative default. For models newer than this build, or a gateway's own ids.
+    ///
+    /// ```
+    /// use threadline_wire::model::ModelTable;
+    ///
+    /// let row = r#"{"id": "claude-next", "aliases": ["next"], "context_window": 2000000,
+    ///     "max_output_tokens": 256000, "min_cacheable_tokens": 1024,
+    ///     "thinking": ["adaptive"], "prefill": false, "sampling_params": false, "effort": [],
+    ///     "keeps_prior_thinking": true, "rejects_input_plus_max_tokens_over_window": false,
+    ///     "prices": {"input": 2.0, "output": 10.0, "cache_write_5m": 2.5,
+    ///                "cache_write_1h": 4.0, "cache_read": 0.2}}"#;
+    /// let table = ModelTable::builtin().extended_from_json(&format!(r#"{{"models": [{row}]}}"#))?;
+    /// assert_eq!(table.resolve("next").model().context_window, 2_000_000);
+    /// assert!(table.resolve("claude-sonnet-5").is_known());
+    /// assert!(ModelTable::builtin().extended_from_json("{\"models\": 3}").is_err());
+    /// # Ok::<(), threadline_wire::model::ModelTableError>(())
+    /// ```
+    pub fn extended_from_json(&self, json: &str) -> Result<ModelTable, ModelTableError> {
+        let file: ExtensionFile = serde_json::from_str(json)?;
+        let _ = file.docs;
+        let mut seen: Vec<&str> = Vec::new();
+        for row in &file.models {
+            if row.id.is_empty() || row.aliases.iter().any(String::is_empty) {
+                return Err(ModelTableError::EmptyId);
+            }
+            for name in std::iter::once(&row.id).chain(&row.aliases) {
+                if seen.contains(&name.as_str()) {
+                    return Err(ModelTableError::Duplicate(name.clone()));
+                }
+                seen.push(name);
+            }
+        }
+        let mut table = self.clone();
+        if let Some(mut default) = file.default {
+            default.guess = true;
+            table.default = default;
+        }
+        // New rows first (the table lists models newest first); a row they name goes.
+        table.models.retain(|known| {
+            !std::iter::once(&known.id)
+                .chain(&known.aliases)
+                .any(|name| seen.contains(&name.as_str()))
+        });
+        let mut models = file.models;
+        models.append(&mut table.models);
+        table.models = models;
+        Ok(table)
     }
 
     /// A table from JSON in the format of `data/models.json`.
@@ -284,6 +371,59 @@ impl ModelTable {
                 model: &self.default,
                 requested: Some(id),
             },
+        }
+    }
+}
+
+/// A model table a caller passes (to the loop's `QueryConfig`, the compaction policy, the cache
+/// planner): cheap to clone, the built-in table by default.
+#[derive(Clone, PartialEq)]
+pub struct SharedModelTable(Arc<ModelTable>);
+
+impl SharedModelTable {
+    /// The built-in table (no copy: every handle on it shares one).
+    pub fn builtin() -> SharedModelTable {
+        SharedModelTable(Arc::clone(builtin_shared()))
+    }
+
+    /// The table.
+    pub fn table(&self) -> &ModelTable {
+        &self.0
+    }
+}
+
+impl Default for SharedModelTable {
+    fn default() -> Self {
+        SharedModelTable::builtin()
+    }
+}
+
+impl std::ops::Deref for SharedModelTable {
+    type Target = ModelTable;
+
+    fn deref(&self) -> &ModelTable {
+        &self.0
+    }
+}
+
+impl From<ModelTable> for SharedModelTable {
+    fn from(table: ModelTable) -> Self {
+        SharedModelTable(Arc::new(table))
+    }
+}
+
+impl From<Arc<ModelTable>> for SharedModelTable {
+    fn from(table: Arc<ModelTable>) -> Self {
+        SharedModelTable(table)
+    }
+}
+
+impl std::fmt::Debug for SharedModelTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if Arc::ptr_eq(&self.0, builtin_shared()) {
+            f.write_str("SharedModelTable(builtin)")
+        } else {
+            write!(f, "SharedModelTable({} models)", self.0.models.len())
         }
     }
 }
@@ -421,5 +561,95 @@ mod tests {
             + 1000.0 * sonnet.prices.cache_write_1h / 1e6;
         assert!((table.cost("claude-sonnet-4-6", &hour) - expected).abs() < 1e-12);
         assert!((sonnet.cost(&hour) - expected).abs() < 1e-12);
+    }
+
+    fn row(id: &str, aliases: &[&str], window: u64) -> String {
+        serde_json::json!({"id": id, "aliases": aliases, "context_window": window,
+            "max_output_tokens": 1000, "min_cacheable_tokens": 1024, "thinking": ["adaptive"],
+            "prefill": false, "sampling_params": false, "effort": [],
+            "keeps_prior_thinking": true, "rejects_input_plus_max_tokens_over_window": false,
+            "prices": {"input": 1.0, "output": 2.0, "cache_write_5m": 1.25,
+                "cache_write_1h": 2.0, "cache_read": 0.1}})
+        .to_string()
+    }
+
+    #[test]
+    fn an_extension_adds_and_replaces_rows() {
+        let builtin = ModelTable::builtin();
+        let json = format!(
+            r#"{{"docs": "a gateway's models", "models": [{}, {}]}}"#,
+            row("gateway-model", &["gw"], 50_000),
+            // Named by the builtin's alias: replaces that row.
+            row("claude-sonnet-4-5-custom", &["claude-sonnet-4-5"], 123_000),
+        );
+        let table = builtin
+            .extended_from_json(&json)
+            .expect("a valid extension");
+        assert_eq!(table.resolve("gw").model().id, "gateway-model");
+        assert_eq!(
+            table.resolve("claude-sonnet-4-5").model().context_window,
+            123_000
+        );
+        assert!(table.get("claude-sonnet-4-5-20250929").is_none());
+        assert_eq!(table.models().len(), builtin.models().len() + 1);
+        // The rest is the builtin's; the builtin itself is unchanged.
+        assert_eq!(
+            table.resolve("claude-sonnet-5").model(),
+            builtin.resolve("claude-sonnet-5").model()
+        );
+        assert!(builtin.get("gw").is_none());
+        // The default is kept unless given, and stays a guess either way.
+        assert!(table.resolve("nope").model().is_guess());
+        let json = format!(r#"{{"default": {}}}"#, row("fallback", &[], 32_000));
+        let table = builtin.extended_from_json(&json).expect("a default");
+        assert_eq!(table.resolve("nope").model().context_window, 32_000);
+        assert!(table.resolve("nope").model().is_guess());
+    }
+
+    #[test]
+    fn a_broken_extension_is_a_typed_error() {
+        let builtin = ModelTable::builtin();
+        for bad in [
+            "",
+            "[]",
+            r#"{"models": 3}"#,
+            r#"{"modles": []}"#,
+            r#"{"models": [{"id": "x"}]}"#,
+        ] {
+            assert!(
+                matches!(
+                    builtin.extended_from_json(bad),
+                    Err(ModelTableError::Invalid(_))
+                ),
+                "{bad}"
+            );
+        }
+        let empty = format!(r#"{{"models": [{}]}}"#, row("", &[], 1));
+        assert!(matches!(
+            builtin.extended_from_json(&empty),
+            Err(ModelTableError::EmptyId)
+        ));
+        let twice = format!(
+            r#"{{"models": [{}, {}]}}"#,
+            row("a", &["b"], 1),
+            row("b", &[], 1)
+        );
+        assert!(matches!(
+            builtin.extended_from_json(&twice),
+            Err(ModelTableError::Duplicate(id)) if id == "b"
+        ));
+    }
+
+    #[test]
+    fn a_shared_table_is_the_builtin_by_default() {
+        let shared = SharedModelTable::default();
+        assert_eq!(shared.table(), ModelTable::builtin());
+        assert_eq!(format!("{shared:?}"), "SharedModelTable(builtin)");
+        let extended: SharedModelTable = ModelTable::builtin()
+            .extended_from_json(r#"{"models": []}"#)
+            .expect("empty extension")
+            .into();
+        assert_eq!(extended, shared);
+        assert!(format!("{extended:?}").contains("models"));
     }
 }

@@ -35,8 +35,10 @@ use std::time::Duration;
 
 use futures_core::Stream;
 
+use crate::accumulate::{AccumulateError, MessageAccumulator, StreamIncomplete};
 use crate::api_error::{ApiErrorResponse, ApiErrorType};
-use crate::request::MessagesRequest;
+use crate::request::{CountTokensRequest, MessagesRequest};
+use crate::response::ResponseMessage;
 use crate::secret::{KeyShapes, Redact, redact_error_chain};
 use crate::stream_event::StreamEvent;
 
@@ -57,6 +59,94 @@ pub trait MessagesService:
 impl<S> MessagesService for S where
     S: tower_service::Service<MessagesRequest, Response = EventStream, Error = ServiceError>
 {
+}
+
+/// The boxed future of a [`CountTokens`] call: the input tokens, as the API counts them.
+pub type CountFuture<'a> =
+    Pin<Box<dyn std::future::Future<Output = Result<u64, ServiceError>> + Send + 'a>>;
+
+/// The API's exact token count (`POST /v1/messages/count_tokens`), the second half of the
+/// service contract beside [`MessagesService`].
+///
+/// The HTTP client implements it; compaction asks it when an estimate is too close to a
+/// threshold to trust (`threadline_compact::count_or_estimate`), and falls back to the
+/// estimate ([`crate::tokens`]) when it fails. A counter costs a round trip and has its own
+/// rate limits, so nothing counts unless one is given.
+///
+/// ```
+/// use threadline_wire::service::{CountFuture, CountTokens};
+/// use threadline_wire::{ContentBlock, CountTokensRequest, MessageParam, MessagesRequest};
+///
+/// /// Answers with the number of messages, for a test.
+/// struct ByMessages;
+///
+/// impl CountTokens for ByMessages {
+///     fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
+///         Box::pin(std::future::ready(Ok(request.messages.len() as u64)))
+///     }
+/// }
+///
+/// let request = MessagesRequest::new("m", 1, vec![MessageParam::user(vec![ContentBlock::text("hi")])]);
+/// let counted = futures::executor::block_on(ByMessages.count_tokens((&request).into()));
+/// assert_eq!(counted.ok(), Some(1));
+/// ```
+pub trait CountTokens {
+    /// The input tokens of `request`, as the API counts them.
+    fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_>;
+}
+
+impl<T: CountTokens + ?Sized> CountTokens for std::sync::Arc<T> {
+    fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
+        (**self).count_tokens(request)
+    }
+}
+
+impl<T: CountTokens + ?Sized> CountTokens for &T {
+    fn count_tokens(&self, request: CountTokensRequest) -> CountFuture<'_> {
+        (**self).count_tokens(request)
+    }
+}
+
+/// Folds a stream of events into its message: the one fold every consumer of a
+/// [`MessagesService`] uses (the client's `message`, the compaction's summary call, the durable
+/// worker's journaled model step). The query loop, which acts on each block as it completes,
+/// drives the same [`MessageAccumulator`] and reports its failures with the same
+/// [`ServiceError::from_accumulate`] and [`ServiceError::from_incomplete`].
+///
+/// Reading stops at `message_stop` (the message is complete; whatever follows is no part of
+/// it). A stream item that is an error is returned as it is; an `error` event is the API's
+/// error ([`ServiceError::from_error_event`]); any other broken rule of the protocol is a
+/// [`Decode`](ServiceErrorKind::Decode) error, and a stream that ends before the message is
+/// complete a [`Truncated`](ServiceErrorKind::Truncated) one, both marked as after events
+/// (not retryable). The message is bounded by [`DEFAULT_MAX_MESSAGE_BYTES`].
+///
+/// [`DEFAULT_MAX_MESSAGE_BYTES`]: crate::accumulate::DEFAULT_MAX_MESSAGE_BYTES
+pub async fn collect_message<S>(stream: S) -> Result<ResponseMessage, ServiceError>
+where
+    S: Stream<Item = Result<StreamEvent, ServiceError>>,
+{
+    collect_message_bounded(stream, crate::accumulate::DEFAULT_MAX_MESSAGE_BYTES).await
+}
+
+/// [`collect_message`] with a bound of `max_message_bytes` on the accumulated message.
+pub async fn collect_message_bounded<S>(
+    stream: S,
+    max_message_bytes: usize,
+) -> Result<ResponseMessage, ServiceError>
+where
+    S: Stream<Item = Result<StreamEvent, ServiceError>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut accumulator = MessageAccumulator::with_max_message_bytes(max_message_bytes);
+    while !accumulator.is_stopped() {
+        let Some(event) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await else {
+            break;
+        };
+        accumulator
+            .push(&event?)
+            .map_err(ServiceError::from_accumulate)?;
+    }
+    accumulator.finish().map_err(ServiceError::from_incomplete)
 }
 
 /// What kind of failure a [`ServiceError`] is.
@@ -91,6 +181,28 @@ pub struct ServiceError {
 }
 
 impl ServiceError {
+    /// A stream that broke the protocol, as every consumer reports it: an `error` event is
+    /// the API's error ([`ServiceError::from_error_event`]), anything else a
+    /// [`Decode`](ServiceErrorKind::Decode) error; after events either way.
+    pub fn from_accumulate(error: AccumulateError) -> Self {
+        match error {
+            AccumulateError::Api { error, request_id } => {
+                ServiceError::from_error_event(error, request_id).after_events()
+            }
+            other => ServiceError::new(ServiceErrorKind::Decode, other.to_string())
+                .with_source(other)
+                .after_events(),
+        }
+    }
+
+    /// A stream that ended before its message was complete: a
+    /// [`Truncated`](ServiceErrorKind::Truncated) error, after events.
+    pub fn from_incomplete(incomplete: StreamIncomplete) -> Self {
+        ServiceError::new(ServiceErrorKind::Truncated, incomplete.to_string())
+            .with_source(incomplete)
+            .after_events()
+    }
+
     /// An error of the given kind with a message (key-shaped secrets redacted).
     pub fn new(kind: ServiceErrorKind, message: impl Into<String>) -> Self {
         ServiceError {
@@ -262,13 +374,29 @@ impl ServiceError {
         self.kind == ServiceErrorKind::MaxTokens
     }
 
-    /// For `prompt is too long: N tokens > M maximum`, the two counts `(N, M)`.
+    /// Whether the API refused the request because the prompt is too long (`prompt is too
+    /// long`, with or without the token counts): the one place that recognizes the API's
+    /// wording. Only an API error qualifies; a connection, timeout or decoding failure whose
+    /// text happens to contain the words does not.
+    pub fn is_prompt_too_long(&self) -> bool {
+        self.kind == ServiceErrorKind::Api && mentions_prompt_too_long(&self.message)
+    }
+
+    /// For `prompt is too long: N tokens > M maximum`, the two counts `(N, M)`; `None` when
+    /// the error is not [`is_prompt_too_long`](Self::is_prompt_too_long) or gives no counts.
     pub fn prompt_too_long(&self) -> Option<(u64, u64)> {
-        if self.kind != ServiceErrorKind::Api {
+        if !self.is_prompt_too_long() {
             return None;
         }
         parse_prompt_too_long(&self.message)
     }
+}
+
+/// The API's wording of a prompt over the context window.
+const PROMPT_TOO_LONG: &str = "prompt is too long";
+
+fn mentions_prompt_too_long(message: &str) -> bool {
+    message.contains(PROMPT_TOO_LONG)
 }
 
 fn redact_string(text: String, redact: &dyn Redact) -> String {
@@ -287,7 +415,8 @@ fn redact_api_type(kind: ApiErrorType, redact: &dyn Redact) -> ApiErrorType {
 
 /// Parses `prompt is too long: 213462 tokens > 200000 maximum` into `(213462, 200000)`.
 pub fn parse_prompt_too_long(message: &str) -> Option<(u64, u64)> {
-    let rest = &message[message.find("prompt is too long:")? + "prompt is too long:".len()..];
+    let start = message.find(PROMPT_TOO_LONG)? + PROMPT_TOO_LONG.len();
+    let rest = message[start..].strip_prefix(':')?;
     let mut numbers = rest
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
@@ -375,6 +504,139 @@ mod tests {
             api(400, ApiErrorType::InvalidRequest, "other").prompt_too_long(),
             None
         );
+    }
+
+    fn sse_events(json: &[serde_json::Value]) -> Vec<Result<StreamEvent, ServiceError>> {
+        json.iter()
+            .map(|v| Ok(serde_json::from_value(v.clone()).expect("an event")))
+            .collect()
+    }
+
+    fn start() -> serde_json::Value {
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "model": "m",
+            "usage": {"input_tokens": 1, "output_tokens": 1}}})
+    }
+
+    #[test]
+    fn the_fold_stops_at_message_stop_and_maps_each_failure() {
+        use futures::executor::block_on;
+        use serde_json::json;
+        let text = [
+            start(),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+            json!({"type": "message_stop"}),
+        ];
+        // Whatever follows `message_stop` is not read.
+        let mut events = sse_events(&text);
+        events.push(Err(ServiceError::new(
+            ServiceErrorKind::Connection,
+            "reset",
+        )));
+        let message = block_on(collect_message(futures::stream::iter(events))).expect("complete");
+        assert_eq!(message.text(), "Hi");
+
+        // A stream error is returned as it is.
+        let mut events = sse_events(&text[..2]);
+        events.push(Err(ServiceError::new(ServiceErrorKind::Timeout, "idle")));
+        let error = block_on(collect_message(futures::stream::iter(events))).expect_err("timeout");
+        assert_eq!(error.kind(), ServiceErrorKind::Timeout);
+
+        // An `error` event is the API's error (here: retryable overload, but after events).
+        let mut events = sse_events(&text[..2]);
+        events.extend(sse_events(&[json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]));
+        let error =
+            block_on(collect_message(futures::stream::iter(events))).expect_err("error event");
+        assert_eq!(error.kind(), ServiceErrorKind::Api);
+        assert!(error.is_overloaded() && error.events_delivered());
+
+        // A broken rule is Decode; an early end Truncated; both after events.
+        let broken = sse_events(&[text[2].clone()]);
+        let error = block_on(collect_message(futures::stream::iter(broken))).expect_err("decode");
+        assert_eq!(error.kind(), ServiceErrorKind::Decode);
+        assert!(!error.is_retryable());
+        let cut = sse_events(&text[..3]);
+        let error = block_on(collect_message(futures::stream::iter(cut))).expect_err("cut");
+        assert_eq!(error.kind(), ServiceErrorKind::Truncated);
+        assert!(!error.is_retryable());
+
+        // The bound holds.
+        let error = block_on(collect_message_bounded(
+            futures::stream::iter(sse_events(&text)),
+            1,
+        ))
+        .expect_err("over the bound");
+        assert_eq!(error.kind(), ServiceErrorKind::Decode);
+    }
+
+    #[test]
+    fn prompt_too_long_is_an_api_error_with_or_without_counts() {
+        let counted = api(
+            400,
+            ApiErrorType::InvalidRequest,
+            "prompt is too long: 213462 tokens > 200000 maximum",
+        );
+        assert!(counted.is_prompt_too_long());
+        assert_eq!(counted.prompt_too_long(), Some((213_462, 200_000)));
+        // Reworded (the counts replaced): still recognized, no counts.
+        let bare = api(400, ApiErrorType::InvalidRequest, "prompt is too long");
+        assert!(bare.is_prompt_too_long());
+        assert_eq!(bare.prompt_too_long(), None);
+        // Mid-stream error events are API errors too.
+        let event = ServiceError::from_error_event(
+            ApiErrorResponse::new(
+                ApiErrorType::InvalidRequest,
+                "prompt is too long: 5 tokens > 4 maximum",
+            )
+            .error,
+            None,
+        );
+        assert_eq!(event.prompt_too_long(), Some((5, 4)));
+        // A local failure whose text mentions the words is not the API's refusal.
+        for kind in [
+            ServiceErrorKind::Connection,
+            ServiceErrorKind::Timeout,
+            ServiceErrorKind::Truncated,
+            ServiceErrorKind::Decode,
+            ServiceErrorKind::MaxTokens,
+        ] {
+            let local = ServiceError::new(kind, "prompt is too long: 5 tokens > 4 maximum");
+            assert!(!local.is_prompt_too_long(), "{kind:?}");
+            assert_eq!(local.prompt_too_long(), None);
+        }
+        assert!(!api(400, ApiErrorType::InvalidRequest, "prompt is long").is_prompt_too_long());
+    }
+
+    proptest::proptest! {
+        /// Hostile texts: nothing panics; counts are given only for a recognized refusal; the
+        /// wording anywhere in an API error's text is recognized, and only there.
+        #[test]
+        fn prompt_too_long_on_hostile_texts(
+            before in ".{0,40}",
+            after in ".{0,40}",
+            actual in proptest::prelude::any::<u64>(),
+            maximum in proptest::prelude::any::<u64>(),
+            noise in "(prompt is too long|prompt is too long:|too long|: | tokens > | maximum|[0-9]{1,25}|sk-ant-|x|\\PC){0,8}",
+        ) {
+            let noisy = api(400, ApiErrorType::InvalidRequest, &noise);
+            // What the error holds is the text with key shapes redacted.
+            proptest::prop_assert_eq!(noisy.is_prompt_too_long(), noisy.message().contains(PROMPT_TOO_LONG));
+            if noisy.prompt_too_long().is_some() {
+                proptest::prop_assert!(noisy.is_prompt_too_long());
+            }
+            let text = format!("{before}prompt is too long: {actual} tokens > {maximum} maximum{after}");
+            let error = api(400, ApiErrorType::InvalidRequest, &text);
+            proptest::prop_assert!(error.is_prompt_too_long());
+            if !before.contains(PROMPT_TOO_LONG) {
+                proptest::prop_assert_eq!(error.prompt_too_long(), Some((actual, maximum)));
+            }
+            let local = ServiceError::new(ServiceErrorKind::Connection, &text);
+            proptest::prop_assert!(!local.is_prompt_too_long());
+            proptest::prop_assert_eq!(local.prompt_too_long(), None);
+        }
     }
 
     #[test]

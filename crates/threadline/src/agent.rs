@@ -28,7 +28,6 @@ use threadline_query::{
     PermissionCallback, PermissionRequest, Query, QueryConfig, SharedDivergence, SharedPlanner,
     State, StopContext, StopDecision, StopHook, Terminal, Tool, ToolSet,
 };
-use threadline_wire::model::ModelTable;
 use threadline_wire::request::Effort;
 use threadline_wire::service::MessagesService;
 use threadline_wire::{SystemPrompt, ThinkingConfig};
@@ -37,8 +36,9 @@ use threadline_wire::{SystemPrompt, ThinkingConfig};
 /// [`Event::Finished`].
 pub type AgentRun = BoxStream<'static, Event>;
 
-/// The output limit of each request unless told otherwise.
-pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+/// The output limit of each request unless told otherwise (the workspace default,
+/// `threadline_wire::defaults`).
+pub use threadline_wire::defaults::DEFAULT_MAX_TOKENS;
 
 /// An agent could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ where
     S: MessagesService + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
-    /// The model id (default: `claude-sonnet-4-5`).
+    /// The model id (default: [`DEFAULT_MODEL`](crate::DEFAULT_MODEL)).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.overrides.model = Some(model.into());
         self.apply_overrides()
@@ -829,7 +829,7 @@ where
         T::Future: Send + 'static,
     {
         let mut config = self.config.clone();
-        let row = ModelTable::builtin().resolve(&config.model).model();
+        let row = config.models.resolve(&config.model).model();
         // The caller's own edits stay; the compaction edit (if any) comes after them.
         config.context_management = self
             .compaction

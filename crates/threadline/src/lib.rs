@@ -207,6 +207,7 @@ pub use threadline_query::{Event, Finished, State, Terminal, Transition};
 #[cfg(feature = "wire")]
 pub use threadline_wire::StopReason;
 
-/// The model an [`Agent`] uses unless told otherwise.
+/// The model an [`Agent`] uses unless told otherwise (the workspace default,
+/// `threadline_wire::defaults`).
 #[cfg(feature = "agent")]
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub use threadline_wire::defaults::DEFAULT_MODEL;

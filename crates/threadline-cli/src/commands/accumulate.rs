@@ -9,7 +9,7 @@ use std::io::Read as _;
 use threadline_wire::message_stream::{MessageStreamReader, StreamReadError, read_message};
 
 use crate::error::CliError;
-use crate::input::{InputError, open_input, too_large};
+use crate::input::{InputError, InputLimit, open_input, too_large};
 use threadline_cli::stderr_line;
 
 /// The SSE bodies in the input: the input itself, or every SSE body of a canonical fixture.
@@ -42,8 +42,8 @@ enum Input {
 /// Reads the input: SSE is fed to the incremental reader chunk by chunk (its per-event bound
 /// applies as the bytes come, and nothing is held but the message); an input that starts with
 /// `{` (a fixture) is read whole. Both stop at the input limit.
-fn read(path: &str) -> Result<Input, InputError> {
-    let mut input = open_input(path)?;
+fn read(path: &str, limit: InputLimit) -> Result<Input, InputError> {
+    let mut input = open_input(path, limit)?;
     let cannot = |source: std::io::Error| InputError::Read {
         name: path.to_owned(),
         source,
@@ -61,13 +61,13 @@ fn read(path: &str) -> Result<Input, InputError> {
             break Some(byte);
         }
         if input.over_limit() {
-            return Err(too_large(path));
+            return Err(too_large(path, limit));
         }
     };
     if first.is_none_or(|byte| byte == b'{') {
         input.read_to_end(&mut leading).map_err(cannot)?;
         if input.over_limit() {
-            return Err(too_large(path));
+            return Err(too_large(path, limit));
         }
         return Ok(Input::Whole(leading));
     }
@@ -75,7 +75,7 @@ fn read(path: &str) -> Result<Input, InputError> {
     let mut pushed = reader.push(&leading, |_, _| {});
     while pushed.is_ok() {
         if input.over_limit() {
-            return Err(too_large(path));
+            return Err(too_large(path, limit));
         }
         let n = input.read(&mut chunk).map_err(cannot)?;
         if n == 0 {
@@ -84,15 +84,15 @@ fn read(path: &str) -> Result<Input, InputError> {
         pushed = reader.push(&chunk[..n], |_, _| {});
     }
     if input.over_limit() {
-        return Err(too_large(path));
+        return Err(too_large(path, limit));
     }
     Ok(Input::Streamed(Box::new(
         pushed.and_then(|()| reader.finish()),
     )))
 }
 
-pub(crate) fn run(path: &str) -> Result<(), CliError> {
-    let bodies: Vec<_> = match read(path)? {
+pub(crate) fn run(path: &str, limit: InputLimit) -> Result<(), CliError> {
+    let bodies: Vec<_> = match read(path, limit)? {
         Input::Whole(bytes) => sse_bodies(&bytes)
             .into_iter()
             .map(|(label, body)| (label, read_message(&body)))

@@ -46,6 +46,8 @@ pub(crate) struct CheckArgs<'a> {
     pub(crate) beta: Option<&'a str>,
     /// A plain body is a count_tokens request.
     pub(crate) count_tokens: bool,
+    /// `--max-input-bytes`.
+    pub(crate) limit: crate::input::InputLimit,
     /// A transcript's next user message, when the session is finished.
     pub(crate) next: Option<&'a str>,
 }
@@ -235,7 +237,7 @@ fn check_transcript(text: &str, args: &CheckArgs<'_>) -> Result<Checked, String>
 }
 
 pub(crate) fn run(args: &CheckArgs<'_>) -> Result<(), CliError> {
-    let bytes = read_input(args.path)?;
+    let bytes = read_input(args.path, args.limit)?;
     let checked = check_input(&bytes, args).map_err(CliError::rejected)?;
     for warning in &checked.warnings {
         // Request text (ids, names): escaped by `stderr_line`.
@@ -266,6 +268,7 @@ mod tests {
             beta: None,
             count_tokens: false,
             next: None,
+            limit: crate::input::InputLimit::default(),
         }
     }
 

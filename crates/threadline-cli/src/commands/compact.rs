@@ -44,6 +44,8 @@ pub(crate) struct CompactArgs<'a> {
     pub(crate) summary: Option<&'a str>,
     pub(crate) keep: usize,
     pub(crate) now: Option<&'a str>,
+    /// `--max-input-bytes`.
+    pub(crate) input_limit: crate::input::InputLimit,
 }
 
 fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliError> {
@@ -67,7 +69,7 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliEr
 
 pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     let path = args.transcript;
-    let session = load_session(path, Sidechains::Never)?;
+    let session = load_session(path, Sidechains::Never, args.input_limit)?;
     let now = match args.now {
         Some(text) => humantime::parse_rfc3339_weak(text)
             .map_err(|e| CliError::unusable(None, format!("--now {text}"), Some(e.into())))?,
@@ -157,7 +159,7 @@ fn summarize(
     let scripted;
     let summarizer: &dyn Summarizer = match args.summary {
         Some(file) => {
-            let bytes = crate::input::read_input(file)?;
+            let bytes = crate::input::read_input(file, args.input_limit)?;
             let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
                 path: format!("--summary {file}"),
             })?;

@@ -52,7 +52,7 @@ const SCENARIO: &str = include_str!("../../demo/scenario.yaml");
 const PROMPT: &str = "The tests of textstats fail. Find the bug, fix it and run the tests.";
 
 /// The demo's model (its prices make the cost line).
-const MODEL: &str = crate::commands::run::DEFAULT_MODEL;
+const MODEL: &str = threadline_wire::defaults::DEFAULT_MODEL;
 
 /// The demo's context is made small so that a short session reaches the autocompact
 /// threshold: the conversation (without the system prompt and tools) is about CONVERSATION

@@ -8,6 +8,7 @@ use threadline_cli::inspect_html::render_html;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
 use crate::error::CliError;
+use crate::input::InputLimit;
 use crate::session::{Sidechains, load_session_history};
 use crate::terminal_text::terminal_safe;
 use threadline_cli::stderr_line;
@@ -19,10 +20,11 @@ pub(crate) struct InspectArgs<'a> {
     pub(crate) html: Option<&'a Path>,
     pub(crate) plan: Option<PlanStrategy>,
     pub(crate) model: Option<&'a str>,
+    pub(crate) limit: InputLimit,
 }
 
 pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
-    let session = load_session_history(args.path, Sidechains::WhenNoMainChain)?;
+    let session = load_session_history(args.path, Sidechains::WhenNoMainChain, args.limit)?;
     let mut report = report(&session, args.model);
     if let Some(strategy) = args.plan {
         add_plan(&mut report, &session, args.model, strategy);

@@ -85,11 +85,12 @@ pub(crate) fn run(
     scenario: Option<&Path>,
     record_log: Option<&Path>,
     limits: &LimitArgs,
+    input_limit: crate::input::InputLimit,
 ) -> Result<(), CliError> {
     let scenario = match scenario {
         // The mock's loader reads the file whole: refuse one over the input limit (or
         // endless, `/dev/zero`) before it does.
-        Some(path) => crate::input::read_input(&path.display().to_string())
+        Some(path) => crate::input::read_input(&path.display().to_string(), input_limit)
             .map_err(CliError::from)
             .and_then(|_| Ok(Scenario::from_file(path)?))?,
         None => default_scenario(),

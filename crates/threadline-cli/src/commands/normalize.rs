@@ -1,6 +1,7 @@
 //! `threadline normalize TRANSCRIPT`: a session transcript to the request body the model sees.
 
 use crate::error::CliError;
+use crate::input::InputLimit;
 use crate::session::{Continuation, Sidechains, build_request, load_session};
 use threadline_cli::stderr_line;
 
@@ -13,8 +14,9 @@ pub(crate) fn run(
     model: Option<&str>,
     max_tokens: Option<u64>,
     next: Option<&str>,
+    limit: InputLimit,
 ) -> Result<(), CliError> {
-    let session = load_session(path, Sidechains::Never)?;
+    let session = load_session(path, Sidechains::Never, limit)?;
     let (request, normalized, continuation) = build_request(&session, model, max_tokens, next);
     if continuation == Continuation::Finished && next.is_none() {
         stderr_line!(

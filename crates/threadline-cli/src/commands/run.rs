@@ -12,10 +12,9 @@ use threadline_attach::Workspace;
 use threadline_cli::stderr_line;
 use threadline_wire::model::ModelTable;
 
-/// The model `run` uses unless told otherwise: the newest Sonnet in the model table.
-pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
-/// The `max_tokens` used when the flag does not give one (capped at the model's maximum).
-const DEFAULT_MAX_TOKENS: u64 = 8192;
+// The model `run` uses unless told otherwise, and the `max_tokens` used when the flag does not
+// give one (capped at the model's maximum): the workspace defaults.
+use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 /// The environment variable that fixes today's date (for reproducible output).
 pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
 
@@ -44,6 +43,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) request_timeout: Option<std::time::Duration>,
     /// `--autocompact-at TOKENS`.
     pub(crate) autocompact_at: Option<u64>,
+    /// `--max-input-bytes`: the limit `--resume` reads its transcript with.
+    pub(crate) input_limit: threadline_cli::input::InputLimit,
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -70,7 +71,11 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         super::run_live::api_key(args.base_url)?;
     }
     let resume = match args.resume {
-        Some(file) => Some(super::session::prepare_resume(file, args.out)?),
+        Some(file) => Some(super::session::prepare_resume(
+            file,
+            args.out,
+            args.input_limit,
+        )?),
         None => None,
     };
     let model_id = args

@@ -18,7 +18,7 @@ use threadline_message::transcript::{
 use threadline_message::{Message, MessageId};
 
 use crate::error::CliError;
-use crate::input::{InputError, read_input};
+use crate::input::{InputError, InputLimit, read_input};
 use crate::session::{Session, Sidechains, load_session, no_messages, read_session};
 use crate::terminal_text::terminal_safe;
 use threadline_cli::stderr_line;
@@ -95,18 +95,18 @@ pub(crate) enum SessionCommand {
     },
 }
 
-pub(crate) fn run(command: &SessionCommand) -> Result<(), CliError> {
+pub(crate) fn run(command: &SessionCommand, limit: InputLimit) -> Result<(), CliError> {
     match command {
-        SessionCommand::Fork { file, at, out } => fork(file, at, out),
-        SessionCommand::Rewind { file, turns, out } => rewind(file, *turns, out),
-        SessionCommand::List { dir, json } => list(dir, *json),
+        SessionCommand::Fork { file, at, out } => fork(file, at, out, limit),
+        SessionCommand::Rewind { file, turns, out } => rewind(file, *turns, out, limit),
+        SessionCommand::List { dir, json } => list(dir, *json, limit),
         SessionCommand::Show {
             file,
             json,
             restate: Some(url),
             transcript,
         } => super::durable::show(url, file, *json, *transcript),
-        SessionCommand::Show { file, json, .. } => show(file, *json),
+        SessionCommand::Show { file, json, .. } => show(file, *json, limit),
     }
 }
 
@@ -171,8 +171,8 @@ fn copy_new(out: &Path, bytes: &[u8]) -> Result<(), CliError> {
 }
 
 /// Reads the transcript at `path` as `load_session` does, keeping its text.
-fn load_with_text(path: &str) -> Result<(Session, String), CliError> {
-    let bytes = read_input(path)?;
+fn load_with_text(path: &str, limit: InputLimit) -> Result<(Session, String), CliError> {
+    let bytes = read_input(path, limit)?;
     let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
         path: path.to_owned(),
     })?;
@@ -225,8 +225,8 @@ fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(
     copy_new(out, &bytes)
 }
 
-fn fork(file: &str, at: &str, out: &Path) -> Result<(), CliError> {
-    let (session, text) = load_with_text(file)?;
+fn fork(file: &str, at: &str, out: &Path, limit: InputLimit) -> Result<(), CliError> {
+    let (session, text) = load_with_text(file, limit)?;
     let source = session_id(file);
     let forked = session_ops::fork(&session.messages, &MessageId::from(at), &source)
         .map_err(|e| CliError::rejected(format!("threadline: session fork: {file}: {e}")))?;
@@ -250,8 +250,8 @@ fn fork(file: &str, at: &str, out: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), CliError> {
-    let (session, text) = load_with_text(file)?;
+fn rewind(file: &str, turns: u64, out: &Path, limit: InputLimit) -> Result<(), CliError> {
+    let (session, text) = load_with_text(file, limit)?;
     let turns = usize::try_from(turns).unwrap_or(usize::MAX);
     let rewound = session_ops::rewind(&session.messages, turns)
         .map_err(|e| CliError::rejected(format!("threadline: session rewind: {file}: {e}")))?;
@@ -287,10 +287,9 @@ fn rewind(file: &str, turns: u64, out: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-fn list(dir: &Path, json: bool) -> Result<(), CliError> {
-    let options = ReadOptions::default().with_max_line_bytes(
-        usize::try_from(crate::input::max_input_bytes()).unwrap_or(usize::MAX),
-    );
+fn list(dir: &Path, json: bool, limit: InputLimit) -> Result<(), CliError> {
+    let options = ReadOptions::default()
+        .with_max_line_bytes(usize::try_from(limit.bytes()).unwrap_or(usize::MAX));
     let listing = session_ops::list_sessions(dir, &options)
         .map_err(|e| CliError::rejected(format!("threadline: session list: {e}")))?;
     for skipped in &listing.skipped {
@@ -368,8 +367,8 @@ fn table(sessions: &[&SessionInfo]) -> String {
     out
 }
 
-fn show(file: &str, json: bool) -> Result<(), CliError> {
-    let session = load_session(file, Sidechains::Never)?;
+fn show(file: &str, json: bool, limit: InputLimit) -> Result<(), CliError> {
+    let session = load_session(file, Sidechains::Never, limit)?;
     let info = session_ops::summarize(session_id(file), &session.messages);
     if json {
         let mut value = serde_json::to_value(&info).map_err(|e| {
@@ -443,14 +442,18 @@ pub(crate) struct Resume {
 /// a cut last line is then terminated by the writer as in place); a Claude Code
 /// transcript is imported into the new file `out`, by default `STEM.threadline.jsonl` beside
 /// it. Where the session continues is said on stderr. The error is one line (exit 2).
-pub(crate) fn prepare_resume(file: &Path, out: Option<&Path>) -> Result<Resume, CliError> {
+pub(crate) fn prepare_resume(
+    file: &Path,
+    out: Option<&Path>,
+    limit: InputLimit,
+) -> Result<Resume, CliError> {
     let shown = file.display().to_string();
     if shown == "-" {
         return Err(CliError::rejected(
             "threadline: run: --resume needs a transcript file, not stdin",
         ));
     }
-    let bytes = read_input(&shown)?;
+    let bytes = read_input(&shown, limit)?;
     let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
         path: shown.clone(),
     })?;

@@ -9,12 +9,13 @@ use threadline_message::claude_code_project::{AgentFile, AgentKind, SessionFiles
 use threadline_message::SessionInfo;
 
 use crate::error::CliError;
+use crate::input::InputLimit;
 use crate::project::overview;
 use crate::terminal_text::terminal_safe;
 use threadline_cli::stderr_line;
 
 /// Lists every session of `dir` (with its agents) as a table, or as one JSON object.
-pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
+pub(crate) fn run(dir: &str, json_output: bool, limit: InputLimit) -> Result<(), CliError> {
     let project = scan_project(dir)?;
     for problem in &project.problems {
         let path = problem.path.display().to_string();
@@ -23,7 +24,7 @@ pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
     let options = ImportOptions::default();
     let mut rows = Vec::new();
     for session in &project.sessions {
-        rows.push(session_row(session, &options));
+        rows.push(session_row(session, &options, limit));
     }
     // The oldest first; a session whose start is unknown after those that have one.
     rows.sort_by(|a, b| {
@@ -39,7 +40,7 @@ pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
     let orphans: Vec<Value> = project
         .orphan_agents
         .iter()
-        .map(|agent| agent_row(agent, &options))
+        .map(|agent| agent_row(agent, &options, limit))
         .collect();
     if json_output {
         let report = json!({
@@ -62,22 +63,22 @@ pub(crate) fn run(dir: &str, json_output: bool) -> Result<(), CliError> {
 
 /// Imports the file at `path` (streamed line by line), unless it is larger than the input
 /// limit (`--max-input-bytes`), which every file a command reads is held to.
-fn import(path: &Path, options: &ImportOptions) -> Result<ImportResult, String> {
+fn import(path: &Path, options: &ImportOptions, limit: InputLimit) -> Result<ImportResult, String> {
     let size = std::fs::symlink_metadata(path)
         .map_err(|e| format!("cannot read: {e}"))?
         .len();
-    if size > crate::input::max_input_bytes() {
+    if size > limit.bytes() {
         return Err(format!(
             "{size} bytes, larger than the limit of {} bytes (raise it with --max-input-bytes)",
-            crate::input::max_input_bytes()
+            limit.bytes()
         ));
     }
     import_claude_code_file(path, options).map_err(|e| e.to_string())
 }
 
-fn session_row(session: &SessionFiles, options: &ImportOptions) -> Value {
+fn session_row(session: &SessionFiles, options: &ImportOptions, limit: InputLimit) -> Value {
     let mut row = match &session.path {
-        Some(path) => file_row(path, options),
+        Some(path) => file_row(path, options, limit),
         None => json!({"path": null, "error": "no session file (only its agents' files)"}),
     };
     row["id"] = json!(session.id);
@@ -85,14 +86,14 @@ fn session_row(session: &SessionFiles, options: &ImportOptions) -> Value {
         session
             .agents
             .iter()
-            .map(|agent| agent_row(agent, options))
+            .map(|agent| agent_row(agent, options, limit))
             .collect(),
     );
     row
 }
 
-fn agent_row(agent: &AgentFile, options: &ImportOptions) -> Value {
-    let mut row = file_row(&agent.path, options);
+fn agent_row(agent: &AgentFile, options: &ImportOptions, limit: InputLimit) -> Value {
+    let mut row = file_row(&agent.path, options, limit);
     row["id"] = json!(agent.id);
     row["kind"] = json!(match agent.kind {
         AgentKind::Compaction => "compaction",
@@ -103,12 +104,12 @@ fn agent_row(agent: &AgentFile, options: &ImportOptions) -> Value {
     row
 }
 
-fn file_row(path: &Path, options: &ImportOptions) -> Value {
+fn file_row(path: &Path, options: &ImportOptions, limit: InputLimit) -> Value {
     let id = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let mut row = match import(path, options) {
+    let mut row = match import(path, options, limit) {
         Ok(imported) => overview_json(&overview(id, &imported)),
         Err(error) => json!({"error": error}),
     };

@@ -152,7 +152,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
     let model = args
         .model
         .clone()
-        .unwrap_or_else(|| crate::commands::run::DEFAULT_MODEL.to_owned());
+        .unwrap_or_else(|| threadline_wire::defaults::DEFAULT_MODEL.to_owned());
     let config = QueryConfig::new(model, args.max_tokens).with_system(SYSTEM_PROMPT);
     let mut worker = Worker::new(client, config)
         .with_tools(tools(&workspace, shell)?)

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use common::{repo, threadline};
 use threadline_cli::accuracy::{estimated_requests, mean_relative_error};
+use threadline_cli::input::InputLimit;
 use threadline_cli::session::{Sidechains, load_session};
 
 /// The raw Claude Code transcripts listed in `fixtures/canonical/index.json`.
@@ -91,8 +92,12 @@ fn every_fixture_transcript_is_estimated_within_the_target() {
     for path in transcripts() {
         let full = repo().join(&path);
         // A transcript that does not load fails: skipping it would let the figure improve.
-        let session = load_session(&full.to_string_lossy(), Sidechains::WhenNoMainChain)
-            .unwrap_or_else(|line| panic!("{path}: {line}"));
+        let session = load_session(
+            &full.to_string_lossy(),
+            Sidechains::WhenNoMainChain,
+            InputLimit::default(),
+        )
+        .unwrap_or_else(|line| panic!("{path}: {line}"));
         let requests = estimated_requests(&session.messages);
         if let Some(mae) = mean_relative_error(&requests) {
             measured.push(format!("{path}: {mae:.4} over {} requests", requests.len()));

@@ -137,8 +137,7 @@ fn build_query(
     if let Some(compaction) = &settings.compaction {
         // Server-side compaction (where the mode asks for it and the model has it) is an edit
         // of every request, after the caller's own edits, as the facade's agent does.
-        let table = threadline_wire::model::ModelTable::builtin();
-        let row = table.resolve(&config.model).model().clone();
+        let row = config.models.resolve(&config.model).model().clone();
         config.context_management =
             compaction.context_management_with(&row, config.context_management.take());
     }

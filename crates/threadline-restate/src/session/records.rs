@@ -8,8 +8,9 @@ use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use threadline_query::ToolOutput;
-use threadline_wire::accumulate::MessageAccumulator;
-use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
+use threadline_wire::service::{
+    EventStream, ServiceError, ServiceErrorKind, collect_message_bounded,
+};
 use threadline_wire::{ApiErrorResponse, ApiErrorType, Content};
 use threadline_wire::{ResponseMessage, StreamEvent};
 
@@ -86,31 +87,15 @@ impl ModelRecord {
         opened: Result<EventStream, ServiceError>,
         max_bytes: usize,
     ) -> ModelRecord {
-        let mut stream = match opened {
+        let stream = match opened {
             Ok(stream) => stream,
             Err(error) => return ModelRecord::error(&error),
         };
-        let mut acc = MessageAccumulator::with_max_message_bytes(max_bytes);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(event) => {
-                    if let Err(error) = acc.push(&event) {
-                        return ModelRecord::local(ServiceErrorKind::Decode, error.to_string());
-                    }
-                    if acc.is_stopped() {
-                        break;
-                    }
-                }
-                Err(error) => return ModelRecord::error(&error),
-            }
-        }
-        match acc.finish() {
+        match collect_message_bounded(stream, max_bytes).await {
             Ok(message) => ModelRecord::Message {
                 message: Box::new(message),
             },
-            Err(incomplete) => {
-                ModelRecord::local(ServiceErrorKind::Truncated, incomplete.to_string())
-            }
+            Err(error) => ModelRecord::error(&error),
         }
     }
 

@@ -275,3 +275,62 @@ fn an_endless_data_line_is_refused_in_bounded_memory() {
     );
     assert!(fed <= 2 * limit, "refused only after {fed} bytes");
 }
+
+/// Issue 27: the one stream-to-message fold (`service::collect_message`, used by the client,
+/// the compaction's summary call and the durable worker) gives, on every recorded stream, what
+/// the paths it replaced gave: the SDK-equivalent reader's message, and the same accumulator
+/// driven by hand to the end of the stream (the client's and the compaction's old loop); a
+/// recorded stream cut short is the same `Truncated` error, after events.
+#[test]
+fn the_one_fold_equals_the_old_paths_on_every_recorded_stream() {
+    use threadline_wire::accumulate::MessageAccumulator;
+    use threadline_wire::service::{ServiceErrorKind, collect_message};
+
+    for (name, sse) in &fixtures::sse_streams() {
+        // A recording may lack the blank line after its last event: end it, so every event
+        // the reader's `finish` would see is in the list.
+        let (events, _, _) = read_chunked([sse.as_bytes(), b"\n\n".as_slice()]);
+        let events: Vec<StreamEvent> = events
+            .into_iter()
+            .map(|e| serde_json::from_value(e).expect("a recorded event parses back"))
+            .collect();
+        let folded = futures::executor::block_on(collect_message(futures::stream::iter(
+            events.iter().cloned().map(Ok),
+        )));
+        // The old loop: every event pushed, then finish.
+        let mut accumulator = MessageAccumulator::new();
+        for event in &events {
+            accumulator
+                .push(event)
+                .expect("recorded streams keep the protocol");
+        }
+        let by_hand = accumulator.finish();
+        match (folded, by_hand, read_message(sse.as_bytes())) {
+            (Ok(folded), Ok(by_hand), Ok(read)) => {
+                let folded = serde_json::to_value(folded).expect("serializes");
+                assert_eq!(
+                    folded,
+                    serde_json::to_value(by_hand).expect("serializes"),
+                    "{name}"
+                );
+                assert_eq!(
+                    folded,
+                    serde_json::to_value(read).expect("serializes"),
+                    "{name}"
+                );
+            }
+            (Err(error), Err(incomplete), Err(StreamReadError::Incomplete(_))) => {
+                assert!(KNOWN_INCOMPLETE.contains(&name.as_str()), "{name}");
+                assert_eq!(error.kind(), ServiceErrorKind::Truncated, "{name}");
+                assert_eq!(error.message(), incomplete.to_string(), "{name}");
+                assert!(error.events_delivered() && !error.is_retryable(), "{name}");
+            }
+            (folded, by_hand, read) => panic!(
+                "{name}: the paths disagree: fold {:?}, by hand {:?}, reader {:?}",
+                folded.map(|_| ()),
+                by_hand.map(|_| ()),
+                read.map(|_| ())
+            ),
+        }
+    }
+}

@@ -303,11 +303,11 @@ async fn an_exact_count_over_the_threshold_compacts_before_the_estimate_would() 
 /// A counter that always fails: the estimate decides, as if there were no counter.
 struct Unreachable;
 
-impl threadline::compact::TokenCounter for Unreachable {
+impl threadline::wire::service::CountTokens for Unreachable {
     fn count_tokens(
         &self,
         _request: CountTokensRequest,
-    ) -> threadline::compact::estimate::CountFuture<'_> {
+    ) -> threadline::wire::service::CountFuture<'_> {
         Box::pin(async {
             Err(threadline::wire::service::ServiceError::new(
                 threadline::wire::service::ServiceErrorKind::Connection,

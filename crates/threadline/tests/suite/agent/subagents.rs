@@ -412,7 +412,7 @@ async fn a_restricted_subagent_is_refused_a_tool_outside_its_list() {
     assert_eq!(names(&requests[1]), ["Echo"]);
     assert_eq!(
         (requests[0].model.as_str(), requests[1].model.as_str()),
-        ("claude-sonnet-4-5", "claude-haiku-4-5")
+        (threadline::DEFAULT_MODEL, "claude-haiku-4-5")
     );
     assert!(
         serde_json::to_string(&requests[1].system)
