@@ -272,7 +272,14 @@ impl ModelTable {
     /// # Ok::<(), threadline_wire::model::ModelTableError>(())
     /// ```
     pub fn extended_from_json(&self, json: &str) -> Result<ModelTable, ModelTableError> {
-        let file: ExtensionFile = serde_json::from_str(json)?;
+        // An object, not a sequence: serde would read `[]` as a struct of defaults.
+        let value: serde_json::Value = serde_json::from_str(json)?;
+        if !value.is_object() {
+            return Err(ModelTableError::Invalid(serde::de::Error::custom(
+                "an extension is a JSON object",
+            )));
+        }
+        let file = ExtensionFile::deserialize(value)?;
         let _ = file.docs;
         let mut seen: Vec<&str> = Vec::new();
         for row in &file.models {
