@@ -1,5 +1,6 @@
 //! `threadline inspect TRANSCRIPT --html FILE`: the report of [`crate::inspect::report`] as one
-//! self-contained HTML page — inline SVG and CSS, no script, nothing fetched.
+//! self-contained HTML page — inline SVG and CSS, no script, nothing fetched. It is drawn from
+//! the report's JSON form ([`render_html_value`] takes that form directly).
 //!
 //! The timeline has one group of bars per request (`<g class="request">`): the recorded usage
 //! and the prediction side by side (and the re-planned prediction when the report has one),
@@ -24,7 +25,7 @@
 //!     }],
 //!     "totals": {"requests": 1},
 //! });
-//! let html = threadline_cli::inspect_html::render_html(&report, "session.jsonl");
+//! let html = threadline_cli::inspect_html::render_html_value(&report, "session.jsonl");
 //! assert!(html.starts_with("<!DOCTYPE html>"));
 //! assert_eq!(html.matches(r#"<g class="request""#).count(), 1);
 //! assert!(!html.contains("<script"));
@@ -123,7 +124,16 @@ fn tick_step(max: f64) -> f64 {
 type CostPoint = (f64, f64, Option<f64>);
 
 /// The report as one HTML page; `title` names the transcript.
-pub fn render_html(report: &Value, title: &str) -> String {
+pub fn render_html(report: &threadline_inspect::Report, title: &str) -> String {
+    // The page is drawn from the report's JSON form, the one `--json` prints (a report
+    // always serializes: its maps have string keys).
+    let value = serde_json::to_value(report).unwrap_or_default();
+    render_html_value(&value, title)
+}
+
+/// [`render_html`] of a report's JSON form (`threadline inspect --json`'s output, or any
+/// part of it: what is missing is left out of the page).
+pub fn render_html_value(report: &Value, title: &str) -> String {
     let layout = Layout::of(report);
     let mut svg = String::new();
     let height = TOP + CHART_HEIGHT + 40.0 + COST_HEIGHT + 30.0;
@@ -511,7 +521,7 @@ mod tests {
             "totals": {"requests": 3},
             "compaction": {"thresholds": {"autocompact": 2000, "warning": 1_000_000}},
         });
-        let html = render_html(&report, "a&b.jsonl");
+        let html = render_html_value(&report, "a&b.jsonl");
         assert_eq!(html.matches(r#"<g class="request""#).count(), 3);
         assert_eq!(html.matches(r#"<g class="break">"#).count(), 1);
         assert!(html.contains("the tools changed &lt;mcp&gt;"));
@@ -534,7 +544,7 @@ mod tests {
     fn a_long_session_scrolls_instead_of_shrinking_bars_to_nothing() {
         let requests: Vec<Value> = (0..2000).map(|i| request(i, i * 1000, None)).collect();
         let report = json!({"model": "m", "requests": requests, "totals": {"requests": 2000}});
-        let html = render_html(&report, "long");
+        let html = render_html_value(&report, "long");
         assert_eq!(html.matches(r#"<g class="request""#).count(), 2000);
         let width: f64 = html
             .split(r#"id="timeline" width=""#)
@@ -552,7 +562,7 @@ mod tests {
             json!({"requests": "no"}),
             json!({"requests": [{"recorded": {"input_tokens": u64::MAX}}]}),
         ] {
-            let html = render_html(&report, "x");
+            let html = render_html_value(&report, "x");
             assert!(html.ends_with("</html>\n"));
         }
     }
