@@ -11,7 +11,7 @@
 use std::fmt;
 
 use threadline_wire::MessagesRequest;
-use threadline_wire::diagnostics::PromptPart;
+use threadline_wire::diagnostics::{CacheDiagnosis, PromptPart};
 
 use crate::prefix::{Location, Prefix, UnseenPrefix};
 use crate::tokens::Estimate;
@@ -298,5 +298,130 @@ impl RequestDivergence {
             .map(|old| divergence_of(old, &new, request));
         self.previous = Some(new);
         found
+    }
+}
+
+/// A view of where a request diverges from the previous one: the query loop's break
+/// detector's, or a simulator's ([`Prediction::of_break`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Prediction {
+    /// Nothing to compare with: no detector, or the first request it saw.
+    Unknown,
+    /// The request repeats the previous one (it may append to it).
+    NoDivergence,
+    /// The request first diverges in this part.
+    Changed(PromptPart),
+}
+
+impl Prediction {
+    /// The prediction a simulated step's break makes: the part of the request it names
+    /// ([`BreakCause::prompt_part`]), else no divergence (no break, or one that is no change
+    /// in the request's structure).
+    pub fn of_break(found: Option<&CacheBreak>) -> Prediction {
+        match found.and_then(|b| b.cause.prompt_part()) {
+            Some(part) => Prediction::Changed(part),
+            None => Prediction::NoDivergence,
+        }
+    }
+
+    /// As the transcript records it: `None` for `Unknown`, `none`, or the part's name.
+    pub fn as_record(self) -> Option<&'static str> {
+        match self {
+            Prediction::Unknown => None,
+            Prediction::NoDivergence => Some("none"),
+            Prediction::Changed(part) => Some(part.as_str()),
+        }
+    }
+}
+
+/// Whether the API's diagnosis and a [`Prediction`] agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Agreement {
+    /// Both name the same part, or both saw no divergence.
+    Agrees,
+    /// They differ: the API names another part, or a change the loop did not see, or none
+    /// where the loop saw one.
+    Disagrees,
+    /// Nothing to compare: pending, `unavailable`, `previous_message_not_found`, a reason
+    /// this version does not know, or no prediction.
+    Inconclusive,
+}
+
+impl Agreement {
+    /// Compares a response's diagnosis with the prediction for its request.
+    pub fn of(reason: &CacheDiagnosis, predicted: Prediction) -> Agreement {
+        if predicted == Prediction::Unknown {
+            return Agreement::Inconclusive;
+        }
+        let api = match reason {
+            CacheDiagnosis::NoDivergence => Prediction::NoDivergence,
+            CacheDiagnosis::Miss(reason) => match reason.part() {
+                Some(part) => Prediction::Changed(part),
+                None => return Agreement::Inconclusive,
+            },
+            _ => return Agreement::Inconclusive,
+        };
+        if api == predicted {
+            Agreement::Agrees
+        } else {
+            Agreement::Disagrees
+        }
+    }
+
+    /// `agrees`, `disagrees` or `inconclusive`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agreement::Agrees => "agrees",
+            Agreement::Disagrees => "disagrees",
+            Agreement::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use threadline_wire::diagnostics::CacheMissReason;
+
+    use super::*;
+
+    #[test]
+    fn pending_unavailable_and_unknown_are_never_disagreements() {
+        let system = Prediction::Changed(PromptPart::System);
+        let miss = |kind| CacheDiagnosis::Miss(CacheMissReason::changed(kind, Some(1)));
+        assert_eq!(
+            Agreement::of(&miss("system_changed"), system),
+            Agreement::Agrees
+        );
+        assert_eq!(
+            Agreement::of(&miss("tools_changed"), system),
+            Agreement::Disagrees
+        );
+        assert_eq!(
+            Agreement::of(&CacheDiagnosis::NoDivergence, Prediction::NoDivergence),
+            Agreement::Agrees
+        );
+        assert_eq!(
+            Agreement::of(&CacheDiagnosis::NoDivergence, system),
+            Agreement::Disagrees
+        );
+        assert_eq!(
+            Agreement::of(&miss("messages_changed"), Prediction::NoDivergence),
+            Agreement::Disagrees
+        );
+        for reason in [
+            CacheDiagnosis::Pending,
+            CacheDiagnosis::Absent,
+            CacheDiagnosis::Miss(CacheMissReason::unavailable()),
+            CacheDiagnosis::Miss(CacheMissReason::previous_message_not_found()),
+            miss("weather_changed"),
+        ] {
+            assert_eq!(Agreement::of(&reason, system), Agreement::Inconclusive);
+        }
+        assert_eq!(
+            Agreement::of(&miss("system_changed"), Prediction::Unknown),
+            Agreement::Inconclusive
+        );
     }
 }

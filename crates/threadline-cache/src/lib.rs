@@ -53,7 +53,7 @@ pub mod tokens;
 pub mod tools;
 
 pub use automatic::Automatic;
-pub use breaks::{BreakCause, CacheBreak, diff};
+pub use breaks::{Agreement, BreakCause, CacheBreak, Prediction, diff};
 pub use planner::{LookbackAware, Mark, Plan, Planner, Seed, Stable1h, Strategy};
 pub use prefix::{Location, Prefix, Ttl, UnseenPrefix};
 pub use session::SessionSimulator;

@@ -46,8 +46,9 @@ fn main() {
             threadline_cli::input::InputLimit::default(),
         )
         .unwrap_or_else(|line| panic!("{path}: {line}"));
-        let mut value = report(&session, None);
-        let totals = add_plan(&mut value, &session, None, PlanStrategy::Default);
+        let mut analysed = report(&session, None);
+        let totals = add_plan(&mut analysed, &session, None, PlanStrategy::Default);
+        let value = serde_json::to_value(&analysed).expect("a report serializes");
         if totals.recorded_input == 0 {
             continue;
         }

@@ -14,17 +14,14 @@
 //! 2,000-request session stays legible; the totals and assumptions are printed above it.
 //!
 //! ```
-//! let report = serde_json::json!({
-//!     "model": "claude-sonnet-4-6",
-//!     "requests": [{
-//!         "index": 0, "request_id": "req_1", "timestamp_ms": 0,
-//!         "recorded": {"input_tokens": 3, "cache_creation_input_tokens": 900, "cache_read_input_tokens": 12000},
-//!         "predicted": {"input_tokens": 3, "cache_creation_input_tokens": 950, "cache_read_input_tokens": 11950},
-//!         "cost": {"recorded": 0.01, "predicted": 0.01},
-//!     }],
-//!     "totals": {"requests": 1},
-//! });
-//! let html = threadline_cli::inspect_html::render_html(&report, "session.jsonl");
+//! use threadline_cli::{inspect, inspect_html, session};
+//!
+//! let transcript = concat!(
+//!     r#"{"type":"user","id":"u1","timestamp":"2026-01-01T00:00:00Z","content":[{"type":"text","text":"Hi"}]}"#, "\n",
+//!     r#"{"type":"assistant","id":"a1","timestamp":"2026-01-01T00:00:01Z","api_message_id":"msg_1","model":"claude-sonnet-4-6","content":[{"type":"text","text":"Hello"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":900,"cache_read_input_tokens":12000,"output_tokens":5}}"#, "\n",
+//! );
+//! let report = inspect::report(&session::read_session(transcript), None);
+//! let html = inspect_html::render_html(&report, "session.jsonl");
 //! assert!(html.starts_with("<!DOCTYPE html>"));
 //! assert_eq!(html.matches(r#"<g class="request""#).count(), 1);
 //! assert!(!html.contains("<script"));
@@ -32,7 +29,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use threadline_inspect::{Report, RequestRow, ThresholdFigures, UsageFigures};
 
 /// The narrowest slot a request gets, in pixels (bars plus the gap between groups).
 pub const MIN_SLOT: f64 = 6.0;
@@ -74,29 +71,38 @@ fn escape(text: &str) -> String {
     out
 }
 
-fn tokens(usage: &Value, field: &str) -> f64 {
-    usage[field].as_u64().unwrap_or(0) as f64
+/// (cache read, cache write, uncached) of a usage (zeros for none).
+fn parts(usage: Option<&UsageFigures>) -> [f64; 3] {
+    usage.map_or([0.0; 3], |u| {
+        [
+            u.cache_read_input_tokens as f64,
+            u.cache_creation_input_tokens as f64,
+            u.input_tokens as f64,
+        ]
+    })
 }
 
-/// (cache read, cache write, uncached) of a usage value.
-fn parts(usage: &Value) -> [f64; 3] {
-    [
-        tokens(usage, "cache_read_input_tokens"),
-        tokens(usage, "cache_creation_input_tokens"),
-        tokens(usage, "input_tokens"),
-    ]
+/// The usage of `row` a series shows (see [`SERIES`]).
+fn series_usage<'r>(row: &'r RequestRow, key: &str) -> Option<&'r UsageFigures> {
+    match key {
+        "recorded" => row.recorded.as_ref(),
+        "predicted" => Some(&row.predicted),
+        "planned" => row.planned.as_ref(),
+        _ => None,
+    }
 }
 
-fn dollars(value: &Value) -> String {
-    value
-        .as_f64()
-        .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"))
+/// `value` when it is a finite number (the report's JSON form writes any other as `null`).
+fn finite(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_finite())
 }
 
-fn share(value: &Value) -> String {
-    value
-        .as_f64()
-        .map_or_else(|| "-".to_owned(), |s| format!("{:.1}%", s * 100.0))
+fn dollars(value: Option<f64>) -> String {
+    finite(value).map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"))
+}
+
+fn share(value: Option<f64>) -> String {
+    finite(value).map_or_else(|| "-".to_owned(), |s| format!("{:.1}%", s * 100.0))
 }
 
 fn duration(ms: u64) -> String {
@@ -123,7 +129,7 @@ fn tick_step(max: f64) -> f64 {
 type CostPoint = (f64, f64, Option<f64>);
 
 /// The report as one HTML page; `title` names the transcript.
-pub fn render_html(report: &Value, title: &str) -> String {
+pub fn render_html(report: &Report, title: &str) -> String {
     let layout = Layout::of(report);
     let mut svg = String::new();
     let height = TOP + CHART_HEIGHT + 40.0 + COST_HEIGHT + 30.0;
@@ -136,7 +142,7 @@ pub fn render_html(report: &Value, title: &str) -> String {
         svg,
         r##"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="#ffffff"/>"##
     );
-    token_axis(&mut svg, &layout, &report["compaction"]["thresholds"]);
+    token_axis(&mut svg, &layout, &report.compaction.thresholds);
     let cost_points = request_groups(&mut svg, &layout);
     cost_chart(&mut svg, &layout, &cost_points);
     svg.push_str("</svg>");
@@ -145,7 +151,7 @@ pub fn render_html(report: &Value, title: &str) -> String {
 
 /// Where things go on the chart: the requests, the series drawn for them, and the scale.
 struct Layout<'a> {
-    requests: &'a [Value],
+    requests: &'a [RequestRow],
     /// The series some request has, of [`SERIES`].
     series: Vec<(&'static str, &'static str, f64)>,
     /// Pixels per request, and per bar of a request.
@@ -158,12 +164,12 @@ struct Layout<'a> {
 }
 
 impl<'a> Layout<'a> {
-    fn of(report: &'a Value) -> Layout<'a> {
-        let requests: &[Value] = report["requests"].as_array().map_or(&[], Vec::as_slice);
+    fn of(report: &'a Report) -> Layout<'a> {
+        let requests: &[RequestRow] = &report.requests;
         let series: Vec<(&str, &str, f64)> = SERIES
             .iter()
             .copied()
-            .filter(|(key, ..)| requests.iter().any(|r| r[*key].is_object()))
+            .filter(|(key, ..)| requests.iter().any(|r| series_usage(r, key).is_some()))
             .collect();
         let n = requests.len().max(1) as f64;
         let slot = (TARGET_WIDTH / n).max(MIN_SLOT);
@@ -175,7 +181,7 @@ impl<'a> Layout<'a> {
             .flat_map(|r| {
                 series
                     .iter()
-                    .map(move |(key, ..)| parts(&r[*key]).iter().sum::<f64>())
+                    .map(move |(key, ..)| parts(series_usage(r, key)).iter().sum::<f64>())
             })
             .fold(1.0f64, f64::max);
         Layout {
@@ -196,7 +202,7 @@ impl<'a> Layout<'a> {
 }
 
 /// The token axis's ticks, and the compaction thresholds within its scale.
-fn token_axis(svg: &mut String, layout: &Layout<'_>, thresholds: &Value) {
+fn token_axis(svg: &mut String, layout: &Layout<'_>, thresholds: &ThresholdFigures) {
     let (plot_width, max_tokens) = (layout.plot_width, layout.max_tokens);
     let step = tick_step(max_tokens);
     let mut tick = 0.0;
@@ -212,16 +218,12 @@ fn token_axis(svg: &mut String, layout: &Layout<'_>, thresholds: &Value) {
         );
         tick += step;
     }
-    for (key, label, colour) in [
-        ("warning", "warning", "#a855f7"),
-        ("autocompact", "autocompact", "#7c3aed"),
-        ("blocking", "blocking", "#111827"),
+    for (threshold, label, colour) in [
+        (thresholds.warning, "warning", "#a855f7"),
+        (thresholds.autocompact, "autocompact", "#7c3aed"),
+        (thresholds.blocking, "blocking", "#111827"),
     ] {
-        if let Some(at) = thresholds[key]
-            .as_u64()
-            .map(|t| t as f64)
-            .filter(|at| *at <= max_tokens)
-        {
+        if let Some(at) = Some(threshold as f64).filter(|at| *at <= max_tokens) {
             let ty = layout.y(at);
             let _ = write!(
                 svg,
@@ -246,8 +248,8 @@ fn request_groups(svg: &mut String, layout: &Layout<'_>) -> Vec<CostPoint> {
     let mut cost_points: Vec<CostPoint> = Vec::new();
     for (i, request) in layout.requests.iter().enumerate() {
         let x0 = LEFT + i as f64 * slot + slot * 0.1;
-        let id = escape(request["request_id"].as_str().unwrap_or("-"));
-        let at = request["timestamp_ms"].as_u64();
+        let id = escape(request.request_id.as_deref().unwrap_or("-"));
+        let at = request.timestamp_ms;
         if let (Some(at), Some(before)) = (at, previous_at) {
             idle_gap(svg, x0 - slot * 0.1, at.saturating_sub(before));
         }
@@ -268,12 +270,11 @@ fn request_groups(svg: &mut String, layout: &Layout<'_>) -> Vec<CostPoint> {
             );
         }
         for (s, (key, label, opacity)) in layout.series.iter().enumerate() {
-            let usage = &request[*key];
-            if !usage.is_object() {
+            let Some(usage) = series_usage(request, key) else {
                 continue;
-            }
+            };
             let bx = x0 + s as f64 * bar;
-            let [read, write, uncached] = parts(usage);
+            let [read, write, uncached] = parts(Some(usage));
             let mut base = 0.0;
             for (amount, colour) in [(read, READ), (write, WRITE), (uncached, UNCACHED)] {
                 if amount > 0.0 {
@@ -292,7 +293,7 @@ fn request_groups(svg: &mut String, layout: &Layout<'_>) -> Vec<CostPoint> {
                 read as u64, write as u64, uncached as u64
             );
         }
-        if let Some(cause) = request["cache_break"]["description"].as_str() {
+        if let Some(cause) = request.cache_break.as_ref().map(|b| b.description.as_str()) {
             let cx = x0 + bar;
             let _ = write!(
                 svg,
@@ -307,9 +308,9 @@ fn request_groups(svg: &mut String, layout: &Layout<'_>) -> Vec<CostPoint> {
             );
         }
         svg.push_str("</g>");
-        cost_recorded += request["cost"]["recorded"].as_f64().unwrap_or(0.0);
-        cost_predicted += request["cost"]["predicted"].as_f64().unwrap_or(0.0);
-        let planned = request["cost"]["planned"].as_f64();
+        cost_recorded += finite(request.cost.recorded).unwrap_or(0.0);
+        cost_predicted += finite(Some(request.cost.predicted)).unwrap_or(0.0);
+        let planned = finite(request.cost.planned);
         let planned_sum =
             planned.map(|p| p + cost_points.last().and_then(|(.., sum)| *sum).unwrap_or(0.0));
         cost_points.push((cost_recorded, cost_predicted, planned_sum));
@@ -371,7 +372,7 @@ fn cost_chart(svg: &mut String, layout: &Layout<'_>, cost_points: &[CostPoint]) 
     let has_recorded = layout
         .requests
         .iter()
-        .any(|r| r["cost"]["recorded"].is_number());
+        .any(|r| finite(r.cost.recorded).is_some());
     for (points, colour, dash, label) in [
         (
             has_recorded.then(|| line_of(&|p| Some(p.0))),
@@ -401,10 +402,11 @@ fn cost_chart(svg: &mut String, layout: &Layout<'_>, cost_points: &[CostPoint]) 
 }
 
 /// The page around the chart: the facts, the legend, the breaks and the assumptions.
-fn page(report: &Value, title: &str, layout: &Layout<'_>, svg: &str) -> String {
+fn page(report: &Report, title: &str, layout: &Layout<'_>, svg: &str) -> String {
     let requests = layout.requests;
     let series = &layout.series;
-    let totals = &report["totals"];
+    let totals = &report.totals;
+    let planned_share = finite(totals.planned_share.flatten());
     let mut html = String::new();
     let _ = write!(
         html,
@@ -428,22 +430,19 @@ h2 {{ font-size: 14px; margin: 12px 0 4px; }}
 </body></html>
 "#,
         title = escape(title),
-        model = escape(report["model"].as_str().unwrap_or("?")),
+        model = escape(&report.model),
         n = requests.len(),
-        rs = share(&totals["recorded_share"]),
-        ps = share(&totals["predicted_share"]),
-        plan_share = if totals["planned_share"].is_number() {
-            format!(", re-planned <b>{}</b>", share(&totals["planned_share"]))
+        rs = share(totals.recorded_share),
+        ps = share(Some(totals.predicted_share)),
+        plan_share = if planned_share.is_some() {
+            format!(", re-planned <b>{}</b>", share(planned_share))
         } else {
             String::new()
         },
-        rc = dollars(&totals["cost"]["recorded"]),
-        pc = dollars(&totals["cost"]["predicted"]),
-        plan_cost = if totals["cost"]["planned"].is_number() {
-            format!(
-                ", re-planned <b>{}</b>",
-                dollars(&totals["cost"]["planned"])
-            )
+        rc = dollars(totals.cost.recorded),
+        pc = dollars(Some(totals.cost.predicted)),
+        plan_cost = if finite(totals.cost.planned).is_some() {
+            format!(", re-planned <b>{}</b>", dollars(totals.cost.planned))
         } else {
             String::new()
         },
@@ -453,23 +452,23 @@ h2 {{ font-size: 14px; margin: 12px 0 4px; }}
             .collect::<Vec<_>>()
             .join(", "),
         breaks = breaks_list(requests),
-        unseen = report["unseen_prefix_tokens"].as_u64().unwrap_or(0),
-        warm = report["warm_prefix_tokens"].as_u64().unwrap_or(0),
-        scale = report["estimate_scale"].as_f64().unwrap_or(1.0),
+        unseen = report.unseen_prefix_tokens,
+        warm = report.warm_prefix_tokens,
+        scale = finite(Some(report.estimate_scale)).unwrap_or(1.0),
     );
     html
 }
 
 /// The cache breaks as a list under the chart, so each cause reads without a tooltip.
-fn breaks_list(requests: &[Value]) -> String {
+fn breaks_list(requests: &[RequestRow]) -> String {
     let items: Vec<String> = requests
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let cause = r["cache_break"]["description"].as_str()?;
+            let cause = r.cache_break.as_ref()?.description.as_str();
             Some(format!(
                 "<li>#{i} {}: {}</li>",
-                escape(r["request_id"].as_str().unwrap_or("-")),
+                escape(r.request_id.as_deref().unwrap_or("-")),
                 escape(cause)
             ))
         })
@@ -487,37 +486,56 @@ fn breaks_list(requests: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn request(i: u64, at: u64, cause: Option<&str>) -> Value {
-        json!({
-            "index": i, "request_id": format!("req_{i}"), "timestamp_ms": at,
-            "recorded": {"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000 * i},
-            "predicted": {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 990 * i},
-            "cost": {"recorded": 0.01, "predicted": 0.011},
-            "cache_break": cause.map(|c| json!({"description": c})),
-        })
+    /// The report of a session of `turns` prompts and answers, the answer `i` at second
+    /// `at(i)` with request id `req_<i>` (escaped on the page) and recorded usage.
+    fn analysed(turns: usize, at: impl Fn(usize) -> u64) -> Report {
+        let mut lines = String::new();
+        for i in 0..turns {
+            let time = |s: u64| {
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600 + s),
+                )
+            };
+            let prompt = serde_json::json!({"type": "user", "id": format!("u{i}"),
+                "timestamp": time(at(i).saturating_sub(1)).to_string(),
+                "content": [{"type": "text", "text": format!("Question {i}")}]});
+            let answer = serde_json::json!({"type": "assistant", "id": format!("a{i}"),
+                "timestamp": time(at(i)).to_string(), "api_message_id": format!("msg_{i}"),
+                "request_id": format!("req_<{i}>"), "model": "claude-sonnet-4-6",
+                "content": [{"type": "text", "text": format!("Answer {i}")}],
+                "usage": {"input_tokens": 3, "cache_creation_input_tokens": 100,
+                    "cache_read_input_tokens": 1000 * i, "output_tokens": 5}});
+            lines.push_str(&format!("{prompt}\n{answer}\n"));
+        }
+        crate::inspect::report(&crate::session::read_session(&lines), None)
     }
 
     #[test]
     fn one_group_per_request_with_breaks_gaps_and_escaped_text() {
-        let report = json!({
-            "model": "claude-<x>",
-            "requests": [
-                request(0, 0, None),
-                request(1, 1_000, Some("the tools changed <mcp>")),
-                request(2, 1_000 + 20 * 60 * 1000, None),
-            ],
-            "totals": {"requests": 3},
-            "compaction": {"thresholds": {"autocompact": 2000, "warning": 1_000_000}},
-        });
+        // The third request comes 20 minutes after the second: the cache expired.
+        let mut report = analysed(3, |i| if i < 2 { 2 * i as u64 + 1 } else { 1_205 });
+        assert_eq!(report.requests.len(), 3);
+        report.model = "claude-<x>".to_owned();
+        report.compaction.thresholds.autocompact = 2000;
+        // One break, on the third request, whose cause quotes markup.
+        let mut found = report
+            .requests
+            .iter()
+            .find_map(|r| r.cache_break.clone())
+            .expect("a small prefix breaks the cache");
+        found.description = "the tools changed <mcp>".to_owned();
+        for row in &mut report.requests {
+            row.cache_break = None;
+        }
+        report.requests[2].cache_break = Some(found);
         let html = render_html(&report, "a&b.jsonl");
         assert_eq!(html.matches(r#"<g class="request""#).count(), 3);
         assert_eq!(html.matches(r#"<g class="break">"#).count(), 1);
         assert!(html.contains("the tools changed &lt;mcp&gt;"));
-        assert!(html.contains("<li>#1 req_1: the tools changed &lt;mcp&gt;</li>"));
+        assert!(html.contains("<li>#2 req_&lt;2&gt;: the tools changed &lt;mcp&gt;</li>"));
         assert_eq!(html.matches(r#"<g class="gap">"#).count(), 1);
-        assert!(html.contains("idle 20 min"));
+        assert!(html.contains("idle 20 min"), "{html}");
         // Only the threshold within the scale is drawn.
         assert_eq!(html.matches(r#"class="threshold""#).count(), 1);
         assert!(html.contains("a&amp;b.jsonl") && html.contains("claude-&lt;x&gt;"));
@@ -527,13 +545,22 @@ mod tests {
             html.matches("http").count(),
             html.matches("http://www.w3.org/2000/svg").count()
         );
+        // Recorded and predicted cost; no re-planned line without a plan.
         assert_eq!(html.matches("<polyline").count(), 2);
     }
 
     #[test]
     fn a_long_session_scrolls_instead_of_shrinking_bars_to_nothing() {
-        let requests: Vec<Value> = (0..2000).map(|i| request(i, i * 1000, None)).collect();
-        let report = json!({"model": "m", "requests": requests, "totals": {"requests": 2000}});
+        let mut report = analysed(1, |_| 1);
+        let row = report.requests[0].clone();
+        report.requests = (0..2000)
+            .map(|i| {
+                let mut row = row.clone();
+                row.index = i;
+                row.timestamp_ms = Some(i as u64 * 1000);
+                row
+            })
+            .collect();
         let html = render_html(&report, "long");
         assert_eq!(html.matches(r#"<g class="request""#).count(), 2000);
         let width: f64 = html
@@ -546,14 +573,22 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_or_hostile_report_still_renders() {
-        for report in [
-            json!({}),
-            json!({"requests": "no"}),
-            json!({"requests": [{"recorded": {"input_tokens": u64::MAX}}]}),
-        ] {
+    fn an_empty_or_extreme_report_still_renders() {
+        let mut empty = analysed(1, |_| 1);
+        empty.requests.clear();
+        let mut extreme = analysed(1, |_| 1);
+        let row = &mut extreme.requests[0];
+        let mut huge = row.predicted;
+        huge.input_tokens = u64::MAX;
+        huge.cache_read_input_tokens = u64::MAX;
+        row.recorded = Some(huge);
+        row.cost.recorded = Some(f64::NAN);
+        row.predicted_share = f64::INFINITY;
+        extreme.totals.recorded_share = Some(f64::NAN);
+        for report in [empty, extreme] {
             let html = render_html(&report, "x");
             assert!(html.ends_with("</html>\n"));
+            assert!(!html.contains("NaN") && !html.contains(">inf"), "{html}");
         }
     }
 }

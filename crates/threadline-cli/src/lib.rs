@@ -1,7 +1,8 @@
 //! The library half of the `threadline` command line: what its commands share that is worth
 //! calling without the binary — the bounded input reader, reading a session transcript of
-//! either format, the `inspect` analysis (the token, prompt-cache and cost report of a
-//! transcript, benchmarked by `benches/inspect.rs`), and the context estimate's accuracy
+//! either format, the `inspect` report (the analysis is `threadline-inspect`'s; here it is
+//! run on a session and rendered as text, JSON and HTML, benchmarked by `benches/inspect.rs`),
+//! and the context estimate's accuracy
 //! against recorded usage (`accuracy`, `examples/estimate_bench.rs`), and the escaping of
 //! every text shown on a terminal (`terminal_text`).
 //!
@@ -14,7 +15,7 @@
 //! );
 //! let session = session::read_session(transcript);
 //! let report = inspect::report(&session, None);
-//! assert_eq!(report["totals"]["requests"], 1);
+//! assert_eq!(report.totals.requests, 1);
 //! assert!(inspect::render_text(&report).starts_with("model claude-sonnet-4-6"));
 //! ```
 #![forbid(unsafe_code)]

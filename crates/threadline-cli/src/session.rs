@@ -1,10 +1,8 @@
 //! Reading a session transcript (ours or Claude Code's) and turning it into a request.
 
 use threadline_message::Message;
-use threadline_message::claude_code::{
-    ImportOptions, import_claude_code, is_claude_code_transcript,
-};
-use threadline_message::transcript::parse_transcript;
+use threadline_message::claude_code::{ImportOptions, import_claude_code};
+use threadline_message::transcript::{Format, parse_transcript};
 use threadline_normalize::{Normalized, Options, normalize};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
@@ -20,8 +18,8 @@ use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 pub struct Session {
     /// The internal messages.
     pub messages: Vec<Message>,
-    /// `claude-code` or `threadline`.
-    pub format: &'static str,
+    /// Ours or Claude Code's (displayed and serialized `threadline` or `claude-code`).
+    pub format: Format,
     /// Lines skipped or imported imperfectly, one printable line each.
     pub problems: Vec<String>,
 }
@@ -63,19 +61,23 @@ pub fn read_session(text: &str) -> Session {
 
 /// Reads a transcript of either format, a Claude Code one with `options`.
 fn read_session_with(text: &str, options: &ImportOptions) -> Session {
-    if is_claude_code_transcript(text) {
-        let imported = import_claude_code(text, options);
-        Session {
-            messages: imported.messages,
-            format: "claude-code",
-            problems: imported.problems.iter().map(|p| p.to_string()).collect(),
+    match Format::detect(text) {
+        Format::ClaudeCode => {
+            let imported = import_claude_code(text, options);
+            Session {
+                messages: imported.messages,
+                format: Format::ClaudeCode,
+                problems: imported.problems.iter().map(|p| p.to_string()).collect(),
+            }
         }
-    } else {
-        let read = parse_transcript(text);
-        Session {
-            messages: read.messages,
-            format: "threadline",
-            problems: read.problems.iter().map(|p| p.to_string()).collect(),
+        // Ours, and any format a later version of the library knows and this one does not.
+        format => {
+            let read = parse_transcript(text);
+            Session {
+                messages: read.messages,
+                format,
+                problems: read.problems.iter().map(|p| p.to_string()).collect(),
+            }
         }
     }
 }
@@ -130,7 +132,7 @@ fn load(
     let mut session = read_session_with(&text, options);
     if !session.has_conversation()
         && sidechains == Sidechains::WhenNoMainChain
-        && is_claude_code_transcript(&text)
+        && session.format == Format::ClaudeCode
     {
         let imported = import_claude_code(&text, &options.clone().with_sidechains(true));
         session.messages = imported.messages;

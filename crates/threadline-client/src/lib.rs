@@ -15,6 +15,9 @@
 //! - [`HttpTransport`]: one HTTP exchange, the body decoded incrementally and yielded as it
 //!   arrives.
 //!
+//! Over it, at the caller's choice, [`meter`]: a [`MeterLayer`] counting requests, tokens and
+//! the cost by the model table into a shared [`Meter`].
+//!
 //! The API key never appears in logs, `Debug`, `Display` or errors ([`ApiKey`]), not even when
 //! a server echoes it back: every error built from a response, a header or a transport
 //! failure has the key (and any `sk-ant-` shaped secret) redacted before it is logged or
@@ -54,6 +57,7 @@
 pub mod concurrency;
 pub mod config;
 mod events;
+pub mod meter;
 pub mod retry;
 mod secret;
 pub mod timeout;
@@ -70,6 +74,7 @@ use threadline_wire::{CountTokensRequest, MessagesRequest, ResponseMessage};
 use tower_layer::Layer;
 
 pub use config::{ClientConfig, Limits, RetryConfig, Timeouts};
+pub use meter::{Meter, MeterLayer, MeterTotals, Metered};
 pub use secret::{ApiKey, Auth, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
 #[cfg(feature = "compact")]

@@ -480,6 +480,59 @@ pub fn read_transcript_with(
     Ok(read)
 }
 
+/// The format of a session transcript: ours or Claude Code's.
+///
+/// It serializes, and displays, as its [`name`](Format::name): `threadline` or
+/// `claude-code`.
+///
+/// ```
+/// use threadline_message::transcript::Format;
+///
+/// let ours = r#"{"type":"user","id":"7f3c","timestamp":"2026-01-01T00:00:00Z","content":"hi"}"#;
+/// assert_eq!(Format::detect(ours), Format::Threadline);
+/// let theirs = r#"{"type":"user","uuid":"a1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}"#;
+/// assert_eq!(Format::detect(theirs), Format::ClaudeCode);
+/// assert_eq!(Format::ClaudeCode.to_string(), "claude-code");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Format {
+    /// threadline's JSONL: one [`Message`] per line ([`parse_transcript`]).
+    Threadline,
+    /// A Claude Code session file ([`import_claude_code`](crate::claude_code::import_claude_code)).
+    ClaudeCode,
+}
+
+impl Format {
+    /// The format of `text`: [`ClaudeCode`](Format::ClaudeCode) when the first record that
+    /// decides is Claude Code's (a `uuid`, `parentUuid`, `sessionId` or `leafUuid` field, or a
+    /// type only Claude Code writes), [`Threadline`](Format::Threadline) otherwise — our lines
+    /// (`type` and `id`) and a text where nothing decides alike. Lines that are not JSON
+    /// objects are passed over; the scan stops at the first deciding record.
+    pub fn detect(text: &str) -> Format {
+        if crate::claude_code::is_claude_code_transcript(text) {
+            Format::ClaudeCode
+        } else {
+            Format::Threadline
+        }
+    }
+
+    /// `threadline` or `claude-code`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Threadline => "threadline",
+            Format::ClaudeCode => "claude-code",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Parses a transcript held in memory, with the same rules as [`read_transcript`].
 pub fn parse_transcript(text: &str) -> TranscriptRead {
     let options = ReadOptions::default();
@@ -674,6 +727,64 @@ mod tests {
         ];
         for chunk in 1..=input.len() + 1 {
             assert_eq!(lines(input, 5, chunk), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn format_detect_tells_our_lines_from_claude_codes() {
+        let ours = [
+            serde_json::to_string(&Message::user_text("List the files")).expect("serializes"),
+            serde_json::to_string(&Message::meta_user_text("cwd: /src")).expect("serializes"),
+        ]
+        .join("\n");
+        assert_eq!(Format::detect(&ours), Format::Threadline);
+        assert_eq!(
+            Format::detect(&format!("garbage\n\n{ours}")),
+            Format::Threadline
+        );
+        // Nothing decides: ours (the reader then reports what it cannot read).
+        assert_eq!(Format::detect(""), Format::Threadline);
+        assert_eq!(Format::detect("not json\n[1]\n"), Format::Threadline);
+        // The first deciding record is the answer, whatever comes before or after it.
+        let summary = r#"{"type":"summary","summary":"t","leafUuid":"x"}"#;
+        assert_eq!(
+            Format::detect(&format!("garbage\n{summary}\n")),
+            Format::ClaudeCode
+        );
+        assert_eq!(
+            Format::detect(&format!("{summary}\n{ours}")),
+            Format::ClaudeCode
+        );
+        assert_eq!(
+            Format::detect(&format!("{ours}\n{summary}")),
+            Format::Threadline
+        );
+        for field in ["uuid", "parentUuid", "sessionId", "leafUuid"] {
+            let record = format!(r#"{{"type":"user","{field}":"x"}}"#);
+            assert_eq!(Format::detect(&record), Format::ClaudeCode, "{field}");
+        }
+        for kind in ["file-history-snapshot", "queue-operation"] {
+            let record = format!(r#"{{"type":"{kind}","id":"x"}}"#);
+            assert_eq!(Format::detect(&record), Format::ClaudeCode, "{kind}");
+        }
+    }
+
+    #[test]
+    fn format_names_serialize_and_display_alike() {
+        for (format, name) in [
+            (Format::Threadline, "threadline"),
+            (Format::ClaudeCode, "claude-code"),
+        ] {
+            assert_eq!(format.name(), name);
+            assert_eq!(format.to_string(), name);
+            assert_eq!(
+                serde_json::to_value(format).expect("serializes"),
+                serde_json::Value::from(name)
+            );
+            assert_eq!(
+                serde_json::from_value::<Format>(serde_json::Value::from(name)).ok(),
+                Some(format)
+            );
         }
     }
 }

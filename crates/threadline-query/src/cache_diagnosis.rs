@@ -2,32 +2,13 @@
 
 use threadline_message::{Message, SystemKind};
 use threadline_wire::MessagesRequest;
-use threadline_wire::diagnostics::{CacheDiagnosis, CacheMissReason, DiagnosticsParam, PromptPart};
+use threadline_wire::diagnostics::{CacheDiagnosis, CacheMissReason, DiagnosticsParam};
 
 use crate::state::State;
 
-/// The loop's own view of where a request diverges from the previous one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Prediction {
-    /// Nothing to compare with: no detector, or the first request it saw.
-    Unknown,
-    /// The request repeats the previous one (it may append to it).
-    NoDivergence,
-    /// The request first diverges in this part.
-    Changed(PromptPart),
-}
-
-impl Prediction {
-    /// As the transcript records it: `None` for `Unknown`, `none`, or the part's name.
-    pub fn as_record(self) -> Option<&'static str> {
-        match self {
-            Prediction::Unknown => None,
-            Prediction::NoDivergence => Some("none"),
-            Prediction::Changed(part) => Some(part.as_str()),
-        }
-    }
-}
+// The prediction and its comparison with the API's diagnosis are the cache crate's (where the
+// break causes are), so that `inspect`'s analysis uses them without the loop.
+pub use threadline_cache::breaks::{Agreement, Prediction};
 
 /// Sees each request the loop sends (after shaping and cache planning) and says where it
 /// first diverges from the previous one it saw.
@@ -54,51 +35,6 @@ pub struct NoDetector;
 impl BreakDetector for NoDetector {
     fn observe(&mut self, _request: &MessagesRequest) -> Prediction {
         Prediction::Unknown
-    }
-}
-
-/// Whether the API's diagnosis and the loop's prediction agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Agreement {
-    /// Both name the same part, or both saw no divergence.
-    Agrees,
-    /// They differ: the API names another part, or a change the loop did not see, or none
-    /// where the loop saw one.
-    Disagrees,
-    /// Nothing to compare: pending, `unavailable`, `previous_message_not_found`, a reason
-    /// this version does not know, or no prediction.
-    Inconclusive,
-}
-
-impl Agreement {
-    /// Compares a response's diagnosis with the loop's prediction for its request.
-    pub fn of(reason: &CacheDiagnosis, predicted: Prediction) -> Agreement {
-        if predicted == Prediction::Unknown {
-            return Agreement::Inconclusive;
-        }
-        let api = match reason {
-            CacheDiagnosis::NoDivergence => Prediction::NoDivergence,
-            CacheDiagnosis::Miss(reason) => match reason.part() {
-                Some(part) => Prediction::Changed(part),
-                None => return Agreement::Inconclusive,
-            },
-            _ => return Agreement::Inconclusive,
-        };
-        if api == predicted {
-            Agreement::Agrees
-        } else {
-            Agreement::Disagrees
-        }
-    }
-
-    /// `agrees`, `disagrees` or `inconclusive`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Agreement::Agrees => "agrees",
-            Agreement::Disagrees => "disagrees",
-            Agreement::Inconclusive => "inconclusive",
-        }
     }
 }
 
@@ -213,49 +149,5 @@ impl Diagnoser {
             predicted,
             agreement,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pending_unavailable_and_unknown_are_never_disagreements() {
-        let system = Prediction::Changed(PromptPart::System);
-        let miss = |kind| CacheDiagnosis::Miss(CacheMissReason::changed(kind, Some(1)));
-        assert_eq!(
-            Agreement::of(&miss("system_changed"), system),
-            Agreement::Agrees
-        );
-        assert_eq!(
-            Agreement::of(&miss("tools_changed"), system),
-            Agreement::Disagrees
-        );
-        assert_eq!(
-            Agreement::of(&CacheDiagnosis::NoDivergence, Prediction::NoDivergence),
-            Agreement::Agrees
-        );
-        assert_eq!(
-            Agreement::of(&CacheDiagnosis::NoDivergence, system),
-            Agreement::Disagrees
-        );
-        assert_eq!(
-            Agreement::of(&miss("messages_changed"), Prediction::NoDivergence),
-            Agreement::Disagrees
-        );
-        for reason in [
-            CacheDiagnosis::Pending,
-            CacheDiagnosis::Absent,
-            CacheDiagnosis::Miss(CacheMissReason::unavailable()),
-            CacheDiagnosis::Miss(CacheMissReason::previous_message_not_found()),
-            miss("weather_changed"),
-        ] {
-            assert_eq!(Agreement::of(&reason, system), Agreement::Inconclusive);
-        }
-        assert_eq!(
-            Agreement::of(&miss("system_changed"), Prediction::Unknown),
-            Agreement::Inconclusive
-        );
     }
 }

@@ -16,6 +16,7 @@
 //! | `query` | `threadline-query` | the loop: state, transitions, terminals, streaming tools |
 //! | `tools` | `threadline-tools` | read, list, glob, grep, write, edit, shell |
 //! | `store` | `threadline-store` | the `SessionStore` contract, JSONL/SQLite/memory backends |
+//! | `inspect` | `threadline-inspect` | a recorded session's tokens, cache and cost, as typed reports |
 //! | `restate` | `threadline-restate` | durable sessions on Restate (not in `full`) |
 //!
 //! The [`Agent`] (feature `agent`) is the loop of `threadline-query` with the real hooks: a
@@ -131,6 +132,7 @@
 //! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
 //! - `store`: the module `store` (`threadline-store`); with `agent`, `AgentBuilder::store`,
 //!   `AgentBuilder::resume`, `load_session` and `message_entry`.
+//! - `inspect`: the module `inspect` (`threadline-inspect`).
 //! - `restate`: the module `restate` (`threadline-restate`): durable sessions on Restate, the
 //!   worker and the ingress client (not in `full`: it brings the Restate SDK).
 //! - `scripted`: `query::scripted`, the in-process scripted Messages service (a test double;
@@ -151,6 +153,9 @@ pub use threadline_client as client;
 #[cfg(feature = "compact")]
 #[doc(inline)]
 pub use threadline_compact as compact;
+#[cfg(feature = "inspect")]
+#[doc(inline)]
+pub use threadline_inspect as inspect;
 #[cfg(feature = "message")]
 #[doc(inline)]
 pub use threadline_message as message;

@@ -404,9 +404,7 @@ fn print_summary(seen: &Seen, started: Instant) {
     );
     line(
         "server compaction:",
-        totals
-            .compaction_line()
-            .unwrap_or_else(|| "none".to_owned()),
+        crate::meter::compaction_line(totals).unwrap_or_else(|| "none".to_owned()),
     );
     line("transitions:", progress.transition_names());
     line(

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use threadline_cli::inspect::{render_text, report};
+use threadline_cli::inspect::{render_text, report, to_json};
 use threadline_cli::inspect_html::render_html;
 use threadline_cli::inspect_plan::{PlanStrategy, add_plan, render_plan};
 
@@ -29,7 +29,7 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
     if let Some(strategy) = args.plan {
         add_plan(&mut report, &session, args.model, strategy);
     }
-    if let Some(warning) = report["model_warning"].as_str() {
+    if let Some(warning) = &report.model_warning {
         stderr_line!("threadline: {warning}");
     }
     if let Some(out) = args.html
@@ -42,14 +42,16 @@ pub(crate) fn run(args: &InspectArgs<'_>) -> Result<(), CliError> {
         ));
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&report)
+        // Through its JSON value, whose keys are sorted: the output keeps its order.
+        let json = to_json(&report)
+            .and_then(|value| serde_json::to_string_pretty(&value))
             .map_err(|e| CliError::output(None, "cannot print the report", e))?;
         crate::output::print_json(&json);
     } else {
         // The table quotes the transcript (cache-break causes carry a command's output, which
         // Claude Code records with ANSI escapes): control characters are escaped.
         crate::output::print_line(&terminal_safe(&render_text(&report), true));
-        if report["plan"].is_object() {
+        if report.plan.is_some() {
             crate::output::print_line(&terminal_safe(&render_plan(&report), true));
         }
     }

@@ -304,7 +304,7 @@ fn print_summary(driven: &Driven, answered: &Answered, recorded: usize, totals: 
             totals.output_tokens
         ),
     );
-    if let Some(compaction) = totals.compaction_line() {
+    if let Some(compaction) = crate::meter::compaction_line(totals) {
         line("compaction:", compaction);
     }
     if driven.compaction_blocks > 0 {

@@ -8,12 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use threadline_message::claude_code::{
-    ImportOptions, import_claude_code, is_claude_code_transcript,
-};
+use threadline_message::claude_code::{ImportOptions, import_claude_code};
 use threadline_message::session_ops::{self, SessionInfo, rewrite_line, transcript_lines};
 use threadline_message::transcript::{
-    ReadOptions, TranscriptWriter, WriterOptions, parse_transcript,
+    Format, ReadOptions, TranscriptWriter, WriterOptions, parse_transcript,
 };
 use threadline_message::{Message, MessageId};
 
@@ -193,7 +191,7 @@ fn load_with_text(path: &str, limit: InputLimit) -> Result<(Session, String), Cl
 /// The text of each message's line, when `session` is a threadline transcript read from
 /// `text` (an import has no lines of its own).
 fn source_lines<'a>(session: &Session, text: &'a str) -> Option<Vec<&'a str>> {
-    if session.format != "threadline" {
+    if session.format != Format::Threadline {
         return None;
     }
     let lines = transcript_lines(text);
@@ -375,7 +373,7 @@ fn show(file: &str, json: bool, limit: InputLimit) -> Result<(), CliError> {
             CliError::rejected(format!("threadline: cannot print the summary: {e}"))
         })?;
         if let Some(object) = value.as_object_mut() {
-            object.insert("format".into(), session.format.into());
+            object.insert("format".into(), session.format.name().into());
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| {
             CliError::rejected(format!("threadline: cannot print the summary: {e}"))
@@ -457,7 +455,7 @@ pub(crate) fn prepare_resume(
     let text = String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 {
         path: shown.clone(),
     })?;
-    let (history, problems, imported) = if is_claude_code_transcript(&text) {
+    let (history, problems, imported) = if Format::detect(&text) == Format::ClaudeCode {
         let result = import_claude_code(&text, &ImportOptions::default());
         let problems: Vec<String> = result.problems.iter().map(ToString::to_string).collect();
         (result.messages, problems, true)

@@ -5,6 +5,8 @@
 #[path = "inspect/cache_diagnostics/mod.rs"]
 mod cache_diagnostics;
 use crate::common;
+#[path = "inspect/output/mod.rs"]
+mod output;
 #[path = "inspect/plan/mod.rs"]
 mod plan;
 

@@ -57,7 +57,8 @@ fn a_recorded_reason_is_shown_beside_the_loops_and_inspects_predictions() {
         .map(|m| serde_json::to_string(m).expect("serializes") + "\n")
         .collect();
     let session = session::read_session(&transcript);
-    let report = inspect::report(&session, None);
+    let analysed = inspect::report(&session, None);
+    let report = inspect::to_json(&analysed).expect("serializes");
     let rows = report["requests"].as_array().expect("requests");
     assert_eq!(rows.len(), 3);
     assert_eq!(
@@ -77,7 +78,7 @@ fn a_recorded_reason_is_shown_beside_the_loops_and_inspects_predictions() {
     );
     // No record, no key.
     assert!(rows[2].get("diagnostics").is_none());
-    let text = inspect::render_text(&report);
+    let text = inspect::render_text(&analysed);
     assert!(
         text.contains(
             "diagnostics: system_changed (~812 tokens) | loop predicted system (agrees) | inspect predicts none (disagrees)"
