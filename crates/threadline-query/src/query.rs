@@ -112,6 +112,19 @@ where
         self
     }
 
+    /// Wraps each tool with `wrap` (a durable worker journals every call this way); the
+    /// tools keep their order and names.
+    pub fn map_tools(mut self, mut wrap: impl FnMut(Arc<dyn Tool>) -> Arc<dyn Tool>) -> Self {
+        let mut tools = ToolSet::new();
+        for name in self.tools.names() {
+            if let Some(tool) = self.tools.get(name) {
+                tools.insert(wrap(Arc::clone(tool)));
+            }
+        }
+        self.tools = tools;
+        self
+    }
+
     /// The permission callback.
     pub fn with_permission(mut self, permission: impl PermissionCallback + 'static) -> Self {
         self.permission = Arc::new(permission);

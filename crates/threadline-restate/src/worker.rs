@@ -14,7 +14,10 @@ use threadline_wire::MessagesRequest;
 use threadline_wire::service::{EventStreamFuture, MessagesService};
 
 use crate::identity::{IdentityKey, IdentityKeyError, install_crypto};
-use crate::session::{MAX_STEP_BYTES, PermissionMode, Session, Settings, StepObserver, StepRecord};
+use crate::session::{
+    ConfigLoop, MAX_STEP_BYTES, PermissionMode, Session, Settings, StepObserver, StepRecord,
+    TurnLoop,
+};
 
 /// The model a worker calls (inside each journaled model step): any `MessagesService` that
 /// is `Clone` (each call uses a clone), boxed by [`Worker::new`].
@@ -64,8 +67,9 @@ pub struct Worker {
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Worker")
-            .field("model", &self.settings.config.model)
-            .field("tools", &self.settings.tools)
+            .field("model", &self.settings.plain.config.model)
+            .field("tools", &self.settings.plain.tools)
+            .field("custom_loop", &self.settings.custom.is_some())
             .field("permission", &self.settings.permission)
             .field("step_delay", &self.settings.step_delay)
             .field("inactivity_timeout", &self.inactivity_timeout)
@@ -91,13 +95,16 @@ impl Worker {
         Worker {
             settings: Arc::new(Settings {
                 backend: Arc::new(ServiceBackend(model)),
-                config,
-                tools: ToolSet::new(),
+                plain: ConfigLoop {
+                    config,
+                    tools: ToolSet::new(),
+                    planner: Some(Arc::new(threadline_cache::Planner::default)),
+                    compaction: Some(threadline_compact::Compaction::default()),
+                },
+                custom: None,
                 permission: PermissionMode::Deny,
                 step_delay: Duration::ZERO,
                 max_step_bytes: MAX_STEP_BYTES,
-                planner: Some(Arc::new(threadline_cache::Planner::default)),
-                compaction: Some(threadline_compact::Compaction::default()),
                 idempotent: Default::default(),
                 observer: None,
             }),
@@ -115,13 +122,11 @@ impl Worker {
         let old = &self.settings;
         let mut settings = Settings {
             backend: Arc::clone(&old.backend),
-            config: old.config.clone(),
-            tools: old.tools.clone(),
+            plain: old.plain.clone(),
+            custom: old.custom.clone(),
             permission: old.permission,
             step_delay: old.step_delay,
             max_step_bytes: old.max_step_bytes,
-            planner: old.planner.clone(),
-            compaction: old.compaction.clone(),
             idempotent: old.idempotent.clone(),
             observer: old.observer.clone(),
         };
@@ -132,12 +137,12 @@ impl Worker {
 
     /// Replaces the tools.
     pub fn with_tools(self, tools: ToolSet) -> Worker {
-        self.edit(|s| s.tools = tools)
+        self.edit(|s| s.plain.tools = tools)
     }
 
     /// Adds a tool.
     pub fn with_tool(self, tool: impl Tool + 'static) -> Worker {
-        self.edit(|s| s.tools.insert(Arc::new(tool)))
+        self.edit(|s| s.plain.tools.insert(Arc::new(tool)))
     }
 
     /// Declares the tool `name` idempotent whatever it says itself
@@ -151,9 +156,20 @@ impl Worker {
         })
     }
 
-    /// Whether the worker has a tool named `name`.
+    /// Whether the worker's turns have a tool named `name`.
     pub fn has_tool(&self, name: &str) -> bool {
-        self.settings.tools.get(name).is_some()
+        self.settings.turn_loop().has_tool(name)
+    }
+
+    /// Runs every turn with `turn_loop`'s loop (`threadline::Agent` is one, so a worker runs
+    /// the very loop, requests and attachments of an embedded agent) instead of the plain
+    /// loop that [`new`](Self::new)'s `QueryConfig`, [`with_tools`](Self::with_tools),
+    /// [`with_cache_planner`](Self::with_cache_planner) and
+    /// [`with_compaction`](Self::with_compaction) describe: those then no longer apply. The
+    /// model backend, permission mode, limits and timeouts stay the worker's.
+    pub fn with_turn_loop(self, turn_loop: impl TurnLoop) -> Worker {
+        let turn_loop: Arc<dyn TurnLoop> = Arc::new(turn_loop);
+        self.edit(|s| s.custom = Some(turn_loop))
     }
 
     /// Who decides tool calls the tools would ask about.
@@ -186,7 +202,7 @@ impl Worker {
         self,
         planner: impl Fn() -> threadline_cache::Planner + Send + Sync + 'static,
     ) -> Worker {
-        self.edit(|s| s.planner = Some(Arc::new(planner)))
+        self.edit(|s| s.plain.planner = Some(Arc::new(planner)))
     }
 
     /// The context policy of every turn (default: `Compaction::default()`: the tool-result
@@ -194,18 +210,18 @@ impl Worker {
     /// "prompt is too long"). An autocompact summary is a model call like any other: a
     /// journaled step, never sent again once journaled.
     pub fn with_compaction(self, compaction: threadline_compact::Compaction) -> Worker {
-        self.edit(|s| s.compaction = Some(compaction))
+        self.edit(|s| s.plain.compaction = Some(compaction))
     }
 
     /// No compaction: a session that outgrows the context window ends with the loop's
     /// prompt-too-long terminal.
     pub fn without_compaction(self) -> Worker {
-        self.edit(|s| s.compaction = None)
+        self.edit(|s| s.plain.compaction = None)
     }
 
     /// Places no cache markers (every request is a cache miss; for tests of the bytes alone).
     pub fn without_cache_planning(self) -> Worker {
-        self.edit(|s| s.planner = None)
+        self.edit(|s| s.plain.planner = None)
     }
 
     /// The largest value a step journals (default and maximum [`MAX_STEP_BYTES`]).

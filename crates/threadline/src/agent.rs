@@ -828,6 +828,52 @@ where
         T: MessagesService + Clone + Send + 'static,
         T::Future: Send + 'static,
     {
+        self.assemble(service, planner, self.memory.clone())
+            .with_attachments(CollectorHook::new(self.sources.clone()))
+    }
+
+    /// The next-turn attachment collector of a run.
+    #[cfg(feature = "restate")]
+    pub(crate) fn collector(&self) -> CollectorHook {
+        CollectorHook::new(self.sources.clone())
+    }
+
+    /// The input of a run of `prompt` after `history`: the user's message and its
+    /// attachments (the collector's notes dropped).
+    #[cfg(feature = "restate")]
+    pub(crate) fn input_after(
+        &self,
+        history: &[Message],
+        prompt: &str,
+    ) -> BoxFuture<'static, Vec<Message>> {
+        let sources = self.sources.clone();
+        let mut state = State::default();
+        state.messages = history.to_vec();
+        let prompt = prompt.to_owned();
+        Box::pin(async move { start_input(&sources, state, &prompt).await.1 })
+    }
+
+    /// The agent's planner, fresh (the default strategy with the agent's model table; none
+    /// when the agent places no markers).
+    #[cfg(feature = "restate")]
+    pub(crate) fn fresh_planner(&self) -> SharedPlanner {
+        self.planner.fresh()
+    }
+
+    /// The loop of a run over `service` with `planner` and the compaction `memory`:
+    /// everything but the next-turn attachment collector, the transcript and the tool
+    /// changes. The one place an agent's loop is assembled: a run, a dry run and a durable
+    /// turn all come from it.
+    pub(crate) fn assemble<T>(
+        &self,
+        service: T,
+        planner: impl CachePlanner + 'static,
+        memory: CompactionMemory,
+    ) -> Query<T>
+    where
+        T: MessagesService + Clone + Send + 'static,
+        T::Future: Send + 'static,
+    {
         let mut config = self.config.clone();
         let row = config.models.resolve(&config.model).model();
         // The caller's own edits stay; the compaction edit (if any) comes after them.
@@ -856,7 +902,6 @@ where
             .with_shaper(self.shaper.clone())
             .with_cache_planner(planner)
             .with_break_detector(self.detector.clone())
-            .with_attachments(CollectorHook::new(self.sources.clone()))
             .with_cancellation(self.cancel.clone());
         for hook in &self.stop_hooks {
             query = query.with_stop_hook(SharedStopHook(Arc::clone(hook)));
@@ -865,7 +910,7 @@ where
             // The summary request is built by the loop's own request builder: the same
             // config, tools (`Task` included), shaper and planner as every request.
             let policy = CompactionPolicy::new(service, self.compaction.clone(), &config)
-                .with_memory(self.memory.clone());
+                .with_memory(memory);
             query = query.with_policy(policy);
         }
         query

@@ -185,6 +185,8 @@ pub use threadline_wire as wire;
 mod agent;
 #[cfg(feature = "agent")]
 mod answer;
+#[cfg(all(feature = "agent", feature = "restate"))]
+mod durable;
 #[cfg(all(feature = "agent", feature = "store"))]
 mod session_store;
 #[cfg(feature = "agent")]

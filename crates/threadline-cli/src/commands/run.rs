@@ -64,7 +64,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let workspace = Workspace::new(&cwd).map_err(|e| {
         CliError::start(RUN, format!("{}: not a usable workspace", cwd.display()), e)
     })?;
-    let date = date(args.date)?;
+    let date = date(args.date, RUN)?;
     // A resumed Claude Code session is imported into a new file: without a key the run
     // cannot start, so say so before writing it.
     if args.resume.is_some() && !args.dry_run {
@@ -118,8 +118,9 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     super::run_live::dry_run(&live, prompt)
 }
 
-/// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock.
-fn date(flag: Option<&str>) -> Result<String, CliError> {
+/// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock; a
+/// malformed one is a usage error of `command`.
+pub(crate) fn date(flag: Option<&str>, command: Option<&'static str>) -> Result<String, CliError> {
     let date = match flag {
         Some(date) => date.to_owned(),
         None => match std::env::var(DATE_VARIABLE) {
@@ -140,7 +141,7 @@ fn date(flag: Option<&str>) -> Result<String, CliError> {
         Ok(date)
     } else {
         Err(CliError::usage(
-            RUN,
+            command,
             format!("{date:?} is not a date of the form YYYY-MM-DD"),
         ))
     }
@@ -152,15 +153,15 @@ mod tests {
 
     #[test]
     fn dates_are_checked() {
-        assert_eq!(date(Some("2026-11-30")).ok().as_deref(), Some("2026-11-30"));
+        assert_eq!(date(Some("2026-11-30"), RUN).ok().as_deref(), Some("2026-11-30"));
         assert_eq!(
-            date(Some("30/11/2026")).map_err(|e| e.to_string()),
+            date(Some("30/11/2026"), RUN).map_err(|e| e.to_string()),
             Err("threadline: run: \"30/11/2026\" is not a date of the form YYYY-MM-DD".to_owned())
         );
-        assert!(date(Some("30/11/2026")).is_err());
-        assert!(date(Some("2026-11-3")).is_err());
+        assert!(date(Some("30/11/2026"), RUN).is_err());
+        assert!(date(Some("2026-11-3"), RUN).is_err());
         // The clock's date is well formed.
-        assert!(date(None).is_ok());
+        assert!(date(None, RUN).is_ok());
     }
 
     #[test]

@@ -14,16 +14,17 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use threadline::attach::Workspace;
-use threadline::query::{QueryConfig, ToolSet};
+use threadline::Compaction;
 use threadline::tools::ShellAccess;
 use threadline_restate::{IdentityKey, PermissionMode, Worker};
 
-use crate::agent_setup::{API_BASE_URL, SYSTEM_PROMPT, client, quick_retries};
+use crate::agent_setup::{
+    API_BASE_URL, AgentSettings, agent_builder, client, quick_retries,
+};
+use crate::commands::run::DEFAULT_MAX_TURNS;
+use crate::meter::Meter;
 use crate::commands::run_live::api_key;
 use crate::error::CliError;
 use threadline_cli::stderr_line;
@@ -56,6 +57,10 @@ pub(crate) struct WorkerArgs {
     /// `max_tokens` of each request.
     #[arg(long, value_name = "N", default_value_t = 8192)]
     max_tokens: u64,
+    /// Today's date for the system context, YYYY-MM-DD (default: `THREADLINE_DATE`, else
+    /// the UTC date when the worker starts).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
     /// Let the model run shell commands without asking.
     #[arg(long)]
     allow_shell: bool,
@@ -87,18 +92,6 @@ pub(crate) struct WorkerArgs {
     /// listening address; behind a proxy or a load balancer, its address).
     #[arg(long, value_name = "URL", requires = "register")]
     advertise: Option<String>,
-}
-
-/// The worker's tools: the built-in ones, in `workspace`.
-fn tools(workspace: &Path, shell: ShellAccess) -> Result<ToolSet, CliError> {
-    let workspace = Workspace::new(workspace).map_err(|e| {
-        CliError::start(
-            WORKER,
-            format!("cannot use the workspace {}", workspace.display()),
-            e,
-        )
-    })?;
-    Ok(threadline::tools::builtin(Arc::new(workspace), shell))
 }
 
 /// The identity keys of `args`: a malformed one is refused, and so is a non-loopback
@@ -153,9 +146,31 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .model
         .clone()
         .unwrap_or_else(|| threadline_wire::defaults::DEFAULT_MODEL.to_owned());
-    let config = QueryConfig::new(model, args.max_tokens).with_system(SYSTEM_PROMPT);
+    let date = crate::commands::run::date(args.date.as_deref(), WORKER)?;
+    // The agent of `threadline run`, built by the same code: each durable turn runs its loop
+    // (system prompt, tools, attachments, cache planning, compaction), so a turn's requests
+    // are those `run` and `run --dry-run` build for the same workspace and prompt.
+    let agent = agent_builder(
+        client.clone(),
+        &Meter::default(),
+        AgentSettings {
+            workspace: &workspace,
+            model: &model,
+            max_tokens: args.max_tokens,
+            shell,
+            compaction: Compaction::default(),
+            today: Some(&date),
+        },
+    )
+    .max_turns(DEFAULT_MAX_TURNS)
+    .build()
+    .map_err(|source| CliError::Agent {
+        command: "worker",
+        source,
+    })?;
+    let config = agent.config().clone();
     let mut worker = Worker::new(client, config)
-        .with_tools(tools(&workspace, shell)?)
+        .with_turn_loop(agent)
         .with_permission(if args.ask {
             PermissionMode::Ask
         } else {

@@ -11,10 +11,11 @@ use futures::FutureExt as _;
 use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
 use serde_json::Value;
+use threadline_message::Message;
 use threadline_query::recovery::INTERRUPTED;
 use threadline_query::{
-    Permission, PermissionCallback, PermissionRequest, Tool, ToolContext, ToolOutput, ToolStream,
-    tool_result,
+    AttachmentHook, Permission, PermissionCallback, PermissionRequest, Tool, ToolContext,
+    ToolOutput, ToolStream, tool_result,
 };
 use threadline_wire::MessagesRequest;
 use threadline_wire::service::{EventStream, EventStreamFuture, ServiceError, ServiceErrorKind};
@@ -30,6 +31,11 @@ pub(crate) enum Request {
         input: Value,
         ctx: ToolContext,
         reply: oneshot::Sender<ToolOutput>,
+    },
+    /// A collection of the next-turn attachment collector: `work` runs it.
+    Attach {
+        work: BoxFuture<'static, Vec<Message>>,
+        reply: oneshot::Sender<Vec<Message>>,
     },
     Ask {
         tool: String,
@@ -55,9 +61,10 @@ impl Bridge {
     }
 }
 
-/// The loop's `MessagesService`: every call is a journaled model step of the handler.
+/// The loop's `MessagesService` in a durable turn: every call is a journaled model step of
+/// the session's handler (see [`TurnLoop`](crate::TurnLoop)).
 #[derive(Clone)]
-pub(crate) struct JournaledService {
+pub struct JournaledService {
     bridge: Bridge,
 }
 
@@ -210,5 +217,44 @@ impl PermissionCallback for BridgePermission {
             }
             (_, verdict) => std::future::ready(verdict.clone()).boxed(),
         }
+    }
+}
+
+impl std::fmt::Debug for JournaledService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournaledService").finish_non_exhaustive()
+    }
+}
+
+/// The next-turn attachment collector of a durable turn: each collection is a journaled step
+/// of the handler (a replay takes the journaled messages and does not collect again).
+pub(crate) struct JournaledAttachments {
+    inner: Arc<futures::lock::Mutex<Box<dyn AttachmentHook>>>,
+    bridge: Bridge,
+}
+
+impl JournaledAttachments {
+    pub(crate) fn new(inner: Box<dyn AttachmentHook>, bridge: Bridge) -> JournaledAttachments {
+        JournaledAttachments {
+            inner: Arc::new(futures::lock::Mutex::new(inner)),
+            bridge,
+        }
+    }
+}
+
+impl AttachmentHook for JournaledAttachments {
+    fn collect<'a>(&'a mut self, history: &'a [Message]) -> BoxFuture<'a, Vec<Message>> {
+        let inner = Arc::clone(&self.inner);
+        let history = history.to_vec();
+        let work = async move { inner.lock().await.collect(&history).await }.boxed();
+        let (reply, answer) = oneshot::channel();
+        let sent = self.bridge.send(Request::Attach { work, reply });
+        async move {
+            if !sent {
+                return Vec::new();
+            }
+            answer.await.unwrap_or_default()
+        }
+        .boxed()
     }
 }

@@ -6,6 +6,7 @@
 //! response to the loop's events (their interleaving with requests depends on timing, and a
 //! replay would then not match the journal).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
@@ -19,13 +20,14 @@ use threadline_message::Message;
 use threadline_message::determinism::Source;
 use threadline_query::recovery::INTERRUPTED;
 use threadline_query::{
-    CancellationToken, Event, Permission, Query, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet,
+    CancellationToken, Event, Permission, Query, Tool, ToolContext, ToolEvent, ToolOutput,
 };
-use threadline_query::{CompactionPolicy, SharedPlanner};
 use threadline_wire::service::{ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest};
 
-use super::bridge::{Bridge, BridgePermission, JournaledService, JournaledTool, Request};
+use super::bridge::{
+    Bridge, BridgePermission, JournaledAttachments, JournaledService, JournaledTool, Request,
+};
 use super::records::{ModelRecord, StepRecord, ToolRecord};
 use super::state::{self, keys};
 use super::{Settings, TurnError, TurnOutcome, TurnRequest};
@@ -69,7 +71,8 @@ pub(crate) async fn run_turn<J: Journal>(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(millis);
-    let source = Source::new(format!("{session}/turn/{}", loaded.turns), at);
+    let seed = format!("{session}/turn/{}", loaded.turns);
+    let source = Source::new(seed.clone(), at);
 
     for k in 0..loaded.steps {
         journal.clear(&keys::step(k));
@@ -81,16 +84,21 @@ pub(crate) async fn run_turn<J: Journal>(
         settings,
         steps: 0,
         models: 0,
+        attachments: 0,
         cancelled: false,
         cancel: CancellationToken::new(),
+        seed,
+        at,
     };
     server.log("clock", "clock", true, clock.len());
     server.pause().await;
 
+    let input = server
+        .input(&source, &loaded.state.messages, &request.prompt)
+        .await?;
     let (bridge, mut requests) = Bridge::new();
     let query = build_query(settings, &bridge, server.cancel.clone());
     drop(bridge);
-    let input = source.enter(|| vec![Message::user_text(request.prompt.clone())]);
     let old_messages = loaded.message_bytes;
     let mut run = source.enter(|| query.run(loaded.state, input));
 
@@ -119,46 +127,49 @@ pub(crate) async fn run_turn<J: Journal>(
     Ok(outcome)
 }
 
+/// The loop of one attempt of a turn: the turn loop's query over the journaled service, its
+/// tools, collector and permission callback bridged to journaled steps.
 fn build_query(
     settings: &Settings,
     bridge: &Bridge,
     cancel: CancellationToken,
 ) -> Query<JournaledService> {
-    let mut tools = ToolSet::new();
-    for name in settings.tools.names() {
-        if let Some(tool) = settings.tools.get(name) {
-            tools.insert(Arc::new(JournaledTool::new(
-                Arc::clone(tool),
-                bridge.clone(),
-            )));
-        }
-    }
-    let mut config = settings.config.clone();
-    if let Some(compaction) = &settings.compaction {
-        // Server-side compaction (where the mode asks for it and the model has it) is an edit
-        // of every request, after the caller's own edits, as the facade's agent does.
-        let row = config.models.resolve(&config.model).model().clone();
-        config.context_management =
-            compaction.context_management_with(&row, config.context_management.take());
-    }
-    let mut query = Query::new(JournaledService::new(bridge.clone()), config.clone());
-    if let Some(compaction) = &settings.compaction {
-        // Summaries go through the bridge too: each is a journaled model step.
-        let policy = CompactionPolicy::new(
-            JournaledService::new(bridge.clone()),
-            compaction.clone(),
-            &config,
-        );
-        query = query.with_policy(policy);
+    let turn_loop = settings.turn_loop();
+    let mut query = turn_loop
+        .query(JournaledService::new(bridge.clone()))
+        .map_tools(|tool| Arc::new(JournaledTool::new(tool, bridge.clone())));
+    if let Some(hook) = turn_loop.attachments() {
+        query = query.with_attachments(JournaledAttachments::new(hook, bridge.clone()));
     }
     query
-        .with_tools(tools)
         .with_permission(BridgePermission::new(settings.permission, bridge.clone()))
         .with_cancellation(cancel)
-        .with_cache_planner(match &settings.planner {
-            Some(make) => SharedPlanner::new(make()),
-            None => SharedPlanner::none(),
-        })
+}
+
+/// Polls `future` inside `source`'s determinism scope.
+async fn scoped<T>(source: &Source, future: impl Future<Output = T>) -> T {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| source.enter(|| future.as_mut().poll(cx))).await
+}
+
+/// The journal value of a turn's input or of a collection: the messages, or (over `max`
+/// bytes) the first `keep` of them alone.
+fn messages_bytes(messages: &[Message], keep: usize, max: usize) -> Vec<u8> {
+    match serde_json::to_vec(messages) {
+        Ok(bytes) if bytes.len() <= max => bytes,
+        Ok(bytes) => {
+            tracing::warn!(
+                bytes = bytes.len(),
+                max,
+                "the collected attachments are over the journal's limit; left out"
+            );
+            serde_json::to_vec(&messages[..keep.min(messages.len())]).unwrap_or_default()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the collected attachments cannot be journaled; left out");
+            serde_json::to_vec(&messages[..keep.min(messages.len())]).unwrap_or_default()
+        }
+    }
 }
 
 enum Next {
@@ -191,6 +202,12 @@ struct Server<'a, J> {
     settings: &'a Settings,
     steps: u64,
     models: u64,
+    attachments: u64,
+    /// The turn's determinism seed and time: a journaled collection's messages take their
+    /// ids from a scope of their own derived from them, so that replaying the step (which
+    /// does not run the collection) leaves the turn's own ids where they were.
+    seed: String,
+    at: SystemTime,
     /// The invocation was cancelled: requests are answered without the journal.
     cancelled: bool,
     cancel: CancellationToken,
@@ -210,6 +227,10 @@ impl<J: Journal> Server<'_, J> {
                 reply,
             } => {
                 let answer = self.tool(tool, input, ctx).await?;
+                let _ = reply.send(answer);
+            }
+            Request::Attach { work, reply } => {
+                let answer = self.attach(work).await?;
                 let _ = reply.send(answer);
             }
             Request::Ask {
@@ -235,6 +256,64 @@ impl<J: Journal> Server<'_, J> {
             Ok(())
         } else {
             Err(TurnError::Journal(error))
+        }
+    }
+
+    /// The turn's input: the user's message alone, or what the turn loop's `input` gives,
+    /// journaled as the step `input` (a replay takes the journaled messages).
+    async fn input(
+        &mut self,
+        source: &Source,
+        history: &[Message],
+        prompt: &str,
+    ) -> Result<Vec<Message>, TurnError> {
+        let Some(work) = self.settings.turn_loop().input(history, prompt) else {
+            return Ok(source.enter(|| vec![Message::user_text(prompt)]));
+        };
+        let max = self.settings.max_step_bytes;
+        let scope = self.scope("input");
+        let work = async move { messages_bytes(&scoped(&scope, work).await, 1, max) };
+        let bytes = match self.journal.step("input", work.boxed()).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                // Cancelled: the turn starts from the prompt alone, and the loop aborts.
+                self.failed(error)?;
+                return Ok(source.enter(|| vec![Message::user_text(prompt)]));
+            }
+        };
+        self.log("input", "input", true, bytes.len());
+        self.pause().await;
+        let messages: Vec<Message> =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt_step("input", e.to_string()))?;
+        if messages.is_empty() {
+            return Err(corrupt_step("input", "no user message".into()));
+        }
+        Ok(messages)
+    }
+
+    /// A collection of the next-turn attachment collector, journaled as `attach#{n}`.
+    async fn attach(
+        &mut self,
+        work: futures::future::BoxFuture<'static, Vec<Message>>,
+    ) -> Result<Vec<Message>, TurnError> {
+        if self.cancelled {
+            return Ok(Vec::new());
+        }
+        let name = format!("attach#{}", self.attachments);
+        self.attachments += 1;
+        let max = self.settings.max_step_bytes;
+        let scope = self.scope(&name);
+        let work = async move { messages_bytes(&scoped(&scope, work).await, 0, max) };
+        match self.journal.step(&name, work.boxed()).await {
+            Ok(bytes) => {
+                self.log("attach", &name, true, bytes.len());
+                self.pause().await;
+                serde_json::from_slice(&bytes).map_err(|e| corrupt_step(&name, e.to_string()))
+            }
+            Err(error) => {
+                self.failed(error)?;
+                Ok(Vec::new())
+            }
         }
     }
 
@@ -375,6 +454,11 @@ impl<J: Journal> Server<'_, J> {
         })
     }
 
+    /// The determinism scope of the journaled step `name`'s own work.
+    fn scope(&self, name: &str) -> Source {
+        Source::new(format!("{}/{name}", self.seed), self.at)
+    }
+
     /// Appends a step record to the turn's log (for `show`).
     fn log(&mut self, kind: &str, name: &str, ok: bool, bytes: usize) {
         let record = StepRecord {
@@ -416,6 +500,14 @@ async fn call_tool(tool: Arc<dyn Tool>, input: Value, ctx: ToolContext) -> ToolO
         .catch_unwind()
         .await
         .unwrap_or_else(|_| ToolOutput::error("Error: the tool panicked"))
+}
+
+/// A journaled step whose value is not what the driver wrote.
+fn corrupt_step(name: &str, message: String) -> TurnError {
+    TurnError::CorruptState {
+        key: format!("journal step {name}"),
+        message,
+    }
 }
 
 pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Vec<u8> {

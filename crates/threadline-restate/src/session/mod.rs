@@ -26,6 +26,7 @@ mod records;
 pub(crate) mod state;
 #[cfg(test)]
 mod tests;
+mod turn_loop;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,10 +36,12 @@ use restate_sdk::prelude::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use threadline_query::{QueryConfig, Terminal, ToolSet};
+use threadline_query::Terminal;
 
-pub use bridge::PermissionMode;
+pub use bridge::{JournaledService, PermissionMode};
 pub use records::{MAX_STEP_BYTES, StepRecord};
+pub(crate) use turn_loop::ConfigLoop;
+pub use turn_loop::TurnLoop;
 
 use crate::journal::{Journal, JournalError, ReadState};
 use crate::journal_restate::{RestateJournal, SharedReader};
@@ -179,24 +182,27 @@ fn handler_error(error: TurnError) -> HandlerError {
 /// What a worker's sessions run with.
 pub(crate) struct Settings {
     pub(crate) backend: Arc<dyn ModelBackend>,
-    pub(crate) config: QueryConfig,
-    pub(crate) tools: ToolSet,
+    /// The loop of [`Worker::new`](crate::Worker::new), which the `with_*` setters edit.
+    pub(crate) plain: ConfigLoop,
+    /// The loop that replaces it ([`Worker::with_turn_loop`](crate::Worker::with_turn_loop)).
+    pub(crate) custom: Option<Arc<dyn TurnLoop>>,
     pub(crate) permission: PermissionMode,
     pub(crate) step_delay: Duration,
     pub(crate) max_step_bytes: usize,
     pub(crate) observer: Option<StepObserver>,
-    /// A fresh cache planner for each turn (`None`: no markers).
-    pub(crate) planner: Option<PlannerFactory>,
-    /// The context policy (`None`: no compaction); its summaries are journaled model steps.
-    pub(crate) compaction: Option<threadline_compact::Compaction>,
     /// Tools the operator declared idempotent, beside those that say so themselves.
     pub(crate) idempotent: std::collections::BTreeSet<String>,
 }
 
-/// Makes the cache planner of one turn. A turn's planner starts fresh on every attempt, so
-/// the replay on another worker plans every request of the turn again in the same order and
-/// places the same markers: the bytes, and the prompt cache, survive a failover.
-pub(crate) type PlannerFactory = Arc<dyn Fn() -> threadline_cache::Planner + Send + Sync>;
+impl Settings {
+    /// The loop the turns run.
+    pub(crate) fn turn_loop(&self) -> &dyn TurnLoop {
+        match &self.custom {
+            Some(custom) => custom.as_ref(),
+            None => &self.plain,
+        }
+    }
+}
 
 /// Called after each journaled step (replayed ones included), before the step delay.
 pub(crate) type StepObserver = Arc<dyn Fn(&StepRecord) + Send + Sync>;

@@ -2,21 +2,24 @@
 //! work), replay, and compare with a crash-free run byte for byte.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use threadline_message::Message;
 use threadline_message::determinism::Source;
 use threadline_query::recovery::INTERRUPTED;
 use threadline_query::{
-    Permission, QueryConfig, Tool, ToolContext, ToolOutput, ToolStream, tool_result,
+    AttachmentHook, Permission, QueryConfig, Tool, ToolContext, ToolOutput, ToolStream, tool_result,
 };
 use threadline_wire::service::{EventStreamFuture, ServiceError};
 use threadline_wire::{MessagesRequest, ResponseMessage};
 
 use super::records::message_events;
-use super::{PermissionMode, ShowRequest, TurnError, TurnOutcome, TurnRequest};
+use super::{PermissionMode, ShowRequest, TurnError, TurnLoop, TurnOutcome, TurnRequest};
 use crate::journal::JournalError;
 use crate::journal_recording::{Crash, RecordingJournal};
 use crate::worker::Worker;
@@ -396,6 +399,150 @@ async fn a_repeated_turn_id_answers_the_last_outcome_without_running() {
     let too_big = TurnRequest::new("x".repeat(super::MAX_STEP_BYTES + 1));
     let run = super::run_turn(&rig.journal, &rig.worker, "s1", too_big);
     assert!(matches!(run.await, Err(TurnError::PromptTooLarge { .. })));
+}
+
+/// A turn loop whose turn input and next-turn collections say how often they were collected:
+/// a replay that collected again instead of taking the journaled messages would show it.
+struct Collecting {
+    plain: super::ConfigLoop,
+    inputs: Arc<AtomicU32>,
+    collections: Arc<AtomicU32>,
+}
+
+struct Collector(Arc<AtomicU32>);
+
+impl AttachmentHook for Collector {
+    fn collect<'a>(&'a mut self, _history: &'a [Message]) -> BoxFuture<'a, Vec<Message>> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let text = format!("<attachment>collection {n}</attachment>");
+        Box::pin(async move { vec![Message::user_text(text)] })
+    }
+}
+
+impl TurnLoop for Collecting {
+    fn query(
+        &self,
+        service: super::JournaledService,
+    ) -> threadline_query::Query<super::JournaledService> {
+        self.plain.query(service)
+    }
+    fn attachments(&self) -> Option<Box<dyn AttachmentHook>> {
+        Some(Box::new(Collector(Arc::clone(&self.collections))))
+    }
+    fn input(
+        &self,
+        _history: &[Message],
+        prompt: &str,
+    ) -> Option<BoxFuture<'static, Vec<Message>>> {
+        let inputs = Arc::clone(&self.inputs);
+        let prompt = prompt.to_owned();
+        Some(Box::pin(async move {
+            let n = inputs.fetch_add(1, Ordering::SeqCst) + 1;
+            vec![
+                Message::user_text(prompt),
+                Message::user_text(format!("<attachment>input {n}</attachment>")),
+            ]
+        }))
+    }
+    fn has_tool(&self, name: &str) -> bool {
+        self.plain.has_tool(name)
+    }
+}
+
+/// A rig whose worker runs a [`Collecting`] loop over the rig's model and tools.
+fn collecting_rig() -> (Rig, Arc<AtomicU32>, Arc<AtomicU32>) {
+    let rig = rig(PermissionMode::Deny, false);
+    let inputs = Arc::new(AtomicU32::new(0));
+    let collections = Arc::new(AtomicU32::new(0));
+    let mut tools = threadline_query::ToolSet::new();
+    tools.insert(Arc::new(rig.write.clone()));
+    tools.insert(Arc::new(rig.read.clone()));
+    let turn_loop = Collecting {
+        plain: super::ConfigLoop {
+            config: QueryConfig::new("m", 256),
+            tools,
+            planner: None,
+            compaction: None,
+        },
+        inputs: Arc::clone(&inputs),
+        collections: Arc::clone(&collections),
+    };
+    let rig = Rig {
+        worker: rig.worker.clone().with_turn_loop(turn_loop),
+        ..rig
+    };
+    (rig, inputs, collections)
+}
+
+/// The journal entries of a first turn with a [`Collecting`] loop, crash-free.
+const COLLECTING_ENTRIES: [&str; 8] = [
+    "clock",
+    "input",
+    "model#0",
+    "started:toolu_1_w",
+    "tool:toolu_1_w",
+    "tool:toolu_1_r",
+    "attach#0",
+    "model#1",
+];
+
+#[tokio::test]
+async fn a_turn_loops_input_and_collections_are_journaled_and_replayed_not_collected_again() {
+    let (baseline, inputs, collections) = collecting_rig();
+    let outcome = turn(&baseline, "first").await;
+    assert_eq!(terminal_name(&outcome.terminal), "completed");
+    assert_eq!(
+        baseline.journal.executed(),
+        COLLECTING_ENTRIES.map(str::to_owned)
+    );
+    assert_eq!(
+        (
+            inputs.load(Ordering::SeqCst),
+            collections.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+    let expected = messages(&baseline.journal);
+    let requests = baseline.model.requests();
+    // What was collected is what the model was sent.
+    assert!(String::from_utf8_lossy(&requests[0]).contains("input 1"));
+    assert!(String::from_utf8_lossy(&requests[1]).contains("collection 1"));
+    // The worker's tools are the loop's.
+    assert!(baseline.worker.has_tool("write") && !baseline.worker.has_tool("nope"));
+
+    for (index, name) in COLLECTING_ENTRIES.iter().enumerate() {
+        for crash in [Crash::Before(index), Crash::After(index)] {
+            let (rig, inputs, collections) = collecting_rig();
+            rig.journal.crash(crash);
+            assert!(attempt(&rig, "first").await.is_err(), "{crash:?}");
+            turn(&rig, "first").await;
+            let history = messages(&rig.journal);
+            match (crash, *name) {
+                // The collection ran and died before it was journaled: it runs again.
+                (Crash::After(_), "input") => {
+                    assert_eq!(inputs.load(Ordering::SeqCst), 2, "{crash:?}");
+                    assert!(history.concat().contains("input 2"), "{crash:?}");
+                }
+                (Crash::After(_), "attach#0") => {
+                    assert_eq!(collections.load(Ordering::SeqCst), 2, "{crash:?}");
+                    assert!(history.concat().contains("collection 2"), "{crash:?}");
+                }
+                // The marker was journaled, the write's result was not: interrupted.
+                (_, "tool:toolu_1_w") => {
+                    assert!(history.concat().contains(INTERRUPTED), "{crash:?}");
+                    assert_eq!(history[..2], expected[..2], "{crash:?}");
+                    assert_eq!(inputs.load(Ordering::SeqCst), 1, "{crash:?}");
+                    assert_eq!(collections.load(Ordering::SeqCst), 1, "{crash:?}");
+                }
+                _ => {
+                    // Journaled once, replayed after: never collected again.
+                    assert_eq!(history, expected, "{crash:?} {name}");
+                    assert_eq!(inputs.load(Ordering::SeqCst), 1, "{crash:?} {name}");
+                    assert_eq!(collections.load(Ordering::SeqCst), 1, "{crash:?} {name}");
+                }
+            }
+        }
+    }
 }
 
 fn terminal_name(terminal: &threadline_query::Terminal) -> String {
