@@ -12,7 +12,7 @@ use crate::stderr_line;
 
 // The model a request is built for when neither the flag nor the transcript names one, and
 // the `max_tokens` used when the flag does not give one (capped at the model's maximum).
-use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
+use threadline_wire::defaults::{DEFAULT_MODEL, max_tokens_for};
 
 /// A transcript, read.
 pub struct Session {
@@ -198,11 +198,8 @@ pub fn build_request(
         .or_else(|| model_of(&session.messages))
         .unwrap_or(DEFAULT_MODEL)
         .to_owned();
-    let limit = ModelTable::builtin()
-        .resolve(&model)
-        .model()
-        .max_output_tokens;
-    let max_tokens = max_tokens.unwrap_or(DEFAULT_MAX_TOKENS.min(limit));
+    let max_tokens =
+        max_tokens.unwrap_or_else(|| max_tokens_for(ModelTable::builtin().resolve(&model).model()));
     let mut normalized = normalize(&session.messages, &Options::default());
     let continuation = continuation(&session.messages, &normalized);
     if let (Continuation::Finished, Some(next)) = (continuation, next) {

@@ -23,6 +23,12 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-5";
 /// `max_output_tokens`).
 pub const DEFAULT_MAX_TOKENS: u64 = 8192;
 
+/// The `max_tokens` of a request to `model` unless told otherwise: [`DEFAULT_MAX_TOKENS`],
+/// capped at the model's `max_output_tokens`.
+pub fn max_tokens_for(model: &crate::model::Model) -> u64 {
+    DEFAULT_MAX_TOKENS.min(model.max_output_tokens)
+}
+
 /// The API's production base URL (`/v1/messages` is appended).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 

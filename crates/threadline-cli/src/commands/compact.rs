@@ -84,7 +84,7 @@ pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {
     let visible = since_last_boundary(&history);
     let base = MessagesRequest::new(
         args.model,
-        model.max_output_tokens.min(8192),
+        threadline_wire::defaults::max_tokens_for(model),
         normalize(visible, &Options::default()).messages,
     );
     // A transcript holds neither the system prompt nor the tools: their size is inferred

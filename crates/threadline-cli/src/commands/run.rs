@@ -14,7 +14,7 @@ use threadline_wire::model::ModelTable;
 
 // The model `run` uses unless told otherwise, and the `max_tokens` used when the flag does not
 // give one (capped at the model's maximum): the workspace defaults.
-use threadline_wire::defaults::{DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
+use threadline_wire::defaults::{DEFAULT_MODEL, max_tokens_for};
 /// The environment variable that fixes today's date (for reproducible output).
 pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
 
@@ -88,9 +88,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         stderr_line!("threadline: run: {warning}");
     }
     let model = resolved.model();
-    let max_tokens = args
-        .max_tokens
-        .unwrap_or(DEFAULT_MAX_TOKENS.min(model.max_output_tokens));
+    let max_tokens = args.max_tokens.unwrap_or_else(|| max_tokens_for(model));
     let live = super::run_live::LiveArgs {
         prompt: args.prompt,
         workspace: workspace.root(),
@@ -153,7 +151,10 @@ mod tests {
 
     #[test]
     fn dates_are_checked() {
-        assert_eq!(date(Some("2026-11-30"), RUN).ok().as_deref(), Some("2026-11-30"));
+        assert_eq!(
+            date(Some("2026-11-30"), RUN).ok().as_deref(),
+            Some("2026-11-30")
+        );
         assert_eq!(
             date(Some("30/11/2026"), RUN).map_err(|e| e.to_string()),
             Err("threadline: run: \"30/11/2026\" is not a date of the form YYYY-MM-DD".to_owned())

@@ -20,14 +20,13 @@ use threadline::Compaction;
 use threadline::tools::ShellAccess;
 use threadline_restate::{IdentityKey, PermissionMode, Worker};
 
-use crate::agent_setup::{
-    API_BASE_URL, AgentSettings, agent_builder, client, quick_retries,
-};
+use crate::agent_setup::{API_BASE_URL, AgentSettings, agent_builder, client, quick_retries};
 use crate::commands::run::DEFAULT_MAX_TURNS;
-use crate::meter::Meter;
 use crate::commands::run_live::api_key;
 use crate::error::CliError;
+use crate::meter::Meter;
 use threadline_cli::stderr_line;
+use threadline_wire::defaults::max_tokens_for;
 
 /// The subcommand, as error lines name it.
 const WORKER: Option<&str> = Some("worker");
@@ -54,9 +53,10 @@ pub(crate) struct WorkerArgs {
     /// The model (default: the newest Sonnet).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
-    /// `max_tokens` of each request.
-    #[arg(long, value_name = "N", default_value_t = 8192)]
-    max_tokens: u64,
+    /// `max_tokens` of each request (default: as `threadline run`, 8192 capped at the
+    /// model's output limit).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
     /// Today's date for the system context, YYYY-MM-DD (default: `THREADLINE_DATE`, else
     /// the UTC date when the worker starts).
     #[arg(long, value_name = "YYYY-MM-DD")]
@@ -146,6 +146,13 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .model
         .clone()
         .unwrap_or_else(|| threadline_wire::defaults::DEFAULT_MODEL.to_owned());
+    let max_tokens = args.max_tokens.unwrap_or_else(|| {
+        max_tokens_for(
+            threadline_wire::model::ModelTable::builtin()
+                .resolve(&model)
+                .model(),
+        )
+    });
     let date = crate::commands::run::date(args.date.as_deref(), WORKER)?;
     // The agent of `threadline run`, built by the same code: each durable turn runs its loop
     // (system prompt, tools, attachments, cache planning, compaction), so a turn's requests
@@ -156,7 +163,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         AgentSettings {
             workspace: &workspace,
             model: &model,
-            max_tokens: args.max_tokens,
+            max_tokens,
             shell,
             compaction: Compaction::default(),
             today: Some(&date),

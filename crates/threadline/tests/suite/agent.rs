@@ -3,6 +3,9 @@
 //! compaction after `prompt is too long`, cache markers, `@` mentions, the transcript, and a
 //! session that continues across runs. Every request the mock received passed `validate`.
 
+#[cfg(feature = "restate")]
+#[path = "agent/durable.rs"]
+mod durable;
 #[path = "agent/feature_flags.rs"]
 mod feature_flags;
 #[path = "agent/sessions.rs"]

@@ -88,6 +88,9 @@ impl Drop for WorkerProcess {
     }
 }
 
+/// Today's date for the workers' system context (`THREADLINE_DATE`).
+pub(crate) const DATE: &str = "2026-11-30";
+
 /// How the workers run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WorkerFlags {
@@ -131,6 +134,13 @@ fn listening(child: &mut Child, what: &str) -> SocketAddr {
 
 impl Cluster {
     pub(crate) fn start(flags: &WorkerFlags) -> Cluster {
+        let scenario =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/durable_e2e/scenario.yaml");
+        Cluster::start_with(flags, &scenario)
+    }
+
+    /// A cluster whose mock answers from `scenario`.
+    pub(crate) fn start_with(flags: &WorkerFlags, scenario: &Path) -> Cluster {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -143,12 +153,11 @@ impl Cluster {
         let workspace = dir.path().join("workspace");
         std::fs::create_dir(&workspace).expect("workspace");
         std::fs::write(workspace.join("notes.txt"), "ship it\n").expect("notes");
-        let scenario =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/durable_e2e/scenario.yaml");
+        std::fs::write(workspace.join("AGENTS.md"), "Keep the notes short.\n").expect("agents");
         let mock_log = dir.path().join("mock-requests.jsonl");
         let mut mock = common::command()
             .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
-            .arg(&scenario)
+            .arg(scenario)
             .arg("--record-log")
             .arg(&mock_log)
             .stdout(Stdio::piped())
@@ -274,6 +283,7 @@ fn start_worker(
         .args(["--allow-shell", "--step-delay-ms"])
         .arg(flags.step_delay_ms.to_string())
         .env_remove("ANTHROPIC_API_KEY")
+        .env("THREADLINE_DATE", DATE)
         .stdout(Stdio::piped())
         .stderr(stderr)
         .process_group(0);

@@ -21,6 +21,7 @@
 //! runs them in a step of their own (`cargo xtask durable-e2e`), not with the other tests.
 
 mod cluster;
+mod first_request;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
