@@ -24,6 +24,14 @@ impl CircuitBreaker {
         CircuitBreaker::default()
     }
 
+    /// A breaker that has seen `consecutive_failures` failures in a row (one restored from a
+    /// session's state).
+    pub fn with_failures(consecutive_failures: u32) -> Self {
+        CircuitBreaker {
+            consecutive_failures,
+        }
+    }
+
     /// Whether compaction must not be tried.
     pub fn is_open(&self) -> bool {
         self.consecutive_failures >= Self::LIMIT

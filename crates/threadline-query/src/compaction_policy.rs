@@ -27,15 +27,16 @@ use crate::config::QueryConfig;
 use crate::context_policy::{ContextPolicy, PolicyError, StepInput, StepOutcome};
 use crate::request_builder::RequestBuilder;
 
-/// What survives from one run to the next: the autocompact circuit breaker and the results
-/// the budget saved in memory. Clones share it; give the same memory to the policy of every
-/// run of a session.
+/// What survives from one run to the next in this process: the results the budget saved in
+/// memory. Clones share it; give the same memory to the policy of every run of a session.
+/// (The autocompact circuit breaker's count is in the loop's state,
+/// [`CompactionTracking::failures_in_a_row`](crate::CompactionTracking::failures_in_a_row),
+/// so that it lives as long as the session.)
 #[derive(Debug, Clone, Default)]
 pub struct CompactionMemory(Arc<Mutex<MemoryInner>>);
 
 #[derive(Debug, Default)]
 struct MemoryInner {
-    breaker: CircuitBreaker,
     store: Option<MemoryStore>,
 }
 
@@ -131,15 +132,16 @@ where
     }
 
     /// Runs the driver, its summary written by the model through the service; the breaker
-    /// is read from the memory and written back after.
+    /// starts from the session's count of failures in a row, which it updates.
     async fn compact(
         &mut self,
         kind: Kind<'_>,
         history: &[Message],
         base: &MessagesRequest,
+        failures_in_a_row: &mut u32,
     ) -> Result<Compacted, PolicyError> {
         let limit = self.limit();
-        let mut breaker = self.memory.lock().breaker;
+        let mut breaker = CircuitBreaker::with_failures(*failures_in_a_row);
         let context = CompactContext {
             model: &self.model,
             base,
@@ -174,7 +176,7 @@ where
                 .map_err(|e| PolicyError::from_source("reactive_compact", e))
             }
         };
-        self.memory.lock().breaker = breaker;
+        *failures_in_a_row = breaker.consecutive_failures();
         result
     }
 }
@@ -342,7 +344,9 @@ where
                 return Ok(StepOutcome::unchanged());
             }
             let history: &[Message] = input.history;
-            self.compact(Kind::Auto, history, &base).await.map(appended)
+            self.compact(Kind::Auto, history, &base, input.failures_in_a_row)
+                .await
+                .map(appended)
         })
     }
 
@@ -366,9 +370,14 @@ where
             let start = input.boundary.min(input.history.len());
             let base = input.request.preview(&input.history[start..]);
             let history: &[Message] = input.history;
-            self.compact(Kind::Reactive(error), history, &base)
-                .await
-                .map(appended)
+            self.compact(
+                Kind::Reactive(error),
+                history,
+                &base,
+                input.failures_in_a_row,
+            )
+            .await
+            .map(appended)
         })
     }
 }

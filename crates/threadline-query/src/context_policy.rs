@@ -122,6 +122,9 @@ pub struct StepInput<'a> {
     pub boundary: usize,
     /// Completed turns in the session.
     pub turn_count: u32,
+    /// Compactions that failed in a row in this session (the circuit breaker's count, kept in
+    /// the loop's state); a policy that compacts reads and updates it.
+    pub failures_in_a_row: &'a mut u32,
     /// The loop's request builder: [`RequestBuilder::preview`] is the request the loop
     /// would send for the visible history (a summary request's base).
     pub request: &'a mut RequestBuilder,

@@ -1032,6 +1032,7 @@ fn step_input<'a>(st: &'a mut State, request: &'a mut RequestBuilder) -> StepInp
         history: &mut st.messages,
         boundary: st.compaction.boundary,
         turn_count: st.turn_count,
+        failures_in_a_row: &mut st.compaction.failures_in_a_row,
         request,
     }
 }

@@ -17,6 +17,15 @@ pub struct CompactionTracking {
     /// The index in the history of the first message after the last `compact_boundary`
     /// (0 when there is none): the model sees `messages[boundary..]`.
     pub boundary: usize,
+    /// Compactions that failed (or did not shrink the context) in a row: the circuit
+    /// breaker's count, kept with the session so that it survives runs, processes and a
+    /// durable session's failover (at `CircuitBreaker::LIMIT` compaction stops being tried).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures_in_a_row: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Recovery counters; reset when a turn succeeds with tool use.

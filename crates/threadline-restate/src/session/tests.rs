@@ -31,6 +31,8 @@ struct Model {
     requests: Arc<Mutex<Vec<Vec<u8>>>>,
     /// Input tokens reported per message of the request (0: one).
     tokens_per_message: u64,
+    /// Summary requests fail (a failed compaction).
+    failing_summaries: bool,
 }
 
 impl Model {
@@ -46,8 +48,9 @@ fn answer(request: &Value, tokens_per_message: u64) -> ResponseMessage {
     let last = messages.last().cloned().unwrap_or(Value::Null);
     if asks_for_summary(request) {
         // An autocompact summary request.
+        let text = format!("<summary>{n} messages of work</summary>");
         let message = json!({"id": format!("msg_summary_{n}"), "type": "message", "role": "assistant",
-               "model": "m", "content": [{"type": "text", "text": format!("<summary>{n} messages of work</summary>")}],
+               "model": "m", "content": [{"type": "text", "text": text}],
                "stop_reason": "end_turn", "usage": {"input_tokens": input, "output_tokens": 7}});
         return serde_json::from_value(message).unwrap_or_else(|e| panic!("a message: {e}"));
     }
@@ -83,6 +86,14 @@ impl tower_service::Service<MessagesRequest> for Model {
         let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if let Ok(mut requests) = self.requests.lock() {
             requests.push(bytes);
+        }
+        if self.failing_summaries && asks_for_summary(&value) {
+            return Box::pin(async {
+                Err(ServiceError::new(
+                    threadline_wire::service::ServiceErrorKind::Connection,
+                    "the summary failed",
+                ))
+            });
         }
         let events: Vec<_> = message_events(answer(&value, self.tokens_per_message))
             .into_iter()
@@ -621,8 +632,14 @@ async fn a_result_over_the_journal_limit_is_journaled_as_an_error() {
 
 /// The rig with autocompact at `tokens`.
 fn compacting_rig(tokens: u64) -> Rig {
+    compacting_rig_with(tokens, false)
+}
+
+/// The rig with autocompact at `tokens`, whose summary requests fail if `failing_summaries`.
+fn compacting_rig_with(tokens: u64, failing_summaries: bool) -> Rig {
     let mut rig = rig(PermissionMode::Deny, false);
     rig.model.tokens_per_message = 1_000;
+    rig.model.failing_summaries = failing_summaries;
     rig.worker = Worker::new(
         rig.model.clone(),
         QueryConfig::new("claude-sonnet-4-5", 256),
@@ -667,6 +684,32 @@ fn asks_for_summary(request: &Value) -> bool {
         .and_then(|last| last["content"].as_array())
         .and_then(|blocks| blocks.last())
         .is_some_and(|block| block["text"] == threadline_compact::summarizer::SUMMARY_PROMPT)
+}
+
+#[tokio::test]
+async fn the_compaction_breaker_is_kept_with_the_session_across_turns() {
+    // Every summary request fails: each compaction fails. The breaker's count lives in the
+    // session's loop state, so it opens after `LIMIT` failures however many turns (each a
+    // fresh loop, possibly on another worker) they are spread over.
+    let rig = compacting_rig_with(2_000, true);
+    for prompt in ["one", "two", "three", "four"] {
+        turn(&rig, prompt).await;
+    }
+    let summaries = rig
+        .model
+        .requests()
+        .iter()
+        .filter(|r| is_summary(r))
+        .count();
+    let limit = threadline_compact::CircuitBreaker::LIMIT;
+    assert_eq!(summaries, usize::try_from(limit).unwrap_or(usize::MAX));
+    let loop_state: Value = serde_json::from_slice(&rig.journal.committed()["loop"])
+        .unwrap_or_else(|e| panic!("loop: {e}"));
+    assert_eq!(
+        loop_state["compaction"]["failures_in_a_row"],
+        json!(limit),
+        "{loop_state}"
+    );
 }
 
 #[tokio::test]

@@ -98,6 +98,9 @@ pub(crate) struct WorkerFlags {
     pub(crate) bash_idempotent: bool,
     /// `--step-delay-ms`.
     pub(crate) step_delay_ms: u64,
+    /// The workspace's directory, emptied first (default: in the cluster's temporary
+    /// directory).
+    pub(crate) workspace: Option<PathBuf>,
 }
 
 pub(crate) struct Cluster {
@@ -107,6 +110,7 @@ pub(crate) struct Cluster {
     mock: Child,
     pub(crate) mock_log: PathBuf,
     pub(crate) dir: tempfile::TempDir,
+    workspace: PathBuf,
     /// Runs the proxy; dropped last.
     _runtime: tokio::runtime::Runtime,
 }
@@ -150,8 +154,18 @@ impl Cluster {
             .block_on(RestateServer::start_with(Options::default()))
             .unwrap_or_else(|e| panic!("the Restate server: {e}"));
         let dir = tempfile::tempdir().expect("tempdir");
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir(&workspace).expect("workspace");
+        let workspace = match &flags.workspace {
+            Some(path) => {
+                let _ = std::fs::remove_dir_all(path);
+                std::fs::create_dir_all(path).expect("workspace");
+                path.clone()
+            }
+            None => {
+                let path = dir.path().join("workspace");
+                std::fs::create_dir(&path).expect("workspace");
+                path
+            }
+        };
         std::fs::write(workspace.join("notes.txt"), "ship it\n").expect("notes");
         std::fs::write(workspace.join("AGENTS.md"), "Keep the notes short.\n").expect("agents");
         let mock_log = dir.path().join("mock-requests.jsonl");
@@ -185,11 +199,12 @@ impl Cluster {
             mock,
             mock_log,
             dir,
+            workspace,
         }
     }
 
     pub(crate) fn workspace(&self) -> PathBuf {
-        self.dir.path().join("workspace")
+        self.workspace.clone()
     }
 
     /// The lines of a file the shell commands append to (empty when absent).

@@ -153,6 +153,15 @@ fn run(crash: Crash, flags: WorkerFlags) -> Outcome {
     outcome
 }
 
+/// The workspace every run of one test uses: the agent's requests name its path (its system
+/// context), and the runs of a test are compared byte for byte.
+fn shared_workspace(test: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("durable-e2e")
+        .join(test)
+        .join("workspace")
+}
+
 /// `line` with every `"timestamp":"…"` value blanked.
 fn without_timestamps(line: &str) -> String {
     const KEY: &str = "\"timestamp\":\"";
@@ -181,10 +190,15 @@ fn assert_nothing_resent(name: &str, baseline: &Outcome, o: &Outcome) {
         sent(&baseline.requests),
         "{name}: no model request sent twice"
     );
-    assert_eq!(
-        timeless(o),
-        timeless(baseline),
-        "{name}: the transcript, apart from timestamps"
+    let (lines, expected) = (timeless(o), timeless(baseline));
+    let first = lines.iter().zip(&expected).position(|(a, b)| a != b);
+    assert!(
+        first.is_none() && lines.len() == expected.len(),
+        "{name}: the transcript, apart from timestamps, differs at line {first:?} of {}/{}:\n{}\n{}",
+        lines.len(),
+        expected.len(),
+        first.map_or("", |i| lines[i].as_str()),
+        first.map_or("", |i| expected[i].as_str()),
     );
 }
 
@@ -262,9 +276,11 @@ fn assert_survived(name: &str, baseline: &Outcome, o: &Outcome) {
 
 #[test]
 fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
+    let workspace = shared_workspace("survives");
     let idempotent = WorkerFlags {
         bash_idempotent: true,
         step_delay_ms: 0,
+        workspace: Some(workspace.clone()),
     };
     let baseline = run(Crash::None, idempotent.clone());
     report("crash-free", &baseline);
@@ -294,6 +310,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         WorkerFlags {
             bash_idempotent: true,
             step_delay_ms: 1500,
+            workspace: Some(workspace),
         },
     );
     report("killed between steps", &between);
@@ -391,7 +408,11 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
 
 #[test]
 fn a_non_idempotent_tool_cut_by_a_crash_is_not_run_again() {
-    let outcome = run(Crash::DuringSlowTool, WorkerFlags::default());
+    let flags = WorkerFlags {
+        workspace: Some(shared_workspace("non-idempotent")),
+        ..WorkerFlags::default()
+    };
+    let outcome = run(Crash::DuringSlowTool, flags);
     report("killed during a non-idempotent tool", &outcome);
     assert!(outcome.to_b.1 > 0, "the session continued on worker b");
     assert_eq!(
