@@ -121,7 +121,7 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
 /// system prompt, workspace, built-in and MCP tools, sources, compaction, history, turn
 /// limit). `run` adds the permission callback and the transcript; `--dry-run` builds the
 /// same agent and prints its first request.
-fn live_builder(
+pub(crate) fn live_builder(
     args: &LiveArgs<'_>,
     client: Client,
     meter: &Meter,

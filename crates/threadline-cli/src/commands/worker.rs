@@ -16,13 +16,12 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use threadline::Compaction;
-use threadline::tools::ShellAccess;
 use threadline_restate::{IdentityKey, PermissionMode, Worker};
 
-use crate::agent_setup::{API_BASE_URL, AgentSettings, agent_builder, client, quick_retries};
+use crate::agent_setup::{API_BASE_URL, client, quick_retries};
 use crate::commands::run::DEFAULT_MAX_TURNS;
 use crate::commands::run_live::api_key;
+use crate::commands::run_live::{LiveArgs, live_builder};
 use crate::error::CliError;
 use crate::meter::Meter;
 use threadline_cli::stderr_line;
@@ -57,6 +56,13 @@ pub(crate) struct WorkerArgs {
     /// model's output limit).
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
+    /// More MCP servers beside the workspace's approved `.mcp.json` ones (as `run
+    /// --mcp-config`); their tools' calls are journaled steps like the built-in tools'.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<std::path::PathBuf>,
+    /// Autocompact at TOKENS instead of the model's threshold (as `run --autocompact-at`).
+    #[arg(long, value_name = "TOKENS")]
+    autocompact_at: Option<u64>,
     /// Today's date for the system context, YYYY-MM-DD (default: `THREADLINE_DATE`, else
     /// the UTC date when the worker starts).
     #[arg(long, value_name = "YYYY-MM-DD")]
@@ -137,11 +143,6 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .block_on(async { client(base_url, &key, retry, None) })
         .map_err(|line| CliError::start_line(WORKER, line))?;
     drop(key);
-    let shell = if args.allow_shell {
-        ShellAccess::Allow
-    } else {
-        ShellAccess::Ask
-    };
     let model = args
         .model
         .clone()
@@ -154,27 +155,34 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         )
     });
     let date = crate::commands::run::date(args.date.as_deref(), WORKER)?;
-    // The agent of `threadline run`, built by the same code: each durable turn runs its loop
-    // (system prompt, tools, attachments, cache planning, compaction), so a turn's requests
-    // are those `run` and `run --dry-run` build for the same workspace and prompt.
-    let agent = agent_builder(
-        client.clone(),
-        &Meter::default(),
-        AgentSettings {
-            workspace: &workspace,
-            model: &model,
-            max_tokens,
-            shell,
-            compaction: Compaction::default(),
-            today: Some(&date),
-        },
-    )
-    .max_turns(DEFAULT_MAX_TURNS)
-    .build()
-    .map_err(|source| CliError::Agent {
-        command: "worker",
-        source,
-    })?;
+    // The agent of `threadline run`, built by the same code (`live_builder`): each durable
+    // turn runs its loop (system prompt, built-in and approved MCP tools, attachments, cache
+    // planning, compaction), so a turn's requests are those `run` and `run --dry-run` build
+    // for the same workspace, flags and prompt.
+    let live = LiveArgs {
+        prompt: None,
+        workspace: &workspace,
+        model: &model,
+        max_tokens,
+        date: &date,
+        base_url: args.base_url.as_deref(),
+        allow_shell: args.allow_shell,
+        transcript: None,
+        history: None,
+        max_turns: DEFAULT_MAX_TURNS,
+        mcp_config: args.mcp_config.as_deref(),
+        request_timeout: None,
+        autocompact_at: args.autocompact_at,
+    };
+    let mcp_config = crate::mcp_setup::load(&workspace, args.mcp_config.as_deref(), "worker")
+        .map_err(|line| CliError::unusable(WORKER, line, None))?;
+    let mcp = runtime.block_on(crate::mcp_setup::connect(&mcp_config, "worker"));
+    let agent = live_builder(&live, client.clone(), &Meter::default(), &mcp)
+        .build()
+        .map_err(|source| CliError::Agent {
+            command: "worker",
+            source,
+        })?;
     let config = agent.config().clone();
     let mut worker = Worker::new(client, config)
         .with_turn_loop(agent)
@@ -200,7 +208,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
     for key in identity_keys {
         worker = worker.with_identity_key(key);
     }
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| CliError::start(WORKER, format!("cannot listen on {}", args.listen), e))?;
@@ -232,7 +240,9 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
                 serving.await.map_err(|e| CliError::start(WORKER, "cannot serve", e))
             }
         }
-    })
+    });
+    crate::mcp_setup::stop(&runtime, mcp);
+    served
 }
 
 /// Registers the deployment at `uri` with the admin API at `admin`; one line on stderr.

@@ -7,7 +7,7 @@ use crate::common;
 #[path = "cli/exit_codes/mod.rs"]
 mod exit_codes;
 #[path = "cli/mcp/mod.rs"]
-mod mcp;
+pub(crate) mod mcp;
 #[path = "cli/project/mod.rs"]
 mod project;
 #[path = "cli/session/mod.rs"]

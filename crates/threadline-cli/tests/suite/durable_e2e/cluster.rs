@@ -101,6 +101,8 @@ pub(crate) struct WorkerFlags {
     /// The workspace's directory, emptied first (default: in the cluster's temporary
     /// directory).
     pub(crate) workspace: Option<PathBuf>,
+    /// `--mcp-config FILE`.
+    pub(crate) mcp_config: Option<PathBuf>,
 }
 
 pub(crate) struct Cluster {
@@ -304,6 +306,9 @@ fn start_worker(
         .process_group(0);
     if flags.bash_idempotent {
         command.args(["--idempotent-tool", "Bash"]);
+    }
+    if let Some(file) = &flags.mcp_config {
+        command.arg("--mcp-config").arg(file);
     }
     let mut child = command.spawn().expect("the worker starts");
     let addr = listening(&mut child, &format!("worker {name}"));

@@ -1,7 +1,8 @@
 //! One agent, one request, durably: the first request a durable turn sends (`threadline
 //! worker` behind a real Restate server, the turn submitted with `run --restate`) is byte for
-//! byte the body `run --dry-run` prints for the same workspace, date and prompt, read back
-//! from the mock's request log.
+//! byte the body `run --dry-run` prints for the same workspace, MCP servers, date and prompt,
+//! read back from the mock's request log. (The MCP server is the Python SDK fixture server,
+//! installed by `cargo xtask mcp-servers`.)
 
 use std::process::Stdio;
 
@@ -17,7 +18,14 @@ fn a_durable_turns_first_request_is_the_dry_runs_byte_for_byte() {
         "steps:\n  - {kind: message, content: [{type: text, text: \"Ship it.\"}]}\n",
     )
     .expect("scenario");
-    let cluster = Cluster::start_with(&WorkerFlags::default(), &scenario);
+    let mcp_config = dir.path().join("mcp.json");
+    let servers = serde_json::json!({"mcpServers": {"py": crate::cli::mcp::python_entry()}});
+    std::fs::write(&mcp_config, servers.to_string()).expect("the MCP config");
+    let flags = WorkerFlags {
+        mcp_config: Some(mcp_config.clone()),
+        ..WorkerFlags::default()
+    };
+    let cluster = Cluster::start_with(&flags, &scenario);
     let workspace = cluster.workspace();
     let root = workspace.to_str().expect("a UTF-8 path");
     let prompt = "What does the note say? See @notes.txt.";
@@ -31,14 +39,17 @@ fn a_durable_turns_first_request_is_the_dry_runs_byte_for_byte() {
             DATE,
             "--cwd",
             root,
-            prompt,
         ])
+        .arg("--mcp-config")
+        .arg(&mcp_config)
+        .arg(prompt)
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("THREADLINE_DATE")
         .stdin(Stdio::null())
         .output()
         .expect("the dry run runs");
     assert_eq!(common::code(&dry), 0, "{}", common::stderr(&dry));
+    assert_eq!(common::stderr(&dry), "", "nothing to warn of");
     let printed = common::stdout(&dry);
 
     let answer = finish(cluster.submit(prompt), "the durable turn");
@@ -47,11 +58,12 @@ fn a_durable_turns_first_request_is_the_dry_runs_byte_for_byte() {
     assert_eq!(requests.len(), 1, "{requests:?}");
     let sent = requests[0]["body"].as_str().expect("the body, as text");
     assert_eq!(printed.strip_suffix('\n'), Some(sent));
-    // The agent of `run`: its tools, the workspace's instructions, the mentioned file, the
-    // date, cache markers.
+    // The agent of `run`: its tools (the MCP server's too), the workspace's instructions, the
+    // mentioned file, the date, cache markers.
     for needle in [
         "\"Read\"",
         "\"Bash\"",
+        "\"mcp__py__add\"",
         "Keep the notes short.",
         "ship it",
         DATE,

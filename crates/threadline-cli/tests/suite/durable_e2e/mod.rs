@@ -281,6 +281,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         bash_idempotent: true,
         step_delay_ms: 0,
         workspace: Some(workspace.clone()),
+        mcp_config: None,
     };
     let baseline = run(Crash::None, idempotent.clone());
     report("crash-free", &baseline);
@@ -311,6 +312,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
             bash_idempotent: true,
             step_delay_ms: 1500,
             workspace: Some(workspace),
+            mcp_config: None,
         },
     );
     report("killed between steps", &between);

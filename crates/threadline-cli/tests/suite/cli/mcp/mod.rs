@@ -51,7 +51,7 @@ impl Sandbox {
 }
 
 /// The Python SDK fixture server's entry.
-fn python_entry() -> serde_json::Value {
+pub(crate) fn python_entry() -> serde_json::Value {
     let python = repo().join("target/test-servers/venv/bin/python");
     assert!(
         python.exists(),
