@@ -1,13 +1,15 @@
 //! `cargo xtask durable-e2e`: durable sessions survive a worker's SIGKILL, end to end.
 //!
 //! Installs the pinned Restate server if it is missing (`cargo xtask restate-server`, the
-//! repo's own script: nothing else is downloaded), then runs the `durable_e2e` tests of
+//! repo's own script) and the MCP test servers (`cargo xtask mcp-servers`: the worker's MCP
+//! tools in the first-request test), then runs the `durable_e2e` tests of
 //! threadline-cli's test binary one at a time with their report lines shown: a real Restate
 //! server on loopback with a temporary base dir, `threadline mock`, and two `threadline
 //! worker` processes behind one deployment address; the worker executing the session is
 //! killed (1) during a slow tool, (2) during a slow model stream, (3) between steps, and
 //! once more during a tool that is not idempotent (see
-//! `crates/threadline-cli/tests/suite/durable_e2e/mod.rs`). `cargo xtask ci` runs it as a
+//! `crates/threadline-cli/tests/suite/durable_e2e/mod.rs`); and a durable turn's first request
+//! is the one `run --dry-run` prints (`durable_e2e/first_request.rs`). `cargo xtask ci` runs it as a
 //! step of its own; the other test steps leave these tests out ([`NEXTEST_FILTER`]).
 
 use std::path::Path;
@@ -41,5 +43,6 @@ pub(crate) fn cargo_args() -> Vec<&'static str> {
 /// Entry point.
 pub(crate) fn run(root: &Path) -> XResult<()> {
     restate_server::run(root)?;
+    crate::mcp_servers::run(root)?;
     util::run_cargo("durable-e2e", root, &cargo_args(), &[])
 }
