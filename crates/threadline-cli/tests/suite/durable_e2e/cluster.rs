@@ -111,7 +111,8 @@ pub(crate) struct Cluster {
     pub(crate) workers: Vec<WorkerProcess>,
     mock: Child,
     pub(crate) mock_log: PathBuf,
-    pub(crate) dir: tempfile::TempDir,
+    /// Holds the mock's log, the workers' stderr and (by default) the workspace.
+    _dir: tempfile::TempDir,
     workspace: PathBuf,
     /// Runs the proxy; dropped last.
     _runtime: tokio::runtime::Runtime,
@@ -200,7 +201,7 @@ impl Cluster {
             workers,
             mock,
             mock_log,
-            dir,
+            _dir: dir,
             workspace,
         }
     }
