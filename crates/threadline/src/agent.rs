@@ -713,7 +713,7 @@ where
         &self,
         prompt: impl Into<String>,
     ) -> impl Future<Output = Result<crate::Answer, crate::PromptError>> + Send + 'static {
-        crate::answer::collect(self.try_run(prompt))
+        crate::answer::collect(self.try_run(prompt), self.config.models.clone())
     }
 
     /// [`run`](Self::run), refused with [`RunError::Busy`] while another run of this agent

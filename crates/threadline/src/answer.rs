@@ -25,7 +25,8 @@ pub struct Answer {
     /// `usage.iterations` included). An autocompact summary's call, not in the history, is
     /// not counted.
     pub usage: UsageTotals,
-    /// What those responses cost in US dollars by the built-in model table's prices
+    /// What those responses cost in US dollars by the agent's model table's prices
+    /// (`QueryConfig::models`, the built-in table unless the agent was given another)
     /// ([`ModelTable::cost`]: each response by the model that answered it, the cache
     /// writes and reads at their own prices); 0 for a model the table does not price.
     pub cost: f64,
@@ -65,8 +66,11 @@ pub enum PromptError {
     Unfinished,
 }
 
-/// Drives `run` to its end and makes the [`Answer`].
-pub(crate) async fn collect(run: Result<AgentRun, RunError>) -> Result<Answer, PromptError> {
+/// Drives `run` to its end and makes the [`Answer`], priced by `models` (the agent's table).
+pub(crate) async fn collect(
+    run: Result<AgentRun, RunError>,
+    models: threadline_wire::model::SharedModelTable,
+) -> Result<Answer, PromptError> {
     let mut run = run?;
     let mut messages = Vec::new();
     let mut finished = None;
@@ -84,7 +88,7 @@ pub(crate) async fn collect(run: Result<AgentRun, RunError>) -> Result<Answer, P
             status: *status,
         });
     }
-    let (usage, cost) = usage_and_cost(&messages, ModelTable::builtin());
+    let (usage, cost) = usage_and_cost(&messages, &models);
     Ok(Answer {
         text: last_response_text(&messages),
         usage,

@@ -143,6 +143,44 @@ fn prompt_answers_the_text_the_tokens_and_the_cost() {
 }
 
 #[test]
+fn prompt_prices_by_the_agents_model_table_not_the_builtin_one() {
+    // A table extended from JSON (a user pricing a model without a release): the answering
+    // model `claude-sonnet-4-5` replaced by a row with ten times its prices.
+    let base = ModelTable::builtin();
+    let row = base.resolve("claude-sonnet-4-5").model();
+    let p = &row.prices;
+    let replaced = json!({"models": [{
+        "id": row.id, "aliases": row.aliases, "context_window": row.context_window,
+        "max_output_tokens": row.max_output_tokens, "min_cacheable_tokens": row.min_cacheable_tokens,
+        "thinking": ["enabled"], "prefill": true, "sampling_params": true, "effort": [],
+        "keeps_prior_thinking": false, "rejects_input_plus_max_tokens_over_window": false,
+        "prices": {"input": p.input * 10.0, "output": p.output * 10.0,
+                   "cache_write_5m": p.cache_write_5m * 10.0, "cache_write_1h": p.cache_write_1h * 10.0,
+                   "cache_read": p.cache_read * 10.0}}]});
+    let table = base
+        .extended_from_json(&replaced.to_string())
+        .expect("an extended table");
+    let cost_with = |config: QueryConfig| {
+        let service = ScriptedService::new(add_then_answer(1, json!({"a": 2, "b": 3}), "It is 5."));
+        let agent = Agent::builder(service)
+            .query_config(config)
+            .tool(add_tool())
+            .today("2026-03-08")
+            .build()
+            .expect("agent");
+        let answer = rt().block_on(agent.prompt("What is 2 + 3?"));
+        answer.expect("an answer").cost
+    };
+    let builtin_priced = cost_with(QueryConfig::new("claude-sonnet-4-5", 1024));
+    let cost = cost_with(QueryConfig::new("claude-sonnet-4-5", 1024).with_models(table));
+    assert!(builtin_priced > 0.0);
+    assert!(
+        (cost - builtin_priced * 10.0).abs() < 1e-9,
+        "{cost} is not ten times {builtin_priced}"
+    );
+}
+
+#[test]
 fn a_typed_tool_s_bad_input_is_an_error_the_model_reads() {
     // `a` is a string: the loop's schema check (derived by schemars) refuses it before the
     // call, and the model reads why.
