@@ -319,6 +319,8 @@ where
     }
 
     /// The prompt-cache planner (default: `Planner::default()`, the lookback-aware strategy).
+    /// It looks models up in the agent's model table (`QueryConfig::models`), whatever table
+    /// it was given.
     pub fn cache_planner(mut self, planner: Planner) -> Self {
         self.planner = Some(planner);
         self
@@ -510,6 +512,10 @@ where
         };
         let mut state = State::default();
         state.messages = self.history;
+        // One model table per agent: the planner reads the loop's.
+        let planner = self.planner.map_or_else(SharedPlanner::none, |planner| {
+            SharedPlanner::new(planner.with_models(config.models.clone()))
+        });
         Ok(Agent {
             service: self.service,
             config,
@@ -518,9 +524,7 @@ where
             stop_hooks: self.stop_hooks,
             compaction: self.compaction,
             memory: CompactionMemory::default(),
-            planner: self
-                .planner
-                .map_or_else(SharedPlanner::none, SharedPlanner::new),
+            planner,
             detector: SharedDivergence::default(),
             sources: match workspace {
                 Some(workspace) => AttachmentSources::new(collector).with_workspace(workspace),
