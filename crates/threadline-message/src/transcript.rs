@@ -48,9 +48,11 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use threadline_store::jsonl_file;
+pub use threadline_store::jsonl_file::Tail;
 use threadline_wire::secret::redact_key_shapes_in_bytes;
 
 use crate::header::MessageId;
@@ -139,9 +141,11 @@ impl WriterOptions {
 pub const TRANSCRIPT_MODE: u32 = threadline_wire::secret::PRIVATE_FILE_MODE;
 
 /// Appends messages to a JSONL transcript, one whole line per message, with key-shaped
-/// secrets redacted (see the [module docs](self)).
+/// secrets redacted (see the [module docs](self)). The file is written through
+/// [`threadline_store::jsonl_file`], the one writer of threadline's JSONL files, under its
+/// rules (private creation, whole lines, the end of a file settled the same way).
 ///
-/// One writer per file: the writer assumes nobody else appends while it is open (it rolls a
+/// One writer per file: the writer assumes nobody else appends while it is open (it cuts a
 /// failed write back to the length it last wrote).
 #[derive(Debug)]
 pub struct TranscriptWriter {
@@ -150,10 +154,8 @@ pub struct TranscriptWriter {
     options: WriterOptions,
     /// The file's length after the last whole line.
     len: u64,
-    /// A failed write may have left a partial line that could not be rolled back: the next
-    /// line starts with a newline so that it is not glued to it.
-    needs_newline: bool,
-    terminated_cut_line: bool,
+    /// What opening found after the file's last newline.
+    tail: Tail,
     buffer: Vec<u8>,
 }
 
@@ -166,9 +168,10 @@ impl TranscriptWriter {
     /// Opens `path` for appending, creating it if needed (with mode [`TRANSCRIPT_MODE`] on
     /// unix; an existing file keeps its mode).
     ///
-    /// If the file ends with a line cut by a crash (no final newline), a newline is written
-    /// first: the cut line then reads as one malformed line instead of swallowing the next
-    /// message. [`terminated_cut_line`](Self::terminated_cut_line) says whether that happened.
+    /// If the file does not end with a newline, its last line is settled first: a complete
+    /// JSON value is kept and terminated; anything else is the remains of a write cut by a
+    /// crash and is cut off (a reader drops it too, as [`LineProblemKind::CutLastLine`]), so
+    /// it never swallows the next message. [`tail_found`](Self::tail_found) says which.
     pub fn open_with(
         path: impl AsRef<Path>,
         options: WriterOptions,
@@ -198,38 +201,22 @@ impl TranscriptWriter {
             path: path.clone(),
             source,
         };
-        let mut open = threadline_wire::secret::private_file_options();
-        open.read(true).append(true);
-        if create_new {
-            open.create_new(true);
-        } else {
-            open.create(true);
-        }
-        let mut file = open.open(&path).map_err(open_error)?;
+        let file = jsonl_file::open(&path, create_new).map_err(open_error)?;
         let len = file.metadata().map_err(open_error)?.len();
-        let cut = if len > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))
-                .and_then(|_| file.read_exact(&mut last))
-                .map_err(open_error)?;
-            last[0] != b'\n'
-        } else {
-            false
-        };
-        let mut writer = TranscriptWriter {
+        let tail = jsonl_file::tail(&file, len).map_err(open_error)?;
+        let len =
+            jsonl_file::settle(&file, len, tail).map_err(|source| TranscriptError::Write {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(TranscriptWriter {
             file,
             path,
             options,
             len,
-            needs_newline: false,
-            terminated_cut_line: false,
+            tail,
             buffer: Vec::new(),
-        };
-        if cut {
-            writer.write_line(b"\n")?;
-            writer.terminated_cut_line = true;
-        }
-        Ok(writer)
+        })
     }
 
     /// Appends `message` as one line: serialized to a buffer first, key-shaped secrets
@@ -238,9 +225,6 @@ impl TranscriptWriter {
     pub fn append(&mut self, message: &Message) -> Result<(), TranscriptError> {
         let mut buffer = std::mem::take(&mut self.buffer);
         buffer.clear();
-        if self.needs_newline {
-            buffer.push(b'\n');
-        }
         let serialized = serde_json::to_writer(&mut buffer, message);
         let result = match serialized {
             Ok(()) => {
@@ -291,35 +275,22 @@ impl TranscriptWriter {
         &self.path
     }
 
-    /// Whether opening found a cut last line and terminated it with a newline.
-    pub fn terminated_cut_line(&self) -> bool {
-        self.terminated_cut_line
+    /// What opening found after the file's last newline: nothing, a complete line it
+    /// terminated, or the remains of a cut write it cut off.
+    pub fn tail_found(&self) -> Tail {
+        self.tail
     }
 
     fn write_line(&mut self, line: &[u8]) -> Result<(), TranscriptError> {
-        let written = self.file.write_all(line).and_then(|()| self.file.flush());
-        let synced = written.and_then(|()| {
-            if self.options.sync_data {
-                self.file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
-        match synced {
+        match jsonl_file::append_lines(&self.file, self.len, line, self.options.sync_data) {
             Ok(()) => {
                 self.len += line.len() as u64;
-                self.needs_newline = false;
                 Ok(())
             }
-            Err(source) => {
-                // Roll back a partial line; if even that fails, make sure the next line does
-                // not continue it.
-                self.needs_newline = self.file.set_len(self.len).is_err();
-                Err(TranscriptError::Write {
-                    path: self.path.clone(),
-                    source,
-                })
-            }
+            Err(source) => Err(TranscriptError::Write {
+                path: self.path.clone(),
+                source,
+            }),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! [`JsonlStore`]: one JSONL file per session under a root directory, in Claude Code's layout.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::UNIX_EPOCH;
@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 
 use crate::entry::{Entry, MAX_ENTRY_BYTES};
 use crate::error::StoreError;
+use crate::jsonl_file;
 use crate::key::{SessionKey, check_part};
 use crate::store::{Appended, SessionInfo, SessionStore};
 
@@ -63,14 +64,19 @@ const OPEN_ATTEMPTS: usize = 8;
 ///
 /// # A torn tail
 ///
-/// A last line without its `\n` can only be the remains of a write cut short (a crash, a full
-/// disk), since every complete append ends with `\n`. [`SessionStore::load`] returns the
-/// complete lines and leaves the torn tail out; [`JsonlStore::torn_tail`] reports its size.
-/// The next append to the file drops the torn tail (truncates the file to its last complete
-/// line) before it writes, so a torn line is never glued to a later entry. The entries of that
-/// torn write were never acknowledged, so the caller retries them (idempotently). A crash in
-/// the middle of a multi-line batch can leave the batch's first lines complete: the atomicity
-/// of one call holds for failures the process sees, not for a power cut.
+/// The end of a file follows the rules of [`jsonl_file`](crate::jsonl_file), the one writer
+/// of threadline's JSONL files (transcripts too): a last line without its `\n` that is not a
+/// complete JSON value is the remains of a write cut short (a crash, a full disk).
+/// [`SessionStore::load`] leaves it out, [`JsonlStore::torn_tail`] reports its size, and the
+/// next append drops it (truncates the file to its last whole line) before it writes, so a
+/// torn line is never glued to a later entry; the entries of that torn write were never
+/// acknowledged, so the caller retries them (idempotently). A last line that is complete but
+/// lacks its `\n` (a crash just before it) is an entry like the others: loaded, its id known,
+/// terminated by the next append. A crash in the middle of a multi-line batch can leave the
+/// batch's first lines complete: the atomicity of one call holds for failures the process
+/// sees, not for a power cut.
+///
+/// Files are created private (mode `0600` on unix), directories `0700`.
 ///
 /// Reading is bounded: a line longer than [`MAX_ENTRY_BYTES`] (or not one JSON object) is
 /// [`StoreError::Corrupt`] naming the file and line; empty lines are skipped.
@@ -142,7 +148,10 @@ impl JsonlStore {
             .metadata()
             .map_err(|e| io_error("reading", &path, e))?
             .len();
-        let end = scan(&file, 0, &path, |_, _| Ok(()))?;
+        let end = match jsonl_file::tail(&file, len).map_err(|e| io_error("reading", &path, e))? {
+            jsonl_file::Tail::Cut { at } => at,
+            jsonl_file::Tail::Clean | jsonl_file::Tail::Unterminated => len,
+        };
         Ok(len.saturating_sub(end))
     }
 
@@ -171,13 +180,9 @@ impl JsonlStore {
         }
         let dir = path.parent().unwrap_or(&self.root);
         for _ in 0..OPEN_ATTEMPTS {
-            fs::create_dir_all(dir).map_err(|e| io_error("creating", dir, e))?;
-            let file = match OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create(true)
-                .open(&path)
-            {
+            threadline_wire::secret::create_private_dir_all(dir)
+                .map_err(|e| io_error("creating", dir, e))?;
+            let file = match jsonl_file::open(&path, false) {
                 Ok(file) => file,
                 // A concurrent delete removed the directory: make it again.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -233,11 +238,15 @@ impl JsonlStore {
             })?;
             known.scanned = end;
         }
-        let end = known.scanned;
+        let mut end = known.scanned;
         if end < len {
-            // A torn tail: drop it so it is never glued to the next entry.
-            file.set_len(end)
-                .map_err(|e| io_error("dropping the torn tail of", path, e))?;
+            // A tail without its newline: dropped when torn, terminated when complete (its
+            // entry was scanned), so it is never glued to the next entry.
+            let tail =
+                jsonl_file::tail(file, len).map_err(|e| io_error("reading the end of", path, e))?;
+            end = jsonl_file::settle(file, len, tail)
+                .map_err(|e| io_error("settling the end of", path, e))?;
+            known.scanned = end;
         }
         let mut done = Appended::default();
         let mut fresh: Vec<&str> = Vec::new();
@@ -257,11 +266,7 @@ impl JsonlStore {
         if buffer.is_empty() {
             return Ok(done);
         }
-        let mut writer = file;
-        let written = writer
-            .write_all(&buffer)
-            .and_then(|()| if self.sync { file.sync_data() } else { Ok(()) });
-        let written = written.and_then(|()| {
+        let written = jsonl_file::append_lines(file, end, &buffer, self.sync).and_then(|()| {
             if self.sync && end == 0 {
                 // A new file: its directory entry must reach the disk too.
                 sync_dir(path)
@@ -536,18 +541,24 @@ fn scan(
             return Ok(end);
         }
         number += 1;
-        if line.last() != Some(&b'\n') {
+        let bytes = if line.last() == Some(&b'\n') {
+            end += read as u64;
+            &line[..line.len() - 1]
+        } else {
             if read as u64 == limit {
                 return Err(StoreError::Corrupt {
                     location: format!("{}:{number}", path.display()),
                     reason: format!("a line longer than {MAX_ENTRY_BYTES} bytes"),
                 });
             }
-            // A torn tail: not returned.
-            return Ok(end);
-        }
-        end += read as u64;
-        let bytes = &line[..line.len() - 1];
+            if !jsonl_file::is_complete(&line) {
+                // A torn tail: not returned.
+                return Ok(end);
+            }
+            // A complete last line without its newline: an entry (the returned end stays
+            // the end of the whole lines).
+            &line[..]
+        };
         if bytes.is_empty() {
             continue;
         }

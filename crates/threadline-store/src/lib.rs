@@ -43,6 +43,7 @@ pub mod conformance;
 mod entry;
 mod error;
 mod jsonl;
+pub mod jsonl_file;
 mod key;
 mod memory;
 #[cfg(feature = "sqlite")]

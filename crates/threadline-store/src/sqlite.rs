@@ -73,9 +73,21 @@ fn backend(action: impl Into<String>, source: rusqlite::Error) -> StoreError {
 }
 
 impl SqliteStore {
-    /// The store in the database file at `path` (created if missing), in WAL mode.
+    /// The store in the database file at `path` (created if missing, private: mode `0600`
+    /// on unix, which SQLite gives its `-wal` and `-shm` files too), in WAL mode.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
+        // Created private before SQLite opens it (SQLite would create it with the umask's mode).
+        threadline_wire::secret::private_file_options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::Io {
+                action: "creating",
+                path: path.to_path_buf(),
+                source: e,
+            })?;
         let conn = Connection::open(path)
             .map_err(|e| backend(format!("opening {}", path.display()), e))?;
         let mode: String = conn

@@ -180,6 +180,16 @@ pub fn private_file_options() -> std::fs::OpenOptions {
     options
 }
 
+/// Creates `dir` and its missing parents with mode `0700` on unix (only the owner may list
+/// or enter them); directories that exist keep their mode. Where session files are kept.
+pub fn create_private_dir_all(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 /// The percent-encoded form of `secret` (every byte outside `A-Za-z0-9-._~` as `%XX`), if it
 /// differs from `secret`: the form a server echoing a query string or a form body shows.
 pub fn percent_encoded(secret: &[u8]) -> Option<String> {

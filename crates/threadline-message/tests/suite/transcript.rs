@@ -10,8 +10,8 @@ use serde_json::json;
 mod session_ops;
 
 use threadline_message::transcript::{
-    LineProblem, LineProblemKind, ReadOptions, TranscriptError, TranscriptWriter, WriterOptions,
-    parse_transcript, read_transcript, read_transcript_with,
+    LineProblem, LineProblemKind, ReadOptions, Tail, TranscriptError, TranscriptWriter,
+    WriterOptions, parse_transcript, read_transcript, read_transcript_with,
 };
 use threadline_message::{
     Attachment, CompactTrigger, DeltaAnnouncement, DeltaItem, Header, Level, Message, MessageId,
@@ -239,7 +239,7 @@ fn reopening_appends_after_what_is_there() {
     let mut writer =
         TranscriptWriter::open_with(file.path(), WriterOptions::default().with_sync_data(true))
             .expect("reopens");
-    assert!(!writer.terminated_cut_line());
+    assert_eq!(writer.tail_found(), Tail::Clean);
     writer.append_all(&messages[3..]).expect("appends");
     assert_eq!(writer.path(), file.path());
     drop(writer);
@@ -288,23 +288,50 @@ fn a_complete_last_line_without_newline_is_kept() {
 }
 
 #[test]
-fn reopening_after_a_crash_terminates_the_cut_line() {
+fn reopening_after_a_crash_cuts_off_the_cut_line() {
     let messages = every_kind();
     let file = write("crash", &messages[..2]);
-    let mut bytes = file.bytes();
+    let good = file.bytes();
+    let mut bytes = good.clone();
     bytes.extend_from_slice(br#"{"type":"user","id":"lost","conte"#);
     std::fs::write(file.path(), &bytes).expect("writes");
 
     let mut writer = TranscriptWriter::open(file.path()).expect("reopens");
-    assert!(writer.terminated_cut_line());
+    assert_eq!(
+        writer.tail_found(),
+        Tail::Cut {
+            at: good.len() as u64
+        }
+    );
     writer.append(&messages[2]).expect("appends");
     drop(writer);
 
-    // The new message is not glued to the cut line: the cut line is now a malformed middle line.
+    // The cut bytes (a write never acknowledged) are gone; nothing is glued to them.
     let read = read_transcript(file.path()).expect("reads");
     assert_eq!(read.messages, messages[..3]);
-    assert_eq!(read.problems.len(), 1);
-    assert!(malformed(3)(&read.problems[0]), "{:?}", read.problems);
+    assert_eq!(read.problems, []);
+}
+
+#[test]
+fn reopening_keeps_and_terminates_a_complete_last_line_without_its_newline() {
+    let messages = every_kind();
+    let file = write("unterminated", &messages[..2]);
+    let mut bytes = file.bytes();
+    bytes.pop();
+    std::fs::write(file.path(), &bytes).expect("writes");
+    // What a reader sees before the writer touches the file is what stays after.
+    assert_eq!(
+        read_transcript(file.path()).expect("reads").messages,
+        messages[..2]
+    );
+
+    let mut writer = TranscriptWriter::open(file.path()).expect("reopens");
+    assert_eq!(writer.tail_found(), Tail::Unterminated);
+    writer.append(&messages[2]).expect("appends");
+    drop(writer);
+    let read = read_transcript(file.path()).expect("reads");
+    assert_eq!(read.messages, messages[..3]);
+    assert_eq!(read.problems, []);
 }
 
 #[test]

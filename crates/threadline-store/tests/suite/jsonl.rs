@@ -107,6 +107,56 @@ fn a_torn_tail_is_left_out_reported_and_dropped_by_the_next_append() {
 }
 
 #[test]
+fn a_complete_last_entry_without_its_newline_is_kept_known_and_terminated() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlStore::new(dir.path());
+    let k = key("p", "s");
+    block_on(store.append(&k, &[entry(r#"{"uuid":"1"}"#)])).expect("append");
+    let path = store.path_of(&k).expect("path");
+    // A crash just before the second append's newline: the entry itself is whole.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open")
+        .write_all(br#"{"uuid":"2"}"#)
+        .expect("write");
+    assert_eq!(store.torn_tail(&k).expect("torn tail"), 0);
+    let both = Some(vec![entry(r#"{"uuid":"1"}"#), entry(r#"{"uuid":"2"}"#)]);
+    assert_eq!(block_on(store.load(&k)).expect("load"), both);
+    // Another store (another process) knows its id, and terminates it before appending.
+    let other = JsonlStore::new(dir.path());
+    let again = block_on(other.append(&k, &[entry(r#"{"uuid":"2"}"#), entry(r#"{"uuid":"3"}"#)]))
+        .expect("append");
+    assert_eq!((again.written, again.duplicates), (1, 1));
+    assert_eq!(
+        fs::read(&path).expect("file"),
+        b"{\"uuid\":\"1\"}\n{\"uuid\":\"2\"}\n{\"uuid\":\"3\"}\n"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn session_files_and_directories_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("sessions");
+    let store = JsonlStore::new(&root);
+    let k = key("p", "s").with_subpath("subagents/a").expect("subkey");
+    block_on(store.append(&k, &[entry(r#"{"uuid":"1"}"#)])).expect("append");
+    let path = store.path_of(&k).expect("path");
+    let mode = |p: &std::path::Path| fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600, "{}", path.display());
+    let mut parent = path.parent();
+    while let Some(p) = parent {
+        if !p.starts_with(&root) {
+            break;
+        }
+        assert_eq!(mode(p), 0o700, "{}", p.display());
+        parent = p.parent();
+    }
+}
+
+#[test]
 fn a_torn_only_file_loads_none() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = JsonlStore::new(dir.path());

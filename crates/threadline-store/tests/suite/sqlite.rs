@@ -86,3 +86,20 @@ fn four_processes_append_to_one_database() {
         .expect("entries");
     check_children(&loaded, 4);
 }
+
+#[cfg(unix)]
+#[test]
+fn the_database_and_its_wal_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("private.db");
+    let store = SqliteStore::open(&path).expect("open");
+    block_on(store.append(&key("p", "s"), &[entry(r#"{"uuid":"1"}"#)])).expect("append");
+    for file in ["private.db", "private.db-wal", "private.db-shm"] {
+        let file = dir.path().join(file);
+        if let Ok(meta) = std::fs::metadata(&file) {
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{}", file.display());
+        }
+    }
+    assert!(path.exists());
+}
