@@ -2,7 +2,8 @@
 //! git's repository directory (its `config` names `core.fsmonitor`, hooks, pagers …), an
 //! agent's settings (Claude Code's `.claude/` hooks, `.mcp.json` servers), threadline's own
 //! `.threadline/`. A tool allowed to write files but not to run commands must not write
-//! these, or writing becomes running (issue 13, finding 1; invariant 9).
+//! these, or writing becomes running (a finding of a security review; ARCHITECTURE.md's
+//! `threadline-tools` invariants).
 //!
 //! A pattern is one or more path components (`.git`, `.claude`); a path matches when the
 //! pattern's components appear in it consecutively at any depth, so `.git` covers

@@ -3,7 +3,7 @@
 //!
 //! The command's environment is this process's, less the variables withheld: by default the
 //! API's credentials ([`DEFAULT_WITHHELD_ENV`]), so a command the model runs cannot read the
-//! key (issue 13, finding 9). The list is configurable ([`Shell::with_withheld_env`],
+//! key. The list is configurable ([`Shell::with_withheld_env`],
 //! [`Shell::withhold_env`]); passing a credential on is an explicit choice
 //! ([`Shell::with_withheld_env`] without it).
 //!

@@ -1343,7 +1343,7 @@ fn usage_counts_each_request_once_with_its_last_fragment() {
     assert_eq!(imported.model(), Some("claude-sonnet-4-5"));
 }
 
-/// An `attachment` record (reference §6: chain fields and `attachment: {type, …}`).
+/// An `attachment` record (docs/claude-code-transcripts.md#attachments: chain fields and `attachment: {type, …}`).
 fn attachment_record(uuid: &str, parent: &str, attachment: Value) -> Value {
     json!({"type": "attachment", "uuid": uuid, "parentUuid": parent, "isSidechain": false,
            "sessionId": "s1", "timestamp": "2026-01-01T00:00:01Z", "attachment": attachment})

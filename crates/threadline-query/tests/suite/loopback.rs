@@ -331,7 +331,7 @@ fn pieces(body: &Value) -> Vec<Piece> {
         out.push((label, value.to_string(), strip_markers(&mut stripped)));
     };
     for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
-        // Deferred tools are not in the API's cached prefix (api-2026-additions.md §2).
+        // Deferred tools are not in the API's cached prefix (docs/api-notes.md#tool-search).
         if tool["defer_loading"] != json!(true) {
             stable(format!("tools[{i}]"), tool);
         }

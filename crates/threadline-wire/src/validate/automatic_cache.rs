@@ -3,7 +3,7 @@
 //! The automatic marker lands on the request's **last cacheable block**, walking back silently
 //! past blocks that cannot carry a marker (thinking, redacted thinking, empty text, blocks
 //! this version does not know), from the messages into `system` and then the tools that are
-//! not deferred; when none is found nothing is cached (`api-2026-additions.md` §5). It counts
+//! not deferred; when none is found nothing is cached (docs/api-notes.md#automatic-caching). It counts
 //! as one of the four breakpoints ([`super::cache::Breakpoints`], which reports a fifth as
 //! `TooManyCacheBreakpoints`). When the block it lands on already has an explicit marker,
 //! the same lifetime is a no-op and a different one is a 400

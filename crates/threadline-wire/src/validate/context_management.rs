@@ -1,8 +1,8 @@
-//! `context_management.edits`: the server-side edits' rules (anthropic-api.md §5.1–5.2,
-//! api-2026-additions.md §1).
+//! `context_management.edits`: the server-side edits' rules (docs/api-notes.md#context-editing and
+//! docs/api-notes.md#server-side-compaction).
 //!
 //! The API's text is known for one of them only: a beta-only field sent without its beta is
-//! ``context_management: Extra inputs are not permitted`` (observed, §1.2). The others (the
+//! ``context_management: Extra inputs are not permitted`` (observed; docs/api-notes.md#headers-and-betas). The others (the
 //! compaction trigger minimum, the trigger and keep types, the order of `clear_thinking`, the
 //! models) are documented rules whose 400 texts are not published: the texts are ours,
 //! written in the API's validation style.
@@ -32,7 +32,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
             && !beta_reported
             && ctx.options.names_beta(beta) == Some(false)
         {
-            // The API's text for a beta-only field sent without its beta (anthropic-api.md §1.2).
+            // The API's text for a beta-only field sent without its beta (docs/api-notes.md#request-body).
             beta_reported = true;
             let message = "context_management: Extra inputs are not permitted".to_owned();
             ctx.report_at(

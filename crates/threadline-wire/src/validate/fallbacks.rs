@@ -1,9 +1,9 @@
-//! `fallbacks` (server-side fallback, api-2026-additions.md §6): its beta, its shape, and
+//! `fallbacks` (server-side fallback, docs/api-notes.md#refusals-and-fallbacks): its beta, its shape, and
 //! what it cannot be combined with.
 //!
 //! The API's text is known for one rule only: a beta-only field sent without its beta is
 //! ``fallbacks: Extra inputs are not permitted`` (the pattern observed for other beta-only
-//! fields, anthropic-api.md §1.2). The list's limits (at most three entries, each distinct from
+//! fields, docs/api-notes.md#request-body). The list's limits (at most three entries, each distinct from
 //! the others and from `model`), the list-only version of the beta, and the hard 400 for
 //! `fallback_credit_token` beside `fallbacks` are documented without their texts: those texts
 //! are ours, written in the API's validation style.

@@ -1,6 +1,6 @@
-//! `thinking.display` and `output_config.task_budget` (api-2026-additions.md §7). Whether a
+//! `thinking.display` and `output_config.task_budget` (docs/api-notes.md#output-config). Whether a
 //! model takes `adaptive` at all, and which effort levels it takes, are `params.rs`'s rules
-//! (`ThinkingTypeUnsupported`, `EffortUnsupported`); this file adds what §7 documents beyond
+//! (`ThinkingTypeUnsupported`, `EffortUnsupported`); this file adds what the documentation states beyond
 //! them. None of these 400 texts is published except the strict-schema pattern for a beta-only
 //! field: the others are ours.
 
@@ -44,7 +44,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     };
     if ctx.options.names_beta(TASK_BUDGETS) == Some(false) {
         // The strict-schema text of a beta-only field sent without its beta (inferred from
-        // anthropic-api.md §1.2).
+        // docs/api-notes.md#request-body).
         let message = "output_config.task_budget: Extra inputs are not permitted".to_owned();
         ctx.report(Rule::BetaHeaderMissing, TASK_BUDGET, message);
     }

@@ -125,9 +125,9 @@ fn check_effort(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let supported = &ctx.model.effort;
     if supported.is_empty() {
         // Audit: no recorded response and no documented rule says the API rejects effort on a
-        // model without effort levels (reference §2.6 lists where it is supported, not what
+        // model without effort levels (docs/api-notes.md#per-model-parameters lists where it is supported, not what
         // the others do; the text is the strict-schema message observed for a missing beta
-        // header, §1.2). So a warning, for every model.
+        // header, docs/api-notes.md#headers-and-betas). So a warning, for every model.
         ctx.warn(
             Rule::EffortUnsupported,
             EFFORT,

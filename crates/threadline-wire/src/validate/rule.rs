@@ -1,7 +1,7 @@
 //! The rules the validator checks, and the API's own words for each.
 //!
-//! Every text here is the `error.message` the Messages API returns (reference
-//! `anthropic-api.md` §1.4–1.5 and §2), byte-for-byte where the reference or a recorded
+//! Every text here is the `error.message` the Messages API returns (summarised, with
+//! sources, in `docs/api-notes.md`), byte-for-byte where a public source or a recorded
 //! response quotes it — backticks, the API's "preceeding" typo and its pydantic-style paths
 //! included. Each variant's documentation says where its text comes from; the few texts that
 //! are inferred rather than observed say so.
@@ -11,11 +11,16 @@
 //! turn (a string content counts as one text block). The validator's [`Violation::path`]
 //! keeps the position in the request as sent.
 //!
-//! Every variant ends with an *Audit* line (issue 14: `check` must never reject what the API
-//! accepts): the recorded fixture exchange (`fixtures/canonical/<repo>/<name>#<exchange>`) or
-//! the reference section (`anthropic-api.md`, `api-2026-additions.md`)
-//! that bounds the rule, and whether the rule is model-specific (a warning, not a violation,
+//! Every variant ends with an *Audit* line (`check` must never reject what the API accepts):
+//! the recorded fixture exchange (`fixtures/canonical/<repo>/<name>#<exchange>`) or the
+//! section of `docs/api-notes.md` that bounds the rule, and whether the rule is model-specific (a warning, not a violation,
 //! for a model the table does not know). A rule nothing bounds reports warnings only.
+//!
+//! Evidence tags in the Audit lines: `WIRE` is an error text observed in real API responses
+//! quoted in public code (with how often); `DOC:<page>` is the page
+//! `https://platform.claude.com/docs/en/…/<page>` of the public documentation; `PY` a type of
+//! the official Python SDK (`anthropics/anthropic-sdk-python`); `ISSUE owner/repo#n` a public
+//! GitHub issue.
 //!
 //! [`Violation::path`]: super::Violation::path
 
@@ -27,20 +32,20 @@ use std::fmt;
 pub enum Rule {
     /// `messages` is `[]`. Text `messages: at least one message is required` (observed, many).
     ///
-    /// Audit: reference §2.2 (WIRE, many).
+    /// Audit: docs/api-notes.md#message-sequence (WIRE, many).
     EmptyMessages,
     /// A message other than an optional final assistant message has `""` or `[]` content.
     /// Text `messages.N: all messages must have non-empty content except for the optional final
     /// assistant message` (observed, many).
     ///
-    /// Audit: reference §2.2 (WIRE, many); the optional final assistant message is exempt as
+    /// Audit: docs/api-notes.md#message-sequence (WIRE, many); the optional final assistant message is exempt as
     /// the text says.
     EmptyContent,
     /// A text block (in a message or nested in a `tool_result`) is `""`.
     /// Text `messages: text content blocks must be non-empty`; in `system`,
     /// `system: text content blocks must be non-empty` (observed, many).
     ///
-    /// Audit: reference §2.2 (WIRE, many); the `system:` text is quoted from real responses in
+    /// Audit: docs/api-notes.md#message-sequence (WIRE, many); the `system:` text is quoted from real responses in
     /// public code (e.g. request `req_011CURe5b5KfYRq37fv8qqhM`).
     EmptyTextBlock,
     /// A text block holds only whitespace and its content list (the merged turn, a
@@ -48,16 +53,16 @@ pub enum Rule {
     /// `messages: text content blocks must contain non-whitespace text` / `system: …`
     /// (observed, many).
     ///
-    /// Audit: reference §2.2 (WIRE, many) for the texts; the positions (a content list holding
-    /// nothing but blank text) are bounded by the recorded 200 of issue 14 (an earlier
-    /// assistant `"\n\n"` block accepted) and the public probes cited in `text.rs`. Narrowed in
-    /// issue 14 (it fired on any whitespace-only block).
+    /// Audit: docs/api-notes.md#message-sequence (WIRE, many) for the texts; the positions (a content list holding
+    /// nothing but blank text) are bounded by a recorded 200 (an earlier
+    /// assistant `"\n\n"` block accepted) and the public probes cited in `text.rs`. It once
+    /// fired on any whitespace-only block; that was too strict.
     WhitespaceTextBlock,
     /// A message role the model does not accept: `system` on a model whose table row says
     /// `system_messages: false`, or an unknown role. Text `messages.N.role: Input should be
     /// 'user' or 'assistant'` (observed; the current text is uncertain).
     ///
-    /// Audit: reference §1.3 (DOC:mid-conversation-system-messages; WIRE, text uncertain).
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages (DOC:mid-conversation-system-messages; WIRE, text uncertain).
     /// Model-specific for `system` (the row's `system_messages`): a warning on an unknown
     /// model.
     InvalidRole,
@@ -67,7 +72,7 @@ pub enum Rule {
     /// block must have a corresponding `tool_result` block in the next message.`` with N the
     /// assistant message (observed, many; the separator between several ids is inferred).
     ///
-    /// Audit: reference §2.3 (DOC:handle-tool-calls; WIRE, many); recorded 200s with answered
+    /// Audit: docs/api-notes.md#tool-pairing (DOC:handle-tool-calls; WIRE, many); recorded 200s with answered
     /// calls, e.g. `anthropics__anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836#1`.
     ToolUseWithoutResult,
     /// A `tool_result` answers no `tool_use` of the previous message. Text
@@ -75,35 +80,35 @@ pub enum Rule {
     /// `tool_result` block must have a corresponding `tool_use` block in the previous
     /// message.`` (observed, many; reproduced by a recorded 400).
     ///
-    /// Audit: reference §2.3 (WIRE, many); recorded 400
+    /// Audit: docs/api-notes.md#tool-pairing (WIRE, many); recorded 400
     /// `anthropics__anthropic-sdk-python/f59a9391-643b-422c-96dc-1f28bc7ea4d7#1`, reproduced
     /// word for word.
     OrphanToolResult,
     /// Two `tool_result` blocks answer the same id. Text ``messages.N.content.M: each tool_use
     /// must have a single result. Found multiple `tool_result` blocks with id: ID`` (observed).
     ///
-    /// Audit: reference §2.3 (WIRE, several).
+    /// Audit: docs/api-notes.md#tool-pairing (WIRE, several).
     DuplicateToolResult,
     /// A `tool_use` (or `server_tool_use`) id appears twice in the conversation. Text
     /// ``messages.N.content.M: `tool_use` ids must be unique`` (observed).
     ///
-    /// Audit: reference §2.3 (WIRE, several).
+    /// Audit: docs/api-notes.md#tool-pairing (WIRE, several).
     DuplicateToolUseId,
     /// A `tool_result` block in an assistant (or system) message. Text ``messages.N:
     /// `tool_result` blocks can only be in `user` messages`` (observed).
     ///
-    /// Audit: reference §2.3 (WIRE, several).
+    /// Audit: docs/api-notes.md#tool-pairing (WIRE, several).
     ToolResultInAssistant,
     /// A `tool_use` id outside `^[a-zA-Z0-9_-]+$`. Text `messages.N.content.M.tool_use.id:
     /// String should match pattern '^[a-zA-Z0-9_-]+$'` (observed, many).
     ///
-    /// Audit: reference §1.4 (WIRE, many).
+    /// Audit: docs/api-notes.md#content-blocks-and-ids (WIRE, many).
     ToolUseIdPattern,
     /// A `server_tool_use` id outside `^srvtoolu_[a-zA-Z0-9_]+$`. Text
     /// `messages.N.content.M.server_tool_use.id: String should match pattern
     /// '^srvtoolu_[a-zA-Z0-9_]+$'` (observed once).
     ///
-    /// Audit: reference §1.4 (WIRE, one occurrence); recorded 200s send `srvtoolu_…` ids back,
+    /// Audit: docs/api-notes.md#content-blocks-and-ids (WIRE, one occurrence); recorded 200s send `srvtoolu_…` ids back,
     /// e.g. `anthropics__anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836#1`.
     ServerToolUseIdPattern,
     /// A server tool result block (`web_search_tool_result`, …) whose `tool_use_id` names no
@@ -122,7 +127,7 @@ pub enum Rule {
     /// ``\`NAME\` tool use with id \`ID\` was found without a corresponding \`NAME_tool_result\`
     /// block`` (documented).
     ///
-    /// Audit: reference §2.3 (DOC:handling-stop-reasons); recorded 200
+    /// Audit: docs/api-notes.md#tool-pairing (DOC:handling-stop-reasons); recorded 200
     /// `pydantic__pydantic-ai/test_pause_turn_web_search_streaming_vcr#1` (a paused turn
     /// resumed) bounds the passing side.
     ServerToolPending,
@@ -131,8 +136,8 @@ pub enum Rule {
     /// provided``: the documentation quotes only the ending ``but no `NAME` tool was
     /// provided``; the beginning is inferred.
     ///
-    /// Audit: reference §2.3 (DOC:handling-stop-reasons, the ending only);
-    /// api-2026-additions.md §2 ("resume without the pending server tool defined").
+    /// Audit: docs/api-notes.md#tool-pairing (DOC:handling-stop-reasons, the ending only);
+    /// docs/api-notes.md#tool-search ("resume without the pending server tool defined").
     ServerToolNotProvided,
     /// A custom tool name outside `^[a-zA-Z0-9_-]{1,64}$` (64 is
     /// [`ValidateOptions::max_tool_name_len`]). Text `tools.N.custom.name: String should match
@@ -140,80 +145,78 @@ pub enum Rule {
     ///
     /// [`ValidateOptions::max_tool_name_len`]: super::ValidateOptions::max_tool_name_len
     ///
-    /// Audit: reference §1.5 (DOC:define-tools; WIRE); the limit is
+    /// Audit: docs/api-notes.md#tool-definitions (DOC:define-tools; WIRE); the limit is
     /// `ValidateOptions::max_tool_name_len` because 64 and 128 are both observed.
     ToolNamePattern,
     /// Two tools share a name. Text `tools: Tool names must be unique.` (observed, many).
     ///
-    /// Audit: reference §1.5 (WIRE, many).
+    /// Audit: docs/api-notes.md#tool-definitions (WIRE, many).
     DuplicateToolName,
     /// `tool_choice` without tools. Text `tool_choice may only be specified while providing
     /// tools.` (observed, many).
     ///
-    /// Audit: reference §1.5 (WIRE, many); skipped with `mcp_servers`, whose servers provide tools this validator cannot list (recorded 200 `pydantic__pydantic-ai/test_anthropic_mcp_servers_stream#0` sends `mcp_servers` without `tools`).
+    /// Audit: docs/api-notes.md#tool-definitions (WIRE, many); skipped with `mcp_servers`, whose servers provide tools this validator cannot list (recorded 200 `pydantic__pydantic-ai/test_anthropic_mcp_servers_stream#0` sends `mcp_servers` without `tools`).
     ToolChoiceWithoutTools,
     /// `tool_choice` names a tool that is not defined. Text `tool_choice.name: Tool 'X' not
     /// found in provided tools` (observed).
     ///
-    /// Audit: reference §1.5 (WIRE).
+    /// Audit: docs/api-notes.md#tool-definitions (WIRE).
     ToolChoiceUnknownTool,
     /// A tool with both `defer_loading: true` and `cache_control`. Text `Tool 'NAME' cannot
     /// have both defer_loading=true and cache_control set. Tools with defer_loading cannot use
     /// prompt caching.` (observed: Wei-Shaw/sub2api#4990, relayed by a gateway; the rule is
-    /// documented on the tool-search page; reference `api-2026-additions.md` §2 "Rules
-    /// enforced").
+    /// documented on the tool-search page; see docs/api-notes.md#tool-search).
     ///
-    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC; ISSUE Wei-Shaw/sub2api#4990).
-    /// Added in issue 14.
+    /// Audit: docs/api-notes.md#tool-search (DOC; ISSUE Wei-Shaw/sub2api#4990).
     DeferredToolWithCacheControl,
     /// Every tool has `defer_loading: true`. Text `At least one tool must have
     /// defer_loading=false. All tools cannot be deferred.` (documented).
     ///
-    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC:tool-search-tool); recorded 200
+    /// Audit: docs/api-notes.md#tool-search (DOC:tool-search-tool); recorded 200
     /// `pydantic__pydantic-ai/test_anthropic_native_tool_search_streaming#0` (deferred tools
-    /// beside the non-deferred search tool) bounds the passing side. Added in issue 16.
+    /// beside the non-deferred search tool) bounds the passing side.
     AllToolsDeferred,
     /// A `tool_reference` (in `tool_result` content or a `tool_search_tool_result`) names a
     /// tool `tools` does not declare. Text `Tool reference 'NAME' not found in available
     /// tools` (documented). Skipped with MCP servers or toolsets, whose tools are not listed.
     ///
-    /// Audit: api-2026-additions.md §2 "Rules enforced" (DOC:tool-search-tool); recorded 200
+    /// Audit: docs/api-notes.md#tool-search (DOC:tool-search-tool); recorded 200
     /// `pydantic__pydantic-ai/test_anthropic_native_tool_search_streaming#1` sends a found
-    /// reference back. Added in issue 16.
+    /// reference back.
     ToolReferenceNotFound,
     /// `defer_loading: true` on a model without tool search (the model table's
     /// `tool_search` feature). The text is ours: the API's is not published.
     ///
-    /// Audit: api-2026-additions.md §2 "Models" (Opus 4.5+, Sonnet 4.5+, Haiku 4.5, the 5
-    /// family; not Opus 4.1 or older). Model-specific: a warning on an unknown model. Added in
-    /// issue 16.
+    /// Audit: docs/api-notes.md#tool-search (Opus 4.5+, Sonnet 4.5+, Haiku 4.5, the 5
+    /// family; not Opus 4.1 or older). Model-specific: a warning on an unknown model.
     DeferLoadingUnsupported,
     /// More than 4 `cache_control` breakpoints (tools, system blocks, message blocks, blocks
     /// nested in `tool_result` content; top-level automatic caching counts one). Text `A maximum
     /// of 4 blocks with cache_control may be provided. Found 5.` (observed, many).
     ///
-    /// Audit: reference §2.5 (WIRE, many); recorded 200s with markers, e.g.
+    /// Audit: docs/api-notes.md#prompt-caching (WIRE, many); recorded 200s with markers, e.g.
     /// `pydantic__pydantic-ai/test_anthropic_cache_real_api#0`.
     TooManyCacheBreakpoints,
     /// `cache_control` on an empty text block. Text `messages.N.content.M.text: cache_control
     /// cannot be set for empty text blocks` (observed).
     ///
-    /// Audit: reference §2.5 (WIRE, several; DOC:prompt-caching "Empty text blocks cannot be
+    /// Audit: docs/api-notes.md#prompt-caching (WIRE, several; DOC:prompt-caching "Empty text blocks cannot be
     /// cached").
     CacheControlOnEmptyText,
     /// `cache_control` on a `thinking` or `redacted_thinking` block, whose schema has no such
     /// field. Text `messages.N.content.M.thinking.cache_control: Extra inputs are not permitted`
     /// (inferred from the API's strict-schema message).
     ///
-    /// Audit: reference §2.5 and §4 (DOC:prompt-caching: thinking blocks cannot be marked; SDK
-    /// types have no field); the text is inferred from the strict-schema message (§1.2).
+    /// Audit: docs/api-notes.md#prompt-caching (DOC:prompt-caching: thinking blocks cannot be marked; SDK
+    /// types have no field); the text is inferred from the strict-schema message
+    /// (docs/api-notes.md#request-body).
     CacheControlOnThinking,
     /// A `1h` breakpoint after a `5m` one, in `tools` → `system` → `messages` order. Text
     /// ``PATH.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m'
     /// cache_control block. Blocks are processed in the following order: `tools`, `system`,
     /// `messages`.`` (observed in two repositories).
     ///
-    /// Audit: reference §2.5 (WIRE, two repositories; DOC:prompt-caching "Mixing different
+    /// Audit: docs/api-notes.md#prompt-caching (WIRE, two repositories; DOC:prompt-caching "Mixing different
     /// TTLs").
     CacheTtlOrder,
     /// The top-level automatic `cache_control` lands on a block (the request's last cacheable
@@ -222,27 +225,27 @@ pub enum Rule {
     /// cache_control (ttl 'A') lands on PATH, which already has a cache_control with ttl 'B';
     /// use the same ttl or remove one of them`.
     ///
-    /// Audit: api-2026-additions.md §5 "Slots" (DOC: a different TTL is a 400; text not
-    /// published). Added in issue 16.
+    /// Audit: docs/api-notes.md#automatic-caching (DOC: a different TTL is a 400; text not
+    /// published).
     AutomaticCacheTtlConflict,
     /// Manual thinking with `budget_tokens` below 1024. Text
     /// `thinking.enabled.budget_tokens: Input should be greater than or equal to 1024`
     /// (observed, many).
     ///
-    /// Audit: reference §1.2 and §2.4 (DOC:create; WIRE, many).
+    /// Audit: docs/api-notes.md#request-body and #thinking (DOC:create; WIRE, many).
     ThinkingBudgetTooSmall,
     /// Manual thinking with `budget_tokens` ≥ `max_tokens` (allowed with interleaved thinking).
     /// Text ``\`max_tokens\` must be greater than \`thinking.budget_tokens\`. Please consult our
     /// documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size``
     /// (observed, many).
     ///
-    /// Audit: reference §1.2 and §2.4 (DOC:extended-thinking; WIRE, many); the
+    /// Audit: docs/api-notes.md#request-body and #thinking (DOC:extended-thinking; WIRE, many); the
     /// interleaved-thinking exception is an option.
     ThinkingBudgetNotBelowMaxTokens,
     /// Manual thinking with a `tool_choice` that forces tool use (`any`, `tool`). Text
     /// `Thinking may not be enabled when tool_choice forces tool use.` (observed, many).
     ///
-    /// Audit: reference §2.4 (WIRE, many; DOC:thinking); adaptive thinking is exempt.
+    /// Audit: docs/api-notes.md#thinking (WIRE, many; DOC:thinking); adaptive thinking is exempt.
     ThinkingWithForcedToolChoice,
     /// Manual thinking and the final assistant message (the one that starts the last
     /// `tool_use`/`tool_result` chain, or a final prefill) does not start with a thinking
@@ -251,62 +254,62 @@ pub enum Rule {
     /// thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). …``
     /// (observed, many).
     ///
-    /// Audit: reference §2.4 (WIRE, many; DOC:thinking "Thinking with tool use"); recorded 200s with manual thinking and earlier thinking turns, e.g.
+    /// Audit: docs/api-notes.md#thinking (WIRE, many; DOC:thinking "Thinking with tool use"); recorded 200s with manual thinking and earlier thinking turns, e.g.
     /// `pydantic__pydantic-ai/test_anthropic_model_thinking_part#1`, bound the passing side.
     FinalAssistantMissingThinking,
     /// An assistant message holds thinking blocks but does not start with one. Text
     /// ``messages.N.content.0: If an assistant message contains any thinking blocks, the first
     /// block must be `thinking` or `redacted_thinking`. Found `text`.`` (observed).
     ///
-    /// Audit: reference §2.4 (WIRE, several).
+    /// Audit: docs/api-notes.md#thinking (WIRE, several).
     ThinkingNotFirst,
     /// A `thinking` block without its `signature`. Text
     /// `messages.N.content.M.thinking.signature: Field required` (observed).
     ///
-    /// Audit: reference §2.4 (WIRE).
+    /// Audit: docs/api-notes.md#thinking (WIRE).
     ThinkingSignatureMissing,
     /// The conversation ends with an assistant message on a model whose row says
     /// `prefill: false`. Text `This model does not support assistant message prefill. The
     /// conversation must end with a user message.` (documented, observed many).
     ///
-    /// Audit: reference §2.2 and §2.6 (DOC:api/errors; WIRE, many); recorded 200
+    /// Audit: docs/api-notes.md#message-sequence and #per-model-parameters (DOC:api/errors; WIRE, many); recorded 200
     /// `pydantic__pydantic-ai/test_pause_turn_web_search_streaming_vcr#1` (a `pause_turn`
     /// continuation is not a prefill). Model-specific: a warning on an unknown model.
     PrefillUnsupported,
     /// A final assistant message (prefill) ends with whitespace. Text `final assistant content
     /// cannot end with trailing whitespace` (documented, observed).
     ///
-    /// Audit: reference §2.2 (DOC:prefill-claudes-response; WIRE). Checked only where the row
+    /// Audit: docs/api-notes.md#message-sequence (DOC:prefill-claudes-response; WIRE). Checked only where the row
     /// accepts prefill, so model-specific: a warning on an unknown model.
     TrailingWhitespace,
     /// `max_tokens` above the model's maximum. Text `max_tokens: 999999 > 64000, which is the
     /// maximum allowed number of output tokens for claude-haiku-4-5-20251001` (observed, many).
     ///
-    /// Audit: reference §2.7 (WIRE, many) and §6 (the limits); recorded 200s at the limits,
+    /// Audit: docs/api-notes.md#length-limits (WIRE, many) and #model-table (the limits); recorded 200s at the limits,
     /// e.g.
     /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_a_long_conversation_and_bills_the_summarization_pass#0`
-    /// (128,000 on Sonnet 4.6). Model-specific: on an unknown model a warning (issue 14:
-    /// `claude-3-7-sonnet-latest` with 16,000 was accepted).
+    /// (128,000 on Sonnet 4.6). Model-specific: on an unknown model a warning (a recorded
+    /// request for `claude-3-7-sonnet-latest` with 16,000 was accepted).
     MaxTokensTooLarge,
     /// A `thinking.type` the model's row does not accept. Texts `adaptive thinking is not
     /// supported on this model`, `"thinking.type.enabled" is not supported for this model. …`
     /// and `"thinking.type.disabled" is not supported for this model. …` (documented).
     ///
-    /// Audit: reference §2.6 (DOC:thinking-troubleshooting, DOC:api/errors). Model-specific: a
+    /// Audit: docs/api-notes.md#per-model-parameters (DOC:thinking-troubleshooting, DOC:api/errors). Model-specific: a
     /// warning on an unknown model.
     ThinkingTypeUnsupported,
     /// A non-default `temperature`, `top_p` or `top_k` on a model whose row says
     /// `sampling_params: false`. Text ``\`temperature\` is deprecated for this model.`` (and the
     /// same for `top_p`, observed; `top_k` by analogy).
     ///
-    /// Audit: reference §2.6 (WIRE for `temperature`; DOC: sampling parameters rejected on Opus
+    /// Audit: docs/api-notes.md#per-model-parameters (WIRE for `temperature`; DOC: sampling parameters rejected on Opus
     /// 4.7+ and the 5 family). Model-specific: a warning on an unknown model.
     SamplingParamUnsupported,
     /// `temperature` other than 1 while thinking is on. Text ``\`temperature\` may only be set
     /// to 1 when thinking is enabled`` (the newer variant, on models with adaptive thinking,
     /// appends ` or in adaptive mode`) (observed, many).
     ///
-    /// Audit: reference §2.4 (WIRE, many; DOC:thinking "Sampling parameters"). Its text and
+    /// Audit: docs/api-notes.md#thinking (WIRE, many; DOC:thinking "Sampling parameters"). Its text and
     /// whether it applies depend on the row, so model-specific: a warning on an unknown model.
     TemperatureWithThinking,
     /// An `output_config.effort` level the model's row does not list. Text `This model does not
@@ -316,11 +319,11 @@ pub enum Rule {
     ///
     /// Audit: the level text: recorded 400
     /// `pydantic__pydantic-ai/test_anthropic_explicit_effort_xhigh_unsupported_model_errors#0`,
-    /// reproduced word for word; reference §2.6 (DOC:effort). A model with no effort levels:
+    /// reproduced word for word; docs/api-notes.md#per-model-parameters (DOC:effort). A model with no effort levels:
     /// neither a recorded response nor a documented rejection bounds it, so that finding is a
-    /// warning for every model (issue 14). Model-specific: a warning on an unknown model.
+    /// warning for every model. Model-specific: a warning on an unknown model.
     EffortUnsupported,
-    // --- Issue 16: tool changes, context management, thinking display, task budgets. Texts
+    // --- Tool changes, context management, thinking display, task budgets. Texts
     // marked "ours" are not published by the API; they live beside their checks
     // (`tool_changes.rs`, `context_management.rs`, `output_config.rs`).
     /// A mid-conversation `role: "system"` message out of place: first in `messages`, not
@@ -328,25 +331,25 @@ pub enum Rule {
     /// followed by a user turn. Texts ours (not published). Between a `tool_use` and its
     /// `tool_result` is the pairing rule's ([`Rule::ToolUseWithoutResult`]), not re-reported.
     ///
-    /// Audit: api-2026-additions.md §3 "Rules enforced" (DOC:mid-conversation-system-messages).
+    /// Audit: docs/api-notes.md#tool-changes (DOC:mid-conversation-system-messages).
     /// Checked only on a model whose row accepts system messages.
     SystemMessagePlacement,
     /// A `tool_addition` / `tool_removal` block outside a `role: "system"` message. Text ours:
     /// ``messages.N.content.M: `tool_addition` blocks can only be in `system` messages``.
     ///
-    /// Audit: api-2026-additions.md §3 (DOC: the blocks live in system messages).
+    /// Audit: docs/api-notes.md#tool-changes (DOC: the blocks live in system messages).
     ToolChangeOutsideSystemMessage,
     /// A tool change referring to a tool not declared in `tools` (or an MCP server not in
     /// `mcp_servers` / an `mcp_toolset`). Text ours: `messages.N.content.M.tool.name: Tool 'X'
     /// not found in provided tools`.
     ///
-    /// Audit: api-2026-additions.md §3 "Rules enforced" (DOC; 400, text not published).
+    /// Audit: docs/api-notes.md#tool-changes (DOC; 400, text not published).
     ToolChangeUnknownTool,
     /// Tool changes on a model without [`Feature::ToolChanges`]. Text ours.
     ///
     /// [`Feature::ToolChanges`]: crate::model::Feature::ToolChanges
     ///
-    /// Audit: api-2026-additions.md §3 "Models" (DOC). Model-specific: a warning on an
+    /// Audit: docs/api-notes.md#tool-changes (DOC). Model-specific: a warning on an
     /// unknown model.
     ToolChangesUnsupported,
     /// A beta feature in the body without its `anthropic-beta` name (checked only when the
@@ -357,53 +360,53 @@ pub enum Rule {
     ///
     /// [`ValidateOptions::with_beta_header`]: super::ValidateOptions::with_beta_header
     ///
-    /// Audit: anthropic-api.md §1.2 (WIRE: beta-only fields without the beta); recorded 200
+    /// Audit: docs/api-notes.md#request-body (WIRE: beta-only fields without the beta); recorded 200
     /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_…#0` (with the beta).
     BetaHeaderMissing,
     /// A `compact_20260112` trigger below 50,000 input tokens. Text ours (the minimum is
     /// documented, its 400 text not published): `context_management.edits.N.trigger.value:
     /// Input should be greater than or equal to 50000`.
     ///
-    /// Audit: api-2026-additions.md §1 "Request" and §9; recorded 200s at exactly 50,000
+    /// Audit: docs/api-notes.md#server-side-compaction and #unverified-points; recorded 200s at exactly 50,000
     /// (`crmne__ruby_llm/…compacts…#0`, `pydantic__pydantic-ai/test_anthropic_compaction_usage_with_cache_streaming#0`).
     CompactTriggerTooSmall,
     /// A context edit of a shape the API does not take: a `compact_20260112` trigger other
     /// than `input_tokens`, a `clear_tool_uses_20250919` trigger other than `input_tokens` /
     /// `tool_uses`, a `clear_thinking_20251015` `keep` of 0 thinking turns. Texts ours.
     ///
-    /// Audit: anthropic-api.md §5.1 and §5.2 (DOC:context-editing, DOC:compaction).
+    /// Audit: docs/api-notes.md#context-editing and #server-side-compaction (DOC:context-editing, DOC:compaction).
     ContextEditInvalid,
     /// `clear_thinking_20251015` combined with other edits but not listed first. Text ours.
     ///
-    /// Audit: anthropic-api.md §5.1 (DOC:context-editing: "must be listed first").
+    /// Audit: docs/api-notes.md#context-editing (DOC:context-editing: "must be listed first").
     ClearThinkingNotFirst,
     /// `compact_20260112` on a model without [`Feature::ServerCompaction`]. Text ours.
     ///
     /// [`Feature::ServerCompaction`]: crate::model::Feature::ServerCompaction
     ///
-    /// Audit: anthropic-api.md §5.2 (DOC:compaction model list). Model-specific: a warning on
+    /// Audit: docs/api-notes.md#server-side-compaction (DOC:compaction model list). Model-specific: a warning on
     /// an unknown model.
     CompactUnsupported,
     /// `thinking.display` with `thinking.type: "disabled"`. Text ours.
     ///
-    /// Audit: api-2026-additions.md §7 (DOC:adaptive-thinking: "`display` with `disabled` is
+    /// Audit: docs/api-notes.md#output-config (DOC:adaptive-thinking: "`display` with `disabled` is
     /// invalid").
     ThinkingDisplayWithDisabled,
     /// `output_config.task_budget.total` below 20,000. Text ours (documented minimum).
     ///
-    /// Audit: api-2026-additions.md §7 (DOC:task-budgets).
+    /// Audit: docs/api-notes.md#output-config (DOC:task-budgets).
     TaskBudgetTooSmall,
     /// `output_config.task_budget` on a model without [`Feature::TaskBudget`]. Text ours.
     ///
     /// [`Feature::TaskBudget`]: crate::model::Feature::TaskBudget
     ///
-    /// Audit: api-2026-additions.md §7 (DOC:task-budgets model list). Model-specific: a
+    /// Audit: docs/api-notes.md#output-config (DOC:task-budgets model list). Model-specific: a
     /// warning on an unknown model.
     TaskBudgetUnsupported,
     /// `thinking: {type: "disabled"}` at an effort level the model's row does not allow it
     /// with (`disabled_thinking_efforts`; Opus 5 takes it up to `high`). Text ours.
     ///
-    /// Audit: api-2026-additions.md §7 and anthropic-api.md §2.6 (DOC:effort). Model-specific:
+    /// Audit: docs/api-notes.md#output-config and docs/api-notes.md#per-model-parameters (DOC:effort). Model-specific:
     /// a warning on an unknown model.
     ThinkingDisabledAtEffort,
     /// `fallbacks` of a shape the API does not take: a list of no entries or more than three,
@@ -414,8 +417,8 @@ pub enum Rule {
     /// [`Rule::BetaHeaderMissing`], with the API's pattern `fallbacks: Extra inputs are not
     /// permitted`.)
     ///
-    /// Audit: api-2026-additions.md §6 "Server-side fallback" (DOC; PY `beta_fallbacks_param.py`,
-    /// `beta_fallback_credit_token_param.py`). Added in issue 16.
+    /// Audit: docs/api-notes.md#refusals-and-fallbacks (DOC; PY `beta_fallbacks_param.py`,
+    /// `beta_fallback_credit_token_param.py`).
     FallbacksInvalid,
 }
 

@@ -1,14 +1,15 @@
 //! Text blocks, wherever they are (messages, nested results, system): not empty, no cache
 //! marker on an empty block, and not whitespace only where the API rejects that.
 //!
-//! Where whitespace-only text is rejected (reference §2.2 quotes the texts but no positions):
+//! Where whitespace-only text is rejected (the API's texts are known, docs/api-notes.md#message-sequence,
+//! but no documentation gives the positions):
 //! the API rejects a content list — a merged turn, a `tool_result`'s or `search_result`'s
 //! blocks, the system prompt — that holds text and nothing but whitespace-only text: the
 //! response `"\n\n"` sent back as an assistant turn (nick1udwig/kibitz#78), the assistant turn
 //! `[{"type":"text","text":" "}]` (anomalyco/opencode#31260), `[text " "]` and `[text "\n"]` as
 //! the only block (probed by LibreChat-AI/agents#124). It accepts a whitespace-only block
 //! beside other content: `[text " ", text "real"]` (the same probe), an earlier assistant
-//! message holding a `"\n\n"` text block (the recorded 200 of issue 14). Whether a
+//! message holding a `"\n\n"` text block (a recorded request answered with 200). Whether a
 //! whitespace-only block beside only non-text blocks (a `tool_use`, server tool blocks) is
 //! rejected is not settled by any source, so it is accepted: `check` must never reject what
 //! the API accepts.
@@ -61,7 +62,7 @@ pub(super) fn check_text_block(
             ctx.report(Rule::EmptyTextBlock, loc, texts.empty.to_owned());
         }
     } else if blank_list && is_blank(text) {
-        // Audit: reference §2.2 [WIRE, many]; positions as in the module docs.
+        // Audit: docs/api-notes.md#message-sequence [WIRE, many]; positions as in the module docs.
         ctx.report(Rule::WhitespaceTextBlock, loc, texts.whitespace.to_owned());
     }
 }

@@ -6,7 +6,7 @@
 //! `tool_result`" (a system turn after an assistant turn with a `tool_use` leaves it
 //! unanswered: [`Rule::ToolUseWithoutResult`]). This file adds the rest of the placement rules
 //! and the tool change rules. The API publishes none of their texts
-//! (api-2026-additions.md §3 and §9): every text here is ours.
+//! (docs/api-notes.md#tool-changes and #unverified-points): every text here is ours.
 
 use std::collections::HashSet;
 

@@ -19,7 +19,7 @@ pub(super) fn check_tools(ctx: &mut Ctx<'_>, view: &View<'_>) {
         return;
     }
     if tools.iter().all(ToolDefinition::is_deferred) {
-        // Audit: api-2026-additions.md §2 "Rules enforced" (DOC).
+        // Audit: docs/api-notes.md#tool-search (DOC).
         let message = rule::ALL_TOOLS_DEFERRED.to_owned();
         ctx.report_at(
             Rule::AllToolsDeferred,
@@ -102,7 +102,7 @@ pub(super) fn check_references(ctx: &mut Ctx<'_>, view: &View<'_>) {
                     Some(k) => tb.loc.nested(k),
                     None => tb.loc,
                 };
-                // Audit: api-2026-additions.md §2 "Rules enforced" (DOC).
+                // Audit: docs/api-notes.md#tool-search (DOC).
                 let message = rule::tool_reference_not_found(name);
                 ctx.report(Rule::ToolReferenceNotFound, loc, message);
             }

@@ -28,7 +28,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakp
         }
         if let Some(marker) = tool.cache_control() {
             if tool.is_deferred() {
-                // Audit: api-2026-additions.md §2 (documented; observed, sub2api#4990).
+                // Audit: docs/api-notes.md#tool-search (documented; observed, sub2api#4990).
                 let message = rule::deferred_tool_with_cache_control(tool.name());
                 let path = loc.field("cache_control");
                 ctx.report_at(Rule::DeferredToolWithCacheControl, loc, path, message);

@@ -621,7 +621,7 @@ proptest! {
         prop_assert!(found.is_empty(), "{found:?} in {request:#}");
     }
 
-    /// Issue 14: a `"\n\n"` text block in an assistant message beside other content (as the
+    /// A `"\n\n"` text block in an assistant message beside other content (as the
     /// API itself returns them) is accepted, wherever it goes after the first block.
     #[test]
     fn whitespace_beside_other_content_is_accepted(plan in plan(), seed in any::<usize>()) {

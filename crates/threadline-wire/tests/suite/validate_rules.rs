@@ -14,8 +14,8 @@ use threadline_wire::validate::{
 };
 use threadline_wire::{CountTokensRequest, MessagesRequest};
 
-#[path = "validate_rules/issue16.rs"]
-mod issue16;
+#[path = "validate_rules/changes_and_budgets.rs"]
+mod changes_and_budgets;
 
 fn model(id: &str) -> &'static Model {
     ModelTable::builtin()
@@ -252,7 +252,7 @@ fn cases() -> Vec<Case> {
                 json!({"system": "\n  You are terse.\n"}),
             ),
         ),
-        // Issue 14: the API accepted an earlier assistant message holding a `"\n\n"` text block
+        // The API accepted an earlier assistant message holding a `"\n\n"` text block
         // beside other content (recorded, 200). Whitespace-only text is rejected only in a
         // content list with nothing else (validate/text.rs).
         passes(
@@ -815,7 +815,7 @@ fn cases() -> Vec<Case> {
             ),
         ),
         // --- cache_control ----------------------------------------------------------------------
-        // The 400 Claude Code 2.1.223 users met (api-2026-additions.md §2): MCP tools are
+        // The 400 Claude Code 2.1.223 users met (docs/api-notes.md#tool-search): MCP tools are
         // deferred and sit last, and the client marked the last tool.
         fails(
             Rule::DeferredToolWithCacheControl,
@@ -861,7 +861,7 @@ fn cases() -> Vec<Case> {
                 ]}),
             ),
         ),
-        // --- tool search (issue 16) ----------------------------------------------------------
+        // --- tool search ----------------------------------------------------------------------
         fails(
             Rule::AllToolsDeferred,
             haiku,
@@ -1506,8 +1506,8 @@ fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
     let mut passing: BTreeSet<Rule> = BTreeSet::new();
     for case in cases()
         .into_iter()
-        .chain(issue16::cases())
-        .chain(issue16::fallback_cases())
+        .chain(changes_and_budgets::cases())
+        .chain(changes_and_budgets::fallback_cases())
     {
         let expected: Vec<(&str, &str)> = case
             .expected
@@ -1695,7 +1695,7 @@ fn an_unknown_models_model_specific_findings_are_warnings_named_as_requested() {
 
 #[test]
 fn claude_3_7_sonnet_latest_with_16000_max_tokens_is_accepted_as_the_api_accepted_it() {
-    // Issue 14: a recorded request the API answered with 200.
+    // A recorded request the API answered with 200.
     let report = report_for(&json!({
         "model": "claude-3-7-sonnet-latest", "max_tokens": 16000,
         "messages": [user(json!("Write a haiku about the sea."))]

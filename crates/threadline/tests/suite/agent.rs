@@ -166,7 +166,7 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     assert!(transcript.lines().count() >= 8);
 }
 
-/// Issue 14: after an autocompact, the loop's estimate of the next request is its own count
+/// After an autocompact, the loop's estimate of the next request is its own count
 /// of the compacted context, not the usage the kept tail recorded for the longer context
 /// before it (which would make the next turn compact again). The estimate is what the policy
 /// computes (`estimate_context` with the system prompt's and tools' `overhead_of`) for the

@@ -1,4 +1,4 @@
-//! The rules of issue 16 (tool changes and mid-conversation system message placement, context
+//! The rules added with tool changes (tool changes and mid-conversation system message placement, context
 //! management edits, thinking display, task budgets): one failing and one passing case each,
 //! with the exact texts (ours where the API publishes none; see each rule's documentation).
 
@@ -489,7 +489,7 @@ fn a_tool_change_between_a_tool_use_and_its_result_is_the_pairing_rules() {
 
 const FALLBACK_BETA: &str = "server-side-fallback-2026-07-01";
 
-/// The `fallbacks` rules (issue 16 item 6): the missing beta with the API's pattern, the
+/// The `fallbacks` rules: the missing beta with the API's pattern, the
 /// rest with our texts.
 pub(super) fn fallback_cases() -> Vec<Case> {
     let hello = || user(json!("Hello"));
