@@ -118,12 +118,8 @@ pub use request::{
     CountTokensRequest, FallbackModel, Fallbacks, MessageParam, MessagesRequest, SystemPrompt,
     ThinkingConfig,
 };
-#[allow(deprecated)]
-pub use response::Message;
 pub use response::{ResponseMessage, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
-#[allow(deprecated)]
-pub use tools::Tool;
 pub use tools::{CustomTool, ToolChoice, ToolDefinition, VersionedTool};
 pub use usage_iterations::{IterationKind, UsageIteration};
 pub use validate::{
