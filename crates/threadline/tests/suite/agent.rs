@@ -21,13 +21,13 @@ use threadline::attach::Workspace;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
 use threadline::compact::{ReattachOptions, TailOptions, estimate_context, overhead_of};
 use threadline::message::{CompactTrigger, Message, SystemKind};
-use threadline::mock::{
-    EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
-};
 use threadline::query::{Event, Terminal, Transition};
 use threadline::tools::ReadFile;
 use threadline::wire::{CountTokensRequest, MessagesRequest, Usage};
 use threadline::{Agent, ClientTokenCounter, Compaction};
+use threadline_mock::{
+    EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
+};
 
 /// A workspace with a large and a medium file (about 3,000 and 1,000 tokens).
 fn workspace() -> tempfile::TempDir {

@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 use threadline::cache::Simulator;
 use threadline::message::Message;
 use threadline::message::transcript::read_transcript;
-use threadline::mock::{Block, MockServer, RecordedRequest, Route, Scenario, Step};
 use threadline::normalize::{Options, normalize};
 use threadline::query::{AllowAll, CancellationToken, Event, SubagentConfig, Terminal, Transition};
 use threadline::query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline::wire::model::ModelTable;
 use threadline::wire::{Content, ContentBlock, MessagesRequest, ValidateOptions, validate_with};
 use threadline::{Agent, Compaction};
+use threadline_mock::{Block, MockServer, RecordedRequest, Route, Scenario, Step};
 
 use super::client;
 
