@@ -121,7 +121,7 @@ pub use request::{
 pub use response::{ResponseMessage, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{CustomTool, ToolChoice, ToolDefinition, VersionedTool};
-pub use usage_iterations::{IterationKind, UsageIteration};
+pub use usage_iterations::{BilledTotals, IterationKind, UsageIteration};
 pub use validate::{
     Report, Rule, ValidateOptions, Violation, validate, validate_count_tokens,
     validate_count_tokens_report, validate_count_tokens_with, validate_report, validate_with,
