@@ -19,8 +19,8 @@ use std::sync::Arc;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::{Value, json};
-use threadline_attach::{PathKind, Workspace};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_workspace::{PathKind, Workspace};
 
 use crate::text::{cut_at, refused};
 use crate::walk;

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use threadline_attach::Workspace;
 use threadline_query::Permission;
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::telemetry as names;
+use threadline_workspace::Workspace;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
 use crate::text::cut_at;

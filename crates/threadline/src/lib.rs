@@ -8,7 +8,8 @@
 //! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, validator, service contract |
 //! | `message` | `threadline-message` | the internal message array, transcripts |
 //! | `normalize` | `threadline-normalize` | internal array → a valid `messages` array |
-//! | `attach` | `threadline-attach` | context channels, attachment sources, workspace confinement |
+//! | `workspace` | `threadline-workspace` | workspace confinement, bounded reads, the read-only git runner |
+//! | `attach` | `threadline-attach` | context channels, attachment sources |
 //! | `cache` | `threadline-cache` | cache-marker planning, the prompt-cache simulator |
 //! | `compact` | `threadline-compact` | budget, snip, microcompact, autocompact, reactive compact |
 //! | `client` | `threadline-client` | the Messages API over HTTP (retries, timeouts) |
@@ -123,6 +124,7 @@
 //! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
 //! - `message`: the module `message` (`threadline-message`) and [`Message`].
 //! - `normalize`: the module `normalize` (`threadline-normalize`).
+//! - `workspace`: the module `workspace` (`threadline-workspace`).
 //! - `attach`: the module `attach` (`threadline-attach`); with `query`, its loop hooks.
 //! - `cache`: the module `cache` (`threadline-cache`).
 //! - `compact`: the module `compact` (`threadline-compact`), [`Compaction`] and its types; with
@@ -186,6 +188,9 @@ pub use threadline_tools as tools;
 #[cfg(feature = "wire")]
 #[doc(inline)]
 pub use threadline_wire as wire;
+#[cfg(feature = "workspace")]
+#[doc(inline)]
+pub use threadline_workspace as workspace;
 
 #[cfg(feature = "agent")]
 mod agent;

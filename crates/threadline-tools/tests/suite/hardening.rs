@@ -11,9 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use threadline_attach::Workspace;
 use threadline_query::Tool;
 use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, Shell, WriteFile};
+use threadline_workspace::Workspace;
 
 /// The variable that puts this binary in one test's child mode (its value: the test's name).
 const CHILD: &str = "THREADLINE_TOOLS_HARDENING_CHILD";

@@ -15,7 +15,7 @@
 //! file system (`.GIT/x` is refused there too), which is the safe side.
 //!
 //! ```
-//! use threadline_attach::ControlPaths;
+//! use threadline_workspace::ControlPaths;
 //!
 //! let policy = ControlPaths::default();
 //! assert!(policy.matches("sub/.git/config"));

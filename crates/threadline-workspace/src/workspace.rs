@@ -24,12 +24,13 @@ use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
-pub use crate::control_paths::{ControlPaths, DEFAULT_CONTROL_PATHS};
+use crate::control_paths::ControlPaths;
 
 /// At most this many symbolic links are followed while resolving one path (Linux's
 /// `MAXSYMLINKS`); a loop of links ends here.
 pub const MAX_LINK_HOPS: usize = 40;
 
+#[cfg(feature = "tokio")]
 use tokio::io::AsyncReadExt as _;
 
 /// How many bytes at the start of a file are searched for a NUL byte (the binary test git
@@ -448,7 +449,8 @@ impl Workspace {
     }
 
     /// Reads the text of a resolved file without blocking the async runtime: at most
-    /// `limits.max_bytes + 1` bytes are read, then cut to the line limit.
+    /// `limits.max_bytes + 1` bytes are read, then cut to the line limit (feature `tokio`).
+    #[cfg(feature = "tokio")]
     pub async fn read_text(&self, file: &Resolved, limits: &Limits) -> Result<TextRead, Refusal> {
         let opened = tokio::fs::File::open(&file.canonical)
             .await
@@ -456,8 +458,8 @@ impl Workspace {
         read_limited(opened, limits).await
     }
 
-    /// [`read_text`](Self::read_text) for callers outside an async runtime (the session-start
-    /// channels).
+    /// `read_text` (feature `tokio`) for callers outside an async runtime (the session-start
+    /// context channels).
     pub fn read_text_blocking(
         &self,
         file: &Resolved,
@@ -473,7 +475,9 @@ impl Workspace {
     }
 
     /// Lists a resolved directory: names sorted (so the listing is the same on every file
-    /// system), directories marked with a trailing `/`, cut at the entry limit.
+    /// system), directories marked with a trailing `/`, cut at the entry limit (feature
+    /// `tokio`).
+    #[cfg(feature = "tokio")]
     pub async fn list_dir(&self, dir: &Resolved, limits: &Limits) -> Result<Listing, Refusal> {
         // Sorting needs the names first; this bounds how many are looked at.
         let scan_cap = limits.max_entries.saturating_mul(10).max(1000);
@@ -504,7 +508,8 @@ impl Workspace {
 
 /// Reads at most `limits.max_bytes + 1` bytes from `reader` and cuts them to the limits. The
 /// one extra byte tells "exactly at the limit" from "longer": nothing beyond it is ever pulled
-/// from the reader, however long (or endless) it is.
+/// from the reader, however long (or endless) it is (feature `tokio`).
+#[cfg(feature = "tokio")]
 pub async fn read_limited<R>(reader: R, limits: &Limits) -> Result<TextRead, Refusal>
 where
     R: tokio::io::AsyncRead + Unpin,
@@ -618,6 +623,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "tokio")]
     #[tokio::test]
     async fn an_endless_reader_is_read_only_to_the_limit() {
         // `repeat` never ends: without the bound this test would never finish.
