@@ -12,9 +12,8 @@ use threadline_wire::message_stream::{MessageStreamReader, read_message};
 use threadline_wire::partial_json::{PartialMode, parse_partial_with};
 use threadline_wire::sse::{SseDecoder, SseError, SseEvent};
 use threadline_wire::stream_event::StreamEvent;
-use threadline_wire::{
-    ContentDelta, CountTokensRequest, MessagesRequest, validate, validate_count_tokens,
-};
+use threadline_validate::{validate, validate_count_tokens};
+use threadline_wire::{ContentDelta, CountTokensRequest, MessagesRequest};
 
 use crate::{assert_normalizes, chunks, scratch_file};
 

@@ -946,7 +946,7 @@ mod tests {
 
     mod props {
         use proptest::prelude::*;
-        use threadline_wire::validate::{ValidateOptions, validate_with};
+        use threadline_validate::{ValidateOptions, validate_with};
 
         use super::*;
 

@@ -5,7 +5,8 @@
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
-//! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, validator, service contract |
+//! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, betas, service contract |
+//! | `validate` | `threadline-validate` | the API's acceptance rules checked offline, in its words |
 //! | `message` | `threadline-message` | the internal message array, transcripts |
 //! | `normalize` | `threadline-normalize` | internal array → a valid `messages` array |
 //! | `workspace` | `threadline-workspace` | workspace confinement, bounded reads, the read-only git runner |
@@ -122,6 +123,7 @@
 //! - `full`: every crate below but `mock`, `mcp`, `restate` and `scripted`, and the agent
 //!   builder.
 //! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
+//! - `validate`: the module `validate` (`threadline-validate`).
 //! - `message`: the module `message` (`threadline-message`) and [`Message`].
 //! - `normalize`: the module `normalize` (`threadline-normalize`).
 //! - `workspace`: the module `workspace` (`threadline-workspace`).
@@ -185,6 +187,9 @@ pub use threadline_store as store;
 #[cfg(feature = "tools")]
 #[doc(inline)]
 pub use threadline_tools as tools;
+#[cfg(feature = "validate")]
+#[doc(inline)]
+pub use threadline_validate as validate;
 #[cfg(feature = "wire")]
 #[doc(inline)]
 pub use threadline_wire as wire;

@@ -1505,7 +1505,7 @@ fn any_json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// One record: a type from every kind the reference names (and one it does not), ids from a
+/// One record: a type from every kind docs/claude-code-transcripts.md#record-types names (and one it does not), ids from a
 /// small pool, and each known field either well-formed or of a random shape.
 fn any_record() -> impl Strategy<Value = Value> {
     let types = prop::sample::select(vec![

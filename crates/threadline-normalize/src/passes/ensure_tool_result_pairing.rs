@@ -476,7 +476,7 @@ mod tests {
     use super::*;
     use crate::testing::*;
     use threadline_message::Message;
-    use threadline_wire::validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
+    use threadline_validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 
     fn paired(messages: &[Message]) -> (String, Vec<RepairKind>) {
         paired_with(messages, false)

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use threadline_message::Message;
+use threadline_validate::validate;
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::validate;
 use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role};
 
 /// The model the properties validate against: it accepts prefill, so a request may end with

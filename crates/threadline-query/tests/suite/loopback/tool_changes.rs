@@ -18,8 +18,8 @@ use threadline_query::{
     Transition,
 };
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline_validate::{ValidateOptions, validate_with};
 use threadline_wire::model::ModelTable;
-use threadline_wire::validate::{ValidateOptions, validate_with};
 use threadline_wire::{MessagesRequest, ToolDefinition};
 
 use super::{Markers, assert_prefix_stable, client, drive, mock, text, tool_use};

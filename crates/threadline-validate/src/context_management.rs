@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
-use crate::model::Feature;
-use crate::request::ContextEdit;
+use threadline_wire::model::Feature;
+use threadline_wire::request::ContextEdit;
 
 const EDITS: Loc = Loc::Param("context_management", 6);
 
@@ -28,7 +28,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let mut beta_reported = false;
     for (n, edit) in edits.iter().enumerate() {
         let path = format!("context_management.edits.{n}");
-        if let Some(beta) = crate::betas::for_edit(edit)
+        if let Some(beta) = threadline_wire::betas::for_edit(edit)
             && !beta_reported
             && ctx.options.names_beta(beta) == Some(false)
         {

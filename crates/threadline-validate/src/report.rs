@@ -1,7 +1,7 @@
 //! Where a violation points, and the collector that orders what the checks report.
 
 use super::{Report, Rule, ValidateOptions, Violation};
-use crate::model::Model;
+use threadline_wire::model::Model;
 
 /// A place in the request, both as sent (for [`Violation::path`]) and as the API names it after
 /// merging consecutive same-role messages (for the message text).

@@ -11,7 +11,7 @@ use super::View;
 use super::report::Ctx;
 use super::rule::{self, Rule};
 use super::turns::{Piece, Tail, TurnBlocks};
-use crate::content::{ContentBlock, Role};
+use threadline_wire::content::{ContentBlock, Role};
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
     let Some((t, last)) = tail.last() else {

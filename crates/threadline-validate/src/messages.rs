@@ -12,8 +12,8 @@ use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use super::text::{IN_MESSAGES, check_text_block, only_blank_text};
 use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
-use crate::content::{Content, ContentBlock, Role};
-use crate::tools::ToolDefinition;
+use threadline_wire::content::{Content, ContentBlock, Role};
+use threadline_wire::tools::ToolDefinition;
 
 /// Above this many pending `tool_use` ids, answers are looked up in a hash map.
 const LINEAR_LOOKUP_MAX: usize = 16;
@@ -432,7 +432,7 @@ fn check_nested(
 }
 
 /// Thinking blocks have no `cache_control` field; one sent anyway lands in `extra`.
-fn check_thinking_marker(ctx: &mut Ctx<'_>, extra: &crate::Extra, tag: &str, loc: Loc) {
+fn check_thinking_marker(ctx: &mut Ctx<'_>, extra: &threadline_wire::Extra, tag: &str, loc: Loc) {
     if extra.get("cache_control").is_some_and(|m| !m.is_null()) {
         let message = rule::cache_control_on_thinking(&loc.api(), tag);
         let path = loc.field("cache_control");

@@ -7,10 +7,10 @@ use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use super::turns::{Piece, TurnBlocks, Turns};
-use crate::content::{Content, ContentBlock};
-use crate::model::Feature;
-use crate::tool_search::referenced_tools;
-use crate::tools::ToolDefinition;
+use threadline_wire::content::{Content, ContentBlock};
+use threadline_wire::model::Feature;
+use threadline_wire::tool_search::referenced_tools;
+use threadline_wire::tools::ToolDefinition;
 
 /// The tool-definition rules (run with the other `tools` checks).
 pub(super) fn check_tools(ctx: &mut Ctx<'_>, view: &View<'_>) {

@@ -7,9 +7,9 @@
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
-use crate::betas::TASK_BUDGETS;
-use crate::model::Feature;
-use crate::request::ThinkingConfig;
+use threadline_wire::betas::TASK_BUDGETS;
+use threadline_wire::model::Feature;
+use threadline_wire::request::ThinkingConfig;
 
 const THINKING_DISPLAY: Loc = Loc::Param("thinking.display", 1);
 const THINKING_TYPE: Loc = Loc::Param("thinking.type", 1);

@@ -14,11 +14,11 @@ use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
 use super::turns::{Piece, Turn, TurnBlocks, Turns};
-use crate::betas::MID_CONVERSATION_TOOL_CHANGES;
-use crate::content::{ContentBlock, Role};
-use crate::model::Feature;
-use crate::tool_change::{ToolChangeBlock, ToolRef};
-use crate::tools::ToolDefinition;
+use threadline_wire::betas::MID_CONVERSATION_TOOL_CHANGES;
+use threadline_wire::content::{ContentBlock, Role};
+use threadline_wire::model::Feature;
+use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
+use threadline_wire::tools::ToolDefinition;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let messages = view.messages;

@@ -8,7 +8,7 @@ use super::cache::Breakpoints;
 use super::ids::is_valid_tool_name;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use crate::tools::{ToolChoice, ToolDefinition};
+use threadline_wire::tools::{ToolChoice, ToolDefinition};
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
     let max_len = ctx.options.max_tool_name_len;

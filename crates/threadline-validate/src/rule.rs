@@ -119,7 +119,7 @@ pub enum Rule {
     ///
     /// Audit: the texts for `web_search_tool_result`, `tool_search_tool_result`,
     /// `code_execution_tool_result` and `advisor_tool_result` are quoted from real 400s in
-    /// public code (not in the reference); recorded 200s with paired server blocks bound the
+    /// public code (no documentation page quotes them); recorded 200s with paired server blocks bound the
     /// passing side.
     OrphanServerToolResult,
     /// An assistant message left a `server_tool_use` without its result and the next user
@@ -347,7 +347,7 @@ pub enum Rule {
     ToolChangeUnknownTool,
     /// Tool changes on a model without [`Feature::ToolChanges`]. Text ours.
     ///
-    /// [`Feature::ToolChanges`]: crate::model::Feature::ToolChanges
+    /// [`Feature::ToolChanges`]: threadline_wire::model::Feature::ToolChanges
     ///
     /// Audit: docs/api-notes.md#tool-changes (DOC). Model-specific: a warning on an
     /// unknown model.
@@ -382,7 +382,7 @@ pub enum Rule {
     ClearThinkingNotFirst,
     /// `compact_20260112` on a model without [`Feature::ServerCompaction`]. Text ours.
     ///
-    /// [`Feature::ServerCompaction`]: crate::model::Feature::ServerCompaction
+    /// [`Feature::ServerCompaction`]: threadline_wire::model::Feature::ServerCompaction
     ///
     /// Audit: docs/api-notes.md#server-side-compaction (DOC:compaction model list). Model-specific: a warning on
     /// an unknown model.
@@ -398,7 +398,7 @@ pub enum Rule {
     TaskBudgetTooSmall,
     /// `output_config.task_budget` on a model without [`Feature::TaskBudget`]. Text ours.
     ///
-    /// [`Feature::TaskBudget`]: crate::model::Feature::TaskBudget
+    /// [`Feature::TaskBudget`]: threadline_wire::model::Feature::TaskBudget
     ///
     /// Audit: docs/api-notes.md#output-config (DOC:task-budgets model list). Model-specific: a
     /// warning on an unknown model.

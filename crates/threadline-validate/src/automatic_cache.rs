@@ -12,9 +12,9 @@
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use crate::cache_control::CacheControl;
-use crate::content::Content;
-use crate::request::SystemPrompt;
+use threadline_wire::cache_control::CacheControl;
+use threadline_wire::content::Content;
+use threadline_wire::request::SystemPrompt;
 
 /// Where the automatic marker lands: the path of the block (as sent) and its explicit marker.
 struct Landing<'a> {

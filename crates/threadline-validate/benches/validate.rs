@@ -1,7 +1,7 @@
 //! Validating a 100k-message request against serializing it with serde_json, in one run.
 //!
 //! Group `validate_100k_messages` (read by `cargo xtask bench`): `ours` runs
-//! `threadline_wire::validate` on a valid 100,000-message tool-using conversation, `baseline`
+//! `threadline_validate::validate` on a valid 100,000-message tool-using conversation, `baseline`
 //! serializes the same request with `serde_json::to_vec`. Validation must be cheap enough to
 //! run before every request.
 
@@ -9,8 +9,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use threadline_validate::validate;
+use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
-use threadline_wire::{MessagesRequest, validate};
 
 /// A valid conversation of `n` messages: text turns and tool use / tool result pairs.
 fn request(n: usize) -> MessagesRequest {

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use threadline_validate::{Rule, validate};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::{Model, ModelTable, ThinkingMode};
-use threadline_wire::validate::{Rule, validate};
 
 /// One user → assistant exchange of the generated conversation.
 #[derive(Debug, Clone)]

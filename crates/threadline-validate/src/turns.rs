@@ -3,8 +3,8 @@
 //! both their original and their merged positions, without copying anything.
 
 use super::report::Loc;
-use crate::content::{Content, ContentBlock, Role};
-use crate::request::MessageParam;
+use threadline_wire::content::{Content, ContentBlock, Role};
+use threadline_wire::request::MessageParam;
 
 /// Consecutive original messages of one role.
 #[derive(Debug, Clone, Copy)]
@@ -291,11 +291,7 @@ mod tests {
 
     #[test]
     fn turns_merge_runs_of_one_role() {
-        let message = |role: Role| MessageParam {
-            role,
-            content: Content::Text("x".into()),
-            extra: crate::Extra::new(),
-        };
+        let message = |role: Role| MessageParam::new(role, Content::Text("x".into()));
         let messages = [
             message(Role::User),
             message(Role::User),

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use threadline_testkit::fixtures;
-use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::{
+use threadline_validate::{
     Report, Rule, ValidateOptions, Violation, validate_count_tokens_report,
     validate_count_tokens_with, validate_report, validate_with,
 };
+use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{CountTokensRequest, MessagesRequest};
 
 #[path = "validate_rules/changes_and_budgets.rs"]

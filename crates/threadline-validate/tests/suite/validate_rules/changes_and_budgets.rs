@@ -3,7 +3,7 @@
 //! with the exact texts (ours where the API publishes none; see each rule's documentation).
 
 use serde_json::{Value, json};
-use threadline_wire::validate::{Rule, ValidateOptions};
+use threadline_validate::{Rule, ValidateOptions};
 
 use super::{
     Case, assistant, body, fails, passes, text, tool_result, tool_use, user, with_options,

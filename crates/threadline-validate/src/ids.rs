@@ -3,7 +3,7 @@
 /// Whether `id` matches `^[a-zA-Z0-9_-]+$`, the pattern of a `tool_use` id.
 ///
 /// ```
-/// use threadline_wire::validate::is_valid_tool_use_id;
+/// use threadline_validate::is_valid_tool_use_id;
 /// assert!(is_valid_tool_use_id("toolu_01A09q90qw90lq917835lq9"));
 /// assert!(!is_valid_tool_use_id("call_x|fc_y"));
 /// assert!(!is_valid_tool_use_id(""));
@@ -18,7 +18,7 @@ pub fn is_valid_tool_use_id(id: &str) -> bool {
 /// Whether `id` matches `^srvtoolu_[a-zA-Z0-9_]+$`, the pattern of a `server_tool_use` id.
 ///
 /// ```
-/// use threadline_wire::validate::is_valid_server_tool_use_id;
+/// use threadline_validate::is_valid_server_tool_use_id;
 /// assert!(is_valid_server_tool_use_id("srvtoolu_01EoSNE7k4dUJyGatASCV5qs"));
 /// assert!(!is_valid_server_tool_use_id("toolu_01"));
 /// assert!(!is_valid_server_tool_use_id("srvtoolu_"));
@@ -32,7 +32,7 @@ pub fn is_valid_server_tool_use_id(id: &str) -> bool {
 /// Whether `name` matches `^[a-zA-Z0-9_-]{1,max_len}$`, the pattern of a custom tool name.
 ///
 /// ```
-/// use threadline_wire::validate::is_valid_tool_name;
+/// use threadline_validate::is_valid_tool_name;
 /// assert!(is_valid_tool_name("get_weather", 64));
 /// assert!(!is_valid_tool_name("get.weather", 64));
 /// assert!(!is_valid_tool_name(&"a".repeat(65), 64));

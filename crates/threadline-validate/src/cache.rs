@@ -3,7 +3,7 @@
 
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use crate::cache_control::{CacheControl, CacheTtl};
+use threadline_wire::cache_control::{CacheControl, CacheTtl};
 
 /// The most breakpoints a request may hold.
 const MAX_BREAKPOINTS: usize = 4;

@@ -6,7 +6,7 @@ use super::cache::Breakpoints;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use super::text::{IN_SYSTEM, check_text_block, is_blank, only_blank_text};
-use crate::request::SystemPrompt;
+use threadline_wire::request::SystemPrompt;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, breakpoints: &mut Breakpoints) {
     match view.system {

@@ -3,8 +3,8 @@
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
-use crate::model::ThinkingMode;
-use crate::request::{Effort, ThinkingConfig};
+use threadline_wire::model::ThinkingMode;
+use threadline_wire::request::{Effort, ThinkingConfig};
 
 const MAX_TOKENS: Loc = Loc::Param("max_tokens", 0);
 const THINKING_TYPE: Loc = Loc::Param("thinking.type", 1);

@@ -1,15 +1,21 @@
 //! The conformance validator: the Messages API's acceptance rules, checked offline, each
 //! reported with the API's own error text.
 //!
+//! It is what `threadline check`, the mock API and the tests of every crate that builds
+//! requests use to tell whether the API would accept a request; a crate of its own so that
+//! `threadline-wire` stays the API's types and streams, and whoever needs only those does not
+//! compile the rules. The facts behind each rule, with their sources, are in
+//! `docs/api-notes.md`.
+//!
 //! [`validate`] checks a [`MessagesRequest`] against one model's row of the
-//! [model table](crate::model::ModelTable) and returns every [`Violation`] it finds (none means
+//! [model table](threadline_wire::model::ModelTable) and returns every [`Violation`] it finds (none means
 //! the API would accept the request as far as an offline check can tell). Each violation
 //! carries its [`Rule`], the JSON path of the offending place in the request as sent, and the
-//! message the API returns for it, byte-for-byte where the reference quotes it.
+//! message the API returns for it, byte-for-byte where a public source quotes it.
 //!
 //! ```
 //! use threadline_wire::model::ModelTable;
-//! use threadline_wire::validate::{validate, Rule};
+//! use threadline_validate::{validate, Rule};
 //! use threadline_wire::MessagesRequest;
 //!
 //! let request: MessagesRequest = serde_json::from_str(r#"{
@@ -80,6 +86,7 @@
 //!
 //! One pass over the messages and their blocks; ids are kept as borrowed `&str` in hash sets;
 //! nothing is cloned; strings are allocated only for violations.
+#![forbid(unsafe_code)]
 
 mod automatic_cache;
 mod cache;
@@ -106,14 +113,14 @@ use std::fmt;
 pub use ids::{is_valid_server_tool_use_id, is_valid_tool_name, is_valid_tool_use_id};
 pub use rule::Rule;
 
-use crate::cache_control::CacheControl;
-use crate::model::Model;
-use crate::request::ThinkingConfig;
-use crate::request::{
+use threadline_wire::cache_control::CacheControl;
+use threadline_wire::model::Model;
+use threadline_wire::request::ThinkingConfig;
+use threadline_wire::request::{
     ContextManagement, CountTokensRequest, Effort, MessageParam, MessagesRequest, OutputConfig,
     SystemPrompt,
 };
-use crate::tools::{ToolChoice, ToolDefinition};
+use threadline_wire::tools::{ToolChoice, ToolDefinition};
 
 /// One broken rule: which, where, and what the API says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +228,11 @@ impl ValidateOptions {
     /// known.
     pub fn names_beta(&self, beta: &str) -> Option<bool> {
         let names = self.betas.as_ref()?;
-        Some(names.iter().any(|n| crate::betas::header_names(n, beta)))
+        Some(
+            names
+                .iter()
+                .any(|n| threadline_wire::betas::header_names(n, beta)),
+        )
     }
 }
 
@@ -267,7 +278,7 @@ pub fn validate_with(
 ///
 /// ```
 /// use threadline_wire::model::ModelTable;
-/// use threadline_wire::validate::{validate_report, Rule, ValidateOptions};
+/// use threadline_validate::{validate_report, Rule, ValidateOptions};
 /// use threadline_wire::MessagesRequest;
 ///
 /// let request: MessagesRequest = serde_json::from_str(r#"{
@@ -329,7 +340,7 @@ struct View<'a> {
     output_config: Option<&'a OutputConfig>,
     context_management: Option<&'a ContextManagement>,
     mcp_servers: Option<&'a serde_json::Value>,
-    fallbacks: Option<&'a crate::request::Fallbacks>,
+    fallbacks: Option<&'a threadline_wire::request::Fallbacks>,
     has_fallback_credit_token: bool,
 }
 
@@ -392,7 +403,7 @@ impl<'a> View<'a> {
     /// not, only the unsupported-type violation is reported).
     fn manual_thinking(&self, model: &Model) -> bool {
         matches!(self.thinking, Some(ThinkingConfig::Enabled(_)))
-            && model.accepts_thinking(crate::model::ThinkingMode::Enabled)
+            && model.accepts_thinking(threadline_wire::model::ThinkingMode::Enabled)
     }
 }
 

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
-use crate::betas::SERVER_SIDE_FALLBACK;
-use crate::request::Fallbacks;
+use threadline_wire::betas::SERVER_SIDE_FALLBACK;
+use threadline_wire::request::Fallbacks;
 
 const FALLBACKS: Loc = Loc::Param("fallbacks", 7);
 
@@ -113,7 +113,7 @@ fn only_list_beta(ctx: &Ctx<'_>) -> bool {
         let named: Vec<&str> = betas
             .iter()
             .map(|b| b.trim())
-            .filter(|b| crate::betas::header_names(b, SERVER_SIDE_FALLBACK))
+            .filter(|b| threadline_wire::betas::header_names(b, SERVER_SIDE_FALLBACK))
             .collect();
         !named.is_empty() && named.iter().all(|b| *b == LIST_ONLY_BETA)
     })
