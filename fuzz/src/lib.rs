@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use threadline_message::Message;
 use threadline_normalize::{Options, normalize, to_internal};
 use threadline_wire::model::ModelTable;
-use threadline_wire::{MessagesRequest, validate};
+use threadline_validate::validate;
+use threadline_wire::MessagesRequest;
 
 /// The model normalized requests are validated against: it accepts prefill, as the
 /// normalizer's guarantee requires (`threadline_normalize` crate docs, "Guarantees").

@@ -12,9 +12,8 @@ use threadline_wire::message_stream::{MessageStreamReader, read_message};
 use threadline_wire::partial_json::{PartialMode, parse_partial_with};
 use threadline_wire::sse::{SseDecoder, SseError, SseEvent};
 use threadline_wire::stream_event::StreamEvent;
-use threadline_wire::{
-    ContentDelta, CountTokensRequest, MessagesRequest, validate, validate_count_tokens,
-};
+use threadline_validate::{validate, validate_count_tokens};
+use threadline_wire::{ContentDelta, CountTokensRequest, MessagesRequest};
 
 use crate::{assert_normalizes, chunks, scratch_file};
 
@@ -159,7 +158,7 @@ fn check_partial_json(buffer: &str) {
 /// `request_json`: bytes as a `/v1/messages` (and a count-tokens) request body.
 ///
 /// A body that parses is validated (no panic), re-serializes, parses back to an equal value,
-/// and serializes to the same bytes again (unknown fields round-trip: invariant 8).
+/// and serializes to the same bytes again (unknown fields round-trip).
 pub fn request_json(data: &[u8]) {
     if let Ok(request) = serde_json::from_slice::<MessagesRequest>(data) {
         let _ = validate(&request, model_for(&request.model));
@@ -197,7 +196,7 @@ where
 /// - The file reader (streaming, with a small line limit and with the default one) never
 ///   panics; with the default limit it reads what the in-memory parser reads.
 /// - Every message read writes back to a line that reads as the same message.
-/// - What was read normalizes to a valid request, idempotently (invariant 2).
+/// - What was read normalizes to a valid request, idempotently.
 pub fn transcript_jsonl(data: &[u8]) {
     let path = scratch_file("transcript");
     if std::fs::write(&path, data).is_err() {
@@ -242,8 +241,7 @@ pub fn transcript_jsonl(data: &[u8]) {
 ///
 /// The importer (streaming from a file and in memory, which agree; with and without
 /// sidechains; with and without the history before compactions; with a small line limit)
-/// never panics, its session accessors never panic, the detector never panics, and what was imported normalizes to a valid request, idempotently
-/// (invariant 2).
+/// never panics, its session accessors never panic, the detector never panics, and what was imported normalizes to a valid request, idempotently.
 pub fn claude_code_import(data: &[u8]) {
     let options = ImportOptions::default().with_max_line_bytes(MAX_LINE_BYTES);
     let path = scratch_file("claude-code");

@@ -17,6 +17,8 @@
 //!   SIGKILL at three points), installing the pinned Restate server first if it is missing.
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
+#[cfg(test)]
+mod architecture;
 mod bench;
 mod cache_bench;
 mod ci;

@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::workspace::{Limits, PathKind, Refusal, Workspace};
+use threadline_workspace::{Limits, PathKind, Refusal, Workspace};
 
 /// Where the definitions are, relative to the workspace root.
 pub const AGENTS_DIR: &str = ".claude/agents";

@@ -66,9 +66,7 @@
 pub mod agent_definitions;
 pub mod collector;
 mod context_entries;
-pub mod control_paths;
 pub mod delta;
-pub mod git;
 pub mod history;
 pub mod mention;
 pub mod source;
@@ -76,7 +74,6 @@ pub mod sources;
 pub mod system_context;
 mod today;
 pub mod user_context;
-pub mod workspace;
 
 pub use collector::{
     Collected, Collector, DEFAULT_SOURCE_TIMEOUT, EntryKind, Failure, ReportEntry,
@@ -94,6 +91,8 @@ pub use sources::token_usage::TokenUsage;
 pub use system_context::{SystemContext, git_status_snapshot};
 pub use today::utc_today;
 pub use user_context::{CONTEXT_CAVEAT, UserContext};
-pub use workspace::{
+// The workspace types of this crate's API (`Turn::with_workspace`, sources' limits and
+// refusals), from `threadline-workspace`, which owns them.
+pub use threadline_workspace::{
     ControlPaths, DEFAULT_CONTROL_PATHS, Limits, PathKind, Refusal, Resolved, Truncation, Workspace,
 };

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use threadline_message::Attachment;
 
 use crate::source::{Note, Phase, Source, SourceContext, SourceError, SourceFuture, SourceOutput};
-use crate::workspace::{Limits, PathKind, Refusal};
+use threadline_workspace::{Limits, PathKind, Refusal};
 
 /// The prefix of an agent mention: `@agent-reviewer`.
 pub const AGENT_PREFIX: &str = "agent-";

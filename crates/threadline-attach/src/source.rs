@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use threadline_message::{Attachment, Message};
 
-use crate::workspace::{Refusal, Truncation, Workspace};
+use threadline_workspace::{Refusal, Truncation, Workspace};
 
 /// When a source runs (see the [collector](crate::Collector)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

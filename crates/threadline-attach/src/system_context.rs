@@ -7,7 +7,7 @@ use threadline_wire::content::TextBlock;
 use threadline_wire::request::SystemPrompt;
 
 use crate::context_entries::ContextEntries;
-use crate::git::Git;
+use threadline_workspace::Git;
 
 /// The most characters one value may have; longer values are cut with a note.
 pub const SYSTEM_VALUE_LIMIT: usize = 2000;

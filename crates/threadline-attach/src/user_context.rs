@@ -5,7 +5,7 @@ use threadline_message::Message;
 use threadline_wire::{Content, ContentBlock, MessageParam, Role};
 
 use crate::context_entries::ContextEntries;
-use crate::workspace::{Limits, PathKind, Workspace};
+use threadline_workspace::{Limits, PathKind, Workspace};
 
 /// The caveat that keeps the model from answering the context itself.
 pub const CONTEXT_CAVEAT: &str = "IMPORTANT: this context may or may not be relevant to your \

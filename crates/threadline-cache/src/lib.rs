@@ -21,7 +21,8 @@
 //! ```
 //! use threadline_cache::{Planner, Simulator, hit_ratio};
 //! use threadline_wire::model::ModelTable;
-//! use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, validate};
+//! use threadline_validate::validate;
+//! use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
 //!
 //! let model = ModelTable::builtin().resolve("claude-haiku-4-5").model();
 //! let mut planner = Planner::default();

@@ -130,7 +130,7 @@ pub(crate) enum CliError {
     #[error("{}", invalid_request(violations))]
     InvalidRequest {
         /// The violations, in the API's words.
-        violations: Vec<threadline::wire::Violation>,
+        violations: Vec<threadline_validate::Violation>,
     },
     /// `run PROMPT`: the session ended otherwise than completed (model error, turn limit, …).
     /// Exit code 1.
@@ -278,7 +278,7 @@ fn cause(source: Option<&BoxError>) -> String {
 }
 
 /// One line per violation, as `run --dry-run` has always printed them.
-fn invalid_request(violations: &[threadline::wire::Violation]) -> String {
+fn invalid_request(violations: &[threadline_validate::Violation]) -> String {
     violations
         .iter()
         .map(invalid_request_line)
@@ -287,7 +287,7 @@ fn invalid_request(violations: &[threadline::wire::Violation]) -> String {
 }
 
 /// The line of one violation of a dry run's request.
-fn invalid_request_line(violation: &threadline::wire::Violation) -> String {
+fn invalid_request_line(violation: &threadline_validate::Violation) -> String {
     format!("threadline: run: the request is invalid: {violation}")
 }
 

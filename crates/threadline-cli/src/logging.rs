@@ -11,7 +11,7 @@
 //! - Neither: no subscriber, and the output is what it always was.
 //!
 //! What the spans carry is ids, names, counts and error classes: never message content, tool
-//! inputs or outputs, or the API key (invariant 7). Dependencies that log content at DEBUG or
+//! inputs or outputs, or the API key (ARCHITECTURE.md, "Security"). Dependencies that log content at DEBUG or
 //! TRACE (rmcp logs every JSON-RPC request and result, a tool's input and output among them)
 //! are left out whatever `RUST_LOG` says ([`CONTENT_TARGETS`]).
 
@@ -157,7 +157,7 @@ mod tests {
         }
     }
 
-    /// Issue 26: with `RUST_LOG=debug` rmcp's lines, a tool's input and output in them, went
+    /// With `RUST_LOG=debug` rmcp's lines, a tool's input and output in them, used to go
     /// into `--log`. They are dropped even when `RUST_LOG` names rmcp itself.
     #[test]
     fn rmcp_records_stay_out_of_the_log_whatever_rust_log_says() {

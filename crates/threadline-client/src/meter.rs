@@ -50,7 +50,7 @@ use futures_core::Stream;
 use threadline_wire::accumulate::MessageAccumulator;
 use threadline_wire::model::ModelTable;
 use threadline_wire::service::{EventStream, EventStreamFuture, MessagesService, ServiceError};
-use threadline_wire::{MessagesRequest, StreamEvent, Usage};
+use threadline_wire::{BilledTotals, MessagesRequest, StreamEvent, Usage};
 
 /// What the metered requests used, summed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -98,19 +98,24 @@ impl MeterTotals {
 
     /// Adds what `usage`, a response served by `model`, bills: every `usage.iterations` pass,
     /// not only the top-level figures, priced by `table` ([`ModelTable::cost`]).
+    ///
+    /// The token sums are [`BilledTotals::add`]'s (saturating), the one sum of billed usage.
     pub fn add_usage(&mut self, usage: &Usage, model: &str, table: &ModelTable) {
+        let mut billed = BilledTotals {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_creation_input_tokens: self.cache_write_tokens,
+            cache_read_input_tokens: self.cache_read_tokens,
+        };
+        billed.add(usage);
+        self.input_tokens = billed.input_tokens;
+        self.output_tokens = billed.output_tokens;
+        self.cache_write_tokens = billed.cache_creation_input_tokens;
+        self.cache_read_tokens = billed.cache_read_input_tokens;
         // Saturating: the counts are the server's, and a hostile one may send u64::MAX.
         let add = |total: &mut u64, tokens: Option<u64>| {
             *total = total.saturating_add(tokens.unwrap_or(0));
         };
-        let billed = usage.billed();
-        add(&mut self.input_tokens, billed.input_tokens);
-        add(
-            &mut self.cache_write_tokens,
-            billed.cache_creation_input_tokens,
-        );
-        add(&mut self.cache_read_tokens, billed.cache_read_input_tokens);
-        add(&mut self.output_tokens, billed.output_tokens);
         for pass in usage.compaction_iterations() {
             self.compaction_iterations = self.compaction_iterations.saturating_add(1);
             add(

@@ -269,7 +269,7 @@ mod tests {
         );
     }
 
-    /// Finding 9 of issue 26: a server over-encoding the key (`-` as `%2D` or `%2d`) got it
+    /// A server over-encoding the key (`-` as `%2D` or `%2d`) got it
     /// past the redactor, which knew only the key and its canonical encoding.
     #[test]
     fn an_over_encoded_echo_of_the_key_is_redacted() {

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use threadline_wire::Usage;
+use threadline_wire::{BilledTotals, Usage};
 
 use crate::message::Message;
 
@@ -126,23 +126,21 @@ pub struct UsageTotals {
 impl UsageTotals {
     /// Counts one more response and adds what it bills ([`Usage::billed`]: every
     /// `usage.iterations` pass, a server-side compaction's included), saturating (the
-    /// counts are the server's).
+    /// counts are the server's). The sum is [`BilledTotals::add`]'s, the one sum of billed
+    /// usage.
     pub fn add_billed(&mut self, usage: &Usage) {
-        let billed = usage.billed();
-        let add = |total: &mut u64, tokens: Option<u64>| {
-            *total = total.saturating_add(tokens.unwrap_or(0));
+        let mut billed = BilledTotals {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_creation_input_tokens: self.cache_creation_input_tokens,
+            cache_read_input_tokens: self.cache_read_input_tokens,
         };
+        billed.add(usage);
         self.responses = self.responses.saturating_add(1);
-        add(&mut self.input_tokens, billed.input_tokens);
-        add(&mut self.output_tokens, billed.output_tokens);
-        add(
-            &mut self.cache_creation_input_tokens,
-            billed.cache_creation_input_tokens,
-        );
-        add(
-            &mut self.cache_read_input_tokens,
-            billed.cache_read_input_tokens,
-        );
+        self.input_tokens = billed.input_tokens;
+        self.output_tokens = billed.output_tokens;
+        self.cache_creation_input_tokens = billed.cache_creation_input_tokens;
+        self.cache_read_input_tokens = billed.cache_read_input_tokens;
     }
 
     /// Every token, in and out.

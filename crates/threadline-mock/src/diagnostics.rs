@@ -87,7 +87,7 @@ fn beta_set(header: &str) -> Vec<&str> {
 
 impl Fingerprint {
     /// `betas` is the request's `anthropic-beta` header: the set of betas shapes the prompt
-    /// too (a change of it is `unavailable`, api-2026-additions.md §4).
+    /// too (a change of it is `unavailable`, docs/api-notes.md#cache-diagnostics).
     fn of(request: &MessagesRequest, betas: &str) -> Fingerprint {
         let part = |value: Option<Value>| {
             let value = value.unwrap_or(Value::Null);

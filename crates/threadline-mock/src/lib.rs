@@ -4,7 +4,7 @@
 //! It serves `POST /v1/messages` (streamed or not) and `POST /v1/messages/count_tokens`. Every
 //! request is checked as the API checks it — a credential (`x-api-key` or a bearer token,
 //! else 401), `anthropic-version` (else 400), a known model (else 404 `model: <id>`), and
-//! [`threadline_wire::validate()`] (else the API's exact 400 envelope) — and recorded for tests
+//! [`threadline_validate::validate()`] (else the API's exact 400 envelope) — and recorded for tests
 //! to inspect. Valid requests are answered from a [`Scenario`]: scripted messages (text,
 //! tool use, thinking, stop reasons, usage), recorded responses replayed byte for byte, and
 //! faults (429 with `retry-after`, 529, 500, `prompt is too long`, a stream cut inside a tool

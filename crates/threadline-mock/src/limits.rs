@@ -13,7 +13,7 @@ pub(crate) const SMALL_BODY_BYTES: usize = 16 * 1024;
 pub(crate) const MAX_HTTP2_STREAMS: u32 = 32;
 
 /// The limits of a [`MockServer`](crate::MockServer). Every size and duration a client controls
-/// is bounded here (invariant 12); [`ServerLimits::default()`] gives the values below.
+/// is bounded here (every size a peer controls has a bound); [`ServerLimits::default()`] gives the values below.
 ///
 /// | limit | default | over it |
 /// |---|---|---|

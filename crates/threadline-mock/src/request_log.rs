@@ -215,7 +215,7 @@ mod tests {
         }
     }
 
-    /// Issue 26: the log holds every request body; it was created `0644`.
+    /// The log holds every request body, so it is created `0600` (it once was `0644`).
     #[cfg(unix)]
     #[test]
     fn the_log_is_created_for_its_owner_only() {

@@ -17,10 +17,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::Value;
+use threadline_validate::{ValidateOptions, Violation, validate_count_tokens_with, validate_with};
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::{
-    ValidateOptions, Violation, validate_count_tokens_with, validate_with,
-};
 use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};

@@ -858,7 +858,7 @@ mod tests {
         let model = threadline_wire::model::ModelTable::builtin()
             .resolve("claude-sonnet-4-5")
             .model();
-        assert_eq!(threadline_wire::validate(&request, model), []);
+        assert_eq!(threadline_validate::validate(&request, model), []);
         // The user writes instead of resuming: the pending call goes, in both paths.
         session.push(user("never mind"));
         check(&mut normalizer, &session);

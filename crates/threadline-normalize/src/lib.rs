@@ -6,7 +6,8 @@
 //! use threadline_normalize::{normalize, normalize_strict, Options, RepairKind};
 //! use threadline_wire::content::ToolUseBlock;
 //! use threadline_wire::model::ModelTable;
-//! use threadline_wire::{ContentBlock, MessagesRequest, validate};
+//! use threadline_validate::validate;
+//! use threadline_wire::{ContentBlock, MessagesRequest};
 //!
 //! let read = ContentBlock::ToolUse(ToolUseBlock::new(
 //!     "toolu_01",
@@ -69,7 +70,7 @@
 //! # Guarantees
 //!
 //! - [`normalize`] never fails and never panics, whatever the input.
-//! - Its output passes `threadline_wire::validate` with no violation for a model that accepts
+//! - Its output passes `threadline_validate::validate` with no violation for a model that accepts
 //!   prefill, with no thinking configuration and no tools (the request the pipeline can
 //!   vouch for; model-specific rules such as prefill support stay the caller's choice).
 //! - Deterministic: the same input gives byte-identical output; every synthetic text is a

@@ -2,12 +2,12 @@
 
 use serde_json::json;
 use threadline_message::{Attachment, Header, Message, tool_result_block};
+use threadline_validate::{Violation, validate};
 use threadline_wire::content::{
     Base64Source, ImageBlock, MediaSource, RedactedThinkingBlock, ServerToolResultBlock,
     ServerToolUseBlock, ThinkingBlock,
 };
 use threadline_wire::model::ModelTable;
-use threadline_wire::validate::{Violation, validate};
 use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolUseBlock};
 
 use crate::draft::{Draft, Side};

@@ -1,6 +1,6 @@
 //! An in-process [`MessagesService`](threadline_wire::service::MessagesService) that answers
 //! from a script: streamed responses built event by event, with delays, gates and failures.
-//! Like the mock server, it validates every request with `threadline_wire::validate` and
+//! Like the mock server, it validates every request with `threadline_validate::validate` and
 //! answers the API's 400 on a violation; it records every request it received.
 //!
 //! ```
@@ -20,11 +20,10 @@ use std::time::Duration;
 
 use futures::stream::StreamExt as _;
 use serde_json::{Value, json};
+use threadline_validate::Violation;
 use threadline_wire::model::ModelTable;
 use threadline_wire::service::{EventStream, ServiceError, ServiceErrorKind};
-use threadline_wire::{
-    ApiErrorResponse, ApiErrorType, MessagesRequest, StopReason, StreamEvent, Violation,
-};
+use threadline_wire::{ApiErrorResponse, ApiErrorType, MessagesRequest, StopReason, StreamEvent};
 use tokio::sync::Notify;
 
 /// One step of a scripted stream.
@@ -333,7 +332,7 @@ impl tower_service::Service<MessagesRequest> for ScriptedService {
 
     fn call(&mut self, request: MessagesRequest) -> Self::Future {
         let model = ModelTable::builtin().resolve(&request.model).model();
-        let violations = threadline_wire::validate(&request, model);
+        let violations = threadline_validate::validate(&request, model);
         let mut shared = self.lock();
         let index = shared.requests.len();
         shared.requests.push(request);

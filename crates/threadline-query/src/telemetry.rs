@@ -15,7 +15,7 @@
 //! - `threadline.compaction` events (INFO) — a context step that changed the history, with
 //!   the step's name and the visible history's estimated tokens before and after.
 //!
-//! Never recorded (invariant 7): message content, the system prompt, tool inputs and outputs,
+//! Never recorded (ARCHITECTURE.md, "Security"): message content, the system prompt, tool inputs and outputs,
 //! error texts (a server may echo a secret), and the API key — only ids, names, counts and
 //! error kinds.
 

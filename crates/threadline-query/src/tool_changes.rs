@@ -27,7 +27,7 @@ use crate::tool::{Tool as LoopTool, ToolSet};
 /// run.
 ///
 /// What is inferred, not verified: that the appended deferred definition keeps the cached
-/// prefix. The `tools` array does grow by it; api-2026-additions.md §2 says deferred tools are
+/// prefix. The `tools` array does grow by it; docs/api-notes.md#tool-search says deferred tools are
 /// not in the prefix (the server renders them at the prompt's tail), so the cache simulator
 /// and the loopback prefix checks leave deferred tools out. The API's cache diagnostics
 /// compare request structure, not hits, and may still name such a request `tools_changed`
@@ -946,7 +946,7 @@ mod tests {
 
     mod props {
         use proptest::prelude::*;
-        use threadline_wire::validate::{ValidateOptions, validate_with};
+        use threadline_validate::{ValidateOptions, validate_with};
 
         use super::*;
 

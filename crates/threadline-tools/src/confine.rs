@@ -1,7 +1,7 @@
 //! Where a write may go: inside the workspace, never through `..`, an absolute path outside
 //! it, or a symbolic link (existing or dangling) that leads out, and never onto a control path
 //! of the workspace (`.git` at any depth, agent and tool configuration; see
-//! [`threadline_attach::ControlPaths`]).
+//! [`threadline_workspace::ControlPaths`]).
 //!
 //! The resolution is [`Workspace::resolve_for_write`]: the path is followed from the root one
 //! component at a time (links spliced in, nothing outside the root looked at); what does not
@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use threadline_attach::{Refusal, Workspace};
+use threadline_workspace::{Refusal, Workspace};
 
 /// Resolves `path` for writing: the canonical path of the file to write, which exists as a
 /// regular file inside the workspace or does not exist and would be created inside it, and

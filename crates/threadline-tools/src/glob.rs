@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use threadline_attach::{PathKind, Workspace};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_workspace::{PathKind, Workspace};
 
 use crate::text::refused;
 use crate::walk;

@@ -1,7 +1,7 @@
 //! `Grep`: lines matching a regular expression, as `path:line:text`, with ripgrep's engine
 //! (`grep-regex`, `grep-searcher`) over a `.gitignore`-aware walk.
 //!
-//! Memory is bounded whatever the files hold (issue 13, finding 4: a 1 GB single-line file
+//! Memory is bounded whatever the files hold (a 1 GB single-line file
 //! once took 2.25 GB). The searcher reads through a line buffer capped at
 //! [`MAX_GREP_HEAP_BYTES`] (`heap_limit`; memory maps off; a NUL byte ends the file as
 //! binary), so a longer line is not searched: its file is skipped and the answer says so.
@@ -19,8 +19,8 @@ use std::sync::Arc;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::{Value, json};
-use threadline_attach::{PathKind, Workspace};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream};
+use threadline_workspace::{PathKind, Workspace};
 
 use crate::text::{cut_at, refused};
 use crate::walk;

@@ -1,7 +1,7 @@
 //! Built-in tools for the threadline query loop, for a coding agent working in one
 //! directory: `Read`, `LS`, `Glob`, `Grep`, `Write`, `Edit` and `Bash`.
 //!
-//! Every path goes through the workspace confinement of `threadline-attach` (reads) and
+//! Every path goes through the workspace confinement of `threadline-workspace` (reads) and
 //! [`confine::resolve_for_write`] (writes): no `..`, no absolute path outside the root, no
 //! symbolic link leading out (a dangling one included). Reads, listings, searches and command
 //! output are bounded. Walks use ripgrep's crates (`ignore`, `globset`, `grep-regex`,
@@ -19,7 +19,7 @@
 //!   entries. Tools the loop runs concurrently each have this bound.
 //! - **Control paths:** `Write` and `Edit` refuse the workspace's control paths (`.git` at
 //!   any depth — a worktree's `.git` file too —, `.gitmodules`, `.claude`, `.mcp.json`,
-//!   `.threadline`; [`threadline_attach::ControlPaths`]), through links and case aliases
+//!   `.threadline`; [`threadline_workspace::ControlPaths`]), through links and case aliases
 //!   too, so file permission never becomes shell permission (a planted `core.fsmonitor` or
 //!   hook). Reading them stays allowed.
 //! - **Secrets:** `Bash`'s child does not inherit the API's credentials
@@ -32,7 +32,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use futures::StreamExt as _;
-//! use threadline_attach::Workspace;
+//! use threadline_workspace::Workspace;
 //! use threadline_query::{ToolContext, ToolEvent};
 //! use threadline_query::Tool as _;
 //! use threadline_tools::{builtin, ShellAccess};
@@ -75,9 +75,9 @@ pub use grep::Grep;
 pub use list::ListDir;
 pub use read::{ReadArgs, ReadFile};
 pub use shell::Shell;
-/// The directory the tools are confined to (`threadline-attach`'s, re-exported so that a user
+/// The directory the tools are confined to (`threadline-workspace`'s, re-exported so that a user
 /// of the tools alone can build one).
-pub use threadline_attach::Workspace;
+pub use threadline_workspace::Workspace;
 pub use walk::MAX_VISITED;
 pub use write::WriteFile;
 

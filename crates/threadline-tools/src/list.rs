@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use threadline_attach::{Limits, PathKind, Workspace};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline_workspace::{Limits, PathKind, Workspace};
 
 use crate::text::{refused, truncation_note};
 

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use threadline_attach::{Limits, PathKind, Truncation, Workspace};
 use threadline_query::JsonSchema;
 use threadline_query::{
     BoxFuture, Tool, ToolContext, ToolOutput, ToolStream, TypedTool, call_typed,
 };
+use threadline_workspace::{Limits, PathKind, Truncation, Workspace};
 
 use crate::text::{refused, truncation_note};
 

@@ -3,7 +3,7 @@
 //!
 //! The command's environment is this process's, less the variables withheld: by default the
 //! API's credentials ([`DEFAULT_WITHHELD_ENV`]), so a command the model runs cannot read the
-//! key (issue 13, finding 9). The list is configurable ([`Shell::with_withheld_env`],
+//! key. The list is configurable ([`Shell::with_withheld_env`],
 //! [`Shell::withhold_env`]); passing a credential on is an explicit choice
 //! ([`Shell::with_withheld_env`] without it).
 //!
@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use threadline_attach::Workspace;
 use threadline_query::Permission;
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::telemetry as names;
+use threadline_workspace::Workspace;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
 use crate::text::cut_at;

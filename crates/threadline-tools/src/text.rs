@@ -1,7 +1,7 @@
 //! The texts the tools answer with when they refuse or cut.
 
-use threadline_attach::{Refusal, Truncation};
 use threadline_query::ToolOutput;
+use threadline_workspace::{Refusal, Truncation};
 
 /// The error result for a refused path.
 pub(crate) fn refused(path: &str, refusal: &Refusal) -> ToolOutput {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use threadline_attach::Workspace;
 use threadline_query::{ToolOutput, ToolStream, tool_result};
+use threadline_workspace::Workspace;
 
 /// At most this many directory entries are visited by one walk.
 pub const MAX_VISITED: usize = 200_000;

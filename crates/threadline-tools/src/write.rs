@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use threadline_attach::Workspace;
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline_workspace::Workspace;
 
 use crate::confine::resolve_for_write;
 use crate::text::refused;

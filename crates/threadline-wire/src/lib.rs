@@ -1,6 +1,6 @@
 //! The Anthropic Messages API as Rust values: request and response types that survive
 //! whatever the API adds, an incremental SSE decoder, the stream accumulator, the model table,
-//! the pre-flight validator and the service contract, and the redaction of secrets from what
+//! the service contract, and the redaction of secrets from what
 //! leaves the process ([`secret`]). No I/O, no async runtime.
 //!
 //! ```
@@ -105,7 +105,6 @@ pub mod tool_change;
 pub mod tool_search;
 pub mod tools;
 pub mod usage_iterations;
-pub mod validate;
 
 pub use api_error::{ApiErrorBody, ApiErrorResponse, ApiErrorType};
 pub use cache_control::{CacheControl, CacheTtl};
@@ -118,15 +117,7 @@ pub use request::{
     CountTokensRequest, FallbackModel, Fallbacks, MessageParam, MessagesRequest, SystemPrompt,
     ThinkingConfig,
 };
-#[allow(deprecated)]
-pub use response::Message;
 pub use response::{ResponseMessage, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
-#[allow(deprecated)]
-pub use tools::Tool;
 pub use tools::{CustomTool, ToolChoice, ToolDefinition, VersionedTool};
-pub use usage_iterations::{IterationKind, UsageIteration};
-pub use validate::{
-    Report, Rule, ValidateOptions, Violation, validate, validate_count_tokens,
-    validate_count_tokens_report, validate_count_tokens_with, validate_report, validate_with,
-};
+pub use usage_iterations::{BilledTotals, IterationKind, UsageIteration};

@@ -168,10 +168,6 @@ wire_struct! {
     }
 }
 
-/// The old name of [`ResponseMessage`].
-#[deprecated(since = "0.2.0", note = "renamed to `ResponseMessage`")]
-pub type Message = ResponseMessage;
-
 impl ResponseMessage {
     /// The response's cache diagnostics (`diagnostics`: absent, `null`, pending or a reason).
     pub fn cache_diagnosis(&self) -> crate::diagnostics::CacheDiagnosis {

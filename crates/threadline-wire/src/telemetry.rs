@@ -9,8 +9,8 @@
 //! static; the conventions' dynamic names (`chat {gen_ai.request.model}`) are carried in the
 //! [`OTEL_NAME`] field, which `tracing-opentelemetry` uses as the exported span name.
 //!
-//! What is deliberately never recorded (invariant 7 and the conventions' opt-in content
-//! attributes): message content, system prompts, tool inputs and outputs, and the API key.
+//! What is deliberately never recorded (the project's security rule, and the conventions'
+//! opt-in content attributes): message content, system prompts, tool inputs and outputs, and the API key.
 //! Only ids, model names, counts, stop reasons, tool names and error classes are.
 //!
 //! This module holds names only (no `tracing` dependency): the crates that emit record them.

@@ -134,10 +134,6 @@ impl<'de> Deserialize<'de> for ToolDefinition {
     }
 }
 
-/// The old name of [`ToolDefinition`].
-#[deprecated(since = "0.2.0", note = "renamed to `ToolDefinition`")]
-pub type Tool = ToolDefinition;
-
 wire_struct! {
     /// The fields of `tool_choice` kinds `auto`, `any` and `none`.
     pub struct ToolChoiceOptions {

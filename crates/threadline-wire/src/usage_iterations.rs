@@ -190,10 +190,95 @@ impl Usage {
     }
 }
 
+/// Billed tokens summed over responses: the four counts of [`Usage::billed`] (every
+/// iteration, a server-side compaction pass's included), each added with saturation: the
+/// counts are the server's, and a hostile one may send `u64::MAX`.
+///
+/// The one place billed usage is summed: `threadline-message`'s `UsageTotals` and
+/// `threadline-client`'s cost meter both add through [`BilledTotals::add`].
+///
+/// ```
+/// use threadline_wire::{BilledTotals, Usage};
+///
+/// let usage: Usage = serde_json::from_value(serde_json::json!({
+///     "input_tokens": 162, "output_tokens": 11,
+///     "iterations": [
+///         {"type": "compaction", "input_tokens": 99195, "output_tokens": 81},
+///         {"type": "message", "input_tokens": 162, "output_tokens": 11}
+///     ]
+/// }))?;
+/// let mut totals = BilledTotals::default();
+/// totals.add(&usage);
+/// assert_eq!((totals.input_tokens, totals.output_tokens), (99_357, 92));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BilledTotals {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl BilledTotals {
+    /// Adds what `usage` bills ([`Usage::billed`]), saturating; a missing count adds 0.
+    pub fn add(&mut self, usage: &Usage) {
+        let billed = usage.billed();
+        let add = |total: &mut u64, tokens: Option<u64>| {
+            *total = total.saturating_add(tokens.unwrap_or(0));
+        };
+        add(&mut self.input_tokens, billed.input_tokens);
+        add(&mut self.output_tokens, billed.output_tokens);
+        add(
+            &mut self.cache_creation_input_tokens,
+            billed.cache_creation_input_tokens,
+        );
+        add(
+            &mut self.cache_read_input_tokens,
+            billed.cache_read_input_tokens,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn billed_totals_sum_every_iteration_and_saturate() {
+        let usage: Usage = serde_json::from_value(json!({
+            "input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 7,
+            "iterations": [
+                {"type": "compaction", "input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 3},
+                {"type": "message", "input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 7}
+            ]
+        }))
+        .expect("usage");
+        let mut totals = BilledTotals::default();
+        totals.add(&usage);
+        assert_eq!(
+            totals,
+            BilledTotals {
+                input_tokens: 105,
+                output_tokens: 11,
+                cache_creation_input_tokens: 3,
+                cache_read_input_tokens: 7,
+            }
+        );
+        let huge = Usage {
+            input_tokens: Some(u64::MAX),
+            ..Usage::default()
+        };
+        totals.add(&huge);
+        totals.add(&huge);
+        assert_eq!(totals.input_tokens, u64::MAX);
+        assert_eq!(totals.output_tokens, 11);
+    }
 
     #[test]
     fn iterations_round_trip_with_unknown_kinds_and_fields() {

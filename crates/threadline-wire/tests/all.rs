@@ -8,7 +8,3 @@ mod recorded_streams;
 mod round_trip;
 #[path = "suite/sdk_equivalence.rs"]
 mod sdk_equivalence;
-#[path = "suite/validate_props.rs"]
-mod validate_props;
-#[path = "suite/validate_rules.rs"]
-mod validate_rules;

@@ -7,9 +7,9 @@
 use futures::StreamExt as _;
 use threadline::Agent;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
-use threadline::mock::{MockServer, Scenario, Step};
 use threadline::query::Event;
 use threadline::tools::ShellAccess;
+use threadline_mock::{MockServer, Scenario, Step};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,18 +5,21 @@
 //!
 //! | module | crate | what it is |
 //! |---|---|---|
-//! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, validator, service contract |
+//! | `wire` | `threadline-wire` | API types, SSE, accumulator, model table, betas, service contract |
+//! | `validate` | `threadline-validate` | the API's acceptance rules checked offline, in its words |
 //! | `message` | `threadline-message` | the internal message array, transcripts |
 //! | `normalize` | `threadline-normalize` | internal array → a valid `messages` array |
-//! | `attach` | `threadline-attach` | context channels, attachment sources, workspace confinement |
+//! | `workspace` | `threadline-workspace` | workspace confinement, bounded reads, the read-only git runner |
+//! | `attach` | `threadline-attach` | context channels, attachment sources |
 //! | `cache` | `threadline-cache` | cache-marker planning, the prompt-cache simulator |
 //! | `compact` | `threadline-compact` | budget, snip, microcompact, autocompact, reactive compact |
 //! | `client` | `threadline-client` | the Messages API over HTTP (retries, timeouts) |
-//! | `mock` | `threadline-mock` | a mock Messages API on loopback |
+//! | `mock` | `threadline-mock` | a mock Messages API on loopback (not in `full`) |
 //! | `query` | `threadline-query` | the loop: state, transitions, terminals, streaming tools |
 //! | `tools` | `threadline-tools` | read, list, glob, grep, write, edit, shell |
 //! | `store` | `threadline-store` | the `SessionStore` contract, JSONL/SQLite/memory backends |
 //! | `inspect` | `threadline-inspect` | a recorded session's tokens, cache and cost, as typed reports |
+//! | `mcp` | `threadline-mcp` | MCP servers as loop tools, the approval policy (not in `full`) |
 //! | `restate` | `threadline-restate` | durable sessions on Restate (not in `full`) |
 //!
 //! The [`Agent`] (feature `agent`) is the loop of `threadline-query` with the real hooks: a
@@ -117,22 +120,26 @@
 //! ## Feature flags
 //!
 //! - `default`: `full`.
-//! - `full`: every crate below and the agent builder.
+//! - `full`: every crate below but `mock`, `mcp`, `restate` and `scripted`, and the agent
+//!   builder.
 //! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
+//! - `validate`: the module `validate` (`threadline-validate`).
 //! - `message`: the module `message` (`threadline-message`) and [`Message`].
 //! - `normalize`: the module `normalize` (`threadline-normalize`).
+//! - `workspace`: the module `workspace` (`threadline-workspace`).
 //! - `attach`: the module `attach` (`threadline-attach`); with `query`, its loop hooks.
 //! - `cache`: the module `cache` (`threadline-cache`).
 //! - `compact`: the module `compact` (`threadline-compact`), [`Compaction`] and its types; with
 //!   `query`, `CompactionPolicy`; with `client`, [`ClientTokenCounter`].
 //! - `client`: the module `client` (`threadline-client`).
-//! - `mock`: the module `mock` (`threadline-mock`).
+//! - `mock`: the module `mock` (`threadline-mock`; not in `full`: it is an HTTP server).
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].
 //! - `tools`: the module `tools` (`threadline-tools`) and [`AgentBuilder::builtin_tools`].
 //! - `store`: the module `store` (`threadline-store`); with `agent`, `AgentBuilder::store`,
 //!   `AgentBuilder::resume`, `load_session` and `message_entry`.
 //! - `inspect`: the module `inspect` (`threadline-inspect`).
+//! - `mcp`: the module `mcp` (`threadline-mcp`): MCP servers as loop tools (not in `full`).
 //! - `restate`: the module `restate` (`threadline-restate`): durable sessions on Restate, the
 //!   worker and the ingress client (not in `full`: it brings the Restate SDK).
 //! - `scripted`: `query::scripted`, the in-process scripted Messages service (a test double;
@@ -156,6 +163,9 @@ pub use threadline_compact as compact;
 #[cfg(feature = "inspect")]
 #[doc(inline)]
 pub use threadline_inspect as inspect;
+#[cfg(feature = "mcp")]
+#[doc(inline)]
+pub use threadline_mcp as mcp;
 #[cfg(feature = "message")]
 #[doc(inline)]
 pub use threadline_message as message;
@@ -177,9 +187,15 @@ pub use threadline_store as store;
 #[cfg(feature = "tools")]
 #[doc(inline)]
 pub use threadline_tools as tools;
+#[cfg(feature = "validate")]
+#[doc(inline)]
+pub use threadline_validate as validate;
 #[cfg(feature = "wire")]
 #[doc(inline)]
 pub use threadline_wire as wire;
+#[cfg(feature = "workspace")]
+#[doc(inline)]
+pub use threadline_workspace as workspace;
 
 #[cfg(feature = "agent")]
 mod agent;

@@ -7,7 +7,7 @@ use threadline_message::Attachment;
 
 use crate::history::attachments_since_last_compaction;
 use crate::source::{Note, Phase, Source, SourceContext, SourceFuture, SourceOutput};
-use crate::workspace::{Limits, PathKind, Refusal};
+use threadline_workspace::{Limits, PathKind, Refusal};
 
 /// The names of instruction files, looked for in this order in each directory.
 pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];

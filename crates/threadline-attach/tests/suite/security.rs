@@ -218,7 +218,7 @@ async fn the_reader_never_pulls_past_the_limit() {
     let total = counted.total.clone();
     // A NUL at byte 1: refused as binary, after reading no more than the limit.
     assert_eq!(
-        threadline_attach::workspace::read_limited(counted, &limits).await,
+        threadline_workspace::read_limited(counted, &limits).await,
         Err(Refusal::Binary)
     );
     assert!(total.load(std::sync::atomic::Ordering::SeqCst) <= 10_001);
@@ -231,10 +231,9 @@ async fn the_reader_never_pulls_past_the_limit() {
     drop(file);
     let counted = Counting::new(tokio::fs::File::open(&text).await.expect("open"));
     let total = counted.total.clone();
-    let read =
-        threadline_attach::workspace::read_limited(counted, &limits.with_max_lines(usize::MAX))
-            .await
-            .expect("text");
+    let read = threadline_workspace::read_limited(counted, &limits.with_max_lines(usize::MAX))
+        .await
+        .expect("text");
     assert_eq!(read.content.len(), 10_000);
     assert_eq!(read.truncated, Some(Truncation::Bytes { limit: 10_000 }));
     assert_eq!(total.load(std::sync::atomic::Ordering::SeqCst), 10_001);

@@ -9,7 +9,7 @@
 //! * never a marker on a tool sent with `defer_loading: true` (the API's 400 "Tool '<name>'
 //!   cannot have both defer_loading=true and cache_control set"), whichever tools are deferred
 //!   and even when the caller left markers on them;
-//! * the output passes `threadline_wire::validate` whenever the unplanned request does (and
+//! * the output passes `threadline_validate::validate` whenever the unplanned request does (and
 //!   adds no violation otherwise);
 //! * `plan_unrecorded` places the markers `plan` places, and leaves the planner as it was.
 
@@ -23,11 +23,10 @@ use threadline_cache::{
 };
 use threadline_normalize::{Options, normalize};
 use threadline_testkit::messages::{hostile_session, valid_session};
+use threadline_validate::validate;
 use threadline_wire::content::Content;
 use threadline_wire::model::ModelTable;
-use threadline_wire::{
-    CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition, validate,
-};
+use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition};
 
 /// Asks for whatever marks it was given (positions taken modulo the request's length).
 #[derive(Debug, Clone)]
@@ -365,10 +364,10 @@ proptest! {
         let found = markers(&request).map_err(TestCaseError::fail)?;
         prop_assert!(found.len() <= 4, "{} markers: {found:?}", found.len());
         let model = ModelTable::builtin().resolve(sessions::MODEL).model();
-        let rules: Vec<threadline_wire::Rule> = validate(&request, model).iter().map(|v| v.rule).collect();
-        prop_assert!(!rules.contains(&threadline_wire::Rule::TooManyCacheBreakpoints), "{rules:?}");
-        prop_assert!(!rules.contains(&threadline_wire::Rule::AutomaticCacheTtlConflict), "{rules:?}");
-        prop_assert!(!rules.contains(&threadline_wire::Rule::CacheTtlOrder), "{rules:?}");
+        let rules: Vec<threadline_validate::Rule> = validate(&request, model).iter().map(|v| v.rule).collect();
+        prop_assert!(!rules.contains(&threadline_validate::Rule::TooManyCacheBreakpoints), "{rules:?}");
+        prop_assert!(!rules.contains(&threadline_validate::Rule::AutomaticCacheTtlConflict), "{rules:?}");
+        prop_assert!(!rules.contains(&threadline_validate::Rule::CacheTtlOrder), "{rules:?}");
     }
 
     #[test]

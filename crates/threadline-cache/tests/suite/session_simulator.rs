@@ -111,7 +111,7 @@ proptest! {
     }
 }
 
-/// Issue 14: a local command that re-renders the tools or the dynamic system prompt (`/mcp`
+/// A local command that re-renders the tools or the dynamic system prompt (`/mcp`
 /// reconnecting a server) leaves only the warm cross-session part of the unseen prefix
 /// readable, and the break names it; a switch of model reads nothing.
 #[test]

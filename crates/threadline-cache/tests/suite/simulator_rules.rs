@@ -259,9 +259,9 @@ fn growing_session(planner: &mut Planner, turns: usize) -> Vec<(u64, u64, u64)> 
             let mut r = request(t, 1);
             planner.plan(&mut r);
             assert!(
-                threadline_wire::validate(&r, model()).is_empty(),
+                threadline_validate::validate(&r, model()).is_empty(),
                 "turn {t}: {:?}",
-                threadline_wire::validate(&r, model())
+                threadline_validate::validate(&r, model())
             );
             let u = sim.step(t as u64 * 60_000, &r).usage;
             (

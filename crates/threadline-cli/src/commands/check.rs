@@ -11,7 +11,7 @@
 //! sampling, prefill, system messages) are checked against the table's conservative default,
 //! whose limits are guesses: what they find is printed on stderr as
 //! `threadline: warning: …`, never on stdout, and does not change the exit code. So are the
-//! findings of rules nothing bounds (see `threadline_wire::validate::Rule`).
+//! findings of rules nothing bounds (see `threadline_validate::Rule`).
 //!
 //! Exit codes: 0 when there is no violation (warnings or not), 1 when there is one, 2 when the
 //! input cannot be checked.
@@ -19,11 +19,9 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+use threadline_validate::{Report, ValidateOptions, validate_count_tokens_report, validate_report};
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::{Report, ValidateOptions};
-use threadline_wire::{
-    CountTokensRequest, MessagesRequest, validate_count_tokens_report, validate_report,
-};
+use threadline_wire::{CountTokensRequest, MessagesRequest};
 
 use crate::error::CliError;
 use crate::input::read_input;
@@ -117,7 +115,7 @@ struct Checked {
 impl Checked {
     /// Adds the findings of `report`, each line after `label: ` when there is a label.
     fn add(&mut self, label: Option<&str>, report: &Report) {
-        let line = |v: &threadline_wire::Violation| match label {
+        let line = |v: &threadline_validate::Violation| match label {
             Some(label) => format!("{label}: {v}"),
             None => v.to_string(),
         };

@@ -191,7 +191,8 @@ pub(crate) fn dry_run(args: &LiveArgs<'_>, prompt: &str) -> Result<(), CliError>
         stderr_line!("threadline: run: {note}");
     }
     let table = threadline::wire::model::ModelTable::builtin();
-    let violations = threadline::wire::validate(&first.request, table.resolve(args.model).model());
+    let violations =
+        threadline_validate::validate(&first.request, table.resolve(args.model).model());
     let body = threadline::client::messages_body(&first.request)
         .map_err(|e| CliError::output(RUN, "cannot print the request", e))?;
     let body = String::from_utf8(body)

@@ -184,7 +184,7 @@ fn check_reports_in_the_apis_words() {
     );
 }
 
-/// Issue 14: `check` agrees with the API on every recorded request of the fixtures: a fixture
+/// `check` agrees with the API on every recorded request of the fixtures: a fixture
 /// whose requests were all accepted (or refused for reasons that are not the request's: 404,
 /// 429, a "prompt is too long" whose text was replaced before recording) exits 0 with nothing
 /// on stdout; one with a recorded 400 prints, for that exchange alone, the API's own message.
@@ -243,7 +243,7 @@ fn check_agrees_with_the_api_on_every_recorded_fixture() {
     assert_eq!(rejected, 2, "the offline-checkable recorded 400s");
 }
 
-/// Issue 14: the API answered this request with 200; the model table does not know the model,
+/// The API answered this request with 200; the model table does not know the model,
 /// so its guessed output limit gives a warning on stderr, not a violation.
 #[test]
 fn check_warns_but_accepts_an_unknown_model_over_the_guessed_limit() {

@@ -190,7 +190,7 @@ fn auto_without_a_summary_file_uses_the_extractive_summary() {
     assert!(stdout.contains("request 1: Port module 0"), "{stdout}");
 }
 
-/// Issue 14: after compaction the estimate counted the usage the kept tail had recorded (the
+/// After compaction the estimate counted the usage the kept tail had recorded (the
 /// context before the compaction), so a 106k-token session reported ~107k tokens after being
 /// compacted to a fraction of that. Now it is the unseen prefix (inferred from the first
 /// recorded usage) plus the estimate of the compacted messages. (`--limit` bounds what the

@@ -82,7 +82,7 @@ fn every_fixture_transcript_is_predicted_within_the_target() {
     println!("{}", measured.join("\n"));
 }
 
-/// Issue 14: the context estimate the loop would compute before each request (anchored on
+/// The context estimate the loop would compute before each request (anchored on
 /// earlier usage, never the request's own; `threadline_cli::accuracy`) against the input the
 /// request recorded, over every fixture transcript. Measured: 0.0094 over 33 requests
 /// (`estimate_mae_vs_recorded` of `cargo xtask bench`; target 0.10), at most 0.016 for one
@@ -113,7 +113,7 @@ fn every_fixture_transcript_is_estimated_within_the_target() {
     assert!(mae <= 0.01, "estimate_mae_vs_recorded {mae:.4} > 0.01");
 }
 
-/// Issue 14: after `/mcp` reported `Reconnected to tidewave.` the first request read only the
+/// After `/mcp` reported `Reconnected to tidewave.` the first request read only the
 /// cross-session prefix (18,014 recorded); the simulator re-renders the dynamic part of the
 /// unseen prefix there and the break names the command, in the JSON and the table.
 #[test]

@@ -155,7 +155,7 @@ fn inspect_peak_memory_stays_within_four_times_the_transcript() {
     );
 }
 
-/// Issue 26: small records cost far more per byte (a 76 MB transcript of 300 000 records
+/// Small records cost far more per byte (a 76 MB transcript of 300 000 records
 /// peaked at 1.8 GB, 24 x), so the default input limit (256 MiB) let `inspect` take several
 /// gigabytes. Measured on 40 000 records of about 250 bytes, the default limit times the
 /// amplification (the process's fixed part included) stays under 2 GB.

@@ -141,7 +141,7 @@ fn a_file_at_the_limit_is_read_and_one_byte_more_is_refused() {
     }
 }
 
-/// Issue 26: `inspect` holds up to about 33 times its input, so the default limit (256 MiB)
+/// `inspect` holds up to about 33 times its input, so the default limit (256 MiB)
 /// let it take several gigabytes. The default is now 48 MiB: limit x amplification < 2 GB.
 #[test]
 fn the_default_limit_keeps_inspect_under_two_gigabytes() {

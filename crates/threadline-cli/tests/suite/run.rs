@@ -61,7 +61,9 @@ fn the_dry_run_prints_the_first_request_byte_stable() {
     let request: threadline_wire::MessagesRequest =
         serde_json::from_str(&body).expect("a request body");
     let model = threadline_wire::model::ModelTable::builtin();
-    assert!(threadline_wire::validate(&request, model.resolve(&request.model).model()).is_empty());
+    assert!(
+        threadline_validate::validate(&request, model.resolve(&request.model).model()).is_empty()
+    );
 
     // The temporary path is the only thing that varies; it appears, and is redacted.
     let root_text = root.display().to_string();

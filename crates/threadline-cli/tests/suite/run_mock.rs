@@ -144,7 +144,7 @@ fn a_model_error_is_one_line_and_exit_1() {
     );
 }
 
-/// Issue 26: the client's idle timer (5 minutes) restarts at every event, so a stream kept
+/// The client's idle timer (5 minutes) restarts at every event, so a stream kept
 /// alive, or stalled under it, held `run` for minutes. `--request-timeout SECS` bounds the
 /// whole request: the session ends with the timeout, one line, exit 1.
 #[test]
@@ -187,7 +187,7 @@ steps:
     assert_eq!(refused.status.code(), Some(2));
 }
 
-/// Issue 26: with a transcript that cannot be written (`/dev/full` opens, every write fails)
+/// With a transcript that cannot be written (`/dev/full` opens, every write fails)
 /// the loop warned and ran no tool whose call was not recorded, but the run exited 0. A
 /// session that cannot be recorded fails: exit 1, one line on stderr.
 #[cfg(target_os = "linux")]

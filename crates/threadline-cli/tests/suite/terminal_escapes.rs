@@ -1,8 +1,7 @@
 //! Text from peers (a transcript's ids and model, a file name in a project directory, an API
 //! server's error message, a refusal's explanation, an MCP server's name) reaches the terminal
 //! escaped, on stdout and on stderr, in every command that shows it: no escape sequence can
-//! retitle the window, clear or move over a line, reverse the text, or print a line of its own
-//! (issue 26, finding 5).
+//! retitle the window, clear or move over a line, reverse the text, or print a line of its own.
 
 use crate::common;
 

@@ -291,7 +291,7 @@ fn timeout_phase(error: &threadline_wire::service::ServiceError) -> Option<Timeo
         .map(|timeout| timeout.phase)
 }
 
-/// Issue 26: the idle deadline resets at every event, so a server sending a `ping` every few
+/// The idle deadline resets at every event, so a server sending a `ping` every few
 /// minutes held `threadline run` forever. The total deadline does not move: the stream fails
 /// with a timeout, reported as such and not retryable once events were delivered.
 #[tokio::test]

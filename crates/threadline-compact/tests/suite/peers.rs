@@ -15,9 +15,9 @@ use threadline_compact::{
 };
 use threadline_message::{Attachment, CompactTrigger, Message, tool_result_block};
 use threadline_testkit::messages::{SessionBuilder, text, tool_use};
+use threadline_validate::validate;
 use threadline_wire::api_error::ApiErrorType;
 use threadline_wire::service::ServiceError;
-use threadline_wire::validate::validate;
 use threadline_wire::{ApiErrorResponse, ContentBlock, MessagesRequest};
 
 /// A session of `rounds` rounds: a prompt, a `Read` of `src/file_i.rs` with a result of

@@ -1,5 +1,5 @@
 //! Properties of every layer over arbitrary sessions, valid and hostile
-//! (`threadline_testkit::messages`), as issue 7 asks:
+//! (`threadline_testkit::messages`):
 //!
 //! * after the layer, the array normalizes to a request that passes `validate`;
 //! * the latest typed prompt is kept verbatim;

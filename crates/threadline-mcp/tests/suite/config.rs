@@ -84,5 +84,5 @@ fn tool_names_follow_the_api_rule() {
     assert_eq!(tool_name("my.srv", "a b/c"), "mcp__my_srv__a_b_c");
     let long = tool_name("s", &"x".repeat(100));
     assert_eq!(long.len(), 64);
-    assert!(threadline_wire::validate::is_valid_tool_name(&long, 64));
+    assert!(threadline_validate::is_valid_tool_name(&long, 64));
 }

@@ -1,4 +1,4 @@
-//! Mapping `attachment` records (Claude Code 2.x, reference §6) to [`Attachment`]s.
+//! Mapping `attachment` records (Claude Code 2.x, docs/claude-code-transcripts.md#attachments) to [`Attachment`]s.
 //!
 //! A kind with a typed counterpart here becomes it when its fields have the expected shape;
 //! every other kind, and a known kind whose fields do not fit, becomes

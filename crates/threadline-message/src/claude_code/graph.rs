@@ -57,7 +57,7 @@ pub(super) fn conversation_type(object: &Map<String, Value>) -> Option<&str> {
 }
 
 /// Record types that are session metadata, never part of the conversation graph even when a
-/// store variant gives them a `uuid` (reference §2).
+/// store variant gives them a `uuid` (docs/claude-code-transcripts.md#record-types).
 pub(super) fn is_metadata_type(object: &Map<String, Value>) -> bool {
     const METADATA: &[&str] = &[
         "summary",
@@ -320,7 +320,7 @@ fn record_type(object: &Map<String, Value>) -> Option<&str> {
     object.get("type").and_then(Value::as_str)
 }
 
-/// Adds to the chain what a `parentUuid` walk misses since Claude Code 2.1 (reference §4.5):
+/// Adds to the chain what a `parentUuid` walk misses since Claude Code 2.1 (docs/claude-code-transcripts.md#parallel-tool-calls):
 /// (a) every fragment of a response (same `message.id`) of which one fragment is on the
 /// chain, and (b) every user record holding the `tool_result` of a `tool_use` of an on-chain
 /// assistant record. Parallel tool results each name the fragment of their own `tool_use`

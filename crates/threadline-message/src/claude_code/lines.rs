@@ -124,7 +124,7 @@ impl ParsedLines {
 /// off the walk in the order of the tool uses they answer (stable: results of unknown uses
 /// keep their place after the known ones). Claude Code 2.1 writes parallel results in the
 /// order the tools finished, each on its own branch; the request answers them in the order
-/// they were called (reference §4.5 (c)). Runs on one chain (1.x wrote parallel results as a
+/// they were called (docs/claude-code-transcripts.md#parallel-tool-calls (c)). Runs on one chain (1.x wrote parallel results as a
 /// linear chain) keep their chain order.
 fn order_parallel_results(messages: &mut [Message], pulled: &[bool]) {
     let mut ordinal: HashMap<&str, usize> = HashMap::new();
@@ -191,7 +191,7 @@ fn order_parallel_results(messages: &mut [Message], pulled: &[bool]) {
 }
 
 /// Puts each run of consecutive fragments of one response (same `api_message_id`) whose
-/// records all carry an `apiBlockIndex` in that order (reference §3: recent 2.1 builds say
+/// records all carry an `apiBlockIndex` in that order (docs/claude-code-transcripts.md#common-fields: recent 2.1 builds say
 /// where each block sits in the response). Runs without it keep their order.
 fn order_fragments(messages: &mut [Message], block_indices: &[Option<u64>]) {
     let response = |message: &Message| match message {

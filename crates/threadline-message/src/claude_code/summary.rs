@@ -223,7 +223,8 @@ fn replace(slot: &mut Option<String>, value: Option<&str>) {
 }
 
 /// Texts Claude Code writes as user records that the user did not type (the Agent SDK's
-/// `_SKIP_FIRST_PROMPT_PATTERN`, plus the slash-command records of §7).
+/// `_SKIP_FIRST_PROMPT_PATTERN`, plus the slash-command records described in
+/// docs/claude-code-transcripts.md#local-commands-and-interrupts).
 const NOT_TYPED: &[&str] = &[
     "<local-command-stdout>",
     "<local-command-stderr>",

@@ -74,8 +74,6 @@ pub use fork::{Forked, fork};
 pub use ids::derive_id;
 pub use lines::{TranscriptLine, rewrite_line, transcript_lines};
 pub use rewind::{Rewound, is_typed_prompt, rewind};
-#[allow(deprecated)]
-pub use summary::TokenTotals;
 pub use summary::{
     ForkOrigin, ListedSession, Listing, SessionInfo, SkippedFile, TITLE_MAX_CHARS, list_sessions,
     summarize,

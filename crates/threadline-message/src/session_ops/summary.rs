@@ -17,12 +17,6 @@ use crate::transcript::{ReadOptions, read_transcript_with};
 /// with `…`).
 pub const TITLE_MAX_CHARS: usize = 200;
 
-/// The former name of [`UsageTotals`] (fields `input`, `output`, `cache_creation_input`,
-/// `cache_read_input` are now `input_tokens`, `output_tokens`, `cache_creation_input_tokens`,
-/// `cache_read_input_tokens`; `responses` is new).
-#[deprecated(note = "use `threadline_message::UsageTotals`; this alias goes in the next release")]
-pub type TokenTotals = UsageTotals;
-
 /// Where a forked session came from (its first [`SystemKind::ForkedFrom`] record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ForkOrigin {

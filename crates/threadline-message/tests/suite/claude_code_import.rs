@@ -1343,7 +1343,7 @@ fn usage_counts_each_request_once_with_its_last_fragment() {
     assert_eq!(imported.model(), Some("claude-sonnet-4-5"));
 }
 
-/// An `attachment` record (reference §6: chain fields and `attachment: {type, …}`).
+/// An `attachment` record (docs/claude-code-transcripts.md#attachments: chain fields and `attachment: {type, …}`).
 fn attachment_record(uuid: &str, parent: &str, attachment: Value) -> Value {
     json!({"type": "attachment", "uuid": uuid, "parentUuid": parent, "isSidechain": false,
            "sessionId": "s1", "timestamp": "2026-01-01T00:00:01Z", "attachment": attachment})
@@ -1505,7 +1505,7 @@ fn any_json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// One record: a type from every kind the reference names (and one it does not), ids from a
+/// One record: a type from every kind docs/claude-code-transcripts.md#record-types names (and one it does not), ids from a
 /// small pool, and each known field either well-formed or of a random shape.
 fn any_record() -> impl Strategy<Value = Value> {
     let types = prop::sample::select(vec![

@@ -16,7 +16,7 @@ use crate::report::{Pass, RepairKind, Report};
 ///   messages it separated are merged (results first, see
 ///   [`merge_consecutive_users`](super::merge_consecutive_users)). An empty assistant message
 ///   never has to stay: it holds no `tool_use` that a following result would need, so the
-///   placeholder the SPEC allows for it is never needed.
+///   placeholder such a message could take is never needed.
 /// - A user message left empty gets [`EMPTY_PLACEHOLDER`] (`PlaceholderInserted`); user
 ///   messages are never dropped, so nothing typed disappears and roles keep alternating.
 ///

@@ -476,7 +476,7 @@ mod tests {
     use super::*;
     use crate::testing::*;
     use threadline_message::Message;
-    use threadline_wire::validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
+    use threadline_validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 
     fn paired(messages: &[Message]) -> (String, Vec<RepairKind>) {
         paired_with(messages, false)
@@ -643,7 +643,7 @@ mod tests {
     #[test]
     fn a_server_tool_use_beside_a_client_tool_use_is_carried_to_the_next_response() {
         // The search and a client tool in one response; the next response begins with the
-        // pending result (api-2026-additions.md §2). Kept on both sides, in place.
+        // pending result (docs/api-notes.md#tool-search). Kept on both sides, in place.
         let split = [
             user("q"),
             asst(vec![

@@ -146,7 +146,7 @@ pub fn render_attachment(attachment: &Attachment) -> Vec<String> {
     }
 }
 
-/// The Claude Code attachment kinds the model sees (reference §6: "rendered into the
+/// The Claude Code attachment kinds the model sees (docs/claude-code-transcripts.md#attachments: "rendered into the
 /// request: yes"), when the importer kept them untyped. Every other kind — `prompt_snapshot`,
 /// `deferred_tools_record`, `command_permissions`, hook successes and permission decisions,
 /// reference-only file kinds, and kinds this version does not know — is not sent.
@@ -184,7 +184,7 @@ pub const CLAUDE_CODE_VISIBLE: &[&str] = &[
 /// `files`, `skills`, `memories`, and the `addedLines`/`addedBlocks` lists); when it has none
 /// of those fields, the payload without its `type` as JSON; `None` when there is nothing to
 /// show (only blank texts, an empty payload). Claude Code's own wording
-/// is not known (reference §6); this keeps the content and one reminder per attachment.
+/// is not known (docs/claude-code-transcripts.md#attachments); this keeps the content and one reminder per attachment.
 fn claude_code_text(payload: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     let object = payload.as_object()?;

@@ -8,8 +8,9 @@ use crate::report::{Pass, RepairKind, Report};
 
 /// Drafts whose thinking the API accepts.
 ///
-/// The API's rules, and the SPEC's "strip trailing thinking from the last assistant message,
-/// never modify or reorder thinking blocks of the latest assistant message", read together:
+/// The API's rules (docs/api-notes.md#thinking), and this crate's own "strip trailing
+/// thinking from the last assistant message, never modify or reorder thinking blocks of the
+/// latest assistant message", read together:
 ///
 /// 1. a `thinking` block without its `signature` is dropped, wherever it is
 ///    (`UnsignedThinkingDropped`): the API rejects it in any message, so keeping it is not
@@ -215,8 +216,7 @@ mod tests {
     }
 
     /// Adaptive thinking with `display: "omitted"` returns `thinking: ""` and a full
-    /// signature; the API needs those blocks back exactly as they came (api-2026-additions.md
-    /// §7), in earlier turns (kept by newer models) and in the latest one, and with a tool use
+    /// signature; the API needs those blocks back exactly as they came (docs/api-notes.md#thinking), in earlier turns (kept by newer models) and in the latest one, and with a tool use
     /// interleaved. The whole pipeline leaves every one byte-identical.
     #[test]
     fn omitted_and_summarized_adaptive_thinking_keep_their_signatures_through_the_pipeline() {

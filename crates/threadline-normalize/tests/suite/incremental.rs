@@ -1,4 +1,5 @@
-//! Incremental normalization equals batch normalization (SPEC §4, issue 4 property (e)):
+//! Incremental normalization equals batch normalization (one of the normalizer's
+//! properties, ARCHITECTURE.md `threadline-normalize`):
 //! sessions from `threadline_testkit::messages` — valid and hostile — grown step by step (a
 //! few messages at a time, one at a time, turn by turn), with media limits small enough that
 //! the cap reaches back across the boundary, and edited mid-way (truncated, a message removed

@@ -1,4 +1,4 @@
-//! The normalizer's properties (SPEC §4, issue 4), over valid and hostile internal arrays
+//! The normalizer's properties (ARCHITECTURE.md, `threadline-normalize`), over valid and hostile internal arrays
 //! from `threadline_testkit::messages`:
 //!
 //! * (a) the output passes `validate` (for `claude-sonnet-4-5`, which accepts prefill) with no

@@ -363,7 +363,7 @@ fn normalized_transcripts_round_trip_through_json() {
     }
 }
 
-/// Claude Code `attachment` records (no fixture has one; shapes from the reference, §6) reach
+/// Claude Code `attachment` records (no fixture has one; shapes from the docs/claude-code-transcripts.md#attachments) reach
 /// the request as `<system-reminder>` text where Claude Code renders them, and never where it
 /// does not (`prompt_snapshot`, unknown kinds).
 #[test]

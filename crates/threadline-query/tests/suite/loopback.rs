@@ -6,7 +6,7 @@
 //!
 //! * the exact sequence of statuses the mock answered, so no unscripted 400 (the mock answers
 //!   400 to a request `validate` rejects) and no other surprise slipped through;
-//! * (a) every recorded body passes `threadline_wire::validate` again, here;
+//! * (a) every recorded body passes `threadline_validate::validate` again, here;
 //! * (b) [`assert_prefix_stable`]: for consecutive requests N, N+1 with no compaction between
 //!   them, everything up to and including N's last `cache_control` marker is byte-identical
 //!   in N+1;
@@ -75,9 +75,10 @@ use threadline_query::{
     CachePlanner, CancellationToken, ContextPolicy, Event, PolicyError, Query, QueryConfig, State,
     StepInput, StepOutcome, StopContext, StopDecision, Terminal, TokenBudget, ToolSet, Transition,
 };
+use threadline_validate::validate;
 use threadline_wire::model::ModelTable;
 use threadline_wire::service::ServiceError;
-use threadline_wire::{Content, ContentBlock, Fallbacks, MessagesRequest, validate};
+use threadline_wire::{Content, ContentBlock, Fallbacks, MessagesRequest};
 
 /// A model the mock knows.
 const MODEL: &str = threadline_query::scripted::SCRIPTED_MODEL;
@@ -290,8 +291,8 @@ fn valid_body(request: &RecordedRequest) -> Value {
         .headers
         .get("anthropic-beta")
         .map_or("", String::as_str);
-    let options = threadline_wire::ValidateOptions::default().with_beta_header(header);
-    let violations = threadline_wire::validate_with(&parsed, model.model(), &options);
+    let options = threadline_validate::ValidateOptions::default().with_beta_header(header);
+    let violations = threadline_validate::validate_with(&parsed, model.model(), &options);
     assert!(violations.is_empty(), "invalid request: {violations:?}");
     body
 }
@@ -331,7 +332,7 @@ fn pieces(body: &Value) -> Vec<Piece> {
         out.push((label, value.to_string(), strip_markers(&mut stripped)));
     };
     for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
-        // Deferred tools are not in the API's cached prefix (api-2026-additions.md §2).
+        // Deferred tools are not in the API's cached prefix (docs/api-notes.md#tool-search).
         if tool["defer_loading"] != json!(true) {
             stable(format!("tools[{i}]"), tool);
         }

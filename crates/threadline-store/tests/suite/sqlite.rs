@@ -98,7 +98,12 @@ fn the_database_and_its_wal_are_private() {
     for file in ["private.db", "private.db-wal", "private.db-shm"] {
         let file = dir.path().join(file);
         if let Ok(meta) = std::fs::metadata(&file) {
-            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{}", file.display());
+            assert_eq!(
+                meta.permissions().mode() & 0o777,
+                0o600,
+                "{}",
+                file.display()
+            );
         }
     }
     assert!(path.exists());

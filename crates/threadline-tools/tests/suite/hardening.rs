@@ -1,4 +1,4 @@
-//! Issue 13's findings against the built-in tools, each on real things: a real `git init`
+//! A security review's findings against the built-in tools, each on real things: a real `git init`
 //! repository, real symbolic links, a real `sh` child, and peak memory measured on a real
 //! child process (this test binary re-run in one test's child mode).
 
@@ -11,9 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use threadline_attach::Workspace;
 use threadline_query::Tool;
 use threadline_tools::{EditFile, Grep, ListDir, MAX_TOOL_CALL_BYTES, ReadFile, Shell, WriteFile};
+use threadline_workspace::Workspace;
 
 /// The variable that puts this binary in one test's child mode (its value: the test's name).
 const CHILD: &str = "THREADLINE_TOOLS_HARDENING_CHILD";
@@ -71,7 +71,7 @@ fn printed<'a>(stdout: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("the child printed no {key}: {stdout}"))
 }
 
-// ---- finding 4: memory bounded on long lines ----
+// ---- memory bounded on long lines ----
 
 /// A 200 MB file of one line (`a`s, then `needle` and the only newline), written in 1 MiB
 /// chunks.
@@ -179,7 +179,7 @@ async fn grep_cuts_long_matching_lines_before_copying_and_still_finds_them() {
     assert_eq!(lines[1], "f.txt:2:needle short");
 }
 
-// ---- finding 1: the file tools never write control paths ----
+// ---- the file tools never write control paths ----
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -285,7 +285,7 @@ async fn write_and_edit_refuse_control_paths_of_a_real_repository() {
     assert!(text(&out).contains("ref: refs/heads/"), "{}", text(&out));
 }
 
-// ---- finding 10: no existence oracle outside the workspace ----
+// ---- no existence oracle outside the workspace ----
 
 #[cfg(unix)]
 #[tokio::test]
@@ -339,7 +339,7 @@ async fn a_link_out_gets_one_error_whether_the_outside_target_exists_or_not() {
     assert!(!outside.path().join("missing.txt").exists());
 }
 
-// ---- finding 9: the shell's child does not inherit the API's credentials ----
+// ---- the shell's child does not inherit the API's credentials ----
 
 #[cfg(unix)]
 #[test]
@@ -392,7 +392,7 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
     );
 }
 
-// ---- finding 10: one name for the Read tool's file ----
+// ---- one name for the Read tool's file ----
 
 #[test]
 fn the_read_schema_names_the_file_as_the_synthetic_read_call_does() {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use serde_json::json;
-use threadline_attach::Workspace;
 use threadline_message::Message;
 use threadline_query::scripted::{Reply, Response, SCRIPTED_MODEL, ScriptedService};
 use threadline_query::{Event, Permission, Query, QueryConfig, State, Terminal, Transition};
 use threadline_tools::{ShellAccess, builtin};
 use threadline_wire::{ContentBlock, StopReason};
+use threadline_workspace::Workspace;
 
 #[tokio::test]
 async fn the_model_writes_reads_and_edits_a_file_and_is_refused_the_shell() {

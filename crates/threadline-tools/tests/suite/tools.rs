@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use threadline_attach::Workspace;
 use threadline_query::Permission;
 use threadline_query::Tool;
 use threadline_tools::{EditFile, Glob, Grep, ListDir, ReadFile, Shell, WriteFile};
+use threadline_workspace::Workspace;
 
 struct Fixture {
     _dir: tempfile::TempDir,

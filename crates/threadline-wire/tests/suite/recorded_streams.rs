@@ -276,7 +276,7 @@ fn an_endless_data_line_is_refused_in_bounded_memory() {
     assert!(fed <= 2 * limit, "refused only after {fed} bytes");
 }
 
-/// Issue 27: the one stream-to-message fold (`service::collect_message`, used by the client,
+/// The one stream-to-message fold (`service::collect_message`, used by the client,
 /// the compaction's summary call and the durable worker) gives, on every recorded stream, what
 /// the paths it replaced gave: the SDK-equivalent reader's message, and the same accumulator
 /// driven by hand to the end of the stream (the client's and the compaction's old loop); a

@@ -24,13 +24,13 @@ use threadline::attach::Workspace;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
 use threadline::compact::{ReattachOptions, TailOptions, estimate_context, overhead_of};
 use threadline::message::{CompactTrigger, Message, SystemKind};
-use threadline::mock::{
-    EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
-};
 use threadline::query::{Event, Terminal, Transition};
 use threadline::tools::ReadFile;
 use threadline::wire::{CountTokensRequest, MessagesRequest, Usage};
 use threadline::{Agent, ClientTokenCounter, Compaction};
+use threadline_mock::{
+    EstimateUsage, MockConfig, MockServer, RecordedRequest, Scenario, Step, UsageModel,
+};
 
 /// A workspace with a large and a medium file (about 3,000 and 1,000 tokens).
 fn workspace() -> tempfile::TempDir {
@@ -169,7 +169,7 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     assert!(transcript.lines().count() >= 8);
 }
 
-/// Issue 14: after an autocompact, the loop's estimate of the next request is its own count
+/// After an autocompact, the loop's estimate of the next request is its own count
 /// of the compacted context, not the usage the kept tail recorded for the longer context
 /// before it (which would make the next turn compact again). The estimate is what the policy
 /// computes (`estimate_context` with the system prompt's and tools' `overhead_of`) for the

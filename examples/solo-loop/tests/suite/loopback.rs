@@ -111,7 +111,7 @@ async fn two_tool_calls_and_an_autocompact_against_the_mock() {
         let request: MessagesRequest =
             serde_json::from_value(body(request).clone()).expect("parses");
         assert_eq!(
-            threadline_wire::validate(&request, model),
+            threadline_validate::validate(&request, model),
             [],
             "request {i}"
         );

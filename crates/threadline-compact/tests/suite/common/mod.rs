@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use threadline_compact::units::{latest_prompt_group, since_last_boundary};
 use threadline_message::Message;
 use threadline_normalize::{Options, normalize};
+use threadline_validate::validate;
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::validate;
 use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, Role};
 
 /// The model the checks validate against (it accepts prefill).

@@ -1,4 +1,4 @@
-//! What a durable-sessions end-to-end test needs of the mock (issue 18): answers chosen by a
+//! What a durable-sessions end-to-end test needs of the mock: answers chosen by a
 //! request's position in its conversation (`answer_by: turn`), so that a request re-sent by
 //! another worker after a crash gets the same answer; a request log another process can read;
 //! a prompt cache shared by every connection; slow streams from a scenario file.

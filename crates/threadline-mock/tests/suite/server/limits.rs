@@ -393,7 +393,7 @@ fn trickle(
     tasks
 }
 
-/// Issue 26 (slowloris): connections trickling their request heads (a header line, or a
+/// Slowloris: connections trickling their request heads (a header line, or a
 /// byte of the first line, every 100 ms) held their slots until the 30 s header timeout,
 /// and an evicted one for the 2 s close grace, long enough for every trickler to be
 /// `closing` and the next eviction to pick the newest connection: a legitimate request was

@@ -1,4 +1,4 @@
-//! The load test of issue 13, finding 7: with the default limits, 500 idle connections and
+//! The load test of a security review: with the default limits, 500 idle connections and
 //! 50 oversized uploads in flight (declared, chunked, trickled), a normal request is answered
 //! in under a second, the process's memory stays bounded and no refused body is recorded.
 

@@ -1,4 +1,4 @@
-//! The mock answers what the validator finds as the API does (issue 14): a deferred tool with
+//! The mock answers what the validator finds as the API does: a deferred tool with
 //! a cache marker is a 400 in the API's words; an unknown model is the API's 404, never a 400
 //! on the table's guessed limits; the API's own `"\n\n"` blocks sent back are accepted.
 

@@ -3,7 +3,7 @@
 //! When the model calls a server tool (tool search) and a client tool in one response, the
 //! response ends `stop_reason: "tool_use"` with the `server_tool_use` unanswered. The client
 //! answers with a user message of only `tool_result`s, and the *next* response begins with the
-//! pending server result (api-2026-additions.md §2, recorded in vercel/ai's
+//! pending server result (docs/api-notes.md#tool-search, recorded in vercel/ai's
 //! `anthropic-tool-search-deferred-regex` streams 1–2). Such a call is not an orphan: the API
 //! accepts it, and dropping it (or its result) makes the tools it found undefined again.
 

@@ -1,7 +1,7 @@
 //! Tool use ids the API would reject, rewritten deterministically.
 
+use threadline_validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 use threadline_wire::ContentBlock;
-use threadline_wire::validate::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 
 use crate::draft::{Draft, server_result_id};
 use crate::report::{Pass, RepairKind, Report};

@@ -1,4 +1,4 @@
-//! Checks shared by the normalizer's integration tests: the properties of SPEC §4, each as a
+//! Checks shared by the normalizer's integration tests: the normalizer's properties (ARCHITECTURE.md, `threadline-normalize`), each as a
 //! function returning the first problem found, so that a failing case says what broke.
 
 #![allow(dead_code, reason = "each test crate uses a subset of the checks")]
@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use threadline_message::Message;
+use threadline_validate::validate;
 use threadline_wire::model::{Model, ModelTable};
-use threadline_wire::validate::validate;
 use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role};
 
 /// The model the properties validate against: it accepts prefill, so a request may end with
@@ -63,7 +63,7 @@ pub(crate) fn blocks(message: &MessageParam) -> Vec<ContentBlock> {
 ///  * is the first occurrence of its message id (a message re-appearing with the same id — a
 ///    resumed session replaying history — is the same text, not new text);
 ///  * is not retracted by a tombstone anywhere in the array (the normalizer drops retracted
-///    messages, SPEC §2: a tombstone retracts an earlier message);
+///    messages: a tombstone retracts an earlier message);
 ///  * holds something other than whitespace (blank text is removed: the API rejects it).
 ///
 /// Each is returned trimmed of surrounding whitespace: joining text seams may trim.

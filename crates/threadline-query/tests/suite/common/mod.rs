@@ -15,8 +15,9 @@ use threadline_query::{
     Event, MessagesService, PolicyError, Query, State, StepOutcome, Terminal, Transition,
 };
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolSet, ToolStream, tool_with_progress};
+use threadline_validate::validate;
+use threadline_wire::MessagesRequest;
 use threadline_wire::model::ModelTable;
-use threadline_wire::{MessagesRequest, validate};
 use tokio::time::Instant;
 
 /// What a run produced.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use threadline_cache::breaks::RequestDivergence;
 use threadline_message::SystemKind;
 use threadline_query::{Agreement, CacheDiagnosisReport, Prediction};
-use threadline_wire::ValidateOptions;
+use threadline_validate::ValidateOptions;
 use threadline_wire::betas::CACHE_DIAGNOSIS;
 use threadline_wire::diagnostics::{CacheDiagnosis, CacheMissReason, PromptPart};
 
@@ -85,7 +85,7 @@ fn check_diagnosed(
         let parsed: MessagesRequest = serde_json::from_value(body.clone()).expect("a request");
         let model = ModelTable::builtin().resolve(&parsed.model);
         let options = ValidateOptions::default().with_beta_header(CACHE_DIAGNOSIS);
-        let violations = threadline_wire::validate_with(&parsed, model.model(), &options);
+        let violations = threadline_validate::validate_with(&parsed, model.model(), &options);
         assert!(violations.is_empty(), "invalid request: {violations:?}");
         bodies.push(body);
     }

@@ -1,4 +1,4 @@
-//! Mid-conversation tool changes over loopback HTTP (issue 16, item 3): a tool added (a
+//! Mid-conversation tool changes over loopback HTTP: a tool added (a
 //! server connecting) and one removed mid-session. On a model with the feature the `tools`
 //! bytes never change, the change is an appended `system` message, and `threadline-cache`'s
 //! simulator reads ≥ 95 % of the next request from the cache; the model then calls the added
@@ -18,8 +18,8 @@ use threadline_query::{
     Transition,
 };
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline_validate::{ValidateOptions, validate_with};
 use threadline_wire::model::ModelTable;
-use threadline_wire::validate::{ValidateOptions, validate_with};
 use threadline_wire::{MessagesRequest, ToolDefinition};
 
 use super::{Markers, assert_prefix_stable, client, drive, mock, text, tool_use};

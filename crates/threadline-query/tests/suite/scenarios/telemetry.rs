@@ -1,5 +1,5 @@
 //! The loop's spans carry the GenAI attributes with exact values, and none of the run's
-//! content: user text, system prompt, tool input and tool output stay out (invariant 7).
+//! content: user text, system prompt, tool input and tool output stay out.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

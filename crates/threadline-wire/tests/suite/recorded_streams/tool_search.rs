@@ -5,10 +5,11 @@
 
 use serde_json::Value;
 use threadline_testkit::fixtures;
+use threadline_validate::validate;
 use threadline_wire::message_stream::read_message;
 use threadline_wire::model::ModelTable;
 use threadline_wire::tool_search::{ToolSearchContent, ToolSearchKind, referenced_tools};
-use threadline_wire::{ContentBlock, MessagesRequest, validate};
+use threadline_wire::{ContentBlock, MessagesRequest};
 
 /// The `data:` payloads of an SSE body, parsed.
 fn events(sse: &str) -> Vec<Value> {

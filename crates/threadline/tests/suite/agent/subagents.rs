@@ -14,13 +14,14 @@ use serde_json::{Value, json};
 use threadline::cache::Simulator;
 use threadline::message::Message;
 use threadline::message::transcript::read_transcript;
-use threadline::mock::{Block, MockServer, RecordedRequest, Route, Scenario, Step};
 use threadline::normalize::{Options, normalize};
 use threadline::query::{AllowAll, CancellationToken, Event, SubagentConfig, Terminal, Transition};
 use threadline::query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
+use threadline::validate::{ValidateOptions, validate_with};
 use threadline::wire::model::ModelTable;
-use threadline::wire::{Content, ContentBlock, MessagesRequest, ValidateOptions, validate_with};
+use threadline::wire::{Content, ContentBlock, MessagesRequest};
 use threadline::{Agent, Compaction};
+use threadline_mock::{Block, MockServer, RecordedRequest, Route, Scenario, Step};
 
 use super::client;
 
@@ -184,7 +185,7 @@ fn assert_transcript_valid(path: &Path) -> Vec<Message> {
     let normalized = normalize(&messages, &Options::default());
     let request = MessagesRequest::new("claude-sonnet-4-5", 1024, normalized.messages);
     let model = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
-    let violations = threadline::wire::validate(&request, model);
+    let violations = threadline::validate::validate(&request, model);
     assert!(violations.is_empty(), "{}: {violations:?}", path.display());
     read.messages
 }

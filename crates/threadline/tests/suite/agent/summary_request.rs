@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use threadline::Agent;
 use threadline::cache::{Estimate, Prefix, TokenCounter};
 use threadline::compact::summarizer::SUMMARY_PROMPT;
-use threadline::mock::{MockServer, RecordedRequest, Scenario, Step};
 use threadline::query::tool_search::ToolSearchConfig;
 use threadline::query::{QueryConfig, SubagentConfig, Terminal};
 use threadline::wire::MessagesRequest;
 use threadline::wire::request::{ThinkingConfig, ThinkingEnabled};
+use threadline_mock::{MockServer, RecordedRequest, Scenario, Step};
 
 use super::{body, client, finished, workspace};
 

@@ -1,6 +1,6 @@
-//! `threadline check` on the rules of issue 16: `defer_loading` + `cache_control` on one tool,
+//! `threadline check` on the tool-search and context-management rules: `defer_loading` + `cache_control` on one tool,
 //! and each context-management rule, one body each, with the exact line it prints (the API's
-//! text where it publishes one, ours otherwise: see `threadline_wire::validate::Rule`).
+//! text where it publishes one, ours otherwise: see `threadline_validate::Rule`).
 
 use serde_json::{Value, json};
 

@@ -59,7 +59,7 @@ fn project(name: &str) -> PathBuf {
     dir
 }
 
-/// Input, cache and output tokens of a transcript counted the way the reference says: once
+/// Input, cache and output tokens of a transcript counted the way docs/claude-code-transcripts.md#response-fragments says: once
 /// per `requestId`, the last record's usage winning, API-error records left out.
 fn expected_tokens(path: &Path) -> u64 {
     let text = std::fs::read_to_string(path).expect("transcript");

@@ -80,7 +80,7 @@ fn normalize_and_inspect_read_a_subagent_transcript() {
         ]
     );
     let model = ModelTable::builtin().resolve(&request.model).model();
-    assert!(threadline::wire::validate(&request, model).is_empty());
+    assert!(threadline_validate::validate(&request, model).is_empty());
 
     let out = threadline(&["inspect", path, "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));

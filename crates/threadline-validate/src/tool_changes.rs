@@ -1,0 +1,182 @@
+//! Mid-conversation system messages and the tool changes they carry (`tool_addition`,
+//! `tool_removal`; beta `mid-conversation-tool-changes-2026-07-01`).
+//!
+//! What the other checks already enforce: the role itself on a model without system messages
+//! ([`Rule::InvalidRole`], `messages.rs`), and "never between a `tool_use` and its
+//! `tool_result`" (a system turn after an assistant turn with a `tool_use` leaves it
+//! unanswered: [`Rule::ToolUseWithoutResult`]). This file adds the rest of the placement rules
+//! and the tool change rules. The API publishes none of their texts
+//! (docs/api-notes.md#tool-changes and #unverified-points): every text here is ours.
+
+use std::collections::HashSet;
+
+use super::View;
+use super::report::{Ctx, Loc};
+use super::rule::Rule;
+use super::turns::{Piece, Turn, TurnBlocks, Turns};
+use threadline_wire::betas::MID_CONVERSATION_TOOL_CHANGES;
+use threadline_wire::content::{ContentBlock, Role};
+use threadline_wire::model::Feature;
+use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
+use threadline_wire::tools::ToolDefinition;
+
+pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
+    let messages = view.messages;
+    let declared = Declared::of(view);
+    let mut beta_reported = false;
+    let mut unsupported_reported = false;
+    let mut previous: Option<(Turn<'_>, bool, bool)> = None;
+    let mut turns = Turns::new(messages).enumerate().peekable();
+    while let Some((t, turn)) = turns.next() {
+        let is_system = *turn.role == Role::System;
+        if is_system && ctx.model.system_messages {
+            let next = turns.peek().map(|(_, next)| next.role);
+            placement(ctx, t, &turn, previous, next);
+        }
+        let mut ends_in_server_result = false;
+        let mut has_client_tool_use = false;
+        for tb in TurnBlocks::new(messages, &turn, t) {
+            let block = match tb.piece {
+                Piece::Block(block) => block,
+                Piece::Str(_) => {
+                    ends_in_server_result = false;
+                    continue;
+                }
+            };
+            ends_in_server_result = block.server_tool_result().is_some();
+            has_client_tool_use |= matches!(block, ContentBlock::ToolUse(_));
+            let (tag, change) = match block {
+                ContentBlock::ToolAddition(change) => ("tool_addition", change),
+                ContentBlock::ToolRemoval(change) => ("tool_removal", change),
+                _ => continue,
+            };
+            let loc = tb.loc;
+            let api = loc.api();
+            if !is_system {
+                let message = format!("{api}: `{tag}` blocks can only be in `system` messages");
+                ctx.report(Rule::ToolChangeOutsideSystemMessage, loc, message);
+            }
+            if !unsupported_reported && !ctx.model.supports(Feature::ToolChanges) {
+                unsupported_reported = true;
+                let message = format!("{api}: `{tag}` blocks are not supported on this model");
+                ctx.report_model(Rule::ToolChangesUnsupported, loc, message);
+            }
+            if !beta_reported
+                && ctx.options.names_beta(MID_CONVERSATION_TOOL_CHANGES) == Some(false)
+            {
+                beta_reported = true;
+                let message = format!(
+                    "{api}: `{tag}` blocks require the `{MID_CONVERSATION_TOOL_CHANGES}` beta in the `anthropic-beta` header"
+                );
+                ctx.report(Rule::BetaHeaderMissing, loc, message);
+            }
+            declared.check(ctx, change, loc, &api);
+        }
+        previous = Some((turn, ends_in_server_result, has_client_tool_use));
+    }
+}
+
+/// The placement rules of a system turn `t`; `previous` is the turn before it with whether it
+/// ends in a server tool result and whether it holds a client `tool_use`, `next` the role of
+/// the turn after it.
+fn placement(
+    ctx: &mut Ctx<'_>,
+    t: usize,
+    turn: &Turn<'_>,
+    previous: Option<(Turn<'_>, bool, bool)>,
+    next: Option<&Role>,
+) {
+    let loc = turn.loc(t);
+    match previous {
+        None => {
+            let message = format!("messages.{t}: a system message cannot be the first message");
+            ctx.report(Rule::SystemMessagePlacement, loc, message);
+        }
+        Some((before, ends_in_server_result, has_tool_use)) => {
+            let follows_user = *before.role == Role::User;
+            let follows_server_result = *before.role == Role::Assistant && ends_in_server_result;
+            // After an assistant turn with a client `tool_use`, the pairing rule already says
+            // the call went unanswered.
+            let pairing_reports = *before.role == Role::Assistant && has_tool_use;
+            if !follows_user && !follows_server_result && !pairing_reports {
+                let message = format!(
+                    "messages.{t}: a system message must directly follow a `user` turn or an `assistant` turn ending in a server tool result"
+                );
+                ctx.report(Rule::SystemMessagePlacement, loc, message);
+            }
+        }
+    }
+    if next.is_some_and(|role| *role != Role::Assistant) {
+        let message = format!(
+            "messages.{t}: a system message must be the last message or be followed by an `assistant` message"
+        );
+        ctx.report(Rule::SystemMessagePlacement, loc, message);
+    }
+}
+
+/// What a tool change may refer to: the names in `tools`, and the MCP servers (of
+/// `mcp_servers` and of `mcp_toolset` tools).
+struct Declared<'a> {
+    tools: HashSet<&'a str>,
+    servers: HashSet<&'a str>,
+}
+
+impl<'a> Declared<'a> {
+    fn of(view: &View<'a>) -> Self {
+        let tools = view.tools.iter().map(ToolDefinition::name).collect();
+        let mut servers: HashSet<&str> = HashSet::new();
+        if let Some(serde_json::Value::Array(list)) = view.mcp_servers {
+            servers.extend(
+                list.iter()
+                    .filter_map(|s| s.get("name").and_then(|n| n.as_str())),
+            );
+        }
+        for tool in view.tools {
+            if let ToolDefinition::Versioned(versioned) = tool
+                && let Some(name) = versioned
+                    .extra
+                    .get("mcp_server_name")
+                    .and_then(|n| n.as_str())
+            {
+                servers.insert(name);
+            }
+        }
+        Declared { tools, servers }
+    }
+
+    fn check(&self, ctx: &mut Ctx<'_>, change: &ToolChangeBlock, loc: Loc, api: &str) {
+        match &*change.tool {
+            ToolRef::Tool(reference) if !self.tools.contains(reference.name.as_str()) => {
+                let message = format!(
+                    "{api}.tool.name: Tool '{}' not found in provided tools",
+                    reference.name
+                );
+                ctx.report_at(
+                    Rule::ToolChangeUnknownTool,
+                    loc,
+                    loc.field("tool.name"),
+                    message,
+                );
+            }
+            ToolRef::McpTool(reference)
+                if !self.servers.contains(reference.server_name.as_str()) =>
+            {
+                self.unknown_server(ctx, &reference.server_name, loc, api);
+            }
+            ToolRef::McpToolset(reference)
+                if !self.servers.contains(reference.server_name.as_str()) =>
+            {
+                self.unknown_server(ctx, &reference.server_name, loc, api);
+            }
+            _ => {}
+        }
+    }
+
+    fn unknown_server(&self, ctx: &mut Ctx<'_>, server: &str, loc: Loc, api: &str) {
+        let message = format!(
+            "{api}.tool.server_name: MCP server '{server}' not found in provided MCP servers"
+        );
+        let path = loc.field("tool.server_name");
+        ctx.report_at(Rule::ToolChangeUnknownTool, loc, path, message);
+    }
+}
