@@ -637,10 +637,9 @@ where
                 let tool_use = done.as_tool_use().cloned();
                 let message = fragment(&streamed.acc, done.block);
                 match tool_use {
-                    // A call is in the transcript before its tool can start (an invariant of the loop,
-                    // ARCHITECTURE.md):
-                    // a crash after the side effect still leaves its record. One that cannot
-                    // be recorded is not run.
+                    // A call is in the transcript before its tool can start (an invariant of
+                    // the loop, in ARCHITECTURE.md): a crash after the side effect still leaves
+                    // its record. One that cannot be recorded is not run.
                     Some(tool_use) => {
                         streamed.fragments.push(message.id().clone());
                         if self.append(st, message) {
