@@ -15,11 +15,14 @@
 //!   start, pinned, into `target/restate-server/` (`xtask/src/restate_server.rs`).
 //! * `cargo xtask durable-e2e` runs the durable-session end-to-end tests (a worker killed with
 //!   SIGKILL at three points), installing the pinned Restate server first if it is missing.
+//! * `cargo xtask claude-code-install` installs the real Claude Code 2.1.328, pinned, into
+//!   `target/claude-code/` (`xtask/src/claude_code.rs`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
 mod cache_bench;
 mod ci;
+mod claude_code;
 mod durable_e2e;
 mod e2e;
 mod fixtures;
@@ -65,6 +68,9 @@ enum Command {
     /// missing): a worker killed with SIGKILL at three points, the session completing on
     /// another worker.
     DurableE2e,
+    /// Install the real Claude Code 2.1.328 (pinned, the linux-x64 native binary) into
+    /// target/claude-code.
+    ClaudeCodeInstall,
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -134,6 +140,7 @@ fn main() -> ExitCode {
         Command::McpServers => mcp_servers::run(&util::repo_root()),
         Command::RestateServer => restate_server::run(&util::repo_root()),
         Command::DurableE2e => durable_e2e::run(&util::repo_root()),
+        Command::ClaudeCodeInstall => claude_code::run_install(&util::repo_root()),
         Command::Ci => ci::run(),
     };
     match result {
@@ -220,6 +227,12 @@ mod tests {
         assert!(matches!(
             parse(&["restate-server"]).expect("restate-server").command,
             Command::RestateServer
+        ));
+        assert!(matches!(
+            parse(&["claude-code-install"])
+                .expect("claude-code-install")
+                .command,
+            Command::ClaudeCodeInstall
         ));
         assert!(parse(&["nope"]).is_err());
     }
