@@ -16,7 +16,9 @@
 //! * `cargo xtask durable-e2e` runs the durable-session end-to-end tests (a worker killed with
 //!   SIGKILL at three points), installing the pinned Restate server first if it is missing.
 //! * `cargo xtask claude-code-install` installs the real Claude Code 2.1.328, pinned, into
-//!   `target/claude-code/` (`xtask/src/claude_code.rs`).
+//!   `target/claude-code/`; `cargo xtask claude-code` runs it offline against `threadline mock`
+//!   over scenarios of its own and reports what the mock answered and `check` found
+//!   (`xtask/src/claude_code.rs`; not part of `ci`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 mod bench;
@@ -71,6 +73,10 @@ enum Command {
     /// Install the real Claude Code 2.1.328 (pinned, the linux-x64 native binary) into
     /// target/claude-code.
     ClaudeCodeInstall,
+    /// Run the real Claude Code (installed if missing) in print mode against `threadline
+    /// mock` over its scenarios; keep logs and transcripts in target/claude-code-runs and
+    /// report requests, refusals and `check` violations.
+    ClaudeCode(claude_code::HarnessArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -141,6 +147,7 @@ fn main() -> ExitCode {
         Command::RestateServer => restate_server::run(&util::repo_root()),
         Command::DurableE2e => durable_e2e::run(&util::repo_root()),
         Command::ClaudeCodeInstall => claude_code::run_install(&util::repo_root()),
+        Command::ClaudeCode(args) => claude_code::run(&util::repo_root(), &args),
         Command::Ci => ci::run(),
     };
     match result {
@@ -234,6 +241,13 @@ mod tests {
                 .command,
             Command::ClaudeCodeInstall
         ));
+        let cli =
+            parse(&["claude-code", "--scenario", "tools", "--report-only"]).expect("claude-code");
+        let Command::ClaudeCode(args) = cli.command else {
+            panic!("expected claude-code, got {:?}", cli.command);
+        };
+        assert_eq!(args.scenarios, ["tools"]);
+        assert!(args.report_only);
         assert!(parse(&["nope"]).is_err());
     }
 
