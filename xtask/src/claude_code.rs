@@ -85,6 +85,8 @@ struct Invocation {
     prompt: &'static str,
     /// Resume the scenario's session (the one the first invocation started).
     resume: bool,
+    /// `--model` (Claude Code's default otherwise).
+    model: Option<&'static str>,
 }
 
 /// A scenario: the mock's steps (YAML, `{WORKSPACE}` replaced by the workspace's path), the
@@ -122,11 +124,13 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
                 label: "first",
                 prompt: "Read notes.txt and count its lines with Bash.",
                 resume: false,
+                model: None,
             },
             Invocation {
                 label: "resume",
                 prompt: "How many lines again?",
                 resume: true,
+                model: None,
             },
         ],
     },
@@ -150,20 +154,54 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
                 label: "first",
                 prompt: "What does notes.txt list?",
                 resume: false,
+                model: None,
             },
             Invocation {
                 label: "compact",
                 prompt: "/compact",
                 resume: true,
+                model: None,
             },
             Invocation {
                 label: "after-compact",
                 prompt: "And after the compaction?",
                 resume: true,
+                model: None,
             },
         ],
     },
+    ScenarioDef {
+        name: "models",
+        about: "one prompt on each model Claude Code names by default or by alias, and on older ones",
+        steps: r#"steps:
+  - kind: message
+    content: [{type: text, text: "Hello from the mock."}]
+repeat_last: true
+"#,
+        files: &[],
+        invocations: &[
+            model_invocation("default", None),
+            model_invocation("opus", Some("opus")),
+            model_invocation("sonnet", Some("sonnet")),
+            model_invocation("haiku", Some("haiku")),
+            model_invocation("fable", Some("fable")),
+            model_invocation("fable-5-1", Some("claude-fable-5-1")),
+            model_invocation("opus-4-8", Some("claude-opus-4-8")),
+            model_invocation("sonnet-4-5", Some("claude-sonnet-4-5")),
+            model_invocation("haiku-4-5", Some("claude-haiku-4-5")),
+        ],
+    },
 ];
+
+/// A fresh session saying hello to `model`.
+const fn model_invocation(label: &'static str, model: Option<&'static str>) -> Invocation {
+    Invocation {
+        label,
+        prompt: "Say hello.",
+        resume: false,
+        model,
+    }
+}
 
 /// What one invocation printed and how it ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -556,6 +594,9 @@ fn run_scenario(
             .args(["-p", invocation.prompt])
             .args(["--output-format", "stream-json", "--verbose"])
             .arg("--dangerously-skip-permissions");
+        if let Some(model) = invocation.model {
+            command.args(["--model", model]);
+        }
         if invocation.resume {
             let Some(session) = session else {
                 return Err(Failure::new(format!(
@@ -720,12 +761,17 @@ mod tests {
             let parsed: serde_yaml::Value =
                 serde_yaml::from_str(&steps).unwrap_or_else(|e| panic!("{}: {e}", scenario.name));
             let n = parsed["steps"].as_sequence().map_or(0, Vec::len);
-            assert!(n >= scenario.invocations.len(), "{}", scenario.name);
+            let repeats = parsed["repeat_last"].as_bool() == Some(true);
+            assert!(
+                repeats || n >= scenario.invocations.len(),
+                "{}",
+                scenario.name
+            );
             assert!(!scenario.invocations[0].resume, "{}", scenario.name);
             assert!(!steps.contains("{WORKSPACE}"));
         }
         let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["tools", "compact"]);
+        assert_eq!(names, ["tools", "compact", "models"]);
     }
 
     #[test]
