@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::cc_fidelity::{self, Fidelity};
 use crate::util::{Context as _, Failure, XResult, read_text, run_cargo, write_file};
 
 /// The install script, relative to the repository root.
@@ -440,11 +441,12 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
     let threadline = root.join("target/debug/threadline");
     let runs = root.join(RUNS);
     let mut total = Tally::default();
+    let mut total_fidelity = Fidelity::default();
     let mut report = serde_json::Map::new();
     for scenario in chosen {
         let started = Instant::now();
         let dir = runs.join(scenario.name);
-        let (tally, outcomes) = run_scenario(scenario, &claude, &threadline, &dir)?;
+        let (tally, outcomes, fidelity) = run_scenario(scenario, &claude, &threadline, &dir)?;
         println!(
             "claude-code: scenario `{}` ({}), {:.1} s, kept in {}",
             scenario.name,
@@ -469,6 +471,9 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
         for line in tally.lines("  ") {
             println!("{line}");
         }
+        for line in fidelity.lines("  ") {
+            println!("{line}");
+        }
         report.insert(
             scenario.name.to_owned(),
             json!({
@@ -478,15 +483,24 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
                     "result": o.result,
                 })).collect::<Vec<_>>(),
                 "tally": tally.to_json(),
+                "fidelity": fidelity.to_json(),
             }),
         );
         total.merge(&tally);
+        total_fidelity.merge(&fidelity);
     }
     println!("claude-code: Claude Code {version}, all scenarios:");
     for line in total.lines("  ") {
         println!("{line}");
     }
-    let summary = json!({"claude_code": version, "scenarios": report, "total": total.to_json()});
+    let fidelity_line = total_fidelity.lines("  ").swap_remove(0);
+    println!("{fidelity_line} (informative, not asserted)");
+    let summary = json!({
+        "claude_code": version,
+        "scenarios": report,
+        "total": total.to_json(),
+        "fidelity": total_fidelity.to_json(),
+    });
     write_file(
         &runs.join("summary.json"),
         serde_json::to_string_pretty(&summary)
@@ -505,7 +519,7 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
 }
 
 /// `text` on one line, at most 160 characters.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(160) {
         Some((at, _)) => format!("{}…", &flat[..at]),
@@ -566,7 +580,7 @@ fn run_scenario(
     claude: &Path,
     threadline: &Path,
     dir: &Path,
-) -> XResult<(Tally, Vec<InvocationOutcome>)> {
+) -> XResult<(Tally, Vec<InvocationOutcome>, Fidelity)> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).context(|| format!("cannot empty {}", dir.display()))?;
     }
@@ -640,8 +654,9 @@ fn run_scenario(
     } else {
         String::new()
     };
-    for logged in read_log(&log_text) {
-        tally.add_request(&logged);
+    let logged_lines = read_log(&log_text);
+    for logged in &logged_lines {
+        tally.add_request(logged);
         let Some(body) = &logged.body else { continue };
         let body_path = dir.join("bodies").join(format!("{:03}.json", logged.seq));
         write_file(&body_path, body.as_bytes())?;
@@ -669,7 +684,49 @@ fn run_scenario(
             &String::from_utf8_lossy(&output.stderr),
         ));
     }
-    Ok((tally, outcomes))
+
+    let bodies: Vec<(u64, Value)> = logged_lines
+        .iter()
+        .filter(|l| l.path == "/v1/messages")
+        .filter_map(|l| {
+            let body = serde_json::from_str(l.body.as_deref()?).ok()?;
+            Some((l.seq, body))
+        })
+        .collect();
+    let mut fidelity = Fidelity::default();
+    let cuts = dir.join("cuts");
+    std::fs::create_dir_all(&cuts).context(|| format!("cannot create {}", cuts.display()))?;
+    for transcript in session_transcripts(&home.join(".claude/projects"))? {
+        fidelity.merge(&cc_fidelity::measure(
+            threadline,
+            &transcript,
+            &bodies,
+            &cuts,
+        )?);
+    }
+    Ok((tally, outcomes, fidelity))
+}
+
+/// The main session transcripts under a Claude Code projects directory
+/// (`<project>/<session>.jsonl`; subagents' files, one level deeper, left out), sorted.
+fn session_transcripts(projects: &Path) -> XResult<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let Ok(projects_dir) = std::fs::read_dir(projects) else {
+        return Ok(out);
+    };
+    for project in projects_dir.flatten() {
+        let Ok(files) = std::fs::read_dir(project.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Whether this process runs as root (Claude Code refuses

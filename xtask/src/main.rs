@@ -23,6 +23,7 @@
 
 mod bench;
 mod cache_bench;
+mod cc_fidelity;
 mod ci;
 mod claude_code;
 mod durable_e2e;
