@@ -592,6 +592,22 @@ fn run_scenario(
     for (name, contents) in scenario.files {
         write_file(&workspace.join(name), contents.as_bytes())?;
     }
+    // A repository of its own: the workspace lies inside this repository's checkout, whose
+    // git status Claude Code would otherwise read into its requests (and whose main checkout
+    // it would name a memory directory after).
+    let git = Command::new("git")
+        .args(["init", "-q", "-b", "main"])
+        .current_dir(&workspace)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .context(|| "claude-code: cannot run git init".to_owned())?;
+    if !git.success() {
+        return Err(Failure::new(format!(
+            "claude-code: git init in {} failed ({git})",
+            workspace.display()
+        )));
+    }
     let steps = scenario
         .steps
         .replace("{WORKSPACE}", &workspace.to_string_lossy());
