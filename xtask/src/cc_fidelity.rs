@@ -16,7 +16,7 @@
 //! `cache_control` (and so the one-text-block form a marker forces on a string content). The
 //! `n`-th `api-request` record of a session is paired with the `n`-th body of that session
 //! (`metadata.user_id`'s `session_id`) that is not a compaction summary request (whose last
-//! message holds Claude Code's "CRITICAL: Respond with TEXT ONLY" prompt; it leaves no
+//! user message holds Claude Code's "CRITICAL: Respond with TEXT ONLY" prompt; it leaves no
 //! record).
 
 use std::collections::HashMap;
@@ -228,11 +228,13 @@ pub(crate) fn session_of(body: &Value) -> Option<String> {
     parsed["session_id"].as_str().map(str::to_owned)
 }
 
-/// Whether a body is a compaction summary request (it leaves no `api-request` record).
+/// Whether a body is a compaction summary request (it leaves no `api-request` record): its
+/// last user message holds the compaction prompt (a system message may follow it, as the
+/// `<total_tokens>` one on claude-opus-4-8).
 pub(crate) fn is_summary_request(body: &Value) -> bool {
     body["messages"]
         .as_array()
-        .and_then(|m| m.last())
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
         .is_some_and(|last| last["content"].to_string().contains(SUMMARY_MARK))
 }
 
@@ -459,6 +461,11 @@ mod tests {
         assert!(!is_summary_request(
             &json!({"messages": [{"role": "user", "content": "hi"}]})
         ));
+        let mut trailing = body.clone();
+        trailing["messages"].as_array_mut().expect("messages").push(
+            json!({"role": "system", "content": "<total_tokens>5 tokens left</total_tokens>"}),
+        );
+        assert!(is_summary_request(&trailing));
         assert_eq!(session_of(&json!({})), None);
     }
 }

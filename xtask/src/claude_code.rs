@@ -101,6 +101,20 @@ pub(crate) struct ScenarioDef {
     invocations: &'static [Invocation],
 }
 
+/// The mock's steps of the compaction scenarios: a Read call and its answer, the summary,
+/// the answer after the compaction.
+const COMPACT_STEPS: &str = r#"steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_tl_read_2, name: Read, input: {file_path: "{WORKSPACE}/notes.txt"}}
+  - kind: message
+    content: [{type: text, text: "The notes list alpha, beta and gamma."}]
+  - kind: message
+    content: [{type: text, text: "<analysis>Short.</analysis>\n<summary>The user asked what notes.txt lists: alpha, beta and gamma.</summary>"}]
+  - kind: message
+    content: [{type: text, text: "After the compaction: alpha, beta and gamma."}]
+"#;
+
 /// The scenarios, in the order they run.
 pub(crate) const SCENARIOS: &[ScenarioDef] = &[
     ScenarioDef {
@@ -138,17 +152,7 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
     ScenarioDef {
         name: "compact",
         about: "a Read call, /compact, then --resume",
-        steps: r#"steps:
-  - kind: message
-    content:
-      - {type: tool_use, id: toolu_tl_read_2, name: Read, input: {file_path: "{WORKSPACE}/notes.txt"}}
-  - kind: message
-    content: [{type: text, text: "The notes list alpha, beta and gamma."}]
-  - kind: message
-    content: [{type: text, text: "<analysis>Short.</analysis>\n<summary>The user asked what notes.txt lists: alpha, beta and gamma.</summary>"}]
-  - kind: message
-    content: [{type: text, text: "After the compaction: alpha, beta and gamma."}]
-"#,
+        steps: COMPACT_STEPS,
         files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
         invocations: &[
             Invocation {
@@ -168,6 +172,32 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
                 prompt: "And after the compaction?",
                 resume: true,
                 model: None,
+            },
+        ],
+    },
+    ScenarioDef {
+        name: "compact-opus-4-8",
+        about: "the same on claude-opus-4-8, which gets no message-level output_config",
+        steps: COMPACT_STEPS,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        invocations: &[
+            Invocation {
+                label: "first",
+                prompt: "What does notes.txt list?",
+                resume: false,
+                model: Some("claude-opus-4-8"),
+            },
+            Invocation {
+                label: "compact",
+                prompt: "/compact",
+                resume: true,
+                model: Some("claude-opus-4-8"),
+            },
+            Invocation {
+                label: "after-compact",
+                prompt: "And after the compaction?",
+                resume: true,
+                model: Some("claude-opus-4-8"),
             },
         ],
     },
@@ -844,7 +874,7 @@ mod tests {
             assert!(!steps.contains("{WORKSPACE}"));
         }
         let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["tools", "compact", "models"]);
+        assert_eq!(names, ["tools", "compact", "compact-opus-4-8", "models"]);
     }
 
     #[test]
