@@ -15,13 +15,19 @@
 //!   start, pinned, into `target/restate-server/` (`xtask/src/restate_server.rs`).
 //! * `cargo xtask durable-e2e` runs the durable-session end-to-end tests (a worker killed with
 //!   SIGKILL at three points), installing the pinned Restate server first if it is missing.
+//! * `cargo xtask claude-code-install` installs the real Claude Code 2.1.328, pinned, into
+//!   `target/claude-code/`; `cargo xtask claude-code` runs it offline against `threadline mock`
+//!   over scenarios of its own and reports what the mock answered and `check` found
+//!   (`xtask/src/claude_code.rs`; not part of `ci`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 #[cfg(test)]
 mod architecture;
 mod bench;
 mod cache_bench;
+mod cc_fidelity;
 mod ci;
+mod claude_code;
 mod durable_e2e;
 mod e2e;
 mod fixtures;
@@ -67,6 +73,13 @@ enum Command {
     /// missing): a worker killed with SIGKILL at three points, the session completing on
     /// another worker.
     DurableE2e,
+    /// Install the real Claude Code 2.1.328 (pinned, the linux-x64 native binary) into
+    /// target/claude-code.
+    ClaudeCodeInstall,
+    /// Run the real Claude Code (installed if missing) in print mode against `threadline
+    /// mock` over its scenarios; keep logs and transcripts in target/claude-code-runs and
+    /// report requests, refusals and `check` violations.
+    ClaudeCode(claude_code::HarnessArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -136,6 +149,8 @@ fn main() -> ExitCode {
         Command::McpServers => mcp_servers::run(&util::repo_root()),
         Command::RestateServer => restate_server::run(&util::repo_root()),
         Command::DurableE2e => durable_e2e::run(&util::repo_root()),
+        Command::ClaudeCodeInstall => claude_code::run_install(&util::repo_root()),
+        Command::ClaudeCode(args) => claude_code::run(&util::repo_root(), &args),
         Command::Ci => ci::run(),
     };
     match result {
@@ -223,6 +238,19 @@ mod tests {
             parse(&["restate-server"]).expect("restate-server").command,
             Command::RestateServer
         ));
+        assert!(matches!(
+            parse(&["claude-code-install"])
+                .expect("claude-code-install")
+                .command,
+            Command::ClaudeCodeInstall
+        ));
+        let cli =
+            parse(&["claude-code", "--scenario", "tools", "--report-only"]).expect("claude-code");
+        let Command::ClaudeCode(args) = cli.command else {
+            panic!("expected claude-code, got {:?}", cli.command);
+        };
+        assert_eq!(args.scenarios, ["tools"]);
+        assert!(args.report_only);
         assert!(parse(&["nope"]).is_err());
     }
 

@@ -386,7 +386,8 @@ enum Command {
         scenario: Option<std::path::PathBuf>,
         /// Append one JSON line per request on /v1/messages and /v1/messages/count_tokens
         /// to FILE, written before the answer's first byte: seq, status, route, step, the
-        /// body's SHA-256 and the body, the usage answered (the `threadline_mock::request_log`
+        /// body's SHA-256 and the body, its `anthropic-beta` header, the usage answered, and
+        /// the error message of a request the mock refused (the `threadline_mock::request_log`
         /// format).
         #[arg(long, value_name = "FILE")]
         record_log: Option<std::path::PathBuf>,

@@ -11,6 +11,7 @@
 //!
 //! | key | value |
 //! |---|---|
+//! | `anthropic_beta` | the request's `anthropic-beta` header as received (to check the body as the mock did: `threadline check --beta`); `null` without one |
 //! | `answer` | the step's kind: `message`, `error`, `fixture`, `reset`; `null` when no step was taken (a rejected request, `count_tokens`) |
 //! | `answer_by` | `order` or `turn`, how the step was chosen; `null` with no step |
 //! | `body` | the body as received, as a string (parse it for the JSON); absent when `body_omitted` says why |
@@ -18,6 +19,7 @@
 //! | `body_omitted` | `not_read` (refused or cut before its end), `too_large` (past `max_recorded_bytes`), `not_utf8` |
 //! | `body_sha256` | lower-case hex SHA-256 of the exact body bytes; `null` when not read whole |
 //! | `method`, `path` | `POST`, `/v1/messages` or `/v1/messages/count_tokens` |
+//! | `refused` | the error message the mock answered when it refused the request itself (a failed check, `model: <id>` for an unknown model, a missing credential or version, a body too large, overload); `null` when it did not (a scripted `error` step is `answer: "error"`) |
 //! | `request_id` | the `request-id` the mock answered with |
 //! | `route` | the index of the route (in the scenario's `routes`) that answered; `null`: the main steps |
 //! | `seq` | the line's index in what this server wrote (0, 1, …) |
@@ -58,6 +60,9 @@ pub(crate) struct Chosen {
 pub(crate) struct Outcome {
     pub(crate) chosen: Option<Chosen>,
     pub(crate) usage: Option<Value>,
+    /// The error message the mock answered when it refused the request itself (a check,
+    /// the body's size, overload), not a scripted error step.
+    pub(crate) refused: Option<String>,
 }
 
 /// One request, as the log sees it.
@@ -65,6 +70,8 @@ pub(crate) struct Entry<'a> {
     pub(crate) request_id: &'a str,
     pub(crate) method: &'a str,
     pub(crate) path: &'a str,
+    /// The `anthropic-beta` header as received.
+    pub(crate) beta: Option<&'a str>,
     pub(crate) status: Option<u16>,
     /// The whole body, when it was read to its end.
     pub(crate) body: Option<&'a [u8]>,
@@ -111,6 +118,8 @@ pub(crate) fn line(seq: u64, entry: &Entry<'_>) -> Value {
         "body_bytes": entry.body_bytes,
         "body_sha256": entry.body.map(sha256_hex),
         "usage": entry.outcome.usage,
+        "anthropic_beta": entry.beta,
+        "refused": entry.outcome.refused,
     });
     let omitted = match entry.body {
         None => Some("not_read"),
@@ -207,6 +216,7 @@ mod tests {
             request_id: "req_1",
             method: "POST",
             path: "/v1/messages",
+            beta: None,
             status: Some(200),
             body,
             body_bytes: body.map_or(7, <[u8]>::len),
@@ -250,9 +260,12 @@ mod tests {
                 kind: "message",
             }),
             usage: Some(json!({"input_tokens": 3})),
+            refused: None,
         };
         let body = br#"{"b":1,  "a":2}"#;
-        let line = line(4, &entry(Some(body), &outcome));
+        let mut entry = entry(Some(body), &outcome);
+        entry.beta = Some("effort-2025-11-24,thinking-display-updates-2026-08-18");
+        let line = line(4, &entry);
         assert_eq!(
             line,
             json!({
@@ -260,6 +273,8 @@ mod tests {
                 "status": 200, "route": 1, "step": 2, "answer_by": "turn", "answer": "message",
                 "body_bytes": 15, "body_sha256": sha256_hex(body),
                 "body": r#"{"b":1,  "a":2}"#, "usage": {"input_tokens": 3},
+                "anthropic_beta": "effort-2025-11-24,thinking-display-updates-2026-08-18",
+                "refused": null,
             })
         );
     }

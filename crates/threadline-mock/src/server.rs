@@ -567,12 +567,17 @@ async fn answer_request(
         .log
         .as_ref()
         .filter(|_| crate::request_log::logs_path(&record.path));
+    let beta = parts
+        .headers
+        .get("anthropic-beta")
+        .and_then(|v| v.to_str().ok());
     let log = |record: &RecordedRequest, body: Option<&[u8]>, outcome: &Outcome| {
         if let Some(log) = logged {
             log.append(&Entry {
                 request_id: &request_id,
                 method: &record.method,
                 path: &record.path,
+                beta,
                 status: record.status,
                 body,
                 body_bytes: record.body_bytes,
@@ -584,24 +589,24 @@ async fn answer_request(
     let body = match read {
         Ok(body) => body,
         Err(refused) => {
+            let mut outcome = Outcome::default();
+            let mut refuse = |kind, message: &str| {
+                outcome.refused = Some(message.to_owned());
+                Ok(api_error(kind, message, &request_id))
+            };
             let answer = match refused {
                 BodyRefused::TooLarge(read) => {
                     record.body_bytes = read;
-                    Ok(api_error(
+                    refuse(
                         ApiErrorType::RequestTooLarge,
                         "Request exceeds the maximum allowed number of bytes.",
-                        &request_id,
-                    ))
+                    )
                 }
-                BodyRefused::Overloaded => Ok(api_error(
-                    ApiErrorType::Overloaded,
-                    "Overloaded",
-                    &request_id,
-                )),
+                BodyRefused::Overloaded => refuse(ApiErrorType::Overloaded, "Overloaded"),
                 BodyRefused::Failed => Err(Abort),
             };
             record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
-            log(&record, None, &Outcome::default());
+            log(&record, None, &outcome);
             state.recording().push(record);
             return answer;
         }
@@ -633,29 +638,27 @@ async fn answer(
     request_id: &str,
     outcome: &mut Outcome,
 ) -> (Result<Response<MockBody>, Abort>, Verdict) {
-    let rejected = |response| (Ok(response), Verdict::Rejected);
+    let mut rejected = |kind, message: &str| {
+        outcome.refused = Some(message.to_owned());
+        (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
+    };
     let path = parts.uri.path();
     let count_tokens = match (parts.method.as_str(), path) {
         ("POST", "/v1/messages") => false,
         ("POST", "/v1/messages/count_tokens") => true,
-        _ => return rejected(api_error(ApiErrorType::NotFound, "Not Found", request_id)),
+        _ => return rejected(ApiErrorType::NotFound, "Not Found"),
     };
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let has_key = header("x-api-key").is_some_and(|k| !k.is_empty())
         || header("authorization").is_some_and(|a| a.starts_with("Bearer "));
     if !has_key {
-        return rejected(api_error(
-            ApiErrorType::Authentication,
-            "x-api-key header is required",
-            request_id,
-        ));
+        return rejected(ApiErrorType::Authentication, "x-api-key header is required");
     }
     if header("anthropic-version").is_none() {
-        return rejected(api_error(
+        return rejected(
             ApiErrorType::InvalidRequest,
             "anthropic-version: header is required",
-            request_id,
-        ));
+        );
     }
     let options =
         ValidateOptions::default().with_beta_header(header("anthropic-beta").unwrap_or(""));
@@ -666,7 +669,7 @@ async fn answer(
             |r, model| validate_count_tokens_with(r, model, &options),
         ) {
             Ok(request) => request,
-            Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
+            Err((kind, message)) => return rejected(kind, &message),
         };
         let tokens = state.usage.count_tokens(&request, bytes.len());
         outcome.usage = Some(serde_json::json!({ "input_tokens": tokens }));
@@ -683,7 +686,7 @@ async fn answer(
         |r, model| validate_with(r, model, &options),
     ) {
         Ok(request) => request,
-        Err((kind, message)) => return rejected(api_error(kind, &message, request_id)),
+        Err((kind, message)) => return rejected(kind, &message),
     };
     let choice = state.take_step(&request);
     let kind = match &choice.step {

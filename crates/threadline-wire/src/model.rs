@@ -500,6 +500,72 @@ mod tests {
     }
 
     #[test]
+    fn the_models_claude_code_2_1_328_picks_are_known_with_the_november_numbers() {
+        // What Claude Code 2.1.328 sends for its default model and for `--model opus`,
+        // `sonnet`, `haiku` (observed against the mock), and the 5.1 models: each is known,
+        // with the window, output, cache minimum and prices of the reference's §6.1.
+        let table = ModelTable::builtin();
+        for (id, input, output, cache_read) in [
+            ("claude-opus-5-5", 4.0, 20.0, 0.2),
+            ("claude-sonnet-5-5", 2.0, 10.0, 0.1),
+            ("claude-haiku-5-5", 0.1, 0.5, 0.01),
+            ("claude-fable-5-1", 10.0, 50.0, 0.25),
+            ("claude-mythos-5-1", 10.0, 50.0, 0.25),
+        ] {
+            let resolved = table.resolve(id);
+            assert!(resolved.is_known(), "{id}");
+            let model = resolved.model();
+            assert_eq!(
+                (
+                    model.context_window,
+                    model.max_output_tokens,
+                    model.min_cacheable_tokens
+                ),
+                (1_000_000, 128_000, 512),
+                "{id}"
+            );
+            assert_eq!(
+                (
+                    model.prices.input,
+                    model.prices.output,
+                    model.prices.cache_read
+                ),
+                (input, output, cache_read),
+                "{id}"
+            );
+            assert!(!model.prefill && model.accepts_thinking(ThinkingMode::Adaptive));
+            assert!(!model.accepts_thinking(ThinkingMode::Enabled), "{id}");
+        }
+        // Claude Code sends `role: "system"` messages to Opus 5.5 (reference §3.6).
+        assert!(table.resolve("claude-opus-5-5").model().system_messages);
+        assert!(
+            !table
+                .resolve("claude-opus-5-5")
+                .model()
+                .accepts_thinking(ThinkingMode::Disabled)
+        );
+    }
+
+    #[test]
+    fn every_row_added_after_august_names_its_source() {
+        let file: serde_json::Value = serde_json::from_str(BUILTIN).expect("JSON");
+        let rows = file["models"].as_array().expect("models");
+        for id in [
+            "claude-opus-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-fable-5-1",
+        ] {
+            let row = rows.iter().find(|r| r["id"] == id).expect("a row");
+            let source = row["source"].as_str().unwrap_or_default();
+            assert!(
+                source.contains("api-2026-autumn.md") && source.contains("@"),
+                "{id}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_models_are_conservative() {
         let table = ModelTable::builtin();
         let unknown = table.resolve("claude-from-the-future");

@@ -295,6 +295,13 @@ async fn the_log_has_a_line_per_request_as_it_is_answered_with_body_hash_and_usa
     assert_eq!(lines[3]["status"], 400);
     assert_eq!(lines[3]["usage"], Value::Null);
     assert_eq!(
+        lines[3]["refused"],
+        serde_json::from_str::<Value>(&rejected.body).expect("JSON")["error"]["message"],
+        "the log says why, in the answer's words"
+    );
+    assert!(lines[..3].iter().all(|l| l["refused"] == Value::Null));
+    assert!(lines.iter().all(|l| l["anthropic_beta"] == Value::Null));
+    assert_eq!(
         lines[3]["body"].as_str().map(str::as_bytes),
         Some(&invalid[..])
     );
@@ -346,6 +353,50 @@ async fn the_log_leaves_out_bodies_past_the_recorded_bound_and_other_paths() {
     assert_eq!(lines[0]["step"], 0);
     assert_eq!(lines[0]["answer_by"], "order");
     assert!(lines[0]["usage"]["input_tokens"].as_u64().is_some());
+}
+
+#[tokio::test]
+async fn the_log_keeps_the_beta_header_and_the_refusals_words() {
+    // Issue 28: a harness checking each logged body as the mock did needs the betas it was
+    // sent with, and one counting refusals needs their reasons.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("requests.jsonl");
+    let config = MockConfig::new(Scenario::new(texts("answer", 2))).with_record_log(&log);
+    let server = MockServer::start_with(config).await.expect("listens");
+    let betas = "claude-code-20250219,effort-2025-11-24";
+    let addr = server.addr();
+    let send_with_betas = |body: Vec<u8>| async move {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("connects");
+        let head = crate::server::http::head(Some(body.len()), true).replace(
+            "content-type:",
+            &format!("anthropic-beta: {betas}\r\ncontent-type:"),
+        );
+        tokio::io::AsyncWriteExt::write_all(&mut stream, head.as_bytes())
+            .await
+            .expect("sent");
+        tokio::io::AsyncWriteExt::write_all(&mut stream, &body)
+            .await
+            .expect("sent");
+        crate::server::http::read_answer(&mut stream)
+            .await
+            .expect("an answer")
+    };
+    let mut unknown = conversation("hi", &[], false);
+    unknown["model"] = json!("claude-from-the-future");
+    let answer = send_with_betas(serde_json::to_vec(&unknown).expect("JSON")).await;
+    assert_eq!(answer.status, 404);
+    let fine =
+        send_with_betas(serde_json::to_vec(&conversation("hi", &[], false)).expect("JSON")).await;
+    assert_eq!(fine.status, 200, "{}", fine.body);
+
+    let lines = log_lines(&log);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(lines[0]["refused"], "model: claude-from-the-future");
+    assert_eq!(lines[0]["anthropic_beta"], betas);
+    assert_eq!(lines[1]["refused"], Value::Null);
+    assert_eq!(lines[1]["anthropic_beta"], betas);
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The mock answers what the validator finds as the API does: a deferred tool with
 //! a cache marker is a 400 in the API's words; an unknown model is the API's 404, never a 400
-//! on the table's guessed limits; the API's own `"\n\n"` blocks sent back are accepted.
+//! on the table's guessed limits, and the models Claude Code 2.1.328 picks are served; the
+//! API's own `"\n\n"` blocks sent back are accepted.
 
 use serde_json::{Value, json};
 use threadline_mock::{MockServer, Scenario, Step};
@@ -76,6 +77,33 @@ async fn an_unknown_model_is_a_404_never_a_400_on_a_guessed_limit() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["error"]["type"], "not_found_error");
     assert_eq!(body["error"]["message"], "model: claude-3-7-sonnet-latest");
+}
+
+#[tokio::test]
+async fn the_models_claude_code_2_1_328_picks_are_served_never_a_404() {
+    // Claude Code 2.1.328's default model is claude-opus-5-5; `--model sonnet` / `haiku` are
+    // the 5.5 models (issue 28: its first request used to get 404 `model: claude-opus-5-5`).
+    let server = start().await;
+    for model in [
+        "claude-opus-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+        "claude-fable-5-1",
+        "claude-mythos-5-1",
+    ] {
+        let (status, body) = answer(
+            &server,
+            json!({
+                "model": model, "max_tokens": 128000,
+                "thinking": {"type": "adaptive"},
+                "output_config": {"effort": "medium"},
+                "messages": [{"role": "user", "content": "Hi"}]
+            }),
+        )
+        .await;
+        assert_eq!(status, 200, "{model}: {body}");
+        assert_eq!(body["model"], model);
+    }
 }
 
 #[tokio::test]

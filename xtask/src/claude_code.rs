@@ -1,0 +1,976 @@
+//! The real Claude Code against `threadline mock` (issue 28, groundwork; not in CI yet).
+//!
+//! * `cargo xtask claude-code-install` installs Claude Code 2.1.328, pinned, into
+//!   `target/claude-code/` (`scripts/install-claude-code.sh`: `npm ci --ignore-scripts` of
+//!   `xtask/claude-code/package-lock.json`, which holds only
+//!   `@anthropic-ai/claude-code-linux-x64` 2.1.328 with its integrity: a self-contained native
+//!   binary of 373 MB, 172 MB to download). Idempotent (a stamp of the lock's hash).
+//! * `cargo xtask claude-code [--scenario NAME]… [--report-only]` installs it, builds
+//!   `threadline`, and runs each scenario of [`SCENARIOS`]: its own `threadline mock` on
+//!   loopback (`--record-log`), a fresh `HOME` and workspace, and Claude Code in print mode
+//!   (`-p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions`, then
+//!   `--resume SESSION` for the later prompts), offline: `ANTHROPIC_BASE_URL` is the mock, the
+//!   key a dummy, autoupdate, telemetry, error reporting and nonessential traffic off. The
+//!   record log, the transcripts (`home/.claude/projects/…`), Claude Code's stream output and
+//!   each body are kept under `target/claude-code-runs/<scenario>/`. Then every body the mock
+//!   read is checked with `threadline check --beta <its anthropic-beta>` and a summary is
+//!   printed: requests sent, answered 2xx, refused (with the mock's words), violations. It
+//!   fails when a request was refused or a body has a violation, unless `--report-only`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cc_fidelity::{self, Fidelity};
+use crate::util::{Context as _, Failure, XResult, read_text, run_cargo, write_file};
+
+/// The install script, relative to the repository root.
+pub(crate) const SCRIPT: &str = "scripts/install-claude-code.sh";
+
+/// The pinned version; `claude --version` must start with it.
+pub(crate) const VERSION: &str = "2.1.328";
+
+/// Where the install script puts the binary, relative to the repository root.
+pub(crate) const BINARY: &str =
+    "target/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude";
+
+/// Where the runs are kept, relative to the repository root.
+pub(crate) const RUNS: &str = "target/claude-code-runs";
+
+/// The longest one Claude Code invocation may take.
+const INVOCATION_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Runs the install script and returns the binary's path.
+pub(crate) fn install(root: &Path) -> XResult<PathBuf> {
+    println!("claude-code: $ {SCRIPT}");
+    let status = Command::new("bash")
+        .arg(root.join(SCRIPT))
+        .current_dir(root)
+        .status()
+        .map_err(|e| Failure::new(format!("claude-code: cannot run {SCRIPT}: {e}")))?;
+    if !status.success() {
+        return Err(Failure::new(format!(
+            "claude-code: {SCRIPT} failed ({status}); it needs a linux-x64 machine and npm with access to the npm registry (or its cache)"
+        )));
+    }
+    Ok(root.join(BINARY))
+}
+
+/// `cargo xtask claude-code-install`.
+pub(crate) fn run_install(root: &Path) -> XResult<()> {
+    install(root).map(|_| ())
+}
+
+/// Arguments of `cargo xtask claude-code`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct HarnessArgs {
+    /// Run only this scenario (repeatable; default: all of them).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub(crate) scenarios: Vec<String>,
+    /// Print the summary and succeed even when requests were refused or bodies have
+    /// violations.
+    #[arg(long)]
+    pub(crate) report_only: bool,
+}
+
+/// One Claude Code invocation of a scenario.
+#[derive(Debug, Clone, Copy)]
+struct Invocation {
+    /// A short name for its files.
+    label: &'static str,
+    /// The `-p` prompt.
+    prompt: &'static str,
+    /// Resume the scenario's session (the one the first invocation started).
+    resume: bool,
+    /// `--model` (Claude Code's default otherwise).
+    model: Option<&'static str>,
+}
+
+/// A scenario: the mock's steps (YAML, `{WORKSPACE}` replaced by the workspace's path), the
+/// workspace's files, and the invocations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScenarioDef {
+    pub(crate) name: &'static str,
+    about: &'static str,
+    steps: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    invocations: &'static [Invocation],
+}
+
+/// The mock's steps of the compaction scenarios: a Read call and its answer, the summary,
+/// the answer after the compaction.
+const COMPACT_STEPS: &str = r#"steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_tl_read_2, name: Read, input: {file_path: "{WORKSPACE}/notes.txt"}}
+  - kind: message
+    content: [{type: text, text: "The notes list alpha, beta and gamma."}]
+  - kind: message
+    content: [{type: text, text: "<analysis>Short.</analysis>\n<summary>The user asked what notes.txt lists: alpha, beta and gamma.</summary>"}]
+  - kind: message
+    content: [{type: text, text: "After the compaction: alpha, beta and gamma."}]
+"#;
+
+/// The scenarios, in the order they run.
+pub(crate) const SCENARIOS: &[ScenarioDef] = &[
+    ScenarioDef {
+        name: "tools",
+        about: "a Read and a Bash call, then --resume with a second prompt",
+        steps: r#"steps:
+  - kind: message
+    content:
+      - {type: text, text: "I will read the notes first."}
+      - {type: tool_use, id: toolu_tl_read_1, name: Read, input: {file_path: "{WORKSPACE}/notes.txt"}}
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_tl_bash_1, name: Bash, input: {command: "wc -l notes.txt && echo bash-ran", description: "Count the lines of notes.txt"}}
+  - kind: message
+    content: [{type: text, text: "The notes have three lines and the shell agrees."}]
+  - kind: message
+    content: [{type: text, text: "Resumed: still three lines."}]
+"#,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        invocations: &[
+            Invocation {
+                label: "first",
+                prompt: "Read notes.txt and count its lines with Bash.",
+                resume: false,
+                model: None,
+            },
+            Invocation {
+                label: "resume",
+                prompt: "How many lines again?",
+                resume: true,
+                model: None,
+            },
+        ],
+    },
+    ScenarioDef {
+        name: "compact",
+        about: "a Read call, /compact, then --resume",
+        steps: COMPACT_STEPS,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        invocations: &[
+            Invocation {
+                label: "first",
+                prompt: "What does notes.txt list?",
+                resume: false,
+                model: None,
+            },
+            Invocation {
+                label: "compact",
+                prompt: "/compact",
+                resume: true,
+                model: None,
+            },
+            Invocation {
+                label: "after-compact",
+                prompt: "And after the compaction?",
+                resume: true,
+                model: None,
+            },
+        ],
+    },
+    ScenarioDef {
+        name: "compact-opus-4-8",
+        about: "the same on claude-opus-4-8, which gets no message-level output_config",
+        steps: COMPACT_STEPS,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        invocations: &[
+            Invocation {
+                label: "first",
+                prompt: "What does notes.txt list?",
+                resume: false,
+                model: Some("claude-opus-4-8"),
+            },
+            Invocation {
+                label: "compact",
+                prompt: "/compact",
+                resume: true,
+                model: Some("claude-opus-4-8"),
+            },
+            Invocation {
+                label: "after-compact",
+                prompt: "And after the compaction?",
+                resume: true,
+                model: Some("claude-opus-4-8"),
+            },
+        ],
+    },
+    ScenarioDef {
+        name: "models",
+        about: "one prompt on each model Claude Code names by default or by alias, and on older ones",
+        steps: r#"steps:
+  - kind: message
+    content: [{type: text, text: "Hello from the mock."}]
+repeat_last: true
+"#,
+        files: &[],
+        invocations: &[
+            model_invocation("default", None),
+            model_invocation("opus", Some("opus")),
+            model_invocation("sonnet", Some("sonnet")),
+            model_invocation("haiku", Some("haiku")),
+            model_invocation("fable", Some("fable")),
+            model_invocation("fable-5-1", Some("claude-fable-5-1")),
+            model_invocation("opus-4-8", Some("claude-opus-4-8")),
+            model_invocation("sonnet-4-5", Some("claude-sonnet-4-5")),
+            model_invocation("haiku-4-5", Some("claude-haiku-4-5")),
+        ],
+    },
+];
+
+/// A fresh session saying hello to `model`.
+const fn model_invocation(label: &'static str, model: Option<&'static str>) -> Invocation {
+    Invocation {
+        label,
+        prompt: "Say hello.",
+        resume: false,
+        model,
+    }
+}
+
+/// What one invocation printed and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+struct InvocationOutcome {
+    label: String,
+    exit: Option<i32>,
+    session: Option<String>,
+    /// The `result` line's `is_error`, `api_error_status` and `result` text.
+    is_error: Option<bool>,
+    api_error_status: Option<u64>,
+    result: Option<String>,
+}
+
+/// The session id and the `result` line of a `--output-format stream-json` output.
+fn read_stream(label: &str, exit: Option<i32>, stream: &str) -> InvocationOutcome {
+    let mut outcome = InvocationOutcome {
+        label: label.to_owned(),
+        exit,
+        session: None,
+        is_error: None,
+        api_error_status: None,
+        result: None,
+    };
+    for line in stream.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if outcome.session.is_none()
+            && let Some(id) = value["session_id"].as_str()
+        {
+            outcome.session = Some(id.to_owned());
+        }
+        if value["type"] == "result" {
+            outcome.is_error = value["is_error"].as_bool();
+            outcome.api_error_status = value["api_error_status"].as_u64();
+            outcome.result = value["result"].as_str().map(str::to_owned);
+        }
+    }
+    outcome
+}
+
+/// One line of the mock's record log, as far as the summary needs it.
+#[derive(Debug, Clone, PartialEq)]
+struct Logged {
+    seq: u64,
+    path: String,
+    status: Option<u64>,
+    refused: Option<String>,
+    beta: Option<String>,
+    body: Option<String>,
+}
+
+/// The lines of a record log (the `log_full` marker and unreadable lines left out).
+fn read_log(text: &str) -> Vec<Logged> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|v| v.get("log_full").is_none())
+        .map(|v| Logged {
+            seq: v["seq"].as_u64().unwrap_or_default(),
+            path: v["path"].as_str().unwrap_or_default().to_owned(),
+            status: v["status"].as_u64(),
+            refused: v["refused"].as_str().map(str::to_owned),
+            beta: v["anthropic_beta"].as_str().map(str::to_owned),
+            body: v["body"].as_str().map(str::to_owned),
+        })
+        .collect()
+}
+
+/// What `threadline check` said about one body: violations (stdout) and warnings (stderr).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Checked {
+    violations: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// `threadline check`'s output read back: each stdout line is a violation, each stderr line
+/// starting `threadline: warning: ` a warning.
+fn read_check(stdout: &str, stderr: &str) -> Checked {
+    Checked {
+        violations: stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect(),
+        warnings: stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("threadline: warning: "))
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// The figures of one scenario (or of all of them).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Tally {
+    requests: usize,
+    answered_2xx: usize,
+    /// Refusal message → count.
+    refused: BTreeMap<String, usize>,
+    /// Other non-2xx answers (scripted errors, cut connections): status → count.
+    other: BTreeMap<String, usize>,
+    /// Violation text → count, over every body checked.
+    violations: BTreeMap<String, usize>,
+    /// Warning text → count.
+    warnings: BTreeMap<String, usize>,
+    bodies_checked: usize,
+}
+
+impl Tally {
+    fn add_request(&mut self, logged: &Logged) {
+        self.requests += 1;
+        match (logged.status, &logged.refused) {
+            (Some(200..=299), _) => self.answered_2xx += 1,
+            (_, Some(reason)) => *self.refused.entry(reason.clone()).or_default() += 1,
+            (status, None) => {
+                let key = status.map_or_else(|| "no answer".to_owned(), |s| s.to_string());
+                *self.other.entry(key).or_default() += 1;
+            }
+        }
+    }
+
+    fn add_check(&mut self, checked: &Checked) {
+        self.bodies_checked += 1;
+        for v in &checked.violations {
+            *self.violations.entry(v.clone()).or_default() += 1;
+        }
+        for w in &checked.warnings {
+            *self.warnings.entry(w.clone()).or_default() += 1;
+        }
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        self.requests += other.requests;
+        self.answered_2xx += other.answered_2xx;
+        self.bodies_checked += other.bodies_checked;
+        for (into, from) in [
+            (&mut self.refused, &other.refused),
+            (&mut self.other, &other.other),
+            (&mut self.violations, &other.violations),
+            (&mut self.warnings, &other.warnings),
+        ] {
+            for (k, n) in from {
+                *into.entry(k.clone()).or_default() += n;
+            }
+        }
+    }
+
+    fn refused_count(&self) -> usize {
+        self.refused.values().sum()
+    }
+
+    fn violation_count(&self) -> usize {
+        self.violations.values().sum()
+    }
+
+    /// The summary lines, indented by `indent`.
+    fn lines(&self, indent: &str) -> Vec<String> {
+        let mut out = vec![
+            format!(
+                "{indent}requests sent: {}, answered 2xx: {}, refused: {}, other non-2xx: {}",
+                self.requests,
+                self.answered_2xx,
+                self.refused_count(),
+                self.other.values().sum::<usize>()
+            ),
+            format!(
+                "{indent}bodies checked: {}, violations: {}, warnings: {}",
+                self.bodies_checked,
+                self.violation_count(),
+                self.warnings.values().sum::<usize>()
+            ),
+        ];
+        let listed = [
+            ("refused", &self.refused),
+            ("non-2xx", &self.other),
+            ("violation", &self.violations),
+            ("warning", &self.warnings),
+        ];
+        for (what, map) in listed {
+            for (text, n) in map {
+                out.push(format!("{indent}  {what} x{n}: {text}"));
+            }
+        }
+        out
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "requests": self.requests,
+            "answered_2xx": self.answered_2xx,
+            "refused": self.refused,
+            "other_non_2xx": self.other,
+            "bodies_checked": self.bodies_checked,
+            "violations": self.violations,
+            "warnings": self.warnings,
+        })
+    }
+}
+
+/// `cargo xtask claude-code`.
+pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
+    let chosen: Vec<&ScenarioDef> = if args.scenarios.is_empty() {
+        SCENARIOS.iter().collect()
+    } else {
+        args.scenarios
+            .iter()
+            .map(|name| {
+                SCENARIOS.iter().find(|s| s.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                    Failure::new(format!(
+                        "claude-code: no scenario `{name}` (there are: {})",
+                        names.join(", ")
+                    ))
+                })
+            })
+            .collect::<XResult<_>>()?
+    };
+    let claude = install(root)?;
+    let version = Command::new(&claude)
+        .arg("--version")
+        .output()
+        .context(|| format!("claude-code: cannot run {}", claude.display()))?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    if !version.starts_with(VERSION) {
+        return Err(Failure::new(format!(
+            "claude-code: {} says `{version}`, not {VERSION}",
+            claude.display()
+        )));
+    }
+    run_cargo(
+        "claude-code",
+        root,
+        &["build", "-p", "threadline-cli", "--bin", "threadline"],
+        &[],
+    )?;
+    let threadline = root.join("target/debug/threadline");
+    let runs = root.join(RUNS);
+    let mut total = Tally::default();
+    let mut total_fidelity = Fidelity::default();
+    let mut report = serde_json::Map::new();
+    for scenario in chosen {
+        let started = Instant::now();
+        let dir = runs.join(scenario.name);
+        let (tally, outcomes, fidelity) = run_scenario(scenario, &claude, &threadline, &dir)?;
+        println!(
+            "claude-code: scenario `{}` ({}), {:.1} s, kept in {}",
+            scenario.name,
+            scenario.about,
+            started.elapsed().as_secs_f64(),
+            crate::util::rel_path(root, &dir)
+        );
+        for o in &outcomes {
+            println!(
+                "  claude {}: exit {}, session {}, {}",
+                o.label,
+                o.exit
+                    .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
+                o.session.as_deref().unwrap_or("?"),
+                match (&o.is_error, &o.result) {
+                    (Some(true), Some(text)) => format!("error: {}", one_line(text)),
+                    (_, Some(text)) => format!("result: {}", one_line(text)),
+                    _ => "no result line".to_owned(),
+                }
+            );
+        }
+        for line in tally.lines("  ") {
+            println!("{line}");
+        }
+        for line in fidelity.lines("  ") {
+            println!("{line}");
+        }
+        report.insert(
+            scenario.name.to_owned(),
+            json!({
+                "invocations": outcomes.iter().map(|o| json!({
+                    "label": o.label, "exit": o.exit, "session": o.session,
+                    "is_error": o.is_error, "api_error_status": o.api_error_status,
+                    "result": o.result,
+                })).collect::<Vec<_>>(),
+                "tally": tally.to_json(),
+                "fidelity": fidelity.to_json(),
+            }),
+        );
+        total.merge(&tally);
+        total_fidelity.merge(&fidelity);
+    }
+    println!("claude-code: Claude Code {version}, all scenarios:");
+    for line in total.lines("  ") {
+        println!("{line}");
+    }
+    let fidelity_line = total_fidelity.lines("  ").swap_remove(0);
+    println!("{fidelity_line} (informative, not asserted)");
+    let summary = json!({
+        "claude_code": version,
+        "scenarios": report,
+        "total": total.to_json(),
+        "fidelity": total_fidelity.to_json(),
+    });
+    write_file(
+        &runs.join("summary.json"),
+        serde_json::to_string_pretty(&summary)
+            .unwrap_or_default()
+            .as_bytes(),
+    )?;
+    if args.report_only || (total.refused_count() == 0 && total.violation_count() == 0) {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "claude-code: {} request(s) refused by the mock, {} violation(s) found by check (see above; --report-only to only report)",
+            total.refused_count(),
+            total.violation_count()
+        )))
+    }
+}
+
+/// `text` on one line, at most 160 characters.
+pub(crate) fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(160) {
+        Some((at, _)) => format!("{}…", &flat[..at]),
+        None => flat,
+    }
+}
+
+/// A running `threadline mock`, stopped when dropped.
+struct Mock {
+    child: Child,
+    base_url: String,
+}
+
+impl Mock {
+    fn start(threadline: &Path, scenario: &Path, log: &Path, stderr: &Path) -> XResult<Mock> {
+        let stderr = std::fs::File::create(stderr)
+            .context(|| format!("claude-code: cannot create {}", stderr.display()))?;
+        let mut child = Command::new(threadline)
+            .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
+            .arg(scenario)
+            .arg("--record-log")
+            .arg(log)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .context(|| format!("claude-code: cannot start {} mock", threadline.display()))?;
+        let mut first = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            // The first line, flushed once the port is bound: `listening on http://ADDR`.
+            let _ = BufReader::new(stdout).read_line(&mut first);
+        }
+        match first.trim().strip_prefix("listening on ") {
+            Some(url) => Ok(Mock {
+                child,
+                base_url: url.to_owned(),
+            }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(Failure::new(format!(
+                    "claude-code: the mock did not say where it listens (first line: {first:?})"
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs one scenario in `dir` (emptied first) and tallies what the mock logged.
+fn run_scenario(
+    scenario: &ScenarioDef,
+    claude: &Path,
+    threadline: &Path,
+    dir: &Path,
+) -> XResult<(Tally, Vec<InvocationOutcome>, Fidelity)> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).context(|| format!("cannot empty {}", dir.display()))?;
+    }
+    let home = dir.join("home");
+    let workspace = dir.join("workspace");
+    for d in [&home, &workspace, &dir.join("bodies")] {
+        std::fs::create_dir_all(d).context(|| format!("cannot create {}", d.display()))?;
+    }
+    for (name, contents) in scenario.files {
+        write_file(&workspace.join(name), contents.as_bytes())?;
+    }
+    // A repository of its own: the workspace lies inside this repository's checkout, whose
+    // git status Claude Code would otherwise read into its requests (and whose main checkout
+    // it would name a memory directory after).
+    let git = Command::new("git")
+        .args(["init", "-q", "-b", "main"])
+        .current_dir(&workspace)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .context(|| "claude-code: cannot run git init".to_owned())?;
+    if !git.success() {
+        return Err(Failure::new(format!(
+            "claude-code: git init in {} failed ({git})",
+            workspace.display()
+        )));
+    }
+    let steps = scenario
+        .steps
+        .replace("{WORKSPACE}", &workspace.to_string_lossy());
+    let scenario_file = dir.join("scenario.yaml");
+    write_file(&scenario_file, steps.as_bytes())?;
+    let log = dir.join("requests.jsonl");
+    let mock = Mock::start(threadline, &scenario_file, &log, &dir.join("mock.stderr"))?;
+
+    let mut outcomes: Vec<InvocationOutcome> = Vec::new();
+    for (n, invocation) in scenario.invocations.iter().enumerate() {
+        let session = outcomes.first().and_then(|o| o.session.clone());
+        let mut command = Command::new(claude);
+        command
+            .args(["-p", invocation.prompt])
+            .args(["--output-format", "stream-json", "--verbose"])
+            .arg("--dangerously-skip-permissions");
+        if let Some(model) = invocation.model {
+            command.args(["--model", model]);
+        }
+        if invocation.resume {
+            let Some(session) = session else {
+                return Err(Failure::new(format!(
+                    "claude-code: scenario `{}`: no session to resume (the first invocation printed no session id)",
+                    scenario.name
+                )));
+            };
+            command.args(["--resume", &session]);
+        }
+        command
+            .current_dir(&workspace)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("ANTHROPIC_BASE_URL", &mock.base_url)
+            .env("ANTHROPIC_API_KEY", "sk-ant-dummy")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1");
+        if is_root() {
+            // --dangerously-skip-permissions is refused as root outside a sandbox.
+            command.env("IS_SANDBOX", "1");
+        }
+        let stem = format!("{n:02}-{}", invocation.label);
+        let stream_path = dir.join(format!("{stem}.stream.jsonl"));
+        let exit = run_with_timeout(
+            command,
+            &stream_path,
+            &dir.join(format!("{stem}.stderr")),
+            INVOCATION_TIMEOUT,
+        )?;
+        let stream = read_text(&stream_path)?;
+        outcomes.push(read_stream(invocation.label, exit, &stream));
+    }
+    drop(mock);
+
+    let mut tally = Tally::default();
+    let log_text = if log.exists() {
+        read_text(&log)?
+    } else {
+        String::new()
+    };
+    let logged_lines = read_log(&log_text);
+    for logged in &logged_lines {
+        tally.add_request(logged);
+        let Some(body) = &logged.body else { continue };
+        let body_path = dir.join("bodies").join(format!("{:03}.json", logged.seq));
+        write_file(&body_path, body.as_bytes())?;
+        let mut check = Command::new(threadline);
+        check.arg("check");
+        if let Some(beta) = &logged.beta {
+            check.args(["--beta", beta]);
+        }
+        if logged.path.ends_with("/count_tokens") {
+            check.arg("--count-tokens");
+        }
+        let output = check
+            .arg(&body_path)
+            .output()
+            .context(|| "claude-code: cannot run threadline check".to_owned())?;
+        if output.status.code() == Some(2) {
+            return Err(Failure::new(format!(
+                "claude-code: threadline check could not read {}: {}",
+                body_path.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        tally.add_check(&read_check(
+            &String::from_utf8_lossy(&output.stdout),
+            &String::from_utf8_lossy(&output.stderr),
+        ));
+    }
+
+    let bodies: Vec<(u64, Value)> = logged_lines
+        .iter()
+        .filter(|l| l.path == "/v1/messages")
+        .filter_map(|l| {
+            let body = serde_json::from_str(l.body.as_deref()?).ok()?;
+            Some((l.seq, body))
+        })
+        .collect();
+    let mut fidelity = Fidelity::default();
+    let cuts = dir.join("cuts");
+    std::fs::create_dir_all(&cuts).context(|| format!("cannot create {}", cuts.display()))?;
+    for transcript in session_transcripts(&home.join(".claude/projects"))? {
+        fidelity.merge(&cc_fidelity::measure(
+            threadline,
+            &transcript,
+            &bodies,
+            &cuts,
+        )?);
+    }
+    Ok((tally, outcomes, fidelity))
+}
+
+/// The main session transcripts under a Claude Code projects directory
+/// (`<project>/<session>.jsonl`; subagents' files, one level deeper, left out), sorted.
+fn session_transcripts(projects: &Path) -> XResult<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let Ok(projects_dir) = std::fs::read_dir(projects) else {
+        return Ok(out);
+    };
+    for project in projects_dir.flatten() {
+        let Ok(files) = std::fs::read_dir(project.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Whether this process runs as root (Claude Code refuses
+/// `--dangerously-skip-permissions` as root unless `IS_SANDBOX=1`).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Runs `command` with stdout to `stdout` and stderr to `stderr`, killing it after `timeout`;
+/// its exit code (`None` when killed or ended by a signal).
+fn run_with_timeout(
+    mut command: Command,
+    stdout: &Path,
+    stderr: &Path,
+    timeout: Duration,
+) -> XResult<Option<i32>> {
+    let out =
+        std::fs::File::create(stdout).context(|| format!("cannot create {}", stdout.display()))?;
+    let err =
+        std::fs::File::create(stderr).context(|| format!("cannot create {}", stderr.display()))?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .context(|| "claude-code: cannot start claude".to_owned())?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .context(|| "claude-code: wait".to_owned())?
+        {
+            return Ok(status.code());
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut tail = String::new();
+            if let Ok(mut f) = std::fs::File::open(stderr) {
+                let _ = f.read_to_string(&mut tail);
+            }
+            println!(
+                "claude-code: claude ran past {} s and was killed; stderr: {}",
+                timeout.as_secs(),
+                one_line(&tail)
+            );
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_pins_only_the_linux_x64_binary_with_its_integrity() {
+        let root = crate::util::repo_root();
+        let lock: serde_json::Value = serde_json::from_str(
+            &crate::util::read_text(&root.join("xtask/claude-code/package-lock.json"))
+                .expect("lock"),
+        )
+        .expect("lock is JSON");
+        let packages = lock["packages"].as_object().expect("packages");
+        let names: Vec<&str> = packages.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["", "node_modules/@anthropic-ai/claude-code-linux-x64"]
+        );
+        let pkg = &packages["node_modules/@anthropic-ai/claude-code-linux-x64"];
+        assert_eq!(pkg["version"], VERSION);
+        assert!(
+            pkg["integrity"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("sha512-"))
+        );
+        assert!(pkg.get("hasInstallScript").is_none());
+        assert!(BINARY.starts_with("target/claude-code/node_modules/"));
+    }
+
+    #[test]
+    fn every_scenario_is_a_valid_mock_scenario_that_starts_a_session_first() {
+        for scenario in SCENARIOS {
+            let steps = scenario.steps.replace("{WORKSPACE}", "/tmp/ws");
+            let parsed: serde_yaml::Value =
+                serde_yaml::from_str(&steps).unwrap_or_else(|e| panic!("{}: {e}", scenario.name));
+            let n = parsed["steps"].as_sequence().map_or(0, Vec::len);
+            let repeats = parsed["repeat_last"].as_bool() == Some(true);
+            assert!(
+                repeats || n >= scenario.invocations.len(),
+                "{}",
+                scenario.name
+            );
+            assert!(!scenario.invocations[0].resume, "{}", scenario.name);
+            assert!(!steps.contains("{WORKSPACE}"));
+        }
+        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["tools", "compact", "compact-opus-4-8", "models"]);
+    }
+
+    #[test]
+    fn the_stream_gives_the_session_and_the_result() {
+        let stream = concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-opus-5-5"}"#,
+            "\n",
+            "not json\n",
+            r#"{"type":"assistant","session_id":"s-1","message":{"content":[]}}"#,
+            "\n",
+            r#"{"type":"result","is_error":true,"api_error_status":400,"result":"API Error: 400 messages.1: all messages must have non-empty content","session_id":"s-1"}"#,
+            "\n"
+        );
+        let outcome = read_stream("after-compact", Some(1), stream);
+        assert_eq!(outcome.session.as_deref(), Some("s-1"));
+        assert_eq!(outcome.is_error, Some(true));
+        assert_eq!(outcome.api_error_status, Some(400));
+        assert!(
+            outcome
+                .result
+                .is_some_and(|r| r.starts_with("API Error: 400"))
+        );
+        let empty = read_stream("x", None, "");
+        assert_eq!((empty.session, empty.result), (None, None));
+    }
+
+    #[test]
+    fn the_log_and_the_checks_are_tallied() {
+        let log = [
+            json!({"seq": 0, "path": "/v1/messages", "status": 200, "refused": null,
+                   "anthropic_beta": "effort-2025-11-24", "body": "{}"}),
+            json!({"seq": 1, "path": "/v1/messages", "status": 400,
+                   "refused": "messages.1: all messages must have non-empty content except for the optional final assistant message",
+                   "anthropic_beta": null, "body": "{}"}),
+            json!({"seq": 2, "path": "/v1/messages", "status": 400,
+                   "refused": "messages.1: all messages must have non-empty content except for the optional final assistant message",
+                   "anthropic_beta": null, "body": "{}"}),
+            json!({"seq": 3, "path": "/v1/messages", "status": 429, "refused": null, "body_omitted": "not_read"}),
+            json!({"seq": 4, "path": "/v1/messages", "status": null, "refused": null}),
+            json!({"log_full": true, "seq": 5}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+        let lines = read_log(&log);
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[0].beta.as_deref(), Some("effort-2025-11-24"));
+        assert_eq!(lines[3].body, None);
+        let mut tally = Tally::default();
+        for line in &lines {
+            tally.add_request(line);
+        }
+        assert_eq!(
+            (tally.requests, tally.answered_2xx, tally.refused_count()),
+            (5, 1, 2)
+        );
+        assert_eq!(tally.other.get("429"), Some(&1));
+        assert_eq!(tally.other.get("no answer"), Some(&1));
+
+        let checked = read_check(
+            "messages.1: all messages must have non-empty content except for the optional final assistant message\n",
+            "threadline: warning: unknown model `x`: …\nthreadline: b.json: 1 violation\n",
+        );
+        assert_eq!(checked.violations.len(), 1);
+        assert_eq!(checked.warnings, ["unknown model `x`: …"]);
+        tally.add_check(&checked);
+        tally.add_check(&read_check("", "threadline: b.json: no violations\n"));
+        assert_eq!((tally.bodies_checked, tally.violation_count()), (2, 1));
+
+        let mut total = Tally::default();
+        total.merge(&tally);
+        total.merge(&tally);
+        assert_eq!(
+            (
+                total.requests,
+                total.refused_count(),
+                total.violation_count()
+            ),
+            (10, 4, 2)
+        );
+        let text = total.lines("").join("\n");
+        assert!(
+            text.contains("requests sent: 10, answered 2xx: 2, refused: 4, other non-2xx: 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("refused x4: messages.1: all messages must have non-empty content"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\n b\tc"), "a b c");
+        let long = "é".repeat(200);
+        assert_eq!(one_line(&long).chars().count(), 161);
+    }
+}
