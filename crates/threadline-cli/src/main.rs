@@ -253,7 +253,7 @@ enum Command {
         /// The workspace directory (default: the current directory).
         #[arg(long, value_name = "DIR")]
         cwd: Option<std::path::PathBuf>,
-        /// The model (default: the newest Sonnet).
+        /// The model (default: `claude-sonnet-5`, see `threadline_wire::defaults`).
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
         /// `max_tokens` of the request (default: 8192, capped at the model's maximum).

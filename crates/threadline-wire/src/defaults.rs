@@ -15,8 +15,11 @@
 //! assert!(DEFAULT_MAX_TOKENS <= model.model().max_output_tokens);
 //! ```
 
-/// The model used unless told otherwise: the newest Sonnet in the model table
-/// (`data/models.json`).
+/// The model used unless told otherwise: Sonnet 5, the newest Sonnet whose thinking blocks
+/// are not bound to the conversation's prefix. Sonnet 5.5 (in the table, and Claude Code's
+/// `sonnet`) binds them: the API refuses a later request in which anything before such a
+/// block changed, which keep-tail compaction does (see `docs/api-notes.md`); it becomes the
+/// default when compaction never edits before a bound block.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-5";
 
 /// The `max_tokens` of each request unless told otherwise (callers cap it at the model's
@@ -38,17 +41,17 @@ mod tests {
     use crate::model::ModelTable;
 
     #[test]
-    fn the_default_model_is_the_newest_sonnet_in_the_table() {
+    fn the_default_model_is_a_known_sonnet_and_the_newest_sonnet_before_the_5_5_family() {
         let table = ModelTable::builtin();
         let resolved = table.resolve(DEFAULT_MODEL);
         assert!(resolved.warning().is_none());
         assert_eq!(resolved.model().id, DEFAULT_MODEL);
-        // The table lists models newest first; the first Sonnet is the default.
-        let first_sonnet = table
-            .models()
-            .iter()
-            .find(|m| m.id.starts_with("claude-sonnet-"))
-            .map(|m| m.id.as_str());
+        // The table lists models newest first; the first Sonnet outside the prefix-binding
+        // 5.5 family is the default.
+        let first_sonnet =
+            table.models().iter().map(|m| m.id.as_str()).find(|id| {
+                id.starts_with("claude-sonnet-") && !id.starts_with("claude-sonnet-5-5")
+            });
         assert_eq!(first_sonnet, Some(DEFAULT_MODEL));
     }
 

@@ -49,7 +49,7 @@ pub(crate) struct WorkerArgs {
     /// The workspace directory the tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<std::path::PathBuf>,
-    /// The model (default: the newest Sonnet).
+    /// The model (default: `claude-sonnet-5`, see `threadline_wire::defaults`).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
     /// `max_tokens` of each request (default: as `threadline run`, 8192 capped at the
