@@ -559,7 +559,9 @@ mod tests {
             let row = rows.iter().find(|r| r["id"] == id).expect("a row");
             let source = row["source"].as_str().unwrap_or_default();
             assert!(
-                source.contains("api-2026-autumn.md") && source.contains("@"),
+                source.contains("Claude platform docs")
+                    && source.contains(".md")
+                    && source.contains("@"),
                 "{id}"
             );
         }
