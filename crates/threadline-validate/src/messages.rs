@@ -120,7 +120,10 @@ impl<'a> Walk<'a> {
                 ctx.report_at(Rule::InvalidRole, loc, path, rule::invalid_role(t));
             }
         }
-        let empty = turn.is_empty(messages);
+        // An effort-only system turn (empty content and `output_config` on every message)
+        // renders nothing and is accepted anywhere (docs/api-notes.md, mid-conversation
+        // system messages).
+        let empty = turn.is_empty(messages) && !turn.is_effort_only(messages);
         // Whitespace-only text is rejected only in a turn holding nothing else (text.rs).
         let blank = only_blank_text(TurnBlocks::new(messages, turn, t).map(|tb| tb.piece.text()));
         if empty && !(is_last && is_assistant) {

@@ -29,7 +29,8 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let mut turns = Turns::new(messages).enumerate().peekable();
     while let Some((t, turn)) = turns.next() {
         let is_system = *turn.role == Role::System;
-        if is_system && ctx.model.system_messages {
+        // An effort-only system turn renders nothing and may stand anywhere.
+        if is_system && ctx.model.system_messages && !turn.is_effort_only(messages) {
             let next = turns.peek().map(|(_, next)| next.role);
             placement(ctx, t, &turn, previous, next);
         }

@@ -125,6 +125,15 @@ impl Turn<'_> {
             .iter()
             .all(|m| m.content.is_empty())
     }
+
+    /// Whether this is a system turn of effort-only messages: each with empty content and an
+    /// `output_config` object (a per-message effort change, which renders nothing).
+    pub(super) fn is_effort_only(&self, messages: &[MessageParam]) -> bool {
+        *self.role == Role::System
+            && messages[self.start..self.end].iter().all(|m| {
+                m.content.is_empty() && m.extra.get("output_config").is_some_and(|v| v.is_object())
+            })
+    }
 }
 
 /// One piece of a turn's content: a block, or a string content (one text block to the API).

@@ -109,6 +109,63 @@ pub(super) fn cases() -> Vec<Case> {
                 "messages.2: a system message must directly follow a `user` turn or an `assistant` turn ending in a server tool result",
             )],
         ),
+        // An effort-only system message (empty content, `output_config`) renders nothing and
+        // is accepted anywhere: where Claude Code 2.1.328 puts it after a compaction, and
+        // first; grouped with a text-carrying one, the usual rules hold.
+        passes(
+            Rule::EmptyContent,
+            OPUS_48,
+            opus(json!([
+                hello(),
+                {"role": "system", "content": [], "output_config": {"effort": "medium"}},
+                assistant(json!("On it.")),
+                user(json!("Go"))
+            ])),
+        ),
+        passes(
+            Rule::SystemMessagePlacement,
+            OPUS_48,
+            opus(json!([
+                {"role": "system", "content": [], "output_config": {"effort": "low"}},
+                hello(),
+                assistant(json!("Hi.")),
+                {"role": "system", "content": [], "output_config": {"effort": "high"}},
+                user(json!("Go"))
+            ])),
+        ),
+        fails(
+            Rule::EmptyContent,
+            OPUS_48,
+            opus(json!([
+                hello(),
+                system(json!([])),
+                assistant(json!("On it.")),
+                user(json!("Go"))
+            ])),
+            &[(
+                "messages.1",
+                "messages.1: all messages must have non-empty content except for the optional final assistant message",
+            )],
+        ),
+        fails(
+            Rule::SystemMessagePlacement,
+            OPUS_48,
+            opus(json!([
+                {"role": "system", "content": [], "output_config": {"effort": "low"}},
+                system(json!("Be brief.")),
+                hello()
+            ])),
+            &[
+                (
+                    "messages.0",
+                    "messages.0: a system message cannot be the first message",
+                ),
+                (
+                    "messages.0",
+                    "messages.0: a system message must be the last message or be followed by an `assistant` message",
+                ),
+            ],
+        ),
         // After a server tool result the system message may follow the assistant turn.
         passes(
             Rule::SystemMessagePlacement,
