@@ -12,7 +12,8 @@
 //! message holding a `"\n\n"` text block (a recorded request answered with 200). Whether a
 //! whitespace-only block beside only non-text blocks (a `tool_use`, server tool blocks) is
 //! rejected is not settled by any source, so it is accepted: `check` must never reject what
-//! the API accepts.
+//! the API accepts. A whitespace-only block beside other content is a warning: users of other
+//! agents report the API's whitespace text for such blocks, and the normalizer drops them.
 
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
@@ -64,6 +65,15 @@ pub(super) fn check_text_block(
     } else if blank_list && is_blank(text) {
         // Audit: docs/api-notes.md#message-sequence [WIRE, many]; positions as in the module docs.
         ctx.report(Rule::WhitespaceTextBlock, loc, texts.whitespace.to_owned());
+    } else if is_blank(text) {
+        // Beside other content the API has been seen to accept it, and users of other agents
+        // report its whitespace text for such blocks: a warning (`normalize` drops the block).
+        let message = format!(
+            "{}: a whitespace-only text block beside other content; the API may answer \"{}\" (`threadline normalize` drops it)",
+            loc.api(),
+            texts.whitespace
+        );
+        ctx.warn(Rule::WhitespaceTextBlock, loc, message);
     }
 }
 

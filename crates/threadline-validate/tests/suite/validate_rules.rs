@@ -1994,3 +1994,34 @@ fn a_request_may_start_at_a_compaction_block() {
         )],
     );
 }
+
+#[test]
+fn a_whitespace_only_block_beside_other_content_is_a_warning_not_a_violation() {
+    let model = ModelTable::builtin()
+        .resolve("claude-haiku-4-5")
+        .model()
+        .clone();
+    let check = |content: Value| {
+        let body = body(json!([user(content)]), json!({}));
+        let request: MessagesRequest = serde_json::from_str(&body).expect("a request");
+        threadline_validate::validate_report(&request, &model, &ValidateOptions::default())
+    };
+    let beside = check(json!([text(" "), text("real")]));
+    assert!(beside.violations.is_empty(), "{:?}", beside.violations);
+    let warnings: Vec<(&str, &str)> = beside
+        .warnings
+        .iter()
+        .map(|w| (w.path.as_str(), w.message.as_str()))
+        .collect();
+    assert_eq!(
+        warnings,
+        [(
+            "messages.0.content.0",
+            "messages.0.content.0: a whitespace-only text block beside other content; the API may answer \"messages: text content blocks must contain non-whitespace text\" (`threadline normalize` drops it)"
+        )]
+    );
+    // Alone, it is the API's violation, not a warning.
+    let alone = check(json!([text("\n")]));
+    assert_eq!(alone.violations.len(), 1, "{:?}", alone.violations);
+    assert!(alone.warnings.is_empty(), "{:?}", alone.warnings);
+}
