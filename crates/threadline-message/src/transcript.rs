@@ -340,6 +340,10 @@ pub enum LineProblemKind {
         /// The `parentUuid` that was not found.
         missing_parent: String,
     },
+    /// (Imports only.) A record without a parent after the conversation had started (its
+    /// link was lost): the chain was continued from the record before it in the file instead
+    /// of ending there.
+    UnlinkedRecord,
     /// (Imports only.) A content block of a known type that did not parse; the message was
     /// imported with the block kept verbatim as an unknown block.
     BadBlock {
@@ -376,6 +380,9 @@ impl fmt::Display for LineProblem {
             LineProblemKind::BrokenChain { missing_parent } => write!(
                 f,
                 "parent {missing_parent} is not in the file; the chain continues from the record before"
+            ),
+            LineProblemKind::UnlinkedRecord => f.write_str(
+                "no parent although the conversation had started; the chain continues from the record before",
             ),
             LineProblemKind::BadBlock { index, error } => {
                 write!(f, "content block {index} kept as unknown: {error}")

@@ -203,18 +203,42 @@ pub(super) fn place_records(records: &[Record], walk: Walk) -> Placement {
             boundary = Some(index);
             break;
         }
+        // The nearest earlier conversation record of the chain's kind, not on it yet nor on a
+        // cycle: where a broken link continues (the record before in the file).
+        let before = |on_chain: &[bool]| {
+            (0..index).rev().find(|&i| {
+                !on_chain[i]
+                    && !cycles[i]
+                    && !side(&records[i].object)
+                    && canonical(i, &records[i])
+                    && conversation_type(&records[i].object).is_some()
+            })
+        };
         let Some(parent_id) = parent(&records[index].object, follow) else {
-            break; // a root
+            // A root. After the conversation has started, a record without a parent is a lost
+            // link (a crash between writing a record and linking it), not a new conversation:
+            // continue from the record before it, so the history before it is not lost.
+            next = before(&on_chain);
+            if next.is_some() {
+                problems.push(LineProblem {
+                    line: records[index].line,
+                    kind: LineProblemKind::UnlinkedRecord,
+                });
+            }
+            continue;
         };
         next = by_uuid.get(parent_id).copied().or_else(|| {
             // The parent is not in the file: a lost line (cut, malformed or removed), or a
             // parent in an earlier session's file. Continue from the latest earlier record that
-            // nothing follows, if there is one; a lost line leaves exactly such a record behind.
-            let bridge = (0..index).rev().find(|&i| {
+            // nothing follows, if there is one (a lost line leaves exactly such a record
+            // behind), else from the record before (a lost line whose parent still has
+            // progress records after it).
+            let leaf = (0..index).rev().find(|&i| {
                 !on_chain[i]
                     && is_leaf(i, &records[i])
                     && conversation_type(&records[i].object).is_some()
             });
+            let bridge = leaf.or_else(|| before(&on_chain));
             if bridge.is_some() {
                 problems.push(LineProblem {
                     line: records[index].line,

@@ -1637,3 +1637,73 @@ fn fragments_are_put_in_api_block_index_order_when_every_one_has_it() {
         ["u", "b", "a", "c"]
     );
 }
+
+#[test]
+fn a_lost_tool_result_line_loses_only_itself_not_the_first_prompt() {
+    // In this 2.1 transcript the assistant's tool use (line 5) is followed by progress
+    // records, so once its tool result (line 11) is lost no earlier record is a leaf: the
+    // chain continues from the record before the broken link.
+    let text = read("marot__spotter/tool_heavy.jsonl");
+    let whole = import(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    let lost: Value = serde_json::from_str(lines[10]).expect("JSON");
+    assert_eq!(lost["message"]["content"][0]["type"], "tool_result");
+    let damaged: String = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 10)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let imported = import(&damaged);
+    let mut expected = whole.messages.clone();
+    expected.retain(|m| Some(m.id().as_str()) != lost["uuid"].as_str());
+    assert_eq!(expected.len(), whole.messages.len() - 1);
+    assert_eq!(ids(&imported.messages), ids(&expected));
+    assert_eq!(imported.messages, expected);
+    assert_eq!(
+        imported.problems,
+        [LineProblem {
+            line: 11,
+            kind: LineProblemKind::BrokenChain {
+                missing_parent: lost["uuid"].as_str().expect("a uuid").to_owned(),
+            },
+        }]
+    );
+}
+
+#[test]
+fn a_parentless_record_appended_to_a_real_transcript_keeps_the_conversation_before_it() {
+    let text = read("d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
+    let whole = import(&text);
+    assert!(whole.messages.len() > 2);
+    // What a crash between writing a record and linking it leaves: a parentless, empty user
+    // record at the end of the file.
+    let appended = json!({"type": "user", "uuid": "00000000-0000-4000-8000-0000000000aa",
+        "parentUuid": null, "timestamp": "2025-09-01T00:00:00.000Z", "sessionId": "s",
+        "message": {"role": "user", "content": ""}});
+    let damaged = format!("{text}{appended}\n");
+    let imported = import(&damaged);
+    assert_eq!(
+        imported.messages[..whole.messages.len()],
+        whole.messages[..],
+        "the conversation before it is kept"
+    );
+    assert_eq!(
+        imported.messages.last().map(|m| m.id().as_str()),
+        Some("00000000-0000-4000-8000-0000000000aa")
+    );
+    let lines = damaged.lines().count();
+    assert_eq!(
+        imported.problems,
+        [LineProblem {
+            line: lines,
+            kind: LineProblemKind::UnlinkedRecord,
+        }]
+    );
+    assert_eq!(
+        imported.problems[0].to_string(),
+        format!(
+            "line {lines}: no parent although the conversation had started; the chain continues from the record before"
+        )
+    );
+}
