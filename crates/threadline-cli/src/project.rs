@@ -20,6 +20,11 @@ pub fn overview(id: &str, imported: &ImportResult) -> SessionInfo {
     if let Some(title) = imported.title() {
         info.title = Some(title.to_owned());
     }
+    // The session started at its first record, not at the first message of the request
+    // view (which, after a compaction, is the summary).
+    if let Some(first) = &imported.session.first_timestamp {
+        info.started = Some(threadline::message::Timestamp(first.clone()));
+    }
     info.tokens = imported.usage();
     info
 }

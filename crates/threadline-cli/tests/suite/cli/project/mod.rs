@@ -300,5 +300,13 @@ fn a_compacted_session_counts_the_tokens_spent_before_its_boundary() {
         "{row:#}"
     );
     assert!(expected_tokens(&file) > 0);
+    // Its start is its first record's, not its summary's (the request view's first message).
+    let first = std::fs::read_to_string(&file)
+        .expect("read")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|r| r["timestamp"].as_str().map(str::to_owned))
+        .expect("a timestamp");
+    assert_eq!(row["start"].as_str(), Some(first.as_str()), "{row:#}");
     let _ = std::fs::remove_dir_all(&dir);
 }
