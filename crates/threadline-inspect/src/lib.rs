@@ -485,6 +485,12 @@ pub fn report<'t>(messages: &[Message], format: Format, options: &Options<'t>) -
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {
             sim.reset_planner();
+            if format == Format::ClaudeCode {
+                // Claude Code re-renders the head of its system prompt (the billing line)
+                // after a compaction: the request after it reads nothing
+                // (docs/claude-code-transcripts.md#compaction-boundaries).
+                sim.reload_dynamic_prefix("a compaction: Claude Code re-renders its system prompt");
+            }
         }
         // What the records say changed besides the messages (crate docs).
         for change in prefix_changes(&implied.prefix_changes, options) {

@@ -367,3 +367,29 @@ fn server_side_compaction_passes_are_shown_apart_and_billed() {
         "{text}"
     );
 }
+
+#[test]
+fn a_claude_code_compaction_is_a_cache_break_and_the_request_after_it_reads_nothing() {
+    // Claude Code 2.1.328 itself, against the mock: a Read, `/compact`, a question after it.
+    let report = report("fixtures/claude-code-2.1.328/compact-opus-4-8.jsonl");
+    let requests = report["requests"].as_array().expect("requests");
+    assert_eq!(requests.len(), 3, "{report:#}");
+    for before in &requests[..2] {
+        assert_eq!(before["after_compaction"], false, "{before:#}");
+        assert!(before["cache_break"].is_null(), "{before:#}");
+    }
+    let after = &requests[2];
+    assert_eq!(after["after_compaction"], true, "{after:#}");
+    assert_eq!(
+        after["cache_break"]["cause"], "prefix_reloaded",
+        "{after:#}"
+    );
+    // Recorded: a full miss. Predicted: the same (it predicted 12,250 read before).
+    assert_eq!(after["recorded"]["cache_read_input_tokens"], 0, "{after:#}");
+    assert_eq!(
+        after["predicted"]["cache_read_input_tokens"], 0,
+        "{after:#}"
+    );
+    let mae = report["share_mae"].as_f64().expect("share_mae");
+    assert!(mae <= 0.05, "share_mae {mae}");
+}
