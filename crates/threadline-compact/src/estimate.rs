@@ -62,6 +62,9 @@ pub fn attachment_tokens(attachment: &Attachment) -> u64 {
             Attachment::AgentMention { agent } => text_tokens(agent.len()),
             Attachment::Reminder { text } => text_tokens(text.len()),
             Attachment::UiOnly { .. } => return 0,
+            Attachment::ClaudeCodeRendered { texts, .. } => {
+                text_tokens(texts.iter().map(String::len).sum())
+            }
             // A kind added later: count its JSON, the upper bound of what is rendered.
             other => serde_json::to_value(other).map_or(0, |v| json_tokens(&v)),
         }

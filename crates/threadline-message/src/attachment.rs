@@ -122,4 +122,23 @@ pub enum Attachment {
         /// The whole `attachment` object, `type` included.
         payload: Value,
     },
+    /// A Claude Code `attachment` record of a kind with no typed variant here, with the texts
+    /// Claude Code rendered for the model (2.1.3xx records carry them as `rendered`): the
+    /// normalizer sends exactly those texts.
+    ClaudeCodeRendered {
+        /// Claude Code's `attachment.type` (e.g. `session_context`, `environment`).
+        attachment_type: String,
+        /// The rendered texts, in order, as Claude Code wrote them (each usually wrapped in
+        /// `<system-reminder>` tags already).
+        texts: Vec<String>,
+        /// `renderedRole`: where Claude Code places the texts on models that take
+        /// mid-conversation system messages (`system`), or `user`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// `renderedBesideToolResult`: placed after the tool results of the user turn.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        beside_tool_result: bool,
+        /// The whole `attachment` object, `type` included.
+        payload: Value,
+    },
 }

@@ -312,11 +312,18 @@ fn check_compaction(session: &[Message], reactive: bool) -> Result<bool, String>
             return Err(format!("assistant message {} was modified", m.id()));
         }
     }
-    // The latest assistant message, when kept, reaches the API with the same thinking.
-    let last_assistant = since_last_boundary(session)
+    // The latest assistant message (as the request sees it: a retracted one is not sent),
+    // when kept, reaches the API with the same thinking.
+    let retracted: Vec<&threadline_message::MessageId> = session
         .iter()
-        .rev()
-        .find(|m| matches!(m, Message::Assistant(a) if !a.is_api_error));
+        .filter_map(|m| match m {
+            Message::Tombstone(t) => Some(&t.retracts),
+            _ => None,
+        })
+        .collect();
+    let last_assistant = since_last_boundary(session).iter().rev().find(|m| {
+        matches!(m, Message::Assistant(a) if !a.is_api_error) && !retracted.contains(&m.id())
+    });
     // (When the input needed repairs, normalization may have dropped misplaced thinking the
     // compacted array no longer misplaces; every block sent must still be an original one.)
     let needed_repairs =

@@ -18,12 +18,33 @@ pub(super) fn map_attachment(object: &Map<String, Value>) -> Result<Attachment, 
         .and_then(Value::as_object)
         .ok_or_else(|| "no `attachment` object".to_owned())?;
     let kind = str_field(attachment, "type").unwrap_or_default();
-    Ok(
-        typed(kind, attachment).unwrap_or_else(|| Attachment::ClaudeCode {
+    if let Some(typed) = typed(kind, attachment) {
+        return Ok(typed);
+    }
+    Ok(match rendered(object) {
+        Some(texts) => Attachment::ClaudeCodeRendered {
+            attachment_type: kind.to_owned(),
+            texts,
+            role: str_field(object, "renderedRole").map(str::to_owned),
+            beside_tool_result: bool_field(object, "renderedBesideToolResult"),
+            payload: Value::Object(attachment.clone()),
+        },
+        None => Attachment::ClaudeCode {
             attachment_type: kind.to_owned(),
             payload: Value::Object(attachment.clone()),
-        }),
-    )
+        },
+    })
+}
+
+/// The texts Claude Code rendered for the record (`rendered: [{"content": "…"}, …]`, 2.1.3xx),
+/// when every entry has a string `content` and there is at least one.
+fn rendered(object: &Map<String, Value>) -> Option<Vec<String>> {
+    let entries = object.get("rendered")?.as_array()?;
+    let texts = entries
+        .iter()
+        .map(|entry| entry.get("content")?.as_str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()?;
+    (!texts.is_empty()).then_some(texts)
 }
 
 /// The typed attachment for `kind`, when there is one and the fields fit.

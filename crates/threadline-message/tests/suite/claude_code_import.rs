@@ -1707,3 +1707,61 @@ fn a_parentless_record_appended_to_a_real_transcript_keeps_the_conversation_befo
         )
     );
 }
+
+#[test]
+fn claude_code_2_1_attachments_keep_the_text_claude_code_rendered() {
+    // Claude Code 2.1.328 itself wrote this transcript (fixtures/claude-code-2.1.328).
+    let text = std::fs::read_to_string(
+        fixtures::repo_root().join("fixtures/claude-code-2.1.328/compact-opus-4-8.jsonl"),
+    )
+    .expect("the fixture");
+    let imported = import(&text);
+    let rendered: Vec<(&str, &[String], Option<&str>, bool)> = imported
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Attachment(a) => match &a.attachment {
+                threadline_message::Attachment::ClaudeCodeRendered {
+                    attachment_type,
+                    texts,
+                    role,
+                    beside_tool_result,
+                    ..
+                } => Some((
+                    attachment_type.as_str(),
+                    texts.as_slice(),
+                    role.as_deref(),
+                    *beside_tool_result,
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let context = rendered
+        .iter()
+        .find(|(kind, ..)| *kind == "session_context")
+        .expect("the session context");
+    assert_eq!(context.2, Some("user"));
+    assert!(
+        context.1[0].starts_with(
+            "<system-reminder>\nAs you answer the user's questions, you can use the following context:"
+        ),
+        "{:?}",
+        context.1
+    );
+    let attribution = rendered
+        .iter()
+        .find(|(kind, ..)| *kind == "remote_session_change")
+        .expect("the commit attribution");
+    assert!(attribution.3, "rendered beside the tool results");
+    assert!(
+        rendered
+            .iter()
+            .any(|(kind, _, role, _)| *kind == "environment" && *role == Some("system"))
+    );
+    // A record without `rendered` (a prompt snapshot) stays as it was written.
+    assert!(imported.messages.iter().any(|m| matches!(m,
+        Message::Attachment(a) if matches!(&a.attachment,
+            threadline_message::Attachment::ClaudeCode { attachment_type, .. } if attachment_type == "prompt_snapshot"))));
+}

@@ -48,6 +48,8 @@ fn system_reminder(text: &str) -> String {
 /// `tool_use` id, so nothing has to be paired. A Claude Code attachment kept untyped
 /// ([`Attachment::ClaudeCode`]) renders as one reminder holding its text only when its kind
 /// is in [`CLAUDE_CODE_VISIBLE`]; any other kind (`prompt_snapshot` among them) is not sent.
+/// One that carries Claude Code's own rendering ([`Attachment::ClaudeCodeRendered`]) renders
+/// as exactly those texts.
 /// The output depends on the attachment only: the same attachment renders byte-identically
 /// every time.
 ///
@@ -140,6 +142,12 @@ pub fn render_attachment(attachment: &Attachment) -> Vec<String> {
         } if CLAUDE_CODE_VISIBLE.contains(&attachment_type.as_str()) => claude_code_text(payload)
             .map(|text| vec![system_reminder(&text)])
             .unwrap_or_default(),
+        // What Claude Code rendered, exactly (blank texts left out, as every rendering's).
+        Attachment::ClaudeCodeRendered { texts, .. } => texts
+            .iter()
+            .filter(|text| !text.trim().is_empty())
+            .cloned()
+            .collect(),
         // `UiOnly`, blank reminders, and kinds this version does not know: nothing for the
         // model.
         _ => Vec::new(),
@@ -346,6 +354,28 @@ fn push_delta_item(text: &mut String, item: &DeltaItem) {
 mod tests {
     use super::*;
     use crate::testing::*;
+
+    #[test]
+    fn what_claude_code_rendered_is_sent_exactly() {
+        let rendered = Attachment::ClaudeCodeRendered {
+            attachment_type: "session_context".into(),
+            texts: vec![
+                "<system-reminder>\nAs you answer…\n</system-reminder>".into(),
+                " \n".into(),
+                "second".into(),
+            ],
+            role: Some("user".into()),
+            beside_tool_result: false,
+            payload: json!({"type": "session_context", "snapshot": {"isGitRepo": true}}),
+        };
+        assert_eq!(
+            render_attachment(&rendered),
+            [
+                "<system-reminder>\nAs you answer…\n</system-reminder>",
+                "second"
+            ]
+        );
+    }
 
     #[test]
     fn claude_code_attachments_render_only_when_the_model_sees_them() {
