@@ -46,6 +46,19 @@ impl CompactionMemory {
     }
 }
 
+impl QueryConfig {
+    /// This configuration with `compaction`'s server-side edit (where its mode asks for it and
+    /// the model has it) appended after the caller's own context edits: the configuration of
+    /// every request of a loop that compacts with `compaction`.
+    #[must_use]
+    pub fn with_compaction_edit(mut self, compaction: &Compaction) -> QueryConfig {
+        let row = self.models.resolve(&self.model).model();
+        self.context_management =
+            compaction.context_management_with(row, self.context_management.take());
+        self
+    }
+}
+
 /// The [`ContextPolicy`] of `threadline-compact`, one per run (its [`CompactionMemory`] is
 /// shared by the runs of a session): the tool-result budget, the time-based microcompact,
 /// autocompact whose summary is a model call through the loop's own service, the blocking

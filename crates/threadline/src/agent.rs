@@ -878,12 +878,7 @@ where
         T: MessagesService + Clone + Send + 'static,
         T::Future: Send + 'static,
     {
-        let mut config = self.config.clone();
-        let row = config.models.resolve(&config.model).model();
-        // The caller's own edits stay; the compaction edit (if any) comes after them.
-        config.context_management = self
-            .compaction
-            .context_management_with(row, config.context_management.take());
+        let config = self.config.clone().with_compaction_edit(&self.compaction);
         let mut tools = self.tools.clone();
         if let Some(subagents) = &self.subagents {
             let parent = crate::subagents::Parent {

@@ -71,14 +71,10 @@ pub(crate) struct ConfigLoop {
 
 impl TurnLoop for ConfigLoop {
     fn query(&self, service: JournaledService) -> Query<JournaledService> {
-        let mut config = self.config.clone();
-        if let Some(compaction) = &self.compaction {
-            // Server-side compaction (where the mode asks for it and the model has it) is an
-            // edit of every request, after the caller's own edits.
-            let row = config.models.resolve(&config.model).model().clone();
-            config.context_management =
-                compaction.context_management_with(&row, config.context_management.take());
-        }
+        let config = match &self.compaction {
+            Some(compaction) => self.config.clone().with_compaction_edit(compaction),
+            None => self.config.clone(),
+        };
         let mut query = Query::new(service.clone(), config.clone());
         if let Some(compaction) = &self.compaction {
             query = query.with_policy(CompactionPolicy::new(service, compaction.clone(), &config));
