@@ -89,7 +89,7 @@ pub use sources::queued_commands::QueuedCommands;
 pub use sources::todo_reminders::TodoReminders;
 pub use sources::token_usage::TokenUsage;
 pub use system_context::{SystemContext, git_status_snapshot};
-pub use today::utc_today;
+pub use today::{is_iso_date, utc_today};
 pub use user_context::{CONTEXT_CAVEAT, UserContext};
 // The workspace types of this crate's API (`Turn::with_workspace`, sources' limits and
 // refusals), from `threadline-workspace`, which owns them.

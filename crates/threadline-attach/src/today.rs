@@ -12,6 +12,17 @@ pub fn utc_today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// Whether `date` has the form `YYYY-MM-DD` (what [`utc_today`] gives and the date sources
+/// take).
+pub fn is_iso_date(date: &str) -> bool {
+    let bytes = date.as_bytes();
+    bytes.len() == 10
+        && bytes.iter().enumerate().all(|(n, b)| match n {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+}
+
 /// Howard Hinnant's `civil_from_days`: days since 1970-01-01 → (year, month, day).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

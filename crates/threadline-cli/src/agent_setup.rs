@@ -48,6 +48,44 @@ pub(crate) fn quick_retries() -> RetryConfig {
     RetryConfig::default().with_backoff(Duration::from_millis(100), Duration::from_millis(400))
 }
 
+/// The `max_tokens` of requests to `model_id`: `flag`, else the workspace default capped at
+/// the model's output limit. A model the table does not know is one warning line on stderr,
+/// naming `command`.
+pub(crate) fn max_tokens_for_model(command: &str, model_id: &str, flag: Option<u64>) -> u64 {
+    let table = threadline_wire::model::ModelTable::builtin();
+    let resolved = table.resolve(model_id);
+    if let Some(warning) = resolved.warning() {
+        threadline_cli::stderr_line!("threadline: {command}: {warning}");
+    }
+    flag.unwrap_or_else(|| threadline_wire::defaults::max_tokens_for(resolved.model()))
+}
+
+/// The environment variable that fixes today's date (for reproducible output).
+pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
+
+/// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock; a
+/// malformed one is a usage error of `command`.
+pub(crate) fn date(
+    flag: Option<&str>,
+    command: Option<&'static str>,
+) -> Result<String, crate::error::CliError> {
+    let date = match flag {
+        Some(date) => date.to_owned(),
+        None => match std::env::var(DATE_VARIABLE) {
+            Ok(date) if !date.is_empty() => date,
+            _ => threadline::attach::utc_today(),
+        },
+    };
+    if threadline::attach::is_iso_date(&date) {
+        Ok(date)
+    } else {
+        Err(crate::error::CliError::usage(
+            command,
+            format!("{date:?} is not a date of the form YYYY-MM-DD"),
+        ))
+    }
+}
+
 /// What every command's agent shares.
 pub(crate) struct AgentSettings<'a> {
     pub(crate) workspace: &'a Path,
@@ -75,4 +113,26 @@ pub(crate) fn agent_builder(
         builder = builder.today(today);
     }
     builder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_checked() {
+        let run = Some("run");
+        assert_eq!(
+            date(Some("2026-11-30"), run).ok().as_deref(),
+            Some("2026-11-30")
+        );
+        assert_eq!(
+            date(Some("30/11/2026"), run).map_err(|e| e.to_string()),
+            Err("threadline: run: \"30/11/2026\" is not a date of the form YYYY-MM-DD".to_owned())
+        );
+        assert!(date(Some("30/11/2026"), run).is_err());
+        assert!(date(Some("2026-11-3"), run).is_err());
+        // The clock's date is well formed.
+        assert!(date(None, run).is_ok());
+    }
 }

@@ -434,7 +434,7 @@ where
     /// The agent.
     pub fn build(self) -> Result<Agent<S>, AgentError> {
         let today = match self.today {
-            Some(date) if is_date(&date) => date,
+            Some(date) if threadline_attach::is_iso_date(&date) => date,
             Some(date) => return Err(AgentError::Date(date)),
             None => threadline_attach::utc_today(),
         };
@@ -1111,15 +1111,6 @@ impl Drop for RunGuard {
 }
 
 /// Whether `date` is `YYYY-MM-DD`.
-fn is_date(date: &str) -> bool {
-    let bytes = date.as_bytes();
-    bytes.len() == 10
-        && bytes.iter().enumerate().all(|(n, b)| match n {
-            4 | 7 => *b == b'-',
-            _ => b.is_ascii_digit(),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;

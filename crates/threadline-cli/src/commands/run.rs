@@ -9,14 +9,9 @@ use std::path::Path;
 
 use crate::error::CliError;
 use threadline_attach::Workspace;
-use threadline_cli::stderr_line;
-use threadline_wire::model::ModelTable;
 
-// The model `run` uses unless told otherwise, and the `max_tokens` used when the flag does not
-// give one (capped at the model's maximum): the workspace defaults.
-use threadline_wire::defaults::{DEFAULT_MODEL, max_tokens_for};
-/// The environment variable that fixes today's date (for reproducible output).
-pub(crate) const DATE_VARIABLE: &str = "THREADLINE_DATE";
+// The model `run` uses unless told otherwise: the workspace default.
+use threadline_wire::defaults::DEFAULT_MODEL;
 
 /// What `threadline run` was asked.
 pub(crate) struct RunArgs<'a> {
@@ -64,7 +59,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let workspace = Workspace::new(&cwd).map_err(|e| {
         CliError::start(RUN, format!("{}: not a usable workspace", cwd.display()), e)
     })?;
-    let date = date(args.date, RUN)?;
+    let date = crate::agent_setup::date(args.date, RUN)?;
     // A resumed Claude Code session is imported into a new file: without a key the run
     // cannot start, so say so before writing it.
     if args.resume.is_some() && !args.dry_run {
@@ -82,13 +77,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         .model
         .or_else(|| resume.as_ref().and_then(|r| r.model.as_deref()))
         .unwrap_or(DEFAULT_MODEL);
-    let table = ModelTable::builtin();
-    let resolved = table.resolve(model_id);
-    if let Some(warning) = resolved.warning() {
-        stderr_line!("threadline: run: {warning}");
-    }
-    let model = resolved.model();
-    let max_tokens = args.max_tokens.unwrap_or_else(|| max_tokens_for(model));
+    let max_tokens = crate::agent_setup::max_tokens_for_model("run", model_id, args.max_tokens);
     let live = super::run_live::LiveArgs {
         prompt: args.prompt,
         workspace: workspace.root(),
@@ -116,59 +105,14 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     super::run_live::dry_run(&live, prompt)
 }
 
-/// Today's date: the flag, else [`DATE_VARIABLE`], else the UTC date of the clock; a
-/// malformed one is a usage error of `command`.
-pub(crate) fn date(flag: Option<&str>, command: Option<&'static str>) -> Result<String, CliError> {
-    let date = match flag {
-        Some(date) => date.to_owned(),
-        None => match std::env::var(DATE_VARIABLE) {
-            Ok(date) if !date.is_empty() => date,
-            _ => {
-                let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-                now.to_string().chars().take(10).collect()
-            }
-        },
-    };
-    let bytes = date.as_bytes();
-    let well_formed = bytes.len() == 10
-        && bytes.iter().enumerate().all(|(n, b)| match n {
-            4 | 7 => *b == b'-',
-            _ => b.is_ascii_digit(),
-        });
-    if well_formed {
-        Ok(date)
-    } else {
-        Err(CliError::usage(
-            command,
-            format!("{date:?} is not a date of the form YYYY-MM-DD"),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn dates_are_checked() {
-        assert_eq!(
-            date(Some("2026-11-30"), RUN).ok().as_deref(),
-            Some("2026-11-30")
-        );
-        assert_eq!(
-            date(Some("30/11/2026"), RUN).map_err(|e| e.to_string()),
-            Err("threadline: run: \"30/11/2026\" is not a date of the form YYYY-MM-DD".to_owned())
-        );
-        assert!(date(Some("30/11/2026"), RUN).is_err());
-        assert!(date(Some("2026-11-3"), RUN).is_err());
-        // The clock's date is well formed.
-        assert!(date(None, RUN).is_ok());
-    }
-
-    #[test]
     fn the_default_model_is_in_the_table() {
         assert!(
-            ModelTable::builtin()
+            threadline_wire::model::ModelTable::builtin()
                 .resolve(DEFAULT_MODEL)
                 .warning()
                 .is_none()

@@ -25,7 +25,6 @@ use crate::commands::run_live::{LiveArgs, live_builder};
 use crate::error::CliError;
 use crate::meter::Meter;
 use threadline_cli::stderr_line;
-use threadline_wire::defaults::max_tokens_for;
 
 /// The subcommand, as error lines name it.
 const WORKER: Option<&str> = Some("worker");
@@ -147,14 +146,8 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .model
         .clone()
         .unwrap_or_else(|| threadline_wire::defaults::DEFAULT_MODEL.to_owned());
-    let max_tokens = args.max_tokens.unwrap_or_else(|| {
-        max_tokens_for(
-            threadline_wire::model::ModelTable::builtin()
-                .resolve(&model)
-                .model(),
-        )
-    });
-    let date = crate::commands::run::date(args.date.as_deref(), WORKER)?;
+    let max_tokens = crate::agent_setup::max_tokens_for_model("worker", &model, args.max_tokens);
+    let date = crate::agent_setup::date(args.date.as_deref(), WORKER)?;
     // The agent of `threadline run`, built by the same code (`live_builder`): each durable
     // turn runs its loop (system prompt, built-in and approved MCP tools, attachments, cache
     // planning, compaction), so a turn's requests are those `run` and `run --dry-run` build
