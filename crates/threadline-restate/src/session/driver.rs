@@ -153,20 +153,16 @@ async fn scoped<T>(source: &Source, future: impl Future<Output = T>) -> T {
 }
 
 /// The journal value of a turn's input or of a collection: the messages, or (over `max`
-/// bytes) the first `keep` of them alone.
+/// bytes, or not serializable) the first `keep` of them alone.
 fn messages_bytes(messages: &[Message], keep: usize, max: usize) -> Vec<u8> {
     match serde_json::to_vec(messages) {
         Ok(bytes) if bytes.len() <= max => bytes,
-        Ok(bytes) => {
+        other => {
             tracing::warn!(
-                bytes = bytes.len(),
                 max,
-                "the collected attachments are over the journal's limit; left out"
+                problem = ?other.map(|b| b.len()).map_err(|e| e.to_string()),
+                "the collected attachments cannot be journaled whole; left out"
             );
-            serde_json::to_vec(&messages[..keep.min(messages.len())]).unwrap_or_default()
-        }
-        Err(error) => {
-            tracing::warn!(%error, "the collected attachments cannot be journaled; left out");
             serde_json::to_vec(&messages[..keep.min(messages.len())]).unwrap_or_default()
         }
     }
