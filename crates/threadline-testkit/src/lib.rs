@@ -26,6 +26,7 @@
 pub mod fixtures;
 pub mod insta_helpers;
 pub mod messages;
+pub mod request_json;
 pub mod strategies;
 
 #[cfg(feature = "restate")]

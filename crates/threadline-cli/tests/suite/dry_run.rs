@@ -12,6 +12,7 @@ use std::process::{Output, Stdio};
 
 use common::{Mock, code, command, git, stderr, stdout};
 use serde_json::Value;
+use threadline_testkit::request_json::message_blocks;
 use threadline_wire::MessagesRequest;
 
 const DATE: &str = "2026-11-30";
@@ -122,35 +123,6 @@ fn text_file(tag: &str, lines: usize) -> String {
         .collect()
 }
 
-/// The messages as (role, block) pairs without cache markers.
-fn blocks(request: &Value) -> Vec<(Value, Value)> {
-    fn unmarked(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .filter(|(k, _)| k.as_str() != "cache_control")
-                    .map(|(k, v)| (k.clone(), unmarked(v)))
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
-            other => other.clone(),
-        }
-    }
-    let mut out = Vec::new();
-    for message in request["messages"].as_array().expect("messages") {
-        match &message["content"] {
-            Value::Array(items) => {
-                out.extend(items.iter().map(|b| (message["role"].clone(), unmarked(b))));
-            }
-            text => out.push((
-                message["role"].clone(),
-                serde_json::json!({"type": "text", "text": text}),
-            )),
-        }
-    }
-    out
-}
-
 #[test]
 fn run_autocompact_at_compacts_a_small_session_with_the_main_request_plus_the_instruction() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -231,7 +203,7 @@ steps:
         threadline_wire::betas::required(&request(main_text)),
         threadline_wire::betas::required(&request(summary_text)),
     );
-    let (main_blocks, summary_blocks) = (blocks(&main), blocks(&summary));
+    let (main_blocks, summary_blocks) = (message_blocks(&main), message_blocks(&summary));
     assert!(summary_blocks.len() > main_blocks.len());
     assert_eq!(summary_blocks[..main_blocks.len()], main_blocks[..]);
     let last = summary_blocks.last().expect("a block");

@@ -15,37 +15,9 @@ use threadline::wire::MessagesRequest;
 use threadline::wire::request::{ThinkingConfig, ThinkingEnabled};
 use threadline_mock::{MockServer, RecordedRequest, Scenario, Step};
 
+use threadline_testkit::request_json::message_blocks;
+
 use super::{body, client, finished, workspace};
-
-/// `value` without its `cache_control` fields (markers move; what is cached does not).
-fn unmarked(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), unmarked(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The messages as (role, block) pairs, markers left out.
-fn blocks(request: &Value) -> Vec<(Value, Value)> {
-    let mut out = Vec::new();
-    for message in request["messages"].as_array().expect("messages") {
-        let role = message["role"].clone();
-        match &message["content"] {
-            Value::String(text) => out.push((role, json!({"type": "text", "text": text}))),
-            Value::Array(items) => {
-                out.extend(items.iter().map(|b| (role.clone(), unmarked(b))));
-            }
-            other => panic!("content {other}"),
-        }
-    }
-    out
-}
 
 fn parsed(request: &RecordedRequest) -> MessagesRequest {
     serde_json::from_value(body(request).clone()).expect("a request")
@@ -73,7 +45,7 @@ pub(crate) fn assert_summary_extends(main: &RecordedRequest, summary: &RecordedR
         summary.headers.get("anthropic-beta"),
         "the betas differ"
     );
-    let (main_blocks, summary_blocks) = (blocks(m), blocks(s));
+    let (main_blocks, summary_blocks) = (message_blocks(m), message_blocks(s));
     assert!(
         summary_blocks.len() > main_blocks.len()
             && summary_blocks[..main_blocks.len()] == main_blocks[..],
