@@ -36,7 +36,10 @@ pub fn is_compact_boundary(message: &Message) -> bool {
 ///
 /// Every message naming a tool use id (the use, its result — server tools' too — and any
 /// duplicate or misplaced copy a damaged or resumed session holds) is tied from the first
-/// to the last; so are the fragments sharing an API message id. The ends are always safe.
+/// to the last; so are the fragments sharing an API message id, and assistant messages with
+/// no sent user message between them (only messages the request leaves out, or
+/// attachments): the request merges them into one assistant turn, so a cut between them
+/// would change that turn. The ends are always safe.
 /// O(N) in messages and blocks.
 pub fn safe_cut_points(messages: &[Message]) -> Vec<bool> {
     let n = messages.len();
@@ -50,6 +53,9 @@ pub fn safe_cut_points(messages: &[Message]) -> Vec<bool> {
     };
     let mut first_seen: IdMap<'_, usize> = IdMap::default();
     let mut first_fragment: IdMap<'_, usize> = IdMap::default();
+    // The last assistant message with no sent user message after it yet: the request merges
+    // it with the next assistant message into one turn, whatever their ids.
+    let mut open_assistant: Option<usize> = None;
     for (i, message) in messages.iter().enumerate() {
         let blocks: &[ContentBlock] = match message {
             Message::Assistant(a) => {
@@ -57,9 +63,18 @@ pub fn safe_cut_points(messages: &[Message]) -> Vec<bool> {
                     let first = *first_fragment.entry(id).or_insert(i);
                     tie(first, i);
                 }
+                if let Some(previous) = open_assistant {
+                    tie(previous, i);
+                }
+                open_assistant = Some(i);
                 &a.content
             }
-            Message::User(u) => &u.content,
+            Message::User(u) => {
+                if !u.is_virtual {
+                    open_assistant = None;
+                }
+                &u.content
+            }
             _ => &[],
         };
         for block in blocks {
@@ -182,6 +197,24 @@ mod tests {
         b.tool_results(vec![tool_result_block("toolu_1", "x".into(), false)]); // 3
         let msg2 = b.response_id();
         b.assistant(&msg2, vec![text("Done.")]); // 4
+        let safe = safe_cut_points(b.messages());
+        assert_eq!(safe, vec![true, true, false, false, true, true]);
+    }
+
+    #[test]
+    fn assistant_messages_the_request_merges_are_never_cut_apart() {
+        let mut b = SessionBuilder::new();
+        b.user("think"); // 0
+        let cut_off = b.response_id();
+        let thinking = b.thinking("let me think");
+        b.assistant(&cut_off, vec![thinking]); // 1: a response cut after its thinking
+        b.system(SystemKind::Informational {
+            level: threadline_message::Level::Info,
+            content: "retrying".into(),
+        }); // 2: not sent
+        let answer = b.response_id();
+        b.assistant(&answer, vec![text("Done.")]); // 3: merged with 1 into one turn
+        b.user("thanks"); // 4
         let safe = safe_cut_points(b.messages());
         assert_eq!(safe, vec![true, true, false, false, true, true]);
     }
