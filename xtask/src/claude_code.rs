@@ -41,6 +41,9 @@ pub(crate) const BINARY: &str =
 /// Where the runs are kept, relative to the repository root.
 pub(crate) const RUNS: &str = "target/claude-code-runs";
 
+/// The share of requests (in %) whose `messages` the import must reproduce.
+const FIDELITY_PERCENT: usize = 95;
+
 /// The longest one Claude Code invocation may take.
 const INVOCATION_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -524,7 +527,7 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
         println!("{line}");
     }
     let fidelity_line = total_fidelity.lines("  ").swap_remove(0);
-    println!("{fidelity_line} (informative, not asserted)");
+    println!("{fidelity_line} (the import must reproduce at least {FIDELITY_PERCENT} %)");
     let summary = json!({
         "claude_code": version,
         "scenarios": report,
@@ -537,13 +540,19 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
             .unwrap_or_default()
             .as_bytes(),
     )?;
-    if args.report_only || (total.refused_count() == 0 && total.violation_count() == 0) {
+    let faithful = total_fidelity.meets(FIDELITY_PERCENT);
+    if args.report_only
+        || (total.refused_count() == 0 && total.violation_count() == 0 && faithful)
+    {
         Ok(())
     } else {
         Err(Failure::new(format!(
-            "claude-code: {} request(s) refused by the mock, {} violation(s) found by check (see above; --report-only to only report)",
+            "claude-code: {} request(s) refused by the mock, {} violation(s) found by check, import reproduced {} of {} request(s) ({} unpaired; at least {FIDELITY_PERCENT} % needed) (see above; --report-only to only report)",
             total.refused_count(),
-            total.violation_count()
+            total.violation_count(),
+            total_fidelity.import_same,
+            total_fidelity.requests,
+            total_fidelity.unpaired,
         )))
     }
 }

@@ -1,7 +1,9 @@
 //! Reading a session transcript (ours or Claude Code's) and turning it into a request.
 
 use threadline_message::Message;
-use threadline_message::claude_code::{ImportOptions, import_claude_code};
+use threadline_message::claude_code::{
+    ImportOptions, NextRequest, RecordedRequest, import_claude_code,
+};
 use threadline_message::transcript::{Format, parse_transcript};
 use threadline_normalize::{Normalized, Options, normalize};
 use threadline_wire::MessagesRequest;
@@ -22,6 +24,10 @@ pub struct Session {
     pub format: Format,
     /// Lines skipped or imported imperfectly, one printable line each.
     pub problems: Vec<String>,
+    /// A Claude Code 2.1.3xx transcript's next request according to its own request records
+    /// (see [`threadline_message::claude_code::NextRequest`]), with the recorded request it
+    /// extends.
+    pub recorded: Option<(NextRequest, Option<RecordedRequest>)>,
 }
 
 impl Session {
@@ -64,10 +70,15 @@ fn read_session_with(text: &str, options: &ImportOptions) -> Session {
     match Format::detect(text) {
         Format::ClaudeCode => {
             let imported = import_claude_code(text, options);
+            let recorded = imported.next_claude_code_request().map(|next| {
+                let anchor = next.anchor.and_then(|i| imported.requests.get(i).cloned());
+                (next, anchor)
+            });
             Session {
                 messages: imported.messages,
                 format: Format::ClaudeCode,
                 problems: imported.problems.iter().map(|p| p.to_string()).collect(),
+                recorded,
             }
         }
         // Ours, and any format a later version of the library knows and this one does not.
@@ -77,6 +88,7 @@ fn read_session_with(text: &str, options: &ImportOptions) -> Session {
                 messages: read.messages,
                 format,
                 problems: read.problems.iter().map(|p| p.to_string()).collect(),
+                recorded: None,
             }
         }
     }
@@ -136,6 +148,7 @@ fn load(
     {
         let imported = import_claude_code(&text, &options.clone().with_sidechains(true));
         session.messages = imported.messages;
+        session.recorded = None;
     }
     if !session.has_conversation() {
         return Err(no_messages(
@@ -188,12 +201,25 @@ pub const NEXT_MESSAGE_PLACEHOLDER: &str = "(the next user message)";
 /// The request that continues the session, the normalizer's report, and where the history
 /// left it. A finished session's request ends with `next` as the user's next message; with
 /// no `next`, the request is the history alone (see [`Continuation::Finished`]).
+///
+/// A Claude Code transcript that holds its own request records gives the request Claude Code
+/// sends next ([`recorded_request`]) instead of the normalizer's.
 pub fn build_request(
     session: &Session,
     model: Option<&str>,
     max_tokens: Option<u64>,
     next: Option<&str>,
 ) -> (MessagesRequest, Normalized, Continuation) {
+    if let Some((next_request, anchor)) = &session.recorded {
+        return recorded_request(
+            session,
+            next_request,
+            anchor.as_ref(),
+            model,
+            max_tokens,
+            next,
+        );
+    }
     let model = model
         .or_else(|| model_of(&session.messages))
         .unwrap_or(DEFAULT_MODEL)
@@ -208,6 +234,70 @@ pub fn build_request(
         normalized = normalize(&messages, &Options::default());
     }
     let request = MessagesRequest::new(model, max_tokens, normalized.messages.clone());
+    (request, normalized, continuation)
+}
+
+/// The request Claude Code sends next, from its records: the recorded messages and what the
+/// conversation added since ([`NextRequest`]), the recorded `system` (the shape's blocks:
+/// Claude Code's billing line is not recorded) and `tools`, and the recorded `thinking`,
+/// `context_management` and `output_config`; `model` and `max_tokens` as recorded unless
+/// given. The normalizer repairs nothing here: the report is empty.
+fn recorded_request(
+    session: &Session,
+    next_request: &NextRequest,
+    anchor: Option<&RecordedRequest>,
+    model: Option<&str>,
+    max_tokens: Option<u64>,
+    next: Option<&str>,
+) -> (MessagesRequest, Normalized, Continuation) {
+    use threadline_wire::{Content, MessageParam, Role};
+    let mut messages = next_request.messages.clone();
+    let ends_with_answer = messages.last().is_some_and(|m| m.role == Role::Assistant);
+    let continuation = if ends_with_answer {
+        Continuation::Finished
+    } else {
+        Continuation::Ready
+    };
+    if let (Continuation::Finished, Some(next)) = (continuation, next) {
+        messages.push(MessageParam::new(
+            Role::User,
+            Content::Text(next.to_owned()),
+        ));
+    }
+    let model = model
+        .or_else(|| anchor.and_then(RecordedRequest::model))
+        .or_else(|| model_of(&session.messages))
+        .unwrap_or(DEFAULT_MODEL)
+        .to_owned();
+    let max_tokens = max_tokens
+        .or_else(|| anchor.and_then(RecordedRequest::max_tokens))
+        .unwrap_or_else(|| max_tokens_for(ModelTable::builtin().resolve(&model).model()));
+    let mut request = MessagesRequest::new(model, max_tokens, messages.clone());
+    let mut body = serde_json::to_value(&request).unwrap_or_default();
+    if let (Some(object), Some(anchor)) = (body.as_object_mut(), anchor) {
+        if let Some(shape) = &anchor.shape {
+            if shape.system.is_array() {
+                object.insert("system".to_owned(), shape.system.clone());
+            }
+            if shape.tools.is_array() {
+                object.insert("tools".to_owned(), shape.tools.clone());
+            }
+        }
+        for key in ["thinking", "context_management", "output_config"] {
+            if let Some(value) = anchor.params.get(key) {
+                object.insert(key.to_owned(), value.clone());
+            }
+        }
+    }
+    // What Claude Code recorded was what it sent: should a field not read back, the request
+    // keeps its messages, model and max_tokens.
+    if let Ok(full) = serde_json::from_value(body) {
+        request = full;
+    }
+    let normalized = Normalized {
+        messages,
+        report: Default::default(),
+    };
     (request, normalized, continuation)
 }
 

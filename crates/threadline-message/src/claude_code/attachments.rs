@@ -18,7 +18,11 @@ pub(super) fn map_attachment(object: &Map<String, Value>) -> Result<Attachment, 
         .and_then(Value::as_object)
         .ok_or_else(|| "no `attachment` object".to_owned())?;
     let kind = str_field(attachment, "type").unwrap_or_default();
-    if let Some(typed) = typed(kind, attachment) {
+    // What Claude Code rendered is what it sent (a re-read file with its line numbers, say):
+    // it wins over the typed reading of the payload.
+    if rendered(object).is_none()
+        && let Some(typed) = typed(kind, attachment)
+    {
         return Ok(typed);
     }
     Ok(match rendered(object) {

@@ -6,11 +6,13 @@ use serde_json::{Map, Value};
 use threadline_wire::ContentBlock;
 
 use crate::message::Message;
+use crate::system::SystemKind;
 
 use super::ImportOptions;
 use super::ImportResult;
-use super::graph::{Place, Placement, Walk, conversation_type, place_records};
+use super::graph::{Place, Placement, Walk, conversation_type, place_records, uuid};
 use super::records::{Mapped, map_record};
+use super::request_records::recorded_requests;
 use super::summary::SessionInfo;
 use crate::transcript::{LineContent, LineProblem, LineProblemKind, RawLine, is_blank, too_long};
 
@@ -72,9 +74,12 @@ impl ParsedLines {
                 follow_compactions: options.follow_compactions,
             },
         );
+        let session = SessionInfo::gather(&self.records, all_sidechain);
+        let requests = recorded_requests(&self.records, session.agent_id.as_deref());
         let mut result = ImportResult {
             problems: self.problems,
-            session: SessionInfo::gather(&self.records, all_sidechain),
+            session,
+            requests,
             ..ImportResult::default()
         };
         result.problems.append(&mut bridges);
@@ -82,13 +87,25 @@ impl ParsedLines {
         let mut pulled_messages = Vec::new();
         // Per message: its `apiBlockIndex` (recent 2.1), the place of its block in the response.
         let mut block_indices = Vec::new();
+        // Per message: the line of its record.
+        let mut message_lines = Vec::new();
+        let preserved = if options.follow_compactions {
+            Vec::new()
+        } else {
+            preserved_uuids(&self.records, &places)
+        };
+        // The records the last compaction kept (`compactMetadata.preservedMessages`), mapped:
+        // they go after the compaction's summary.
+        let mut kept: Vec<Message> = Vec::new();
         for ((record, place), pulled) in self.records.into_iter().zip(places).zip(pulled) {
             match place {
                 Place::Imported => {
                     let block_index = record.object.get("apiBlockIndex").and_then(Value::as_u64);
+                    let line = record.line;
                     match map_record(record, &mut result.problems) {
                         Mapped::Message(message) => {
                             result.messages.push(*message);
+                            message_lines.push(line);
                             pulled_messages.push(pulled);
                             block_indices.push(block_index);
                         }
@@ -109,8 +126,45 @@ impl ParsedLines {
                 }
                 Place::SkippedSidechain => result.skipped_sidechain += 1,
                 Place::SkippedOffChain => result.skipped_off_chain += 1,
+                Place::SkippedCompacted
+                    if uuid(&record.object).is_some_and(|u| preserved.iter().any(|p| p == u)) =>
+                {
+                    if let Mapped::Message(message) = map_record(record, &mut result.problems) {
+                        kept.push(*message);
+                    }
+                }
                 Place::SkippedCompacted => result.skipped_compacted += 1,
             }
+        }
+        if !kept.is_empty() {
+            // After the summary (the first compact-summary user message), or first.
+            let at = result
+                .messages
+                .iter()
+                .position(|m| matches!(m, Message::User(u) if u.is_compact_summary))
+                .map_or(0, |i| i + 1);
+            let line = message_lines
+                .get(at.saturating_sub(1))
+                .copied()
+                .unwrap_or(0);
+            let n = kept.len();
+            result.messages.splice(at..at, kept);
+            message_lines.splice(at..at, std::iter::repeat_n(line, n));
+            pulled_messages.splice(at..at, std::iter::repeat_n(false, n));
+            block_indices.splice(at..at, std::iter::repeat_n(None, n));
+        }
+        let last_compaction = result
+            .messages
+            .iter()
+            .zip(&message_lines)
+            .filter(|(m, _)| {
+                matches!(m, Message::System(s) if matches!(s.kind, SystemKind::CompactBoundary { .. }))
+            })
+            .map(|(_, &line)| line)
+            .next_back();
+        for request in &mut result.requests {
+            request.messages_before = message_lines.partition_point(|&l| l < request.line);
+            request.before_compaction = last_compaction.is_some_and(|b| request.line < b);
         }
         order_fragments(&mut result.messages, &block_indices);
         order_parallel_results(&mut result.messages, &pulled_messages);
@@ -118,6 +172,34 @@ impl ParsedLines {
         result.problems.sort_by_key(|p| p.line);
         result
     }
+}
+
+/// The `uuid`s of the records the last imported compaction boundary says Claude Code kept
+/// (`compactMetadata.preservedMessages.uuids`, 2.1.3xx): the last answer of a manual
+/// `/compact`, the tool call in flight and its result of an automatic one.
+fn preserved_uuids(records: &[Record], places: &[Place]) -> Vec<String> {
+    records
+        .iter()
+        .zip(places)
+        .rfind(|(r, place)| {
+            **place == Place::Imported
+                && r.object.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
+        })
+        .and_then(|(r, _)| {
+            r.object
+                .get("compactMetadata")?
+                .get("preservedMessages")?
+                .get("uuids")?
+                .as_array()
+                .map(|uuids| {
+                    uuids
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+        })
+        .unwrap_or_default()
 }
 
 /// Puts each run of consecutive tool-result-only user messages that holds a result pulled in

@@ -127,7 +127,9 @@
 mod attachments;
 mod graph;
 mod lines;
+mod next_request;
 mod records;
+mod request_records;
 mod summary;
 
 use std::fs::File;
@@ -142,6 +144,10 @@ use crate::transcript::{
 };
 
 use lines::ParsedLines;
+pub use next_request::NextRequest;
+pub use request_records::{
+    RecordedRequest, RecordedShape, RequestRecordError, canonical_json, message_hash,
+};
 pub use summary::{FIRST_PROMPT_CHARS, SessionInfo};
 
 use crate::response_usage::UsageTotals;
@@ -215,6 +221,10 @@ pub struct ImportResult {
     pub skipped_compacted: usize,
     /// What the file says about its session (ids, title, tag, usage), from all its records.
     pub session: SessionInfo,
+    /// The requests Claude Code 2.1.3xx recorded for this conversation (`api-request`
+    /// records; the main loop's, or in a sub-agent's file the sub-agent's), rebuilt, in file
+    /// order. Empty for transcripts written before those records existed.
+    pub requests: Vec<RecordedRequest>,
 }
 
 /// A `summary` record: the title Claude Code gave a conversation.

@@ -1765,3 +1765,107 @@ fn claude_code_2_1_attachments_keep_the_text_claude_code_rendered() {
         Message::Attachment(a) if matches!(&a.attachment,
             threadline_message::Attachment::ClaudeCode { attachment_type, .. } if attachment_type == "prompt_snapshot"))));
 }
+
+/// A message as compared with what Claude Code sent: no `cache_control`, and a content of one
+/// plain text block written as its string (a marker forces that form on a string content).
+fn as_compared(message: &Value) -> Value {
+    let mut m = threadline_testkit::request_json::without_cache_control(message);
+    if let Some([only]) = m["content"].as_array().map(Vec::as_slice)
+        && only["type"] == "text"
+        && only.as_object().is_some_and(|o| o.len() == 2)
+    {
+        let text = only["text"].clone();
+        m["content"] = text;
+    }
+    m
+}
+
+/// The fixture's transcript through its first `end` lines, imported, and the `messages` of
+/// the request Claude Code sends next according to it.
+fn next_messages(lines: &[&str], end: usize) -> Option<Vec<Value>> {
+    let text: String = lines[..end].iter().map(|l| format!("{l}\n")).collect();
+    let next = import(&text).next_claude_code_request()?;
+    Some(
+        next.messages
+            .iter()
+            .map(|m| as_compared(&serde_json::to_value(m).expect("serializes")))
+            .collect(),
+    )
+}
+
+#[test]
+fn the_requests_claude_code_2_1_328_sent_are_reproduced_from_the_transcript_it_wrote() {
+    // Captured by `cargo xtask claude-code` (scenario `compact`, claude-opus-5-5): the
+    // transcript Claude Code wrote and the `messages` of every body the mock received.
+    let dir = fixtures::repo_root().join("fixtures/claude-code-2.1.328");
+    let text = std::fs::read_to_string(dir.join("compact-opus-5-5.jsonl")).expect("transcript");
+    let sent: Vec<Vec<Value>> =
+        std::fs::read_to_string(dir.join("compact-opus-5-5.requests.jsonl"))
+            .expect("requests")
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+            // The compaction summary request leaves no record of its own.
+            .filter(|body| {
+                !body["messages"]
+                    .to_string()
+                    .contains("CRITICAL: Respond with TEXT ONLY")
+            })
+            .map(|body| {
+                body["messages"]
+                    .as_array()
+                    .expect("messages")
+                    .iter()
+                    .map(as_compared)
+                    .collect()
+            })
+            .collect();
+    let lines: Vec<&str> = text.lines().collect();
+    let records: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let requests: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i]["type"] == "api-request")
+        .collect();
+    assert_eq!((requests.len(), sent.len()), (3, 3));
+    let imported = import(&text);
+    assert_eq!(imported.requests.len(), 3);
+    assert!(
+        imported
+            .requests
+            .iter()
+            .all(|r| r.messages.is_ok() && r.shape.as_ref().is_some_and(|s| s.hash_verified))
+    );
+
+    // As it stood when each request was sent (Claude Code writes the record first): exact.
+    for (n, (&line, want)) in requests.iter().zip(&sent).enumerate() {
+        let got = next_messages(&lines, line + 1).expect("recorded");
+        assert_eq!(&got, want, "request {n}");
+    }
+
+    // Before the records Claude Code wrote for each request: predicted from the conversation
+    // and the earlier records. The first request differs only by the effort Claude Code puts
+    // on its first system message, which nothing before its own record says.
+    for (n, (&line, want)) in requests.iter().zip(&sent).enumerate() {
+        let first = (0..line)
+            .rev()
+            .take_while(|&i| {
+                records[i]["type"] == "api-request-blob"
+                    || records[i]["type"] == "api-request-shape"
+            })
+            .last()
+            .unwrap_or(line);
+        let got = next_messages(&lines, first).expect("a 2.1.3xx transcript");
+        if n == 0 {
+            let mut without_effort = want.clone();
+            let system = without_effort[1].as_object_mut().expect("system message");
+            assert_eq!(
+                system.remove("output_config"),
+                Some(json!({"effort": "medium"}))
+            );
+            assert_eq!(got, without_effort, "request 0");
+        } else {
+            assert_eq!(&got, want, "request {n}");
+        }
+    }
+}

@@ -1,0 +1,591 @@
+//! The requests Claude Code 2.1.3xx recorded in its own transcript (`api-request`,
+//! `api-request-blob`, `api-request-shape`), rebuilt exactly.
+//!
+//! Claude Code 2.1.328 writes, before each main-loop or sub-agent request it sends (never
+//! before a compaction summary request):
+//!
+//! * an `api-request-shape` record (before a session's first request and after a compaction):
+//!   `shape.system` (the request's `system` without its first, billing, line and without
+//!   `cache_control`) and `shape.tools`, named by `shapeHash`, the SHA-256 of the shape's
+//!   canonical JSON;
+//! * an `api-request-blob` record for each message of the request that is not written
+//!   verbatim by a conversation record (system messages, user messages merged from several
+//!   records), named by the `hash` it records;
+//! * the `api-request` record: `messages` = the first `keep` messages of the earlier request
+//!   `base` (none when absent), then the messages named by the `tail` hashes; `cacheControl`
+//!   lists where the markers go; `params` holds the model, betas, `max_tokens`, `thinking`,
+//!   `context_management` and `output_config`.
+//!
+//! A message is named by the SHA-256 (lower-case hex) of its canonical JSON without
+//! `cache_control`: keys sorted, no spaces, non-ASCII written as is. Conversation records
+//! name: each `user` record's message (a string content also in its one-text-block form), each
+//! run of consecutive tool-result-only `user` records as one message, and each assistant
+//! response, its records joined by `message.id`. A blob is named by the hash it records,
+//! which for some blobs is not the hash of its message.
+//!
+//! docs/claude-code-transcripts.md ("Request records") describes the records and the rebuild,
+//! measured against the bodies Claude Code sent.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
+use threadline_wire::MessageParam;
+
+use super::lines::Record;
+
+/// Why a recorded request could not be rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestRecordError {
+    /// `base` names no earlier request of the file, or one with fewer than `keep` messages.
+    #[error("line {line}: base request {base} is unknown or has fewer than {keep} messages")]
+    UnknownBase {
+        /// The `api-request` record's line.
+        line: usize,
+        /// The `base` it names.
+        base: String,
+        /// The `keep` it asks for.
+        keep: usize,
+    },
+    /// A `tail` hash names no blob and no conversation message of the file.
+    #[error("line {line}: no message of the transcript has the hash {hash}")]
+    UnknownMessage {
+        /// The `api-request` record's line.
+        line: usize,
+        /// The hash.
+        hash: String,
+    },
+    /// A message the records name is not a request message (no `user`, `assistant` or
+    /// `system` role, or content of the wrong type).
+    #[error("line {line}: the message named {hash} is not a request message: {error}")]
+    BadMessage {
+        /// The `api-request` record's line.
+        line: usize,
+        /// The hash.
+        hash: String,
+        /// Why it does not parse.
+        error: String,
+    },
+}
+
+/// The `system` and `tools` of a recorded request (`api-request-shape`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedShape {
+    /// `shape.system`: the request's system blocks after the billing line, without markers.
+    pub system: Value,
+    /// `shape.tools`: the request's tools.
+    pub tools: Value,
+    /// Whether the record's `shapeHash` is the SHA-256 of the shape's canonical JSON.
+    pub hash_verified: bool,
+}
+
+/// One request Claude Code recorded, rebuilt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The record's `id`.
+    pub id: String,
+    /// The record's line (1-based).
+    pub line: usize,
+    /// `querySource`: `sdk` for the main loop, `agent:…` for a sub-agent.
+    pub query_source: Option<String>,
+    /// `agentId`, in a sub-agent's file.
+    pub agent_id: Option<String>,
+    /// `params`: model, betas, `max_tokens`, `thinking`, `context_management`,
+    /// `output_config`, as recorded.
+    pub params: Map<String, Value>,
+    /// The shape the record names, when the file holds it.
+    pub shape: Option<RecordedShape>,
+    /// The request's `messages`, cache markers in place, or why they cannot be rebuilt.
+    pub messages: Result<Vec<MessageParam>, RequestRecordError>,
+    /// How many of the import's messages come from records written before this one: the
+    /// messages after them are what the conversation added since the request was sent.
+    pub messages_before: usize,
+    /// Whether the import's last compaction came after this request: the request describes
+    /// a conversation the compaction replaced.
+    pub before_compaction: bool,
+}
+
+impl RecordedRequest {
+    /// The model the request was sent to (`params.model`).
+    pub fn model(&self) -> Option<&str> {
+        self.params.get("model").and_then(Value::as_str)
+    }
+
+    /// The betas it was sent with (`params.betas`).
+    pub fn betas(&self) -> Vec<&str> {
+        self.params
+            .get("betas")
+            .and_then(Value::as_array)
+            .map(|betas| betas.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// `params.max_tokens`.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.params.get("max_tokens").and_then(Value::as_u64)
+    }
+}
+
+/// The canonical JSON Claude Code hashes: object keys sorted, no spaces, non-ASCII as is.
+/// Written by hand rather than relying on `serde_json`'s map order, which a feature of
+/// another crate in the build (`preserve_order`) could change.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (n, key) in keys.into_iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// SHA-256 of `text`, lower-case hex.
+fn sha256_hex(text: &str) -> String {
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(text.as_bytes()) {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// `value` without any `cache_control` key, at any depth.
+fn without_cache_control(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The hash Claude Code names a request message by: SHA-256 of its canonical JSON without
+/// `cache_control`.
+pub fn message_hash(message: &Value) -> String {
+    sha256_hex(&canonical_json(&without_cache_control(message)))
+}
+
+/// The messages the file's records can name by hash.
+fn message_index(records: &[Record]) -> HashMap<String, Value> {
+    let mut index = HashMap::new();
+    for record in records.iter().filter(|r| kind(r) == "api-request-blob") {
+        if let (Some(hash), Some(message)) = (
+            record.object.get("hash").and_then(Value::as_str),
+            record.object.get("message"),
+        ) {
+            index.insert(hash.to_owned(), message.clone());
+        }
+    }
+    let mut add = |message: Value| {
+        index.entry(message_hash(&message)).or_insert(message);
+    };
+    let mut responses: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut results_run: Vec<Value> = Vec::new();
+    for record in records {
+        let record_kind = kind(record);
+        if record_kind != "user" && record_kind != "assistant" {
+            continue;
+        }
+        let Some(content) = record.object.get("message").and_then(|m| m.get("content")) else {
+            continue;
+        };
+        let only_results = content.as_array().is_some_and(|blocks| {
+            !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result")
+        });
+        if record_kind == "user" && only_results {
+            results_run.extend(content.as_array().cloned().unwrap_or_default());
+            add(json!({"role": "user", "content": results_run.clone()}));
+        } else {
+            results_run.clear();
+        }
+        if record_kind == "user" {
+            add(json!({"role": "user", "content": content}));
+            if let Some(text) = content.as_str() {
+                add(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+            }
+        } else {
+            let id = record.object["message"]
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let blocks = content.as_array().cloned().unwrap_or_default();
+            match responses.iter_mut().find(|(known, _)| *known == id) {
+                Some((_, joined)) => joined.extend(blocks),
+                None => responses.push((id, blocks)),
+            }
+        }
+    }
+    for (_, blocks) in responses {
+        add(json!({"role": "assistant", "content": blocks}));
+    }
+    index
+}
+
+fn kind(record: &Record) -> &str {
+    record
+        .object
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The shapes of the file, by `shapeHash`.
+fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
+    records
+        .iter()
+        .filter(|r| kind(r) == "api-request-shape")
+        .filter_map(|r| {
+            let hash = r.object.get("shapeHash")?.as_str()?;
+            let shape = r.object.get("shape")?;
+            Some((
+                hash.to_owned(),
+                RecordedShape {
+                    system: shape.get("system").cloned().unwrap_or(Value::Null),
+                    tools: shape.get("tools").cloned().unwrap_or(Value::Null),
+                    hash_verified: sha256_hex(&canonical_json(shape)) == hash,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Puts the recorded `cacheControl` markers (`["messages", i, "content", j]`) on `messages`,
+/// a string content turned into one text block to carry its marker. Paths into `system` are
+/// left to the caller (they index the shape's system blocks).
+fn place_markers(messages: &mut [Value], markers: &[Value]) {
+    for marker in markers {
+        let Some(path) = marker.get("path").and_then(Value::as_array) else {
+            continue;
+        };
+        let value = marker.get("value").cloned().unwrap_or(Value::Null);
+        let index = |n: usize| {
+            path.get(n)
+                .and_then(Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok())
+        };
+        if path.first().and_then(Value::as_str) != Some("messages")
+            || path.get(2).and_then(Value::as_str) != Some("content")
+        {
+            continue;
+        }
+        let (Some(i), Some(j)) = (index(1), index(3)) else {
+            continue;
+        };
+        let Some(message) = messages.get_mut(i) else {
+            continue;
+        };
+        if let Some(text) = message.get("content").and_then(Value::as_str) {
+            message["content"] = json!([{"type": "text", "text": text}]);
+        }
+        if let Some(block) = message
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.get_mut(j))
+            .and_then(Value::as_object_mut)
+        {
+            block.insert("cache_control".to_owned(), value);
+        }
+    }
+}
+
+/// The requests recorded in `records` that belong to the conversation of `agent_id` (`None`:
+/// the main loop), in file order.
+pub(super) fn recorded_requests(
+    records: &[Record],
+    agent_id: Option<&str>,
+) -> Vec<RecordedRequest> {
+    let requests: Vec<&Record> = records
+        .iter()
+        .filter(|r| kind(r) == "api-request")
+        .filter(|r| r.object.get("agentId").and_then(Value::as_str) == agent_id)
+        .collect();
+    if requests.is_empty() {
+        return Vec::new();
+    }
+    let index = message_index(records);
+    let shapes = shapes(records);
+    let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut out = Vec::with_capacity(requests.len());
+    for record in requests {
+        let line = record.line;
+        let field = |name: &str| record.object.get(name).and_then(Value::as_str);
+        let mut messages: Vec<Value> = Vec::new();
+        let mut problem = None;
+        if let Some(base) = field("base") {
+            let keep = record
+                .object
+                .get("keep")
+                .and_then(Value::as_u64)
+                .and_then(|k| usize::try_from(k).ok())
+                .unwrap_or(0);
+            match by_id.get(base) {
+                Some(earlier) if earlier.len() >= keep => {
+                    messages.extend_from_slice(&earlier[..keep])
+                }
+                _ => {
+                    problem = Some(RequestRecordError::UnknownBase {
+                        line,
+                        base: base.to_owned(),
+                        keep,
+                    });
+                }
+            }
+        }
+        for hash in record
+            .object
+            .get("tail")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            match index.get(hash) {
+                Some(message) => messages.push(without_cache_control(message)),
+                None => {
+                    problem.get_or_insert_with(|| RequestRecordError::UnknownMessage {
+                        line,
+                        hash: hash.to_owned(),
+                    });
+                }
+            }
+        }
+        if let Some(id) = field("id") {
+            by_id.insert(id.to_owned(), messages.clone());
+        }
+        let markers = record
+            .object
+            .get("cacheControl")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut marked = messages;
+        place_markers(&mut marked, &markers);
+        let parsed = match problem {
+            Some(problem) => Err(problem),
+            None => marked
+                .into_iter()
+                .map(|m| {
+                    let hash = message_hash(&m);
+                    serde_json::from_value::<MessageParam>(m).map_err(|e| {
+                        RequestRecordError::BadMessage {
+                            line,
+                            hash,
+                            error: e.to_string(),
+                        }
+                    })
+                })
+                .collect(),
+        };
+        out.push(RecordedRequest {
+            id: field("id").unwrap_or_default().to_owned(),
+            line,
+            query_source: field("querySource").map(str::to_owned),
+            agent_id: field("agentId").map(str::to_owned),
+            params: record
+                .object
+                .get("params")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            shape: field("shapeHash").and_then(|h| shapes.get(h).cloned()),
+            messages: parsed,
+            messages_before: 0,
+            before_compaction: false,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(values: Vec<Value>) -> Vec<Record> {
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(n, v)| Record {
+                line: n + 1,
+                object: v.as_object().cloned().expect("object"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_hash_is_of_sorted_compact_json_without_cache_control() {
+        let message = json!({"role": "user", "content": [
+            {"type": "text", "text": "héllo\n\"x\"", "cache_control": {"type": "ephemeral"}}
+        ]});
+        // Python: hashlib.sha256(json.dumps({"role":"user","content":[{"type":"text",
+        // "text":"héllo\n\"x\""}]}, separators=(",",":"), sort_keys=True,
+        // ensure_ascii=False).encode()).hexdigest()
+        assert_eq!(
+            canonical_json(&without_cache_control(&message)),
+            r#"{"content":[{"text":"héllo\n\"x\"","type":"text"}],"role":"user"}"#
+        );
+        assert_eq!(
+            message_hash(&message),
+            sha256_hex(r#"{"content":[{"text":"héllo\n\"x\"","type":"text"}],"role":"user"}"#)
+        );
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    fn user(uuid: &str, content: Value) -> Value {
+        json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": content}})
+    }
+
+    fn assistant(id: &str, blocks: Value) -> Value {
+        json!({"type": "assistant", "message": {"id": id, "role": "assistant", "content": blocks}})
+    }
+
+    #[test]
+    fn requests_are_rebuilt_from_blobs_base_keep_and_tail_with_their_markers() {
+        let system =
+            json!({"role": "system", "content": "env", "output_config": {"effort": "medium"}});
+        let text = json!({"type": "text", "text": "I look."});
+        let call = json!({"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}});
+        let result = json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]);
+        let joined = json!({"role": "assistant", "content": [text, call]});
+        let results = json!({"role": "user", "content": result});
+        let prompt = json!({"role": "user", "content": "Go"});
+        let shape = json!({"system": [{"type": "text", "text": "You are"}], "tools": []});
+        let shape_hash = sha256_hex(&canonical_json(&shape));
+        let all = records(vec![
+            user("u1", json!("Go")),
+            json!({"type": "api-request-shape", "shapeHash": shape_hash, "shape": shape}),
+            json!({"type": "api-request-blob", "hash": message_hash(&system), "message": system}),
+            json!({"type": "api-request", "id": "r1", "base": null, "keep": 0,
+                   "shapeHash": shape_hash, "params": {"model": "claude-opus-5-5", "max_tokens": 9},
+                   "tail": [message_hash(&prompt), message_hash(&system)],
+                   "cacheControl": [{"path": ["messages", 1, "content", 0], "value": {"type": "ephemeral"}}]}),
+            assistant("msg_1", json!([text])),
+            assistant("msg_1", json!([call])),
+            user("u2", result.clone()),
+            json!({"type": "api-request", "id": "r2", "base": "r1", "keep": 2,
+                   "tail": [message_hash(&joined), message_hash(&results)]}),
+            json!({"type": "api-request", "id": "r3", "base": "r2", "keep": 9, "tail": []}),
+            json!({"type": "api-request", "id": "r4", "base": "r2", "keep": 1, "tail": ["00"]}),
+            json!({"type": "api-request", "id": "r5", "agentId": "a1", "tail": []}),
+        ]);
+        let rebuilt = recorded_requests(&all, None);
+        assert_eq!(
+            rebuilt.len(),
+            4,
+            "the sub-agent's request is not the main loop's"
+        );
+        let to_values = |r: &RecordedRequest| {
+            r.messages
+                .as_ref()
+                .expect("rebuilt")
+                .iter()
+                .map(|m| serde_json::to_value(m).expect("serializes"))
+                .collect::<Vec<_>>()
+        };
+        let mut marked_system = system.clone();
+        marked_system["content"] =
+            json!([{"type": "text", "text": "env", "cache_control": {"type": "ephemeral"}}]);
+        assert_eq!(to_values(&rebuilt[0]), [prompt.clone(), marked_system]);
+        assert_eq!(rebuilt[0].model(), Some("claude-opus-5-5"));
+        assert_eq!(rebuilt[0].max_tokens(), Some(9));
+        let shape = rebuilt[0].shape.as_ref().expect("shape");
+        assert!(shape.hash_verified);
+        assert_eq!(rebuilt[0].line, 4);
+        assert_eq!(to_values(&rebuilt[1]), [prompt, system, joined, results]);
+        assert!(matches!(
+            rebuilt[2].messages,
+            Err(RequestRecordError::UnknownBase { keep: 9, .. })
+        ));
+        assert!(matches!(
+            &rebuilt[3].messages,
+            Err(RequestRecordError::UnknownMessage { hash, .. }) if hash == "00"
+        ));
+        assert_eq!(recorded_requests(&all, Some("a1")).len(), 1);
+    }
+
+    #[test]
+    fn a_shape_whose_hash_is_not_its_own_is_reported_unverified() {
+        let shape = json!({"system": [], "tools": []});
+        let all = records(vec![
+            json!({"type": "api-request-shape", "shapeHash": "feed", "shape": shape}),
+            json!({"type": "api-request", "id": "r1", "shapeHash": "feed", "tail": []}),
+        ]);
+        let rebuilt = recorded_requests(&all, None);
+        assert!(!rebuilt[0].shape.as_ref().expect("shape").hash_verified);
+        assert_eq!(rebuilt[0].messages.as_deref(), Ok(&[][..]));
+    }
+
+    fn hostile_record() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let id = prop::sample::select(vec!["r1", "r2", "r3", "", "toolu"]);
+        let hash = prop::sample::select(vec!["h1", "h2", "", "00"]);
+        let any_value = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            ".{0,4}".prop_map(Value::from),
+            Just(json!([])),
+            Just(json!({"role": "system", "content": []})),
+            Just(json!({"role": "robot", "content": 3})),
+        ];
+        (
+            prop::sample::select(vec!["api-request", "api-request-blob", "api-request-shape", "user", "assistant"]),
+            id,
+            hash,
+            any_value.clone(),
+            any_value.clone(),
+            any_value,
+        )
+            .prop_map(|(kind, id, hash, a, b, c)| {
+                json!({"type": kind, "id": id, "base": id, "keep": a, "hash": hash,
+                       "tail": [hash, b], "message": c, "cacheControl": [{"path": ["messages", a, "content", b], "value": c}],
+                       "shapeHash": hash, "shape": b, "params": c})
+            })
+    }
+
+    proptest::proptest! {
+        /// Hostile records never panic the rebuild, which answers every `api-request` record
+        /// (rebuilt, or why not).
+        #[test]
+        fn hostile_request_records_never_panic(values in proptest::collection::vec(hostile_record(), 0..24)) {
+            let all = records(values);
+            let rebuilt = recorded_requests(&all, None);
+            let count = all.iter().filter(|r| kind(r) == "api-request").count();
+            proptest::prop_assert_eq!(rebuilt.len(), count);
+        }
+    }
+}
