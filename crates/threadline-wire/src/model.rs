@@ -161,7 +161,8 @@ pub struct Model {
     pub rejects_input_plus_max_tokens_over_window: bool,
     /// Prices.
     pub prices: Prices,
-    /// When the model was retired from the API, if it was.
+    /// When the model was retired from the API, if it was. Informative: nothing refuses a
+    /// retired model (the mock serves it, because tests name retired models).
     #[serde(default)]
     pub retired: Option<String>,
     /// This row is the table's conservative default, standing in for an id the table does not
