@@ -18,15 +18,20 @@
 //! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
 //!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK), then
 //!    `cargo xtask restate-server`: the pinned Restate server threadline-restate's tests start
-//! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 13), or
+//! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 14), or
 //!    `cargo test --workspace` without nextest
 //! 10. `cargo test --workspace --doc`
-//! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
+//! 11. `cargo xtask claude-code` (run in-process): the real Claude Code 2.1.328 (installed
+//!     pinned from the npm registry by `scripts/install-claude-code.sh` if missing) in print
+//!     mode against `threadline mock`, every scenario; fails when the mock refused a request,
+//!     `threadline check` found a violation in a body, or a Claude Code run did not exit 0
+//!     (docs/claude-code-conformance.md)
+//! 12. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
 //!     ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
 //!     (installs cargo-fuzz pinned if missing)
-//! 12. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
+//! 13. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
 //!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
-//! 13. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
+//! 14. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
 //!     with two worker processes, one killed with SIGKILL at three points (step 9 leaves
 //!     these tests out)
 //!
@@ -39,7 +44,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{durable_e2e, e2e, fixtures, fuzz, mcp_servers, restate_server};
+use crate::{claude_code, durable_e2e, e2e, fixtures, fuzz, mcp_servers, restate_server};
 
 mod features;
 mod publish;
@@ -71,6 +76,8 @@ pub(crate) enum Step {
     McpServers,
     /// nextest if installed, else `cargo test --workspace`.
     Tests,
+    /// `cargo xtask claude-code`, in-process.
+    ClaudeCode,
     /// `cargo xtask fuzz` for [`FUZZ_SECONDS`] per target with [`FUZZ_SEED`], in-process.
     Fuzz,
     /// `cargo xtask e2e`, in-process.
@@ -103,6 +110,7 @@ impl Step {
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
             }
+            Self::ClaudeCode => "cargo xtask claude-code".to_owned(),
             Self::E2e => "cargo xtask e2e".to_owned(),
             Self::DurableE2e => "cargo xtask durable-e2e".to_owned(),
         }
@@ -129,6 +137,7 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::McpServers,
         Step::Tests,
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
+        Step::ClaudeCode,
         Step::Fuzz,
         Step::E2e,
         Step::DurableE2e,
@@ -191,6 +200,16 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 timeout: fuzz::DEFAULT_TIMEOUT_SECS,
                 seed: Some(FUZZ_SEED),
             })
+        }
+        Step::ClaudeCode => {
+            println!("ci: $ cargo xtask claude-code");
+            claude_code::run(
+                root,
+                &claude_code::HarnessArgs {
+                    scenarios: Vec::new(),
+                    report_only: false,
+                },
+            )
         }
         Step::E2e => {
             println!("ci: $ cargo xtask e2e");
@@ -272,6 +291,7 @@ mod tests {
                 "cargo xtask mcp-servers && cargo xtask restate-server",
                 "cargo nextest run --workspace (or cargo test --workspace), durable-e2e left out",
                 "cargo test --workspace --doc",
+                "cargo xtask claude-code",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",
                 "cargo xtask e2e",
                 "cargo xtask durable-e2e",

@@ -1,21 +1,30 @@
-//! The real Claude Code against `threadline mock` (issue 28, groundwork; not in CI yet).
+//! The real Claude Code against `threadline mock` (issue 28); step 11 of `cargo xtask ci`.
 //!
 //! * `cargo xtask claude-code-install` installs Claude Code 2.1.328, pinned, into
 //!   `target/claude-code/` (`scripts/install-claude-code.sh`: `npm ci --ignore-scripts` of
 //!   `xtask/claude-code/package-lock.json`, which holds only
 //!   `@anthropic-ai/claude-code-linux-x64` 2.1.328 with its integrity: a self-contained native
-//!   binary of 373 MB, 172 MB to download). Idempotent (a stamp of the lock's hash).
+//!   binary of 373 MB, 172 MB to download from the npm registry). Idempotent (a stamp of the
+//!   lock's hash). With `THREADLINE_CLAUDE_CODE` set, that binary is used instead and nothing
+//!   is installed (its `--version` must still be 2.1.328).
 //! * `cargo xtask claude-code [--scenario NAME]… [--report-only]` installs it, builds
-//!   `threadline`, and runs each scenario of [`SCENARIOS`]: its own `threadline mock` on
-//!   loopback (`--record-log`), a fresh `HOME` and workspace, and Claude Code in print mode
-//!   (`-p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions`, then
-//!   `--resume SESSION` for the later prompts), offline: `ANTHROPIC_BASE_URL` is the mock, the
-//!   key a dummy, autoupdate, telemetry, error reporting and nonessential traffic off. The
-//!   record log, the transcripts (`home/.claude/projects/…`), Claude Code's stream output and
-//!   each body are kept under `target/claude-code-runs/<scenario>/`. Then every body the mock
-//!   read is checked with `threadline check --beta <its anthropic-beta>` and a summary is
-//!   printed: requests sent, answered 2xx, refused (with the mock's words), violations. It
-//!   fails when a request was refused or a body has a violation, unless `--report-only`.
+//!   `threadline`, and runs each scenario of [`SCENARIOS`] (tools and `--resume`, `/compact`
+//!   on two models, autocompact mid-turn, a subagent, thinking with parallel calls and a
+//!   failing Edit, a 340 KB tool output, one prompt per model): its own `threadline mock` on
+//!   loopback (`--record-log`), a fresh `HOME`, `TMPDIR` and workspace (a git repository of
+//!   its own), and Claude Code in print mode (`-p PROMPT --output-format stream-json
+//!   --verbose --dangerously-skip-permissions`, then `--resume SESSION` for the later
+//!   prompts), offline: `ANTHROPIC_BASE_URL` is the mock, the key a dummy, autoupdate,
+//!   telemetry, error reporting and nonessential traffic off, plus the scenario's own
+//!   variables. The record log, the transcripts (`home/.claude/projects/…`, subagents'
+//!   included), Claude Code's stream output and each body are kept under
+//!   `target/claude-code-runs/<scenario>/`. Then every body the mock read is checked with
+//!   `threadline check --beta <its anthropic-beta>`, each transcript is measured against the
+//!   bodies it claims ([`split_bodies`]; `cc_fidelity`, informative only) and a summary is
+//!   printed and written to `target/claude-code-runs/summary.json`: requests sent, answered
+//!   2xx, refused (with the mock's words), violations, warnings, Claude Code's exit codes. It
+//!   fails when a request was refused, a body has a violation, a Claude Code run did not exit
+//!   0, or nothing was sent, unless `--report-only`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _};
@@ -44,8 +53,19 @@ pub(crate) const RUNS: &str = "target/claude-code-runs";
 /// The longest one Claude Code invocation may take.
 const INVOCATION_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Runs the install script and returns the binary's path.
+/// The variable naming a Claude Code binary to use instead of installing one.
+pub(crate) const BINARY_ENV: &str = "THREADLINE_CLAUDE_CODE";
+
+/// Runs the install script and returns the binary's path (or returns `$THREADLINE_CLAUDE_CODE`
+/// when set, installing nothing).
 pub(crate) fn install(root: &Path) -> XResult<PathBuf> {
+    if let Some(path) = std::env::var_os(BINARY_ENV).filter(|p| !p.is_empty()) {
+        println!(
+            "claude-code: using ${BINARY_ENV} = {}",
+            PathBuf::from(&path).display()
+        );
+        return Ok(PathBuf::from(path));
+    }
     println!("claude-code: $ {SCRIPT}");
     let status = Command::new("bash")
         .arg(root.join(SCRIPT))
