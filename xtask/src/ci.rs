@@ -21,16 +21,20 @@
 //! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 14), or
 //!    `cargo test --workspace` without nextest
 //! 10. `cargo test --workspace --doc`
-//! 11. `cargo xtask claude-code` (run in-process): the real Claude Code 2.1.328 (installed
+//! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
+//!     ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
+//!     (installs cargo-fuzz pinned if missing)
+//! 12. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
+//!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
+//! 13. `cargo xtask claude-code` (run in-process): the real Claude Code 2.1.328 (installed
 //!     pinned from the npm registry by `scripts/install-claude-code.sh` if missing) in print
 //!     mode against `threadline mock`, every scenario; fails when the mock refused a request,
 //!     `threadline check` found a violation in a body, or a Claude Code run did not exit 0
-//!     (docs/claude-code-conformance.md)
-//! 12. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
-//!     ten seconds with a fixed libFuzzer seed, so the inputs CI tries are the same every run
-//!     (installs cargo-fuzz pinned if missing)
-//! 13. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
-//!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
+//!     (docs/claude-code-conformance.md). Right after step 12, whose `cargo build -p
+//!     threadline-cli --bin threadline` it repeats, so that build is already done: the test
+//!     steps build the CLI with the workspace's test features (`cargo tree` shows 11 of its
+//!     dependencies with other features there, tokio's `test-util` among them), so from an
+//!     earlier place its build would recompile much of the CLI's dependency stack
 //! 14. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
 //!     with two worker processes, one killed with SIGKILL at three points (step 9 leaves
 //!     these tests out)
@@ -137,9 +141,9 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::McpServers,
         Step::Tests,
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
-        Step::ClaudeCode,
         Step::Fuzz,
         Step::E2e,
+        Step::ClaudeCode,
         Step::DurableE2e,
     ]
 }
@@ -291,9 +295,9 @@ mod tests {
                 "cargo xtask mcp-servers && cargo xtask restate-server",
                 "cargo nextest run --workspace (or cargo test --workspace), durable-e2e left out",
                 "cargo test --workspace --doc",
-                "cargo xtask claude-code",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",
                 "cargo xtask e2e",
+                "cargo xtask claude-code",
                 "cargo xtask durable-e2e",
             ]
         );

@@ -1,4 +1,4 @@
-//! The real Claude Code against `threadline mock` (issue 28); step 11 of `cargo xtask ci`.
+//! The real Claude Code against `threadline mock` (issue 28); step 13 of `cargo xtask ci`.
 //!
 //! * `cargo xtask claude-code-install` installs Claude Code 2.1.328, pinned, into
 //!   `target/claude-code/` (`scripts/install-claude-code.sh`: `npm ci --ignore-scripts` of
