@@ -28,9 +28,9 @@
 //!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
 //! 13. `cargo xtask claude-code` (run in-process): the real Claude Code 2.1.328 (installed
 //!     pinned from the npm registry by `scripts/install-claude-code.sh` if missing) in print
-//!     mode against `threadline mock`, every scenario; fails when the mock refused a request,
-//!     `threadline check` found a violation in a body, or a Claude Code run did not exit 0
-//!     (docs/claude-code-conformance.md). Right after step 12, whose `cargo build -p
+//!     mode against `threadline mock`, every scenario; fails when a request was not answered
+//!     2xx (the mock refused it), `threadline check` found a violation in a body, or a Claude
+//!     Code run did not exit 0 (docs/claude-code-conformance.md). Right after step 12, whose `cargo build -p
 //!     threadline-cli --bin threadline` it repeats, so that build is already done: the test
 //!     steps build the CLI with the workspace's test features (`cargo tree` shows 11 of its
 //!     dependencies with other features there, tokio's `test-util` among them), so from an

@@ -23,8 +23,9 @@
 //!   bodies it claims ([`split_bodies`]; `cc_fidelity`, informative only) and a summary is
 //!   printed and written to `target/claude-code-runs/summary.json`: requests sent, answered
 //!   2xx, refused (with the mock's words), violations, warnings, Claude Code's exit codes. It
-//!   fails when a request was refused, a body has a violation, a Claude Code run did not exit
-//!   0, or nothing was sent, unless `--report-only`.
+//!   fails when a request was not answered 2xx (refused by the mock, or another non-2xx), a
+//!   body has a violation, a Claude Code run did not exit 0, or nothing was sent, unless
+//!   `--report-only`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _};
@@ -697,14 +698,16 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
     let passed = total.refused_count() == 0
         && total.violation_count() == 0
         && total.requests > 0
+        && total.answered_2xx == total.requests
         && failed_invocations.is_empty();
     if args.report_only || passed {
         Ok(())
     } else {
         Err(Failure::new(format!(
-            "claude-code: {} request(s) of {} refused by the mock, {} violation(s) found by check, {} Claude Code invocation(s) that did not exit 0 (see above; --report-only to only report)",
-            total.refused_count(),
+            "claude-code: {} request(s) of {} answered 2xx ({} refused by the mock), {} violation(s) found by check, {} Claude Code invocation(s) that did not exit 0 (see above; --report-only to only report)",
+            total.answered_2xx,
             total.requests,
+            total.refused_count(),
             total.violation_count(),
             failed_invocations.len()
         )))
