@@ -918,8 +918,10 @@ fn run_scenario(
         records.push(read_records(&read_text(transcript)?));
     }
     let split = split_bodies(&records, &bodies);
-    for (transcript, own) in transcripts.iter().zip(&split.per_transcript) {
-        fidelity.merge(&cc_fidelity::measure(threadline, transcript, own, &cuts)?);
+    for ((transcript, own), records) in transcripts.iter().zip(&split.per_transcript).zip(&records)
+    {
+        let (measured, work) = as_measured(transcript, records, &cuts)?;
+        fidelity.merge(&cc_fidelity::measure(threadline, &measured, own, &work)?);
     }
     let counts = TranscriptCounts {
         main: transcripts.iter().filter(|t| !is_subagent(t)).count(),
@@ -936,6 +938,27 @@ struct TranscriptCounts {
     subagent: usize,
     /// The seq of each body that no transcript, or more than one, claimed ([`split_bodies`]).
     unclaimed: Vec<u64>,
+}
+
+/// The transcript `cc_fidelity::measure` is given, and the directory it cuts copies into.
+/// `measure` takes a transcript's session from its file name, which for a subagent's
+/// (`agent-<id>.jsonl`) is not the session its requests name: a subagent's transcript is
+/// measured as a copy named `<session>.jsonl` (its records' `sessionId`) in a directory of its
+/// own under `cuts` (`cuts/agent-<id>/`), so that its cuts do not overwrite its session's.
+fn as_measured(transcript: &Path, records: &[Value], cuts: &Path) -> XResult<(PathBuf, PathBuf)> {
+    let session = records.iter().find_map(|r| r["sessionId"].as_str());
+    let (Some(session), Some(stem)) = (session, transcript.file_stem()) else {
+        return Ok((transcript.to_path_buf(), cuts.to_path_buf()));
+    };
+    if !is_subagent(transcript) {
+        return Ok((transcript.to_path_buf(), cuts.to_path_buf()));
+    }
+    let work = cuts.join(stem);
+    std::fs::create_dir_all(&work).context(|| format!("cannot create {}", work.display()))?;
+    let copy = work.join(format!("{session}.jsonl"));
+    std::fs::copy(transcript, &copy)
+        .context(|| format!("cannot copy {} to {}", transcript.display(), copy.display()))?;
+    Ok((copy, work))
 }
 
 /// Whether a transcript is a subagent's (`<session>/subagents/agent-*.jsonl`).
@@ -1296,6 +1319,35 @@ mod tests {
         let split = split_bodies(&twins, &bodies[..1]);
         assert!(split.per_transcript.iter().all(Vec::is_empty));
         assert_eq!(split.unclaimed, [0]);
+    }
+
+    #[test]
+    fn a_subagent_transcript_is_measured_as_a_copy_named_by_its_session() {
+        let root = std::env::temp_dir().join(format!("tl-cc-measured-{}", std::process::id()));
+        let agents = root.join("project/s-1/subagents");
+        let cuts = root.join("cuts");
+        std::fs::create_dir_all(&agents).expect("dirs");
+        let main = root.join("project/s-1.jsonl");
+        let agent = agents.join("agent-a1.jsonl");
+        std::fs::write(&agent, "{\"sessionId\":\"s-1\",\"agentId\":\"a1\"}\n").expect("write");
+        let records = vec![json!({"sessionId": "s-1", "agentId": "a1"})];
+        assert_eq!(
+            as_measured(&main, &records, &cuts).expect("main"),
+            (main.clone(), cuts.clone())
+        );
+        let (copy, work) = as_measured(&agent, &records, &cuts).expect("agent");
+        assert_eq!(
+            (copy.clone(), work),
+            (cuts.join("agent-a1/s-1.jsonl"), cuts.join("agent-a1"))
+        );
+        let copied = std::fs::read_to_string(&copy).expect("copied");
+        std::fs::remove_dir_all(&root).expect("cleaned");
+        assert!(copied.contains("\"agentId\":\"a1\""));
+        // Without a session in its records, a transcript is passed as it is.
+        assert_eq!(
+            as_measured(&agent, &[], &cuts).expect("no session"),
+            (agent, cuts)
+        );
     }
 
     #[test]
