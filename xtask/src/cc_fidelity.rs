@@ -15,10 +15,9 @@
 //!
 //! Each is compared with the body the mock received, `messages` only, ignoring
 //! `cache_control` (and so the one-text-block form a marker forces on a string content). The
-//! `n`-th `api-request` record of a session is paired with the `n`-th body of that session
-//! (`metadata.user_id`'s `session_id`) that is not a compaction summary request (whose last
-//! user message holds Claude Code's "CRITICAL: Respond with TEXT ONLY" prompt; it leaves no
-//! record).
+//! `n`-th `api-request` record of a transcript is paired with the `n`-th body of that
+//! transcript that is not a compaction summary request (whose last user message holds Claude
+//! Code's "CRITICAL: Respond with TEXT ONLY" prompt; it leaves no record).
 
 use std::path::Path;
 use std::process::Command;
@@ -98,16 +97,27 @@ pub(crate) fn first_difference(got: &[Value], want: &[Value]) -> Option<String> 
                 ));
             }
         }
-        return Some(format!("messages.{i}: differs outside its content"));
+        let keys = |m: &Value| -> Vec<String> {
+            m.as_object()
+                .map(|o| o.keys().filter(|k| *k != "content").cloned().collect())
+                .unwrap_or_default()
+        };
+        let mut names = keys(&g);
+        names.extend(keys(&w));
+        names.sort();
+        names.dedup();
+        let differing: Vec<String> = names
+            .into_iter()
+            .filter(|k| g.get(k) != w.get(k))
+            .map(|k| format!("{k}: got {}, sent {}", short(g.get(&k)), short(w.get(&k))))
+            .collect();
+        return Some(format!(
+            "messages.{i} ({}): differs outside its content: {}",
+            w["role"].as_str().unwrap_or("?"),
+            differing.join("; ")
+        ));
     }
     None
-}
-
-/// The session id a body names (`metadata.user_id`, a JSON string).
-pub(crate) fn session_of(body: &Value) -> Option<String> {
-    let user_id = body["metadata"]["user_id"].as_str()?;
-    let parsed: Value = serde_json::from_str(user_id).ok()?;
-    parsed["session_id"].as_str().map(str::to_owned)
 }
 
 /// Whether a body is a compaction summary request (it leaves no `api-request` record): its
@@ -223,8 +233,9 @@ fn request_lines(records: &[(usize, Value)]) -> Vec<(usize, usize)> {
     out
 }
 
-/// Measures one session transcript against the bodies the mock logged (`(seq, body)`, in
-/// order), cutting copies of the transcript into `work`.
+/// Measures one transcript (a main session's or a subagent's) against the bodies the mock
+/// logged for it (`(seq, body)`, in order; `claude_code::split_bodies` tells whose a body
+/// is), cutting copies of the transcript, named after its file, into `work`.
 pub(crate) fn measure(
     threadline: &Path,
     transcript: &Path,
@@ -244,7 +255,6 @@ pub(crate) fn measure(
         .unwrap_or_default();
     let sent: Vec<&(u64, Value)> = bodies
         .iter()
-        .filter(|(_, b)| session_of(b).as_deref() == Some(session.as_str()))
         .filter(|(_, b)| !is_summary_request(b))
         .collect();
     let requests = request_lines(&records);
@@ -319,14 +329,22 @@ mod tests {
             d,
             r#"messages.1: role "user" where Claude Code sent "system""#
         );
+        let effort = vec![
+            same[0].clone(),
+            json!({"role": "system", "content": "env", "output_config": {"effort": "low"}}),
+        ];
+        let d = first_difference(&same, &effort).expect("effort");
+        assert_eq!(
+            d,
+            r#"messages.1 (system): differs outside its content: output_config: got (nothing), sent {"effort":"low"}"#
+        );
     }
 
     #[test]
-    fn bodies_name_their_session_and_summary_requests_are_told_apart() {
+    fn summary_requests_are_told_apart() {
         let body = json!({"metadata": {"user_id": r#"{"device_id":"d","account_uuid":"","session_id":"s-1"}"#},
             "messages": [{"role": "user", "content": [{"type": "text", "text": "x"},
                 {"type": "text", "text": "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools."}]}]});
-        assert_eq!(session_of(&body).as_deref(), Some("s-1"));
         assert!(is_summary_request(&body));
         assert!(!is_summary_request(
             &json!({"messages": [{"role": "user", "content": "hi"}]})
@@ -336,6 +354,5 @@ mod tests {
             json!({"role": "system", "content": "<total_tokens>5 tokens left</total_tokens>"}),
         );
         assert!(is_summary_request(&trailing));
-        assert_eq!(session_of(&json!({})), None);
     }
 }

@@ -18,7 +18,7 @@
 //! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
 //!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK), then
 //!    `cargo xtask restate-server`: the pinned Restate server threadline-restate's tests start
-//! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 13), or
+//! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 14), or
 //!    `cargo test --workspace` without nextest
 //! 10. `cargo test --workspace --doc`
 //! 11. `cargo xtask fuzz --seconds 10 --seed 20261201` (run in-process): every fuzz target for
@@ -26,7 +26,16 @@
 //!     (installs cargo-fuzz pinned if missing)
 //! 12. `cargo xtask e2e` (run in-process): `threadline inspect --html` of every fixture
 //!     transcript checked in headless Chromium (installs Debian's `chromium` if missing)
-//! 13. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
+//! 13. `cargo xtask claude-code` (run in-process): the real Claude Code 2.1.328 (installed
+//!     pinned from the npm registry by `scripts/install-claude-code.sh` if missing) in print
+//!     mode against `threadline mock`, every scenario; fails when a request was not answered
+//!     2xx (the mock refused it), `threadline check` found a violation in a body, or a Claude
+//!     Code run did not exit 0 (docs/claude-code-conformance.md). Right after step 12, whose `cargo build -p
+//!     threadline-cli --bin threadline` it repeats, so that build is already done: the test
+//!     steps build the CLI with the workspace's test features (`cargo tree` shows 11 of its
+//!     dependencies with other features there, tokio's `test-util` among them), so from an
+//!     earlier place its build would recompile much of the CLI's dependency stack
+//! 14. `cargo xtask durable-e2e` (run in-process): durable sessions on a real Restate server
 //!     with two worker processes, one killed with SIGKILL at three points (step 9 leaves
 //!     these tests out)
 //!
@@ -39,7 +48,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, Failure, XResult, cargo, repo_root};
-use crate::{durable_e2e, e2e, fixtures, fuzz, mcp_servers, restate_server};
+use crate::{claude_code, durable_e2e, e2e, fixtures, fuzz, mcp_servers, restate_server};
 
 mod features;
 mod publish;
@@ -71,6 +80,8 @@ pub(crate) enum Step {
     McpServers,
     /// nextest if installed, else `cargo test --workspace`.
     Tests,
+    /// `cargo xtask claude-code`, in-process.
+    ClaudeCode,
     /// `cargo xtask fuzz` for [`FUZZ_SECONDS`] per target with [`FUZZ_SEED`], in-process.
     Fuzz,
     /// `cargo xtask e2e`, in-process.
@@ -103,6 +114,7 @@ impl Step {
             Self::Fuzz => {
                 format!("cargo xtask fuzz --seconds {FUZZ_SECONDS} --seed {FUZZ_SEED}")
             }
+            Self::ClaudeCode => "cargo xtask claude-code".to_owned(),
             Self::E2e => "cargo xtask e2e".to_owned(),
             Self::DurableE2e => "cargo xtask durable-e2e".to_owned(),
         }
@@ -131,6 +143,7 @@ pub(crate) fn steps() -> Vec<Step> {
         Step::Cargo(vec!["test", "--workspace", "--doc"]),
         Step::Fuzz,
         Step::E2e,
+        Step::ClaudeCode,
         Step::DurableE2e,
     ]
 }
@@ -191,6 +204,16 @@ fn run_step(root: &Path, step: &Step) -> XResult<()> {
                 timeout: fuzz::DEFAULT_TIMEOUT_SECS,
                 seed: Some(FUZZ_SEED),
             })
+        }
+        Step::ClaudeCode => {
+            println!("ci: $ cargo xtask claude-code");
+            claude_code::run(
+                root,
+                &claude_code::HarnessArgs {
+                    scenarios: Vec::new(),
+                    report_only: false,
+                },
+            )
         }
         Step::E2e => {
             println!("ci: $ cargo xtask e2e");
@@ -274,6 +297,7 @@ mod tests {
                 "cargo test --workspace --doc",
                 "cargo xtask fuzz --seconds 10 --seed 20261201",
                 "cargo xtask e2e",
+                "cargo xtask claude-code",
                 "cargo xtask durable-e2e",
             ]
         );

@@ -1,21 +1,31 @@
-//! The real Claude Code against `threadline mock` (issue 28, groundwork; not in CI yet).
+//! The real Claude Code against `threadline mock` (issue 28); step 13 of `cargo xtask ci`.
 //!
 //! * `cargo xtask claude-code-install` installs Claude Code 2.1.328, pinned, into
 //!   `target/claude-code/` (`scripts/install-claude-code.sh`: `npm ci --ignore-scripts` of
 //!   `xtask/claude-code/package-lock.json`, which holds only
 //!   `@anthropic-ai/claude-code-linux-x64` 2.1.328 with its integrity: a self-contained native
-//!   binary of 373 MB, 172 MB to download). Idempotent (a stamp of the lock's hash).
+//!   binary of 373 MB, 172 MB to download from the npm registry). Idempotent (a stamp of the
+//!   lock's hash). With `THREADLINE_CLAUDE_CODE` set, that binary is used instead and nothing
+//!   is installed (its `--version` must still be 2.1.328).
 //! * `cargo xtask claude-code [--scenario NAME]… [--report-only]` installs it, builds
-//!   `threadline`, and runs each scenario of [`SCENARIOS`]: its own `threadline mock` on
-//!   loopback (`--record-log`), a fresh `HOME` and workspace, and Claude Code in print mode
-//!   (`-p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions`, then
-//!   `--resume SESSION` for the later prompts), offline: `ANTHROPIC_BASE_URL` is the mock, the
-//!   key a dummy, autoupdate, telemetry, error reporting and nonessential traffic off. The
-//!   record log, the transcripts (`home/.claude/projects/…`), Claude Code's stream output and
-//!   each body are kept under `target/claude-code-runs/<scenario>/`. Then every body the mock
-//!   read is checked with `threadline check --beta <its anthropic-beta>` and a summary is
-//!   printed: requests sent, answered 2xx, refused (with the mock's words), violations. It
-//!   fails when a request was refused or a body has a violation, unless `--report-only`.
+//!   `threadline`, and runs each scenario of [`SCENARIOS`] (tools and `--resume`, `/compact`
+//!   on two models, autocompact mid-turn, a subagent, thinking with parallel calls and a
+//!   failing Edit, a 340 KB tool output, one prompt per model): its own `threadline mock` on
+//!   loopback (`--record-log`), a fresh `HOME`, `TMPDIR` and workspace (a git repository of
+//!   its own), and Claude Code in print mode (`-p PROMPT --output-format stream-json
+//!   --verbose --dangerously-skip-permissions`, then `--resume SESSION` for the later
+//!   prompts), offline: `ANTHROPIC_BASE_URL` is the mock, the key a dummy, autoupdate,
+//!   telemetry, error reporting and nonessential traffic off, plus the scenario's own
+//!   variables. The record log, the transcripts (`home/.claude/projects/…`, subagents'
+//!   included), Claude Code's stream output and each body are kept under
+//!   `target/claude-code-runs/<scenario>/`. Then every body the mock read is checked with
+//!   `threadline check --beta <its anthropic-beta>`, each transcript is measured against the
+//!   bodies it claims ([`split_bodies`]; `cc_fidelity`, informative only) and a summary is
+//!   printed and written to `target/claude-code-runs/summary.json`: requests sent, answered
+//!   2xx, refused (with the mock's words), violations, warnings, Claude Code's exit codes. It
+//!   fails when a request was not answered 2xx (refused by the mock, or another non-2xx), a
+//!   body has a violation, a Claude Code run did not exit 0, or nothing was sent, unless
+//!   `--report-only`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _};
@@ -47,8 +57,19 @@ const FIDELITY_PERCENT: usize = 95;
 /// The longest one Claude Code invocation may take.
 const INVOCATION_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Runs the install script and returns the binary's path.
+/// The variable naming a Claude Code binary to use instead of installing one.
+pub(crate) const BINARY_ENV: &str = "THREADLINE_CLAUDE_CODE";
+
+/// Runs the install script and returns the binary's path (or returns `$THREADLINE_CLAUDE_CODE`
+/// when set, installing nothing).
 pub(crate) fn install(root: &Path) -> XResult<PathBuf> {
+    if let Some(path) = std::env::var_os(BINARY_ENV).filter(|p| !p.is_empty()) {
+        println!(
+            "claude-code: using ${BINARY_ENV} = {}",
+            PathBuf::from(&path).display()
+        );
+        return Ok(PathBuf::from(path));
+    }
     println!("claude-code: $ {SCRIPT}");
     let status = Command::new("bash")
         .arg(root.join(SCRIPT))
@@ -94,13 +115,15 @@ struct Invocation {
 }
 
 /// A scenario: the mock's steps (YAML, `{WORKSPACE}` replaced by the workspace's path), the
-/// workspace's files, and the invocations.
+/// workspace's files, the environment variables Claude Code gets beyond the common ones, and
+/// the invocations.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ScenarioDef {
     pub(crate) name: &'static str,
     about: &'static str,
     steps: &'static str,
     files: &'static [(&'static str, &'static str)],
+    env: &'static [(&'static str, &'static str)],
     invocations: &'static [Invocation],
 }
 
@@ -137,6 +160,7 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
     content: [{type: text, text: "Resumed: still three lines."}]
 "#,
         files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        env: &[],
         invocations: &[
             Invocation {
                 label: "first",
@@ -157,6 +181,7 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
         about: "a Read call, /compact, then --resume",
         steps: COMPACT_STEPS,
         files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        env: &[],
         invocations: &[
             Invocation {
                 label: "first",
@@ -183,6 +208,7 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
         about: "the same on claude-opus-4-8, which gets no message-level output_config",
         steps: COMPACT_STEPS,
         files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        env: &[],
         invocations: &[
             Invocation {
                 label: "first",
@@ -205,6 +231,105 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
         ],
     },
     ScenarioDef {
+        name: "autocompact",
+        about: "a Bash call whose output crosses a small autocompact threshold: Claude Code compacts mid-turn and goes on",
+        steps: r#"steps:
+  - kind: message
+    content:
+      - {type: text, text: "I will print them."}
+      - {type: tool_use, id: toolu_tl_bash_auto, name: Bash, input: {command: "seq 100000 104000", description: "Print the numbers"}}
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_tl_bash_auto_2, name: Bash, input: {command: "echo done", description: "Say done"}}
+  - kind: message
+    content: [{type: text, text: "<analysis>Short.</analysis>\n<summary>The user asked for the numbers from 100000 to 104000; seq printed them.</summary>"}]
+  - kind: message
+    content: [{type: text, text: "The last number is 104000."}]
+"#,
+        files: &[],
+        env: &[
+            ("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "100000"),
+            ("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "20"),
+        ],
+        invocations: &[Invocation {
+            label: "first",
+            prompt: "Print the numbers from 100000 to 104000 with seq and tell me the last one.",
+            resume: false,
+            model: None,
+        }],
+    },
+    ScenarioDef {
+        name: "subagent",
+        about: "an Agent call: Claude Code runs a general-purpose subagent (a Bash call) against the mock, then answers",
+        steps: r#"steps:
+  - kind: message
+    content:
+      - {type: text, text: "I will ask a subagent."}
+      - {type: tool_use, id: toolu_tl_agent_1, name: Agent, input: {description: "Count the lines", prompt: "[tl-subagent] Count the lines of notes.txt with Bash and report the number.", subagent_type: general-purpose, run_in_background: false}}
+  - kind: message
+    content: [{type: text, text: "The subagent counted three lines."}]
+routes:
+  - marker: "[tl-subagent]"
+    steps:
+      - kind: message
+        content:
+          - {type: tool_use, id: toolu_tl_sub_bash_1, name: Bash, input: {command: "wc -l notes.txt", description: "Count the lines"}}
+      - kind: message
+        content: [{type: text, text: "notes.txt has 3 lines."}]
+"#,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        env: &[],
+        invocations: &[Invocation {
+            label: "first",
+            prompt: "Ask a subagent to count the lines of notes.txt.",
+            resume: false,
+            model: None,
+        }],
+    },
+    ScenarioDef {
+        name: "thinking-parallel",
+        about: "thinking, then a Read and an Edit in one turn; the Edit fails (its old_string is not in the file)",
+        steps: r#"steps:
+  - kind: message
+    content:
+      - {type: thinking, thinking: "I should read the notes and fix the typo at the same time.", signature: "dGwtbW9jay10aGlua2luZy1zaWduYXR1cmUtMQ=="}
+      - {type: text, text: "Reading and editing at once."}
+      - {type: tool_use, id: toolu_tl_par_read, name: Read, input: {file_path: "{WORKSPACE}/notes.txt"}}
+      - {type: tool_use, id: toolu_tl_par_edit, name: Edit, input: {file_path: "{WORKSPACE}/notes.txt", old_string: "delta", new_string: "DELTA"}}
+  - kind: message
+    content:
+      - {type: thinking, thinking: "The edit failed: there is no delta in the file.", signature: "dGwtbW9jay10aGlua2luZy1zaWduYXR1cmUtMg=="}
+      - {type: text, text: "There is no delta in notes.txt, so nothing was changed."}
+"#,
+        files: &[("notes.txt", "alpha\nbeta\ngamma\n")],
+        env: &[],
+        invocations: &[Invocation {
+            label: "first",
+            prompt: "Read notes.txt and replace delta by DELTA in it.",
+            resume: false,
+            model: None,
+        }],
+    },
+    ScenarioDef {
+        name: "big-output",
+        about: "a Bash call printing about 340 KB",
+        steps: r#"steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_tl_big_bash, name: Bash, input: {command: "seq 100000 148000", description: "Print many numbers"}}
+  - kind: message
+    content: [{type: text, text: "It printed 48001 numbers."}]
+"#,
+        files: &[],
+        env: &[],
+        invocations: &[Invocation {
+            label: "first",
+            prompt: "Print the numbers from 100000 to 148000 with seq.",
+            resume: false,
+            model: None,
+        }],
+    },
+    ScenarioDef {
         name: "models",
         about: "one prompt on each model Claude Code names by default or by alias, and on older ones",
         steps: r#"steps:
@@ -213,12 +338,12 @@ pub(crate) const SCENARIOS: &[ScenarioDef] = &[
 repeat_last: true
 "#,
         files: &[],
+        env: &[],
         invocations: &[
             model_invocation("default", None),
             model_invocation("opus", Some("opus")),
             model_invocation("sonnet", Some("sonnet")),
             model_invocation("haiku", Some("haiku")),
-            model_invocation("fable", Some("fable")),
             model_invocation("fable-5-1", Some("claude-fable-5-1")),
             model_invocation("opus-4-8", Some("claude-opus-4-8")),
             model_invocation("sonnet-4-5", Some("claude-sonnet-4-5")),
@@ -476,10 +601,13 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
     let mut total = Tally::default();
     let mut total_fidelity = Fidelity::default();
     let mut report = serde_json::Map::new();
+    let mut failed_invocations: Vec<String> = Vec::new();
+    let all_started = Instant::now();
     for scenario in chosen {
         let started = Instant::now();
         let dir = runs.join(scenario.name);
-        let (tally, outcomes, fidelity) = run_scenario(scenario, &claude, &threadline, &dir)?;
+        let (tally, outcomes, fidelity, counts) =
+            run_scenario(scenario, &claude, &threadline, &dir)?;
         println!(
             "claude-code: scenario `{}` ({}), {:.1} s, kept in {}",
             scenario.name,
@@ -504,9 +632,25 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
         for line in tally.lines("  ") {
             println!("{line}");
         }
+        println!(
+            "  transcripts: {} main, {} subagent; bodies no transcript claimed: {}",
+            counts.main,
+            counts.subagent,
+            if counts.unclaimed.is_empty() {
+                "none".to_owned()
+            } else {
+                format!("{:?}", counts.unclaimed)
+            }
+        );
         for line in fidelity.lines("  ") {
             println!("{line}");
         }
+        failed_invocations.extend(
+            outcomes
+                .iter()
+                .filter(|o| o.exit != Some(0))
+                .map(|o| format!("{}/{}", scenario.name, o.label)),
+        );
         report.insert(
             scenario.name.to_owned(),
             json!({
@@ -516,13 +660,18 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
                     "result": o.result,
                 })).collect::<Vec<_>>(),
                 "tally": tally.to_json(),
+                "transcripts": {"main": counts.main, "subagent": counts.subagent,
+                                "unclaimed_bodies": counts.unclaimed},
                 "fidelity": fidelity.to_json(),
             }),
         );
         total.merge(&tally);
         total_fidelity.merge(&fidelity);
     }
-    println!("claude-code: Claude Code {version}, all scenarios:");
+    println!(
+        "claude-code: Claude Code {version}, all scenarios ({:.1} s):",
+        all_started.elapsed().as_secs_f64()
+    );
     for line in total.lines("  ") {
         println!("{line}");
     }
@@ -532,6 +681,7 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
         "claude_code": version,
         "scenarios": report,
         "total": total.to_json(),
+        "invocations_not_exit_0": failed_invocations,
         "fidelity": total_fidelity.to_json(),
     });
     write_file(
@@ -540,16 +690,30 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
             .unwrap_or_default()
             .as_bytes(),
     )?;
-    let faithful = total_fidelity.meets(FIDELITY_PERCENT);
-    if args.report_only
-        || (total.refused_count() == 0 && total.violation_count() == 0 && faithful)
-    {
+    println!(
+        "  claude invocations that did not exit 0: {}",
+        if failed_invocations.is_empty() {
+            "none".to_owned()
+        } else {
+            failed_invocations.join(", ")
+        }
+    );
+    let passed = total.refused_count() == 0
+        && total.violation_count() == 0
+        && total.requests > 0
+        && total.answered_2xx == total.requests
+        && failed_invocations.is_empty()
+        && total_fidelity.meets(FIDELITY_PERCENT);
+    if args.report_only || passed {
         Ok(())
     } else {
         Err(Failure::new(format!(
-            "claude-code: {} request(s) refused by the mock, {} violation(s) found by check, import reproduced {} of {} request(s) ({} unpaired; at least {FIDELITY_PERCENT} % needed) (see above; --report-only to only report)",
+            "claude-code: {} request(s) of {} answered 2xx ({} refused by the mock), {} violation(s) found by check, {} Claude Code invocation(s) that did not exit 0, import reproduced {} of {} request(s) ({} unpaired; at least {FIDELITY_PERCENT} % needed) (see above; --report-only to only report)",
+            total.answered_2xx,
+            total.requests,
             total.refused_count(),
             total.violation_count(),
+            failed_invocations.len(),
             total_fidelity.import_same,
             total_fidelity.requests,
             total_fidelity.unpaired,
@@ -619,13 +783,14 @@ fn run_scenario(
     claude: &Path,
     threadline: &Path,
     dir: &Path,
-) -> XResult<(Tally, Vec<InvocationOutcome>, Fidelity)> {
+) -> XResult<(Tally, Vec<InvocationOutcome>, Fidelity, TranscriptCounts)> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).context(|| format!("cannot empty {}", dir.display()))?;
     }
     let home = dir.join("home");
     let workspace = dir.join("workspace");
-    for d in [&home, &workspace, &dir.join("bodies")] {
+    let tmp = dir.join("tmp");
+    for d in [&home, &workspace, &tmp, &dir.join("bodies")] {
         std::fs::create_dir_all(d).context(|| format!("cannot create {}", d.display()))?;
     }
     for (name, contents) in scenario.files {
@@ -685,7 +850,10 @@ fn run_scenario(
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1");
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("TMPDIR", &tmp)
+            .env("CLAUDE_CODE_TMPDIR", &tmp)
+            .envs(scenario.env.iter().copied());
         if is_root() {
             // --dangerously-skip-permissions is refused as root outside a sandbox.
             command.env("IS_SANDBOX", "1");
@@ -751,20 +919,143 @@ fn run_scenario(
     let mut fidelity = Fidelity::default();
     let cuts = dir.join("cuts");
     std::fs::create_dir_all(&cuts).context(|| format!("cannot create {}", cuts.display()))?;
-    for transcript in session_transcripts(&home.join(".claude/projects"))? {
-        fidelity.merge(&cc_fidelity::measure(
-            threadline,
-            &transcript,
-            &bodies,
-            &cuts,
-        )?);
+    let transcripts = session_transcripts(&home.join(".claude/projects"))?;
+    let mut records = Vec::with_capacity(transcripts.len());
+    for transcript in &transcripts {
+        records.push(read_records(&read_text(transcript)?));
     }
-    Ok((tally, outcomes, fidelity))
+    let split = split_bodies(&records, &bodies);
+    for (transcript, own) in transcripts.iter().zip(&split.per_transcript) {
+        fidelity.merge(&cc_fidelity::measure(threadline, transcript, own, &cuts)?);
+    }
+    let counts = TranscriptCounts {
+        main: transcripts.iter().filter(|t| !is_subagent(t)).count(),
+        subagent: transcripts.iter().filter(|t| is_subagent(t)).count(),
+        unclaimed: split.unclaimed,
+    };
+    Ok((tally, outcomes, fidelity, counts))
 }
 
-/// The main session transcripts under a Claude Code projects directory
-/// (`<project>/<session>.jsonl`; subagents' files, one level deeper, left out), sorted.
+/// How many transcripts a scenario left, and the bodies no transcript claimed.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct TranscriptCounts {
+    main: usize,
+    subagent: usize,
+    /// The seq of each body that no transcript, or more than one, claimed ([`split_bodies`]).
+    unclaimed: Vec<u64>,
+}
+
+/// Whether a transcript is a subagent's (`<session>/subagents/agent-*.jsonl`).
+fn is_subagent(transcript: &Path) -> bool {
+    transcript
+        .parent()
+        .is_some_and(|p| p.file_name().is_some_and(|n| n == "subagents"))
+}
+
+/// The JSON records of a transcript (unreadable lines left out).
+fn read_records(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `value` without any `cache_control` key, at any depth.
+fn without_cache_control(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The `shapeHash` Claude Code 2.1.328 records for the request a body is (reference
+/// `api-2026-autumn.md` §7): SHA-256 (lower-case hex) of `{"system", "tools"}`, where `system`
+/// is the body's `system` without its first block (the billing line) and without
+/// `cache_control`, as JSON with sorted keys and no spaces. `None` without a `system` list or
+/// `tools`.
+pub(crate) fn shape_hash(body: &Value) -> Option<String> {
+    use sha2::{Digest as _, Sha256};
+    let system = body.get("system")?.as_array()?.get(1..)?.to_vec();
+    let shape = json!({
+        "system": without_cache_control(&Value::Array(system)),
+        "tools": body.get("tools")?,
+    });
+    // serde_json's maps are sorted (no `preserve_order` in this workspace).
+    let digest = Sha256::digest(shape.to_string().as_bytes());
+    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The session a body names (`metadata.user_id`, a JSON string holding `session_id`).
+fn body_session(body: &Value) -> Option<String> {
+    let user_id: Value = serde_json::from_str(body["metadata"]["user_id"].as_str()?).ok()?;
+    user_id["session_id"].as_str().map(str::to_owned)
+}
+
+/// The bodies of a run split by transcript ([`split_bodies`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SplitBodies {
+    /// Per transcript, in the order given: the `(seq, body)` pairs it claims.
+    pub(crate) per_transcript: Vec<Vec<(u64, Value)>>,
+    /// The seq of each body no transcript claimed, or several did.
+    pub(crate) unclaimed: Vec<u64>,
+}
+
+/// Splits the bodies the mock logged among transcripts (each given as its records). A main
+/// session and its subagents write to different files but send the same session id in
+/// `metadata.user_id`; what tells their requests apart is the shape (system prompt and tools:
+/// a subagent has its own). So a transcript claims a body when the body's session is the
+/// transcript's `sessionId` and the body's [`shape_hash`] is one its `api-request-shape` or
+/// `api-request` records name. A compaction summary request has its session's shape, so it
+/// goes with its session. A body claimed by no transcript (a refused request Claude Code left
+/// no record of) or by several (a subagent with its parent's exact prompt and tools) is left
+/// out and listed in [`SplitBodies::unclaimed`].
+pub(crate) fn split_bodies(transcripts: &[Vec<Value>], bodies: &[(u64, Value)]) -> SplitBodies {
+    let claims: Vec<(Option<&str>, Vec<&str>)> = transcripts
+        .iter()
+        .map(|records| {
+            let session = records.iter().find_map(|r| r["sessionId"].as_str());
+            let shapes = records
+                .iter()
+                .filter(|r| r["type"] == "api-request-shape" || r["type"] == "api-request")
+                .filter_map(|r| r["shapeHash"].as_str())
+                .collect();
+            (session, shapes)
+        })
+        .collect();
+    let mut split = SplitBodies {
+        per_transcript: vec![Vec::new(); transcripts.len()],
+        unclaimed: Vec::new(),
+    };
+    for (seq, body) in bodies {
+        let (session, shape) = (body_session(body), shape_hash(body));
+        let claimed_by: Vec<usize> = claims
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, shapes))| {
+                session.is_some()
+                    && *s == session.as_deref()
+                    && shape.as_deref().is_some_and(|h| shapes.contains(&h))
+            })
+            .map(|(n, _)| n)
+            .collect();
+        match claimed_by.as_slice() {
+            [only] => split.per_transcript[*only].push((*seq, body.clone())),
+            _ => split.unclaimed.push(*seq),
+        }
+    }
+    split
+}
+
+/// The session transcripts under a Claude Code projects directory: each main session's
+/// (`<project>/<session>.jsonl`), followed by its subagents'
+/// (`<project>/<session>/subagents/agent-*.jsonl`), sorted.
 fn session_transcripts(projects: &Path) -> XResult<Vec<PathBuf>> {
+    let jsonl = |path: &Path| path.is_file() && path.extension().is_some_and(|e| e == "jsonl");
     let mut out = Vec::new();
     let Ok(projects_dir) = std::fs::read_dir(projects) else {
         return Ok(out);
@@ -775,12 +1066,27 @@ fn session_transcripts(projects: &Path) -> XResult<Vec<PathBuf>> {
         };
         for file in files.flatten() {
             let path = file.path();
-            if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+            if jsonl(&path) {
                 out.push(path);
+            } else if path.is_dir()
+                && let Ok(agents) = std::fs::read_dir(path.join("subagents"))
+            {
+                out.extend(agents.flatten().map(|a| a.path()).filter(|p| {
+                    jsonl(p)
+                        && p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+                }));
             }
         }
     }
-    out.sort();
+    // Each main session, then its subagents.
+    out.sort_by_key(|p| {
+        let session = match p.parent().and_then(Path::parent) {
+            Some(session) if is_subagent(p) => session.to_path_buf(),
+            _ => p.with_extension(""),
+        };
+        (session, is_subagent(p), p.clone())
+    });
     Ok(out)
 }
 
@@ -883,7 +1189,148 @@ mod tests {
             assert!(!steps.contains("{WORKSPACE}"));
         }
         let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["tools", "compact", "compact-opus-4-8", "models"]);
+        assert_eq!(
+            names,
+            [
+                "tools",
+                "compact",
+                "compact-opus-4-8",
+                "autocompact",
+                "subagent",
+                "thinking-parallel",
+                "big-output",
+                "models"
+            ]
+        );
+        // `fable` is Claude Code's alias of claude-fable-5-2, which no source documents
+        // (docs/claude-code-conformance.md): not asked for.
+        let models = SCENARIOS
+            .iter()
+            .find(|s| s.name == "models")
+            .expect("models");
+        assert!(models.invocations.iter().all(|i| i.model != Some("fable")));
+        // The subagent's requests are answered from their own route.
+        let subagent = SCENARIOS
+            .iter()
+            .find(|s| s.name == "subagent")
+            .expect("subagent");
+        let parsed: serde_yaml::Value = serde_yaml::from_str(subagent.steps).expect("yaml");
+        let marker = parsed["routes"][0]["marker"].as_str().expect("a route");
+        assert!(subagent.steps.matches(marker).count() >= 2, "{marker}");
+    }
+
+    /// A body as Claude Code sends it: a billing line, the system prompt, tools, a session.
+    fn body(session: &str, prompt: &str, tool: &str) -> Value {
+        let user_id = json!({"device_id": "d", "account_uuid": "", "session_id": session});
+        json!({
+            "model": "claude-opus-5-5",
+            "messages": [{"role": "user", "content": "hi"}],
+            "system": [
+                {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.328.c6f;"},
+                {"type": "text", "text": prompt, "cache_control": {"type": "ephemeral"}}
+            ],
+            "tools": [{"name": tool, "input_schema": {"type": "object"}}],
+            "metadata": {"user_id": user_id.to_string()},
+        })
+    }
+
+    #[test]
+    fn the_shape_hash_is_claude_codes_over_system_without_billing_line_and_markers() {
+        let b = body("s-1", "You are Claude Code.", "Bash");
+        // sha256 of {"system":[{"text":"You are Claude Code.","type":"text"}],"tools":[…]} as
+        // Python's json.dumps(shape, separators=(",", ":"), sort_keys=True) writes it.
+        let text = r#"{"system":[{"text":"You are Claude Code.","type":"text"}],"tools":[{"input_schema":{"type":"object"},"name":"Bash"}]}"#;
+        use sha2::{Digest as _, Sha256};
+        let want: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(shape_hash(&b).as_deref(), Some(want.as_str()));
+        // Another billing line, or no marker: the same shape.
+        let mut other = b.clone();
+        other["system"][0]["text"] = json!("x-anthropic-billing-header: cc_version=2.1.328.281;");
+        other["system"][1]
+            .as_object_mut()
+            .expect("block")
+            .remove("cache_control");
+        assert_eq!(shape_hash(&other), shape_hash(&b));
+        assert_eq!(shape_hash(&json!({"system": "text", "tools": []})), None);
+    }
+
+    #[test]
+    fn bodies_are_split_between_a_session_and_its_subagent_by_shape() {
+        let main = body("s-1", "You are Claude Code.", "Agent");
+        let sub = body("s-1", "You are a general-purpose agent.", "Bash");
+        let other_session = body("s-2", "You are Claude Code.", "Agent");
+        let shape = |b: &Value| shape_hash(b).expect("shape");
+        let transcript = |session: &str, hash: String, agent: Option<&str>| {
+            vec![
+                json!({"type": "user", "sessionId": session}),
+                json!({"type": "api-request-shape", "sessionId": session, "shapeHash": hash, "agentId": agent}),
+                json!({"type": "api-request", "sessionId": session, "shapeHash": hash,
+                       "querySource": if agent.is_some() { "agent:builtin:general-purpose" } else { "sdk" }}),
+            ]
+        };
+        let transcripts = [
+            transcript("s-1", shape(&main), None),
+            transcript("s-1", shape(&sub), Some("a1")),
+            transcript("s-2", shape(&other_session), None),
+        ];
+        let unknown = body("s-1", "A prompt nobody recorded.", "Bash");
+        let bodies: Vec<(u64, Value)> = [&main, &sub, &sub, &main, &other_session, &unknown]
+            .into_iter()
+            .cloned()
+            .enumerate()
+            .map(|(n, b)| (n as u64, b))
+            .collect();
+        let split = split_bodies(&transcripts, &bodies);
+        let seqs = |n: usize| -> Vec<u64> {
+            split.per_transcript[n]
+                .iter()
+                .map(|(seq, _)| *seq)
+                .collect()
+        };
+        assert_eq!(
+            (seqs(0), seqs(1), seqs(2)),
+            (vec![0, 3], vec![1, 2], vec![4])
+        );
+        assert_eq!(split.unclaimed, [5]);
+        // Two transcripts of one session with the same shape: neither gets the body.
+        let twins = [
+            transcript("s-1", shape(&main), None),
+            transcript("s-1", shape(&main), Some("a2")),
+        ];
+        let split = split_bodies(&twins, &bodies[..1]);
+        assert!(split.per_transcript.iter().all(Vec::is_empty));
+        assert_eq!(split.unclaimed, [0]);
+    }
+
+    #[test]
+    fn session_transcripts_include_subagents_and_nothing_else() {
+        let root = std::env::temp_dir().join(format!("tl-cc-transcripts-{}", std::process::id()));
+        let project = root.join("-work-ws");
+        let agents = project.join("s-1/subagents");
+        std::fs::create_dir_all(&agents).expect("dirs");
+        std::fs::create_dir_all(project.join("s-1/tool-results")).expect("dirs");
+        for file in [
+            project.join("s-1.jsonl"),
+            agents.join("agent-a1.jsonl"),
+            agents.join("agent-a1.meta.json"),
+            project.join("s-1/tool-results/x.txt"),
+        ] {
+            std::fs::write(&file, "{}\n").expect("write");
+        }
+        let found = session_transcripts(&root).expect("listed");
+        std::fs::remove_dir_all(&root).expect("cleaned");
+        assert_eq!(
+            found,
+            [project.join("s-1.jsonl"), agents.join("agent-a1.jsonl")]
+        );
+        assert!(!is_subagent(&found[0]) && is_subagent(&found[1]));
+        assert_eq!(
+            session_transcripts(&root).expect("missing is empty"),
+            Vec::<PathBuf>::new()
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! * `cargo xtask claude-code-install` installs the real Claude Code 2.1.328, pinned, into
 //!   `target/claude-code/`; `cargo xtask claude-code` runs it offline against `threadline mock`
 //!   over scenarios of its own and reports what the mock answered and `check` found
-//!   (`xtask/src/claude_code.rs`; not part of `ci`).
+//!   (`xtask/src/claude_code.rs`; a step of `ci`).
 //! * `cargo xtask ci` runs the same steps as `.ci/run`.
 
 #[cfg(test)]

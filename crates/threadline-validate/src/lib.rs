@@ -59,6 +59,10 @@
 //! rejects the request for the type itself, so a request they reject is rejected either way.
 //! [`validate`] returns the violations only; [`validate_report`] both.
 //!
+//! A known model's row may also list capabilities the documentation is silent on for it
+//! ([`Model::undocumented`]; Haiku 5.5's mid-conversation system messages and tool changes):
+//! using one is reported as a warning that says the docs are silent, not as a violation.
+//!
 //! A few findings are warnings for every model: rules that no recorded response and no
 //! documented rule bounds (see [`Rule`]; today the effort parameter on a model with no effort
 //! levels).

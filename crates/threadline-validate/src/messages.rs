@@ -13,6 +13,7 @@ use super::rule::{self, Rule};
 use super::text::{IN_MESSAGES, check_text_block, only_blank_text};
 use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
 use threadline_wire::content::{Content, ContentBlock, Role};
+use threadline_wire::model::Capability;
 use threadline_wire::tools::ToolDefinition;
 
 /// Above this many pending `tool_use` ids, answers are looked up in a hash map.
@@ -112,8 +113,15 @@ impl<'a> Walk<'a> {
             // Model-specific: only some models take mid-conversation system messages.
             Role::System if ctx.model.system_messages => {}
             Role::System => {
-                let path = loc.field("role");
-                ctx.report_model_at(Rule::InvalidRole, loc, path, rule::invalid_role(t));
+                let (path, api) = (loc.field("role"), format!("messages.{t}.role"));
+                let refusal = rule::invalid_role(t);
+                let at = (loc, path, api.as_str());
+                ctx.report_capability_at(
+                    Capability::SystemMessages,
+                    Rule::InvalidRole,
+                    at,
+                    refusal,
+                );
             }
             _ => {
                 let path = loc.field("role");

@@ -1,7 +1,7 @@
 //! Where a violation points, and the collector that orders what the checks report.
 
 use super::{Report, Rule, ValidateOptions, Violation};
-use threadline_wire::model::Model;
+use threadline_wire::model::{Capability, Model};
 
 /// A place in the request, both as sent (for [`Violation::path`]) and as the API names it after
 /// merging consecutive same-role messages (for the message text).
@@ -154,8 +154,8 @@ enum Severity {
     /// The API rejects the request for it.
     Violation,
     /// The API may accept the request: a model-specific rule checked against a row that does
-    /// not describe the model (the conservative default of an unknown id), or a rule no
-    /// recorded response or documented rule bounds.
+    /// not describe the model (the conservative default of an unknown id), a capability the
+    /// row lists as undocumented, or a rule no recorded response or documented rule bounds.
     Warning,
 }
 
@@ -204,6 +204,26 @@ impl<'a> Ctx<'a> {
             Severity::Violation
         };
         self.push(severity, rule, loc, path, message);
+    }
+
+    /// Reports the finding of a model-specific rule that fires because the row does not claim
+    /// `capability` (its message `refusal`, `api` the place as the API names it): as
+    /// [`report_model_at`](Self::report_model_at), but when the row lists `capability` as
+    /// `undocumented` (the documentation is silent on it for that model) a warning that says
+    /// so, never a violation.
+    pub(super) fn report_capability_at(
+        &mut self,
+        capability: Capability,
+        rule: Rule,
+        (loc, path, api): (Loc, String, &str),
+        refusal: String,
+    ) {
+        if !self.model.is_guess() && self.model.is_undocumented(capability) {
+            let message = super::rule::undocumented(api, &self.model.id, capability, &refusal);
+            self.push(Severity::Warning, rule, loc, path, message);
+        } else {
+            self.report_model_at(rule, loc, path, refusal);
+        }
     }
 
     /// Reports a warning at `loc`: a finding the API may well accept.

@@ -26,6 +26,8 @@
 
 use std::fmt;
 
+use threadline_wire::model::Capability;
+
 /// One acceptance rule of the Messages API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -64,7 +66,8 @@ pub enum Rule {
     ///
     /// Audit: docs/api-notes.md#mid-conversation-system-messages (DOC:mid-conversation-system-messages; WIRE, text uncertain).
     /// Model-specific for `system` (the row's `system_messages`): a warning on an unknown
-    /// model.
+    /// model, and a warning saying the documentation is silent on a model whose row lists
+    /// `system_messages` as `undocumented` (Haiku 5.5).
     InvalidRole,
     /// An assistant message's `tool_use` blocks are not all answered by `tool_result` blocks at
     /// the start of the immediately following user message. Text ``messages.N: `tool_use` ids
@@ -350,7 +353,7 @@ pub enum Rule {
     /// [`Feature::ToolChanges`]: threadline_wire::model::Feature::ToolChanges
     ///
     /// Audit: docs/api-notes.md#tool-changes (DOC). Model-specific: a warning on an
-    /// unknown model.
+    /// unknown model, and on a model whose row lists `tool_changes` as `undocumented`.
     ToolChangesUnsupported,
     /// A beta feature in the body without its `anthropic-beta` name (checked only when the
     /// header is known: [`ValidateOptions::with_beta_header`]). Texts: `context_management:
@@ -585,6 +588,20 @@ pub(super) const EFFORT_NOT_PERMITTED: &str =
 pub(super) fn empty_content(api_turn: usize) -> String {
     format!(
         "messages.{api_turn}: all messages must have non-empty content except for the optional final assistant message"
+    )
+}
+
+/// Ours: the warning for a capability the model's row lists as `undocumented`, where `refusal`
+/// is what the validator would report if the model lacked it.
+pub(super) fn undocumented(
+    api: &str,
+    model: &str,
+    capability: Capability,
+    refusal: &str,
+) -> String {
+    format!(
+        "{api}: the documentation does not say whether {model} accepts {}, so the API may accept this; if {model} does not, the answer is `{refusal}`",
+        capability.describe()
     )
 }
 

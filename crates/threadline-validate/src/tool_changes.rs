@@ -16,7 +16,7 @@ use super::rule::Rule;
 use super::turns::{Piece, Turn, TurnBlocks, Turns};
 use threadline_wire::betas::MID_CONVERSATION_TOOL_CHANGES;
 use threadline_wire::content::{ContentBlock, Role};
-use threadline_wire::model::Feature;
+use threadline_wire::model::{Capability, Feature};
 use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
 use threadline_wire::tools::ToolDefinition;
 
@@ -30,7 +30,11 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     while let Some((t, turn)) = turns.next() {
         let is_system = *turn.role == Role::System;
         // An effort-only system turn renders nothing and may stand anywhere.
-        if is_system && ctx.model.system_messages && !turn.is_effort_only(messages) {
+        // A model whose row leaves system messages undocumented is held to the same placement
+        // rules: a misplaced one is refused whether or not the model takes them.
+        let takes_system =
+            ctx.model.system_messages || ctx.model.is_undocumented(Capability::SystemMessages);
+        if is_system && takes_system && !turn.is_effort_only(messages) {
             let next = turns.peek().map(|(_, next)| next.role);
             placement(ctx, t, &turn, previous, next);
         }
@@ -60,7 +64,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
             if !unsupported_reported && !ctx.model.supports(Feature::ToolChanges) {
                 unsupported_reported = true;
                 let message = format!("{api}: `{tag}` blocks are not supported on this model");
-                ctx.report_model(Rule::ToolChangesUnsupported, loc, message);
+                let at = (loc, loc.path(), api.as_str());
+                ctx.report_capability_at(
+                    Feature::ToolChanges.into(),
+                    Rule::ToolChangesUnsupported,
+                    at,
+                    message,
+                );
             }
             if !beta_reported
                 && ctx.options.names_beta(MID_CONVERSATION_TOOL_CHANGES) == Some(false)

@@ -68,6 +68,55 @@ pub enum Feature {
     Unknown,
 }
 
+/// A capability a row can name as one the documentation is silent on for its model (the row's
+/// `undocumented`): neither claimed nor denied. The row does not claim it (its
+/// `system_messages` or `features` leave it out), so threadline never relies on it; the
+/// validator reports a request using it as a warning, not a violation, and the mock serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Capability {
+    /// `role: "system"` messages inside `messages` (the row's `system_messages`).
+    SystemMessages,
+    /// [`Feature::ServerCompaction`].
+    ServerCompaction,
+    /// [`Feature::ToolSearch`].
+    ToolSearch,
+    /// [`Feature::ToolChanges`].
+    ToolChanges,
+    /// [`Feature::TaskBudget`].
+    TaskBudget,
+    /// A name this version does not know (newer data): never matches a query.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Capability {
+    /// What the capability is, in words, for a message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Capability::SystemMessages => "mid-conversation `role: \"system\"` messages",
+            Capability::ServerCompaction => "server-side compaction (`compact_20260112`)",
+            Capability::ToolSearch => "tool search (`defer_loading`)",
+            Capability::ToolChanges => "`tool_addition` / `tool_removal` blocks",
+            Capability::TaskBudget => "`output_config.task_budget`",
+            Capability::Unknown => "an unknown capability",
+        }
+    }
+}
+
+impl From<Feature> for Capability {
+    fn from(feature: Feature) -> Capability {
+        match feature {
+            Feature::ServerCompaction => Capability::ServerCompaction,
+            Feature::ToolSearch => Capability::ToolSearch,
+            Feature::ToolChanges => Capability::ToolChanges,
+            Feature::TaskBudget => Capability::TaskBudget,
+            Feature::Unknown => Capability::Unknown,
+        }
+    }
+}
+
 /// One model's row.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
@@ -101,6 +150,10 @@ pub struct Model {
     /// The capabilities only some models have; absent in the data means none.
     #[serde(default)]
     pub features: Vec<Feature>,
+    /// The capabilities the documentation says nothing about for this model (see
+    /// [`Capability`]); absent in the data means none. A row never claims what it lists here.
+    #[serde(default)]
+    pub undocumented: Vec<Capability>,
     /// Whether thinking blocks of earlier turns are kept (not stripped) by the API.
     pub keeps_prior_thinking: bool,
     /// Whether input + `max_tokens` over the window is a 400 (older models) rather than a
@@ -108,7 +161,8 @@ pub struct Model {
     pub rejects_input_plus_max_tokens_over_window: bool,
     /// Prices.
     pub prices: Prices,
-    /// When the model was retired from the API, if it was.
+    /// When the model was retired from the API, if it was. Informative: nothing refuses a
+    /// retired model (the mock serves it, because tests name retired models).
     #[serde(default)]
     pub retired: Option<String>,
     /// This row is the table's conservative default, standing in for an id the table does not
@@ -128,6 +182,13 @@ impl Model {
     /// Whether the model has `feature` (never for [`Feature::Unknown`]).
     pub fn supports(&self, feature: Feature) -> bool {
         feature != Feature::Unknown && self.features.contains(&feature)
+    }
+
+    /// Whether the documentation is silent on whether the model has `capability` (the row's
+    /// `undocumented`; never for [`Capability::Unknown`]).
+    pub fn is_undocumented(&self, capability: impl Into<Capability>) -> bool {
+        let capability = capability.into();
+        capability != Capability::Unknown && self.undocumented.contains(&capability)
     }
 
     /// Whether `thinking.type` = `mode` is accepted.
@@ -543,6 +604,46 @@ mod tests {
                 .resolve("claude-opus-5-5")
                 .model()
                 .accepts_thinking(ThinkingMode::Disabled)
+        );
+    }
+
+    #[test]
+    fn an_undocumented_capability_is_never_claimed_and_haiku_5_5_lists_system_messages() {
+        let table = ModelTable::builtin();
+        for model in table.models() {
+            for &capability in &model.undocumented {
+                assert_ne!(capability, Capability::Unknown, "{}", model.id);
+                let claimed = match capability {
+                    Capability::SystemMessages => model.system_messages,
+                    Capability::ServerCompaction => model.supports(Feature::ServerCompaction),
+                    Capability::ToolSearch => model.supports(Feature::ToolSearch),
+                    Capability::ToolChanges => model.supports(Feature::ToolChanges),
+                    Capability::TaskBudget => model.supports(Feature::TaskBudget),
+                    Capability::Unknown => false,
+                };
+                assert!(
+                    !claimed,
+                    "{} claims {capability:?} and lists it as undocumented",
+                    model.id
+                );
+            }
+        }
+        // Reference api-2026-autumn.md §3.1 ("Haiku 5.5 UNC"), §6.2, §9.
+        let haiku = table.resolve("claude-haiku-5-5").model();
+        assert!(!haiku.system_messages);
+        assert!(haiku.is_undocumented(Capability::SystemMessages));
+        assert!(haiku.is_undocumented(Feature::ToolChanges));
+        assert!(!haiku.is_undocumented(Feature::Unknown));
+        // Documented either way: Sonnet 5 does not take them, Opus 5.5 does.
+        for id in ["claude-sonnet-5", "claude-opus-5-5", "claude-haiku-4-5"] {
+            assert!(table.resolve(id).model().undocumented.is_empty(), "{id}");
+        }
+        assert!(
+            table
+                .resolve("claude-from-the-future")
+                .model()
+                .undocumented
+                .is_empty()
         );
     }
 

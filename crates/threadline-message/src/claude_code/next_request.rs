@@ -14,13 +14,13 @@
 //!   `<system-reminder>` wrapper removed and joined with a blank line, into one
 //!   `role: "system"` message after that user message when the session uses system turns
 //!   (its last `prompt_snapshot` says `systemTurns: true`; without one, the anchor holds a
-//!   system message, or with no anchor the model in use takes system messages by the model
-//!   table); otherwise they are user texts like the others, wrapper kept;
+//!   system message, or with no anchor the model table says the model in use takes system
+//!   messages or does not document whether it does); otherwise they are user texts like the others, wrapper kept;
 //! * a `file` attachment re-read after a compaction sends its first text ("Called the Read
 //!   tool …") as a user message of its own before the turn's;
-//! * a text rendered beside tool results ends with a newline (Claude Code adds one), and so
-//!   does the text of each user record merged before the turn's last one (the local command
-//!   records before the prompt);
+//! * the parts of a turn's user message are joined with newlines: the attachment texts as one
+//!   part, then each user record (local command records, the summary, the prompt); every part
+//!   but the last ends with a newline, although the records store none;
 //! * with no request recorded since the last compaction, every message of the view is
 //!   rendered; the effort an earlier request carried on its messages (`per-turn-control`
 //!   beta) goes on the first system message, an effort-only one when the first turn has no
@@ -96,10 +96,12 @@ impl ImportResult {
             .and_then(|r| r.params.get("output_config").cloned());
         let system_turns = system_turns.unwrap_or_else(|| {
             self.model_in_use().is_some_and(|model| {
-                threadline_wire::model::ModelTable::builtin()
-                    .resolve(model)
-                    .model()
-                    .system_messages
+                // Claude Code sends system turns to every model that takes them, and to
+                // those whose documentation does not say (Haiku 5.5).
+                let table = threadline_wire::model::ModelTable::builtin();
+                let row = table.resolve(model).model();
+                row.system_messages
+                    || row.is_undocumented(threadline_wire::model::Capability::SystemMessages)
             })
         });
         let messages = render(&self.messages, system_turns, effort);
@@ -162,7 +164,8 @@ struct Turn {
     leading: Vec<String>,
     results: Vec<ContentBlock>,
     user_texts: Vec<ContentBlock>,
-    prompt: Vec<ContentBlock>,
+    /// The blocks of each user record of the turn (local command records, the prompt).
+    prompt: Vec<Vec<ContentBlock>>,
     system_texts: Vec<String>,
 }
 
@@ -185,31 +188,34 @@ impl Turn {
         for text in turn.leading {
             out.push(MessageParam::new(Role::User, Content::Text(text)));
         }
+        let prompt: Vec<ContentBlock> = turn.prompt.iter().flatten().cloned().collect();
         let only_prompt_text = turn.results.is_empty()
             && turn.user_texts.is_empty()
-            && matches!(turn.prompt.as_slice(), [ContentBlock::Text(t)] if t.cache_control.is_none() && t.citations.is_none());
+            && matches!(prompt.as_slice(), [ContentBlock::Text(t)] if t.cache_control.is_none() && t.citations.is_none());
         if only_prompt_text {
-            if let [ContentBlock::Text(t)] = turn.prompt.as_slice() {
+            if let [ContentBlock::Text(t)] = prompt.as_slice() {
                 out.push(MessageParam::new(Role::User, Content::Text(t.text.clone())));
             }
         } else {
+            // Claude Code joins the parts of a turn's message with newlines: the attachment
+            // texts as one part, then each user record; every part but the last ends with
+            // a newline.
+            let mut parts: Vec<Vec<ContentBlock>> = Vec::new();
+            if !turn.user_texts.is_empty() {
+                parts.push(turn.user_texts);
+            }
+            parts.extend(turn.prompt.into_iter().filter(|p| !p.is_empty()));
+            let count = parts.len();
             let mut blocks = turn.results;
-            blocks.extend(turn.user_texts);
-            // Claude Code ends the text of each user record it merges before the last one
-            // with a newline (local command records before the prompt).
-            let records = turn.prompt.len();
-            blocks.extend(
-                turn.prompt
-                    .into_iter()
-                    .enumerate()
-                    .map(|(n, block)| match block {
-                        ContentBlock::Text(mut t) if n + 1 < records && !t.text.ends_with('\n') => {
-                            t.text.push('\n');
-                            ContentBlock::Text(t)
-                        }
-                        other => other,
-                    }),
-            );
+            for (n, mut part) in parts.into_iter().enumerate() {
+                if n + 1 < count
+                    && let Some(ContentBlock::Text(t)) = part.last_mut()
+                    && !t.text.ends_with('\n')
+                {
+                    t.text.push('\n');
+                }
+                blocks.extend(part);
+            }
             if !blocks.is_empty() {
                 out.push(MessageParam::user(blocks));
             }
@@ -274,18 +280,17 @@ fn render(
                     .cloned()
                     .partition(|b| matches!(b, ContentBlock::ToolResult(_)));
                 turn.results.extend(results);
-                turn.prompt.extend(rest);
+                turn.prompt.push(rest);
             }
             Message::System(s) => {
                 if let SystemKind::LocalCommand { content } = &s.kind {
-                    turn.prompt.push(ContentBlock::text(content.clone()));
+                    turn.prompt.push(vec![ContentBlock::text(content.clone())]);
                 }
             }
             Message::Attachment(a) => {
                 if let Attachment::ClaudeCodeRendered {
                     texts,
                     role,
-                    beside_tool_result,
                     attachment_type,
                     ..
                 } = &a.attachment
@@ -298,15 +303,7 @@ fn render(
                         turn.leading.push(call.clone());
                         texts = rest;
                     }
-                    if *beside_tool_result {
-                        turn.user_texts.extend(texts.iter().map(|t| {
-                            let mut text = t.clone();
-                            if !text.ends_with('\n') {
-                                text.push('\n');
-                            }
-                            ContentBlock::text(text)
-                        }));
-                    } else if system_turns && role.as_deref() == Some("system") {
+                    if system_turns && role.as_deref() == Some("system") {
                         turn.system_texts
                             .extend(texts.iter().map(|t| unwrapped(t).to_owned()));
                     } else {

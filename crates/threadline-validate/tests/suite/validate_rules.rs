@@ -2025,3 +2025,91 @@ fn a_whitespace_only_block_beside_other_content_is_a_warning_not_a_violation() {
     assert_eq!(alone.violations.len(), 1, "{:?}", alone.violations);
     assert!(alone.warnings.is_empty(), "{:?}", alone.warnings);
 }
+
+#[test]
+fn a_capability_the_docs_are_silent_on_is_a_warning_that_says_so_and_a_documented_no_stays_a_violation()
+ {
+    // Haiku 5.5's row lists `system_messages` and `tool_changes` as undocumented (reference
+    // api-2026-autumn.md §3.1 "Haiku 5.5 UNC", §9): Claude Code 2.1.328 sends it what it sends
+    // Opus 5.5, `[user, system(+ output_config)]`.
+    let request = |model: &str, system: Value| {
+        json!({
+            "model": model, "max_tokens": 1024,
+            "tools": [weather_tool()],
+            "messages": [user(json!("Hi")), system]
+        })
+    };
+    let system = json!({"role": "system", "content": "Answer in French.", "output_config": {"effort": "medium"}});
+    let report = report_for(&request("claude-haiku-5-5", system.clone()));
+    assert_eq!(findings(&report.violations), []);
+    assert_eq!(
+        findings(&report.warnings),
+        [(
+            Rule::InvalidRole,
+            "messages.1.role",
+            "messages.1.role: the documentation does not say whether claude-haiku-5-5 accepts mid-conversation `role: \"system\"` messages, so the API may accept this; if claude-haiku-5-5 does not, the answer is `messages.1.role: Input should be 'user' or 'assistant'`"
+        )]
+    );
+    // Tool changes on it: a warning of the same kind, not a violation.
+    let changes = json!({"role": "system", "content": [
+        {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "get_weather"}}
+    ]});
+    let report = report_for(&request("claude-haiku-5-5", changes.clone()));
+    assert_eq!(findings(&report.violations), []);
+    let rules: Vec<Rule> = report.warnings.iter().map(|v| v.rule).collect();
+    assert_eq!(rules, [Rule::InvalidRole, Rule::ToolChangesUnsupported]);
+    assert!(
+        report.warnings[1].message.starts_with(
+            "messages.1.content.0: the documentation does not say whether claude-haiku-5-5 accepts `tool_addition` / `tool_removal` blocks"
+        ),
+        "{}",
+        report.warnings[1].message
+    );
+    // The placement rules still hold: a system message carrying content cannot come first,
+    // whether or not the model takes system messages.
+    let first = report_for(&json!({
+        "model": "claude-haiku-5-5", "max_tokens": 1024,
+        "messages": [{"role": "system", "content": "Be brief."}, user(json!("Hi"))]
+    }));
+    assert_eq!(
+        first
+            .violations
+            .first()
+            .map(|v| (v.rule, v.message.as_str())),
+        Some((
+            Rule::SystemMessagePlacement,
+            "messages.0: a system message cannot be the first message"
+        )),
+        "{:?}",
+        first.violations
+    );
+    assert!(
+        first
+            .violations
+            .iter()
+            .all(|v| v.rule == Rule::SystemMessagePlacement)
+    );
+    // Models whose docs say no (Sonnet 5, Haiku 4.5) still refuse them: violations.
+    for model in ["claude-sonnet-5", "claude-haiku-4-5"] {
+        let report = report_for(&request(model, system.clone()));
+        assert_eq!(
+            findings(&report.violations),
+            [(
+                Rule::InvalidRole,
+                "messages.1.role",
+                "messages.1.role: Input should be 'user' or 'assistant'"
+            )],
+            "{model}"
+        );
+        assert_eq!(report.warnings, [], "{model}");
+        let report = report_for(&request(model, changes.clone()));
+        assert_eq!(
+            report.violations.iter().map(|v| v.rule).collect::<Vec<_>>(),
+            [Rule::InvalidRole, Rule::ToolChangesUnsupported],
+            "{model}"
+        );
+    }
+    // And the models whose docs say yes accept them without a word.
+    let report = report_for(&request("claude-opus-5-5", system));
+    assert_eq!((report.violations, report.warnings), (vec![], vec![]));
+}

@@ -1,7 +1,8 @@
 //! The mock answers what the validator finds as the API does: a deferred tool with
 //! a cache marker is a 400 in the API's words; an unknown model is the API's 404, never a 400
-//! on the table's guessed limits, and the models Claude Code 2.1.328 picks are served; the
-//! API's own `"\n\n"` blocks sent back are accepted.
+//! on the table's guessed limits, and the models Claude Code 2.1.328 picks are served (with
+//! the system messages it sends Haiku 5.5, on which the docs are silent); the API's own
+//! `"\n\n"` blocks sent back are accepted.
 
 use serde_json::{Value, json};
 use threadline_mock::{MockServer, Scenario, Step};
@@ -104,6 +105,31 @@ async fn the_models_claude_code_2_1_328_picks_are_served_never_a_404() {
         assert_eq!(status, 200, "{model}: {body}");
         assert_eq!(body["model"], model);
     }
+}
+
+#[tokio::test]
+async fn a_system_message_the_docs_are_silent_on_is_served_and_a_documented_no_is_the_400() {
+    // Claude Code 2.1.328's first request on `--model haiku`: `[user, system + effort]`. The
+    // docs do not say whether Haiku 5.5 takes system messages (its row lists them as
+    // undocumented), so the mock serves it; Sonnet 5's docs say it does not: a 400.
+    let server = start().await;
+    let body = |model: &str| {
+        json!({
+            "model": model, "max_tokens": 1024,
+            "messages": [
+                {"role": "user", "content": "Hi"},
+                {"role": "system", "content": "Today's date is 2026-12-02.", "output_config": {"effort": "medium"}}
+            ]
+        })
+    };
+    let (status, answered) = answer(&server, body("claude-haiku-5-5")).await;
+    assert_eq!(status, 200, "{answered}");
+    let (status, refused) = answer(&server, body("claude-sonnet-5")).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "messages.1.role: Input should be 'user' or 'assistant'"
+    );
 }
 
 #[tokio::test]
