@@ -1,10 +1,12 @@
 //! The model table: per-model limits, capabilities and prices, loaded from data.
 //!
 //! The numbers live in `data/models.json` (compiled in), never in code, because they change
-//! per model and over time. An id the table does not know resolves to a conservative default
-//! (small window, small output, no prefill, the highest cache minimum and prices) together
-//! with a warning, never a panic. That row says it is a guess ([`Model::is_guess`]): the
-//! validator reports what its model-specific rules find against it as warnings only.
+//! per model and over time; each row names the documentation pages and the date its numbers
+//! were read ([`Model::source`]). An id the table does not know resolves to a conservative
+//! default (small window, small output, no prefill, the highest cache minimum and prices)
+//! together with a warning, never a panic. That row says it is a guess
+//! ([`Model::is_guess`]): the validator reports what its model-specific rules find against it
+//! as warnings only.
 //!
 //! ```
 //! use threadline_wire::model::ModelTable;
@@ -165,6 +167,12 @@ pub struct Model {
     /// retired model (the mock serves it, because tests name retired models).
     #[serde(default)]
     pub retired: Option<String>,
+    /// Where the row's numbers come from, in words: the documentation pages, the snapshot
+    /// (commit) they were read at and the date it was fetched, and which numbers no source
+    /// gives. Informative, for an embedder to show; every built-in row has one, a row of an
+    /// extension may leave it out.
+    #[serde(default)]
+    pub source: Option<String>,
     /// This row is the table's conservative default, standing in for an id the table does not
     /// know: its limits are guesses (set by [`ModelTable::from_json`], never read from data).
     #[serde(skip)]
@@ -647,25 +655,40 @@ mod tests {
         );
     }
 
+    /// Whether `text` contains a date written `YYYY-MM-DD`.
+    fn has_iso_date(text: &str) -> bool {
+        text.as_bytes().windows(10).any(|w| {
+            w.iter().enumerate().all(|(i, b)| match i {
+                4 | 7 => *b == b'-',
+                _ => b.is_ascii_digit(),
+            })
+        })
+    }
+
     #[test]
-    fn every_row_added_after_august_names_its_source() {
-        let file: serde_json::Value = serde_json::from_str(BUILTIN).expect("JSON");
-        let rows = file["models"].as_array().expect("models");
-        for id in [
-            "claude-opus-5-5",
-            "claude-sonnet-5-5",
-            "claude-haiku-5-5",
-            "claude-fable-5-1",
-        ] {
-            let row = rows.iter().find(|r| r["id"] == id).expect("a row");
-            let source = row["source"].as_str().unwrap_or_default();
+    fn every_row_names_the_docs_pages_and_the_date_of_its_source() {
+        // Issue 28: the model table's sources (page and date) are in the data file, and the
+        // reader keeps them.
+        for model in ModelTable::builtin().models() {
+            let source = model.source.as_deref().unwrap_or_default();
             assert!(
-                source.contains("Claude platform docs")
-                    && source.contains(".md")
-                    && source.contains("@"),
-                "{id}"
+                source.contains("Claude platform docs") && source.contains(".md"),
+                "{}: `source` names no docs page",
+                model.id
             );
+            assert!(
+                source.contains('@'),
+                "{}: `source` names no snapshot",
+                model.id
+            );
+            assert!(has_iso_date(source), "{}: `source` has no date", model.id);
         }
+        assert!(has_iso_date("fetched 2026-08-22)") && !has_iso_date("2026-8-22, 20260822"));
+        // An extension's row may leave it out.
+        let table = ModelTable::builtin()
+            .extended_from_json(&format!(r#"{{"models": [{}]}}"#, row("x", &[], 1)))
+            .expect("a row without a source");
+        assert_eq!(table.resolve("x").model().source, None);
     }
 
     #[test]
