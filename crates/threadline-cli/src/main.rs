@@ -391,6 +391,13 @@ enum Command {
         /// format).
         #[arg(long, value_name = "FILE")]
         record_log: Option<std::path::PathBuf>,
+        /// Serve these models too: a JSON file in the Models API's shape (what
+        /// `GET /v1/models` answers, `{"data": [...]}`, or one entry), or in the model
+        /// table's (`{"models": [...]}`). A row it names replaces the built-in one; what the
+        /// Models API does not give (prices, …) comes from the entry's own fields, else the
+        /// table's conservative default.
+        #[arg(long, value_name = "FILE")]
+        models: Option<std::path::PathBuf>,
         /// Bounds on bodies, recordings, connections and timeouts.
         #[command(flatten)]
         limits: commands::mock::LimitArgs,
@@ -561,11 +568,13 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             addr,
             scenario,
             record_log,
+            models,
             limits,
         } => commands::mock::run(
             addr,
             scenario.as_deref(),
             record_log.as_deref(),
+            models.as_deref(),
             &limits,
             input_limit,
         ),

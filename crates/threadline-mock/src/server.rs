@@ -78,6 +78,9 @@ pub struct MockConfig {
     /// The file the request log is appended to, if any (see
     /// [`with_record_log`](Self::with_record_log)).
     pub record_log: Option<std::path::PathBuf>,
+    /// The models served (see [`with_models`](Self::with_models)); the built-in table by
+    /// default.
+    pub models: &'static ModelTable,
 }
 
 impl std::fmt::Debug for MockConfig {
@@ -87,6 +90,7 @@ impl std::fmt::Debug for MockConfig {
             .field("scenario", &self.scenario)
             .field("limits", &self.limits)
             .field("record_log", &self.record_log)
+            .field("models", &self.models.models().len())
             .finish_non_exhaustive()
     }
 }
@@ -100,7 +104,22 @@ impl MockConfig {
             usage: Arc::new(SimulatedUsage::new()),
             limits: ServerLimits::default(),
             record_log: None,
+            models: ModelTable::builtin(),
         }
+    }
+
+    /// This configuration serving the models of `table` (the built-in table extended by a
+    /// file, say: [`ModelTable::extended_from_json`]) instead of the built-in ones: a model
+    /// the table knows is served, any other is a 404, as the API answers. The default usage
+    /// model simulates the cache with the same table; call this before
+    /// [`with_usage_model`](Self::with_usage_model), which it would replace. The table is
+    /// kept for the rest of the process (leaked: the simulator borrows its rows), so
+    /// configure a mock with extra models once, not per request.
+    pub fn with_models(mut self, table: ModelTable) -> Self {
+        let table: &'static ModelTable = Box::leak(Box::new(table));
+        self.usage = Arc::new(SimulatedUsage::with_table(table));
+        self.models = table;
+        self
     }
 
     /// This configuration appending one JSON line per request on `/v1/messages` and
@@ -146,6 +165,8 @@ struct State {
     fingerprints: crate::diagnostics::Fingerprints,
     /// The request log, when configured.
     log: Option<RequestLog>,
+    /// The models served.
+    models: &'static ModelTable,
 }
 
 /// The step chosen for a request, and how its ids are made.
@@ -296,6 +317,7 @@ impl MockServer {
             limits,
             fingerprints: Default::default(),
             log,
+            models: config.models,
         });
         let connections = Connections::new(state.limits.max_connections);
         let task = tokio::spawn(accept_loop(
@@ -664,6 +686,7 @@ async fn answer(
         ValidateOptions::default().with_beta_header(header("anthropic-beta").unwrap_or(""));
     if count_tokens {
         let request = match accepted::<CountTokensRequest>(
+            state.models,
             bytes,
             |r| r.model.as_str(),
             |r, model| validate_count_tokens_with(r, model, &options),
@@ -681,6 +704,7 @@ async fn answer(
         );
     }
     let request = match accepted::<MessagesRequest>(
+        state.models,
         bytes,
         |r| r.model.as_str(),
         |r, model| validate_with(r, model, &options),
@@ -732,13 +756,14 @@ async fn answer(
 /// with it, checked as the API does: the body parses, its model (`model_of`) is known, and
 /// `violations` finds nothing against that model.
 fn accepted<T: serde::de::DeserializeOwned>(
+    models: &ModelTable,
     bytes: &[u8],
     model_of: fn(&T) -> &str,
     violations: impl FnOnce(&T, &Model) -> Vec<Violation>,
 ) -> Result<T, (ApiErrorType, String)> {
     let request: T =
         parse_body(bytes).map_err(|message| (ApiErrorType::InvalidRequest, message))?;
-    let resolved = ModelTable::builtin().resolve(model_of(&request));
+    let resolved = models.resolve(model_of(&request));
     if !resolved.is_known() {
         let message = format!("model: {}", model_of(&request));
         return Err((ApiErrorType::NotFound, message));

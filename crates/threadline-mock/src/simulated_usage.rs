@@ -19,6 +19,7 @@ use crate::usage::{EstimateUsage, UsageModel};
 pub struct SimulatedUsage {
     started: Instant,
     simulators: Mutex<BTreeMap<String, Simulator<'static>>>,
+    table: &'static ModelTable,
 }
 
 impl std::fmt::Debug for SimulatedUsage {
@@ -34,25 +35,31 @@ impl Default for SimulatedUsage {
 }
 
 impl SimulatedUsage {
-    /// A simulator per model, with an empty cache; time starts now.
+    /// A simulator per model of the built-in table, with an empty cache; time starts now.
     pub fn new() -> Self {
+        SimulatedUsage::with_table(ModelTable::builtin())
+    }
+
+    /// A simulator per model of `table`, with an empty cache; time starts now.
+    pub fn with_table(table: &'static ModelTable) -> Self {
         SimulatedUsage {
             started: Instant::now(),
             simulators: Mutex::new(BTreeMap::new()),
+            table,
         }
     }
-}
 
-/// The built-in table's row for `id` (aliases resolved), when the table knows it.
-fn known_model(id: &str) -> Option<&'static Model> {
-    let table = ModelTable::builtin();
-    let canonical = table.resolve(id).model().id.clone();
-    table.models().iter().find(|model| model.id == canonical)
+    /// The table's row for `id` (aliases resolved), when the table knows it.
+    fn known_model(&self, id: &str) -> Option<&'static Model> {
+        let table = self.table;
+        let canonical = table.resolve(id).model().id.clone();
+        table.models().iter().find(|model| model.id == canonical)
+    }
 }
 
 impl UsageModel for SimulatedUsage {
     fn usage(&self, request: &MessagesRequest, request_bytes: usize, output_tokens: u64) -> Usage {
-        let Some(model) = known_model(&request.model) else {
+        let Some(model) = self.known_model(&request.model) else {
             // The server answers 404 to unknown models before asking; be safe anyway.
             return EstimateUsage.usage(request, request_bytes, output_tokens);
         };

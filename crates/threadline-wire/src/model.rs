@@ -23,6 +23,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
+mod models_api;
+
 /// Prices in US dollars per million tokens.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
@@ -40,7 +42,7 @@ pub struct Prices {
 }
 
 /// The `thinking.type` values a model accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ThinkingMode {
@@ -53,7 +55,7 @@ pub enum ThinkingMode {
 }
 
 /// A capability that only some models have (the row's `features`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Feature {
@@ -348,7 +350,15 @@ impl ModelTable {
                 "an extension is a JSON object",
             )));
         }
-        let file = ExtensionFile::deserialize(value)?;
+        let file = if models_api::is_models_api(&value) {
+            ExtensionFile {
+                docs: None,
+                default: None,
+                models: models_api::rows(&value, &self.default)?,
+            }
+        } else {
+            ExtensionFile::deserialize(value)?
+        };
         let _ = file.docs;
         let mut seen: Vec<&str> = Vec::new();
         for row in &file.models {

@@ -84,9 +84,24 @@ pub(crate) fn run(
     addr: SocketAddr,
     scenario: Option<&Path>,
     record_log: Option<&Path>,
+    models: Option<&Path>,
     limits: &LimitArgs,
     input_limit: crate::input::InputLimit,
 ) -> Result<(), CliError> {
+    // Extra models: a file in the Models API's shape (`GET /v1/models`) or the model table's.
+    let models = match models {
+        Some(path) => {
+            let name = path.display().to_string();
+            let bytes = crate::input::read_input(&name, input_limit)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| CliError::usage(Some("mock"), format!("{name}: not UTF-8")))?;
+            let table = threadline_wire::model::ModelTable::builtin()
+                .extended_from_json(&text)
+                .map_err(|e| CliError::usage(Some("mock"), format!("{name}: {e}")))?;
+            Some(table)
+        }
+        None => None,
+    };
     let scenario = match scenario {
         // The mock's loader reads the file whole: refuse one over the input limit (or
         // endless, `/dev/zero`) before it does.
@@ -103,6 +118,9 @@ pub(crate) fn run(
         let mut config = MockConfig::new(scenario)
             .with_addr(addr)
             .with_limits(limits.limits());
+        if let Some(table) = models {
+            config = config.with_models(table);
+        }
         if let Some(path) = record_log {
             // Opened here, so that its error names the file rather than the address (with
             // the mode the mock creates it with, 0600: it holds the request bodies).

@@ -218,3 +218,50 @@ fn mock_with_a_log_it_cannot_open_fails_in_one_line() {
     assert!(stderr.contains("cannot open"), "{stderr}");
     assert!(stderr.contains("log.jsonl"), "{stderr}");
 }
+
+#[test]
+fn mock_serves_the_models_of_a_models_api_file_and_refuses_a_broken_one() {
+    let scenario = temp_file(
+        "scenario-models.yaml",
+        "steps:\n  - kind: message\n    content: [{type: text, text: hello}]\n",
+    );
+    // What `GET /v1/models` answers, for a model this build does not know.
+    let models = temp_file(
+        "models.json",
+        r#"{"data": [{"type": "model", "id": "claude-next-6", "display_name": "Claude Next 6",
+            "created_at": "2026-11-20T00:00:00Z", "max_input_tokens": 2000000, "max_tokens": 256000,
+            "capabilities": {"thinking": {"supported": true, "types": {"adaptive": {"supported": true}}}}}],
+           "has_more": false}"#,
+    );
+    let next = REQUEST.replace("claude-sonnet-4-6", "claude-next-6");
+    let plain = Mock::start(&scenario);
+    let (status, _) = post(plain.addr(), "/v1/messages", &next, true);
+    assert!(status.contains("404"), "without the file: {status}");
+
+    let mock = Mock::start_with(&scenario, &["--models".as_ref(), models.as_os_str()]);
+    let (status, body) = post(mock.addr(), "/v1/messages", &next, true);
+    assert!(status.contains("200"), "{status} {body}");
+    // The API's limits apply: 256,000 output tokens, not the default's 8,192.
+    let big = next.replace(r#""max_tokens":64"#, r#""max_tokens":200000"#);
+    let (status, body) = post(mock.addr(), "/v1/messages", &big, true);
+    assert!(status.contains("200"), "{status} {body}");
+    let too_big = next.replace(r#""max_tokens":64"#, r#""max_tokens":300000"#);
+    let (status, body) = post(mock.addr(), "/v1/messages", &too_big, true);
+    assert!(status.contains("400"), "{status} {body}");
+    // The built-in models are still served.
+    let (status, _) = post(mock.addr(), "/v1/messages", REQUEST, true);
+    assert!(status.contains("200"), "{status}");
+
+    let broken = temp_file("models-broken.json", r#"{"data": [{"type": "model"}]}"#);
+    let output = command()
+        .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
+        .arg(&scenario)
+        .arg("--models")
+        .arg(&broken)
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("models-broken.json"), "{stderr}");
+}

@@ -106,7 +106,7 @@ impl Mock {
         Self::start_with(scenario, &["--record-log".as_ref(), log.as_os_str()])
     }
 
-    fn start_with(scenario: &Path, more: &[&std::ffi::OsStr]) -> Self {
+    pub(crate) fn start_with(scenario: &Path, more: &[&std::ffi::OsStr]) -> Self {
         let mut child = command()
             .args(["mock", "--addr", "127.0.0.1:0", "--scenario"])
             .arg(scenario)
