@@ -144,6 +144,10 @@ pub(crate) struct Fidelity {
     pub(crate) predicted_same: usize,
     /// `api-request` records left without a body, and bodies without a record.
     pub(crate) unpaired: usize,
+    /// `compact_boundary` records in the transcripts.
+    pub(crate) compactions: usize,
+    /// Requests `threadline inspect` puts right after a compaction with a cache break there.
+    pub(crate) compaction_breaks: usize,
     /// One line per request that differs: which, and where first.
     pub(crate) differences: Vec<String>,
 }
@@ -154,19 +158,29 @@ impl Fidelity {
         self.import_same += other.import_same;
         self.predicted_same += other.predicted_same;
         self.unpaired += other.unpaired;
+        self.compactions += other.compactions;
+        self.compaction_breaks += other.compaction_breaks;
         self.differences.extend(other.differences.iter().cloned());
     }
 
-    /// Whether at least `percent` % of the requests were reproduced by the import, and every
-    /// body and record was paired.
+    /// Whether at least `percent` % of the requests were reproduced by the import, every
+    /// body and record was paired, and `inspect` put a cache break at every compaction.
     pub(crate) fn meets(&self, percent: usize) -> bool {
-        self.requests > 0 && self.unpaired == 0 && self.import_same * 100 >= percent * self.requests
+        self.requests > 0
+            && self.unpaired == 0
+            && self.import_same * 100 >= percent * self.requests
+            && self.compaction_breaks == self.compactions
     }
 
     pub(crate) fn lines(&self, indent: &str) -> Vec<String> {
         let mut out = vec![format!(
-            "{indent}fidelity over {} request(s): threadline normalize of the transcript as sent {} same; predicted before the request's own records {} same; unpaired {}",
-            self.requests, self.import_same, self.predicted_same, self.unpaired
+            "{indent}fidelity over {} request(s): threadline normalize of the transcript as sent {} same; predicted before the request's own records {} same; unpaired {}; inspect: a cache break at {} of {} compaction(s)",
+            self.requests,
+            self.import_same,
+            self.predicted_same,
+            self.unpaired,
+            self.compaction_breaks,
+            self.compactions
         )];
         out.extend(self.differences.iter().map(|d| format!("{indent}  {d}")));
         out
@@ -178,6 +192,8 @@ impl Fidelity {
             "import_same": self.import_same,
             "predicted_same": self.predicted_same,
             "unpaired": self.unpaired,
+            "compactions": self.compactions,
+            "compaction_breaks": self.compaction_breaks,
             "differences": self.differences,
         })
     }
@@ -208,6 +224,39 @@ fn normalized_messages(
                 crate::claude_code::one_line(&String::from_utf8_lossy(&output.stderr))
             )
         }))
+}
+
+/// How many requests `threadline inspect --json` of `transcript` puts right after a
+/// compaction with a cache break, and the rows after a compaction that have none.
+fn inspect_breaks(threadline: &Path, transcript: &Path) -> XResult<(usize, Vec<String>)> {
+    let output = Command::new(threadline)
+        .args(["inspect", "--json"])
+        .arg(transcript)
+        .output()
+        .context(|| "claude-code: cannot run threadline inspect".to_owned())?;
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let mut breaks = 0;
+    let mut missing = Vec::new();
+    for row in report["requests"].as_array().into_iter().flatten() {
+        if row["after_compaction"] != true {
+            continue;
+        }
+        if row["cache_break"].is_object() {
+            breaks += 1;
+        } else {
+            missing.push(format!(
+                "inspect: no cache break at request {} after a compaction",
+                row["index"]
+            ));
+        }
+    }
+    if report.is_null() {
+        missing.push(format!(
+            "inspect gave no report ({})",
+            crate::claude_code::one_line(&String::from_utf8_lossy(&output.stderr))
+        ));
+    }
+    Ok((breaks, missing))
 }
 
 /// The 0-based indices of a transcript's main-loop `api-request` records (no `agentId`, or
@@ -259,8 +308,23 @@ pub(crate) fn measure(
         .collect();
     let requests = request_lines(&records);
     let short = &session[..session.len().min(8)];
+    let compactions = records
+        .iter()
+        .filter(|(_, r)| r["type"] == "system" && r["subtype"] == "compact_boundary")
+        .count();
+    let (compaction_breaks, missing) = if compactions > 0 {
+        inspect_breaks(threadline, transcript)?
+    } else {
+        (0, Vec::new())
+    };
     let mut fidelity = Fidelity {
         unpaired: requests.len().abs_diff(sent.len()),
+        compactions,
+        compaction_breaks,
+        differences: missing
+            .into_iter()
+            .map(|m| format!("{short}: {m}"))
+            .collect(),
         ..Fidelity::default()
     };
     for (n, ((line, first), (seq, body))) in requests.iter().zip(sent).enumerate() {
