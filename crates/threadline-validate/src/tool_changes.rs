@@ -5,7 +5,8 @@
 //! ([`Rule::InvalidRole`], `messages.rs`), and "never between a `tool_use` and its
 //! `tool_result`" (a system turn after an assistant turn with a `tool_use` leaves it
 //! unanswered: [`Rule::ToolUseWithoutResult`]). This file adds the rest of the placement rules
-//! and the tool change rules. The API publishes none of their texts
+//! (turn-scoped messages included: `clear_at` does not change where a system message may
+//! stand) and the tool change rules. The API publishes none of their texts
 //! (docs/api-notes.md#tool-changes and #unverified-points): every text here is ours.
 
 use std::collections::HashSet;
@@ -36,7 +37,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
             ctx.model.system_messages || ctx.model.is_undocumented(Capability::SystemMessages);
         if is_system && takes_system && !turn.is_effort_only(messages) {
             let next = turns.peek().map(|(_, next)| next.role);
-            placement(ctx, t, &turn, previous, next);
+            let has_change = TurnBlocks::new(messages, &turn, t).any(|tb| {
+                matches!(
+                    tb.piece,
+                    Piece::Block(ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_))
+                )
+            });
+            placement(ctx, t, &turn, previous, next, has_change);
         }
         let mut ends_in_server_result = false;
         let mut has_client_tool_use = false;
@@ -89,13 +96,14 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
 
 /// The placement rules of a system turn `t`; `previous` is the turn before it with whether it
 /// ends in a server tool result and whether it holds a client `tool_use`, `next` the role of
-/// the turn after it.
+/// the turn after it, `has_change` whether the turn holds a tool change block.
 fn placement(
     ctx: &mut Ctx<'_>,
     t: usize,
     turn: &Turn<'_>,
     previous: Option<(Turn<'_>, bool, bool)>,
     next: Option<&Role>,
+    has_change: bool,
 ) {
     let loc = turn.loc(t);
     match previous {
@@ -112,6 +120,14 @@ fn placement(
             if !follows_user && !follows_server_result && !pairing_reports {
                 let message = format!(
                     "messages.{t}: a system message must directly follow a `user` turn or an `assistant` turn ending in a server tool result"
+                );
+                ctx.report(Rule::SystemMessagePlacement, loc, message);
+            }
+            // After a paused turn (one ending in a server tool result) text is accepted, tool
+            // changes are not: the turn is resumed first.
+            if follows_server_result && has_change {
+                let message = format!(
+                    "messages.{t}: `tool_addition` and `tool_removal` blocks are not accepted directly after a paused `assistant` turn (one ending in a server tool result); resume the turn first"
                 );
                 ctx.report(Rule::SystemMessagePlacement, loc, message);
             }
