@@ -334,11 +334,19 @@ pub enum Rule {
     /// followed by a user turn (a turn-scoped one too), or holding `tool_addition` /
     /// `tool_removal` blocks directly after a paused assistant turn (one ending in a server
     /// tool result). Consecutive system messages are judged as one; an effort-only one (empty
-    /// content, `output_config`) may stand anywhere. Texts ours (not published). Between a
-    /// `tool_use` and its `tool_result` is the pairing rule's ([`Rule::ToolUseWithoutResult`]),
-    /// not re-reported.
+    /// content, `output_config`) may stand anywhere. Texts (not published; quoted from real
+    /// 400s in public code): first, `messages.N: use the top-level 'system' parameter for the
+    /// initial system prompt` (observed once); after the wrong turn, `messages.N: role 'system'
+    /// must follow a 'user' message or an 'assistant' message ending in a server tool result;
+    /// the directive-only form (content: [] with output_config) is accepted at any position`
+    /// (observed once, without its `messages.N: `); before the wrong turn, `messages.N: role
+    /// 'system' must precede an 'assistant' message or end the array; the directive-only form
+    /// (content: [] with output_config) is accepted at any position` (observed several times).
+    /// Tool changes after a paused turn: ours. Between a `tool_use` and its `tool_result` is the
+    /// pairing rule's ([`Rule::ToolUseWithoutResult`]), not re-reported.
     ///
-    /// Audit: docs/api-notes.md#tool-changes (DOC:mid-conversation-system-messages).
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages
+    /// (DOC:mid-conversation-system-messages; WIRE for the three placement texts).
     /// Checked only on a model whose row accepts system messages.
     SystemMessagePlacement,
     /// A `tool_addition` / `tool_removal` block outside a `role: "system"` message. Text ours:

@@ -2081,7 +2081,7 @@ fn a_capability_the_docs_are_silent_on_is_a_warning_that_says_so_and_a_documente
             .map(|v| (v.rule, v.message.as_str())),
         Some((
             Rule::SystemMessagePlacement,
-            "messages.0: a system message cannot be the first message"
+            "messages.0: use the top-level 'system' parameter for the initial system prompt"
         )),
         "{:?}",
         first.violations

@@ -226,7 +226,7 @@ pub(super) fn cases() -> Vec<Case> {
             ),
             &[(
                 "messages.1",
-                "messages.1: a system message must be the last message or be followed by an `assistant` message",
+                "messages.1: role 'system' must precede an 'assistant' message or end the array; the directive-only form (content: [] with output_config) is accepted at any position",
             )],
         ),
         fails(
