@@ -3,13 +3,16 @@
 //! The automatic marker lands on the request's **last cacheable block**, walking back silently
 //! past blocks that cannot carry a marker (thinking, redacted thinking, empty text, blocks
 //! this version does not know), from the messages into `system` and then the tools that are
-//! not deferred; when none is found nothing is cached (docs/api-notes.md#automatic-caching). It counts
+//! not deferred; turn-scoped system messages are skipped whole (their blocks take no marker,
+//! docs/api-notes.md#mid-conversation-system-messages); when none is found nothing is cached
+//! (docs/api-notes.md#automatic-caching). It counts
 //! as one of the four breakpoints ([`super::cache::Breakpoints`], which reports a fifth as
 //! `TooManyCacheBreakpoints`). When the block it lands on already has an explicit marker,
 //! the same lifetime is a no-op and a different one is a 400
 //! ([`Rule::AutomaticCacheTtlConflict`]; the API's text is not published).
 
 use super::View;
+use super::clear_at::is_turn_scoped;
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
 use threadline_wire::cache_control::CacheControl;
@@ -25,6 +28,9 @@ struct Landing<'a> {
 /// The last cacheable block of the request, if there is one.
 fn landing<'a>(view: &View<'a>) -> Option<Landing<'a>> {
     for (m, message) in view.messages.iter().enumerate().rev() {
+        if is_turn_scoped(message) {
+            continue;
+        }
         match &message.content {
             Content::Text(text) if !text.is_empty() => {
                 return Some(Landing {

@@ -94,6 +94,7 @@
 
 mod automatic_cache;
 mod cache;
+mod clear_at;
 mod context_management;
 mod fallbacks;
 mod hash;
@@ -424,6 +425,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     system::check(&mut ctx, view, &mut breakpoints);
     let tail = messages::check(&mut ctx, view, &mut breakpoints);
     tool_changes::check(&mut ctx, view);
+    clear_at::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
     automatic_cache::check(&mut ctx, view);

@@ -1,15 +1,15 @@
-//! `thinking.display` and `output_config.task_budget` (docs/api-notes.md#output-config). Whether a
-//! model takes `adaptive` at all, and which effort levels it takes, are `params.rs`'s rules
-//! (`ThinkingTypeUnsupported`, `EffortUnsupported`); this file adds what the documentation states beyond
-//! them. None of these 400 texts is published except the strict-schema pattern for a beta-only
-//! field: the others are ours.
+//! `thinking.display` and `output_config.task_budget` (docs/api-notes.md#output-config and
+//! #thinking). Whether a model takes `adaptive` at all, and which effort levels it takes, are
+//! `params.rs`'s rules (`ThinkingTypeUnsupported`, `EffortUnsupported`); this file adds what the
+//! documentation states beyond them. None of these 400 texts is published except the
+//! strict-schema pattern for a beta-only field: the others are ours.
 
 use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
-use threadline_wire::betas::TASK_BUDGETS;
+use threadline_wire::betas::{TASK_BUDGETS, THINKING_DISPLAY_UPDATES};
 use threadline_wire::model::Feature;
-use threadline_wire::request::ThinkingConfig;
+use threadline_wire::request::{ThinkingConfig, ThinkingDisplay};
 
 const THINKING_DISPLAY: Loc = Loc::Param("thinking.display", 1);
 const THINKING_TYPE: Loc = Loc::Param("thinking.type", 1);
@@ -19,6 +19,7 @@ const TASK_BUDGET: Loc = Loc::Param("output_config.task_budget", 5);
 pub(crate) const TASK_BUDGET_MIN: u64 = 20_000;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
+    check_display(ctx, view.thinking);
     if let Some(ThinkingConfig::Disabled(options)) = view.thinking
         && options.display.is_some()
     {
@@ -57,5 +58,50 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
         let path = "output_config.task_budget.total".to_owned();
         let message = format!("{path}: Input should be greater than or equal to {TASK_BUDGET_MIN}");
         ctx.report_at(Rule::TaskBudgetTooSmall, TASK_BUDGET, path, message);
+    }
+}
+
+/// `thinking.display`: `summarized`, `omitted`, or `updates` with its beta
+/// (docs/api-notes.md#thinking). The texts are ours, in the pattern of the API's schema
+/// errors (the API's path names the thinking type: `thinking.enabled.budget_tokens`).
+fn check_display(ctx: &mut Ctx<'_>, thinking: Option<&ThinkingConfig>) {
+    let Some(thinking) = thinking else {
+        return;
+    };
+    let Some(display) = thinking.display() else {
+        return;
+    };
+    let (kind, enabled) = match thinking {
+        ThinkingConfig::Enabled(_) => ("enabled", true),
+        ThinkingConfig::Adaptive(_) => ("adaptive", false),
+        ThinkingConfig::Disabled(_) => ("disabled", false),
+        _ => return,
+    };
+    let beta = ctx.options.names_beta(THINKING_DISPLAY_UPDATES);
+    let unknown = |with_updates: bool| {
+        let values = if with_updates {
+            "'summarized', 'omitted' or 'updates'"
+        } else {
+            "'summarized' or 'omitted'"
+        };
+        format!("thinking.{kind}.display: Input should be {values}")
+    };
+    match display {
+        ThinkingDisplay::Summarized | ThinkingDisplay::Omitted => {}
+        ThinkingDisplay::Updates if beta == Some(false) => {
+            // Without its beta, `updates` is rejected like an unknown value.
+            ctx.report(Rule::BetaHeaderMissing, THINKING_DISPLAY, unknown(false));
+        }
+        ThinkingDisplay::Updates if enabled => {
+            // Documented with adaptive thinking; with manual thinking, whether the API accepts
+            // it is not (Claude Code 2.1.328 sends it to Sonnet and Haiku 4.5).
+            let message = "thinking.display: whether `display: \"updates\"` is accepted with `thinking.type: \"enabled\"` is not documented".to_owned();
+            ctx.warn(Rule::ThinkingDisplayInvalid, THINKING_DISPLAY, message);
+        }
+        ThinkingDisplay::Updates => {}
+        _ => {
+            let message = unknown(beta == Some(true));
+            ctx.report(Rule::ThinkingDisplayInvalid, THINKING_DISPLAY, message);
+        }
     }
 }

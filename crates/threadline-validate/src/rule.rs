@@ -330,11 +330,23 @@ pub enum Rule {
     // marked "ours" are not published by the API; they live beside their checks
     // (`tool_changes.rs`, `context_management.rs`, `output_config.rs`).
     /// A mid-conversation `role: "system"` message out of place: first in `messages`, not
-    /// directly after a user turn (or an assistant turn ending in a server tool result), or
-    /// followed by a user turn. Texts ours (not published). Between a `tool_use` and its
-    /// `tool_result` is the pairing rule's ([`Rule::ToolUseWithoutResult`]), not re-reported.
+    /// directly after a user turn (or an assistant turn ending in a server tool result),
+    /// followed by a user turn (a turn-scoped one too), or holding `tool_addition` /
+    /// `tool_removal` blocks directly after a paused assistant turn (one ending in a server
+    /// tool result). Consecutive system messages are judged as one; an effort-only one (empty
+    /// content, `output_config`) may stand anywhere. Texts (not published; quoted from real
+    /// 400s in public code): first, `messages.N: use the top-level 'system' parameter for the
+    /// initial system prompt` (observed once); after the wrong turn, `messages.N: role 'system'
+    /// must follow a 'user' message or an 'assistant' message ending in a server tool result;
+    /// the directive-only form (content: [] with output_config) is accepted at any position`
+    /// (observed once, without its `messages.N: `); before the wrong turn, `messages.N: role
+    /// 'system' must precede an 'assistant' message or end the array; the directive-only form
+    /// (content: [] with output_config) is accepted at any position` (observed several times).
+    /// Tool changes after a paused turn: ours. Between a `tool_use` and its `tool_result` is the
+    /// pairing rule's ([`Rule::ToolUseWithoutResult`]), not re-reported.
     ///
-    /// Audit: docs/api-notes.md#tool-changes (DOC:mid-conversation-system-messages).
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages
+    /// (DOC:mid-conversation-system-messages; WIRE for the three placement texts).
     /// Checked only on a model whose row accepts system messages.
     SystemMessagePlacement,
     /// A `tool_addition` / `tool_removal` block outside a `role: "system"` message. Text ours:
@@ -359,12 +371,16 @@ pub enum Rule {
     /// header is known: [`ValidateOptions::with_beta_header`]). Texts: `context_management:
     /// Extra inputs are not permitted` (observed for a beta-only field sent without its beta);
     /// `output_config.task_budget: Extra inputs are not permitted` (the same pattern,
-    /// inferred); for tool change blocks ours.
+    /// inferred); for tool change blocks ours; for `clear_at` on a message
+    /// `messages.N.clear_at: Extra inputs are not permitted` (documented); for
+    /// `thinking.display: "updates"` the unknown-value text of [`Rule::ThinkingDisplayInvalid`]
+    /// (ours; the API rejects it like an unknown value).
     ///
     /// [`ValidateOptions::with_beta_header`]: super::ValidateOptions::with_beta_header
     ///
     /// Audit: docs/api-notes.md#request-body (WIRE: beta-only fields without the beta); recorded 200
-    /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_…#0` (with the beta).
+    /// `crmne__ruby_llm/chat_anthropic_claude-sonnet-4-6_compacts_…#0` (with the beta);
+    /// DOC:mid-conversation-system-messages for `clear_at`, DOC:thinking for `updates`.
     BetaHeaderMissing,
     /// A `compact_20260112` trigger below 50,000 input tokens. Text ours (the minimum is
     /// documented, its 400 text not published): `context_management.edits.N.trigger.value:
@@ -423,6 +439,43 @@ pub enum Rule {
     /// Audit: docs/api-notes.md#refusals-and-fallbacks (DOC; PY `beta_fallbacks_param.py`,
     /// `beta_fallback_credit_token_param.py`).
     FallbacksInvalid,
+    // --- Thinking display `updates` and turn-scoped system messages (autumn 2026).
+    /// A `thinking.display` value the API does not take: anything but `summarized`, `omitted`
+    /// and (beta `thinking-display-updates-2026-08-18`) `updates`. Text ours, in the pattern of
+    /// the API's schema errors (the API's is not published): `thinking.adaptive.display: Input
+    /// should be 'summarized' or 'omitted'` (`… 'summarized', 'omitted' or 'updates'` when the
+    /// header names the beta). `updates` without its beta is [`Rule::BetaHeaderMissing`], with
+    /// the same text: the API rejects it like an unknown value. `updates` with `thinking.type:
+    /// "enabled"` is a warning only: whether the API accepts it is not documented (Claude Code
+    /// 2.1.328 sends it to Sonnet and Haiku 4.5).
+    ///
+    /// Audit: docs/api-notes.md#thinking (DOC:thinking "Controlling thinking display": the
+    /// three values, `updates` behind its beta; the rejection of `updates` without it).
+    ThinkingDisplayInvalid,
+    /// A `clear_at` the API does not take: on a message whose role is not `system`, or a value
+    /// other than `next_user_message` / `never`. Texts `messages.N.clear_at: clear_at is only
+    /// permitted on role 'system' messages` and `messages.N.clear_at: Input should be
+    /// 'next_user_message' or 'never'` (documented). N is the message as sent (a check of one
+    /// message's own field, before merging; inferred). The missing beta
+    /// (`mid-conversation-system-clear-at-2026-08-21`) is [`Rule::BetaHeaderMissing`], with the
+    /// documented `messages.N.clear_at: Extra inputs are not permitted`.
+    ///
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages
+    /// (DOC:mid-conversation-system-messages "Turn-scoped system messages", which lists the
+    /// validation errors).
+    ClearAtInvalid,
+    /// A turn-scoped system message (`clear_at: "next_user_message"`) carrying what it may not:
+    /// a block other than `text`, an `output_config`, or `cache_control` on a block. Texts
+    /// `messages.N: a turn-scoped system message supports text blocks only (clear_at:
+    /// 'next_user_message')`, `messages.N: output_config is not permitted on a turn-scoped
+    /// system message (clear_at: 'next_user_message')` and `messages.N.content.M: cache_control
+    /// is not permitted on a turn-scoped system message (clear_at: 'next_user_message')`
+    /// (documented; N and M as sent, inferred). One followed directly by a user message is
+    /// the placement rule's ([`Rule::SystemMessagePlacement`]), as for any system message.
+    ///
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages
+    /// (DOC:mid-conversation-system-messages "Turn-scoped system messages").
+    TurnScopedSystemMessageInvalid,
 }
 
 impl Rule {
@@ -483,6 +536,9 @@ impl Rule {
         Rule::TaskBudgetUnsupported,
         Rule::ThinkingDisabledAtEffort,
         Rule::FallbacksInvalid,
+        Rule::ThinkingDisplayInvalid,
+        Rule::ClearAtInvalid,
+        Rule::TurnScopedSystemMessageInvalid,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -543,6 +599,9 @@ impl Rule {
             Rule::TaskBudgetUnsupported => "task_budget_unsupported",
             Rule::ThinkingDisabledAtEffort => "thinking_disabled_at_effort",
             Rule::FallbacksInvalid => "fallbacks_invalid",
+            Rule::ThinkingDisplayInvalid => "thinking_display_invalid",
+            Rule::ClearAtInvalid => "clear_at_invalid",
+            Rule::TurnScopedSystemMessageInvalid => "turn_scoped_system_message_invalid",
         }
     }
 }

@@ -5,8 +5,11 @@
 //! ([`Rule::InvalidRole`], `messages.rs`), and "never between a `tool_use` and its
 //! `tool_result`" (a system turn after an assistant turn with a `tool_use` leaves it
 //! unanswered: [`Rule::ToolUseWithoutResult`]). This file adds the rest of the placement rules
-//! and the tool change rules. The API publishes none of their texts
-//! (docs/api-notes.md#tool-changes and #unverified-points): every text here is ours.
+//! (turn-scoped messages included: `clear_at` does not change where a system message may
+//! stand) and the tool change rules. No documentation page publishes their texts. The three
+//! placement texts are the API's as quoted from real 400s in public code
+//! (docs/api-notes.md#mid-conversation-system-messages); the others are ours
+//! (docs/api-notes.md#tool-changes and #unverified-points).
 
 use std::collections::HashSet;
 
@@ -36,7 +39,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
             ctx.model.system_messages || ctx.model.is_undocumented(Capability::SystemMessages);
         if is_system && takes_system && !turn.is_effort_only(messages) {
             let next = turns.peek().map(|(_, next)| next.role);
-            placement(ctx, t, &turn, previous, next);
+            let has_change = TurnBlocks::new(messages, &turn, t).any(|tb| {
+                matches!(
+                    tb.piece,
+                    Piece::Block(ContentBlock::ToolAddition(_) | ContentBlock::ToolRemoval(_))
+                )
+            });
+            placement(ctx, t, &turn, previous, next, has_change);
         }
         let mut ends_in_server_result = false;
         let mut has_client_tool_use = false;
@@ -87,20 +96,31 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     }
 }
 
+/// The API's text for a system message first in `messages` (observed once, 2026-09-30).
+const FIRST: &str = "use the top-level 'system' parameter for the initial system prompt";
+/// The API's text for a system message after anything but a user turn or an assistant turn
+/// ending in a server tool result (observed once, 2026-09-10; its `messages.N: ` by analogy
+/// with [`MUST_PRECEDE`]).
+const MUST_FOLLOW: &str = "role 'system' must follow a 'user' message or an 'assistant' message ending in a server tool result; the directive-only form (content: [] with output_config) is accepted at any position";
+/// The API's text for a system message followed by anything but an assistant turn (observed
+/// several times, September and October 2026; earlier quotes end at "the array").
+const MUST_PRECEDE: &str = "role 'system' must precede an 'assistant' message or end the array; the directive-only form (content: [] with output_config) is accepted at any position";
+
 /// The placement rules of a system turn `t`; `previous` is the turn before it with whether it
 /// ends in a server tool result and whether it holds a client `tool_use`, `next` the role of
-/// the turn after it.
+/// the turn after it, `has_change` whether the turn holds a tool change block.
 fn placement(
     ctx: &mut Ctx<'_>,
     t: usize,
     turn: &Turn<'_>,
     previous: Option<(Turn<'_>, bool, bool)>,
     next: Option<&Role>,
+    has_change: bool,
 ) {
     let loc = turn.loc(t);
     match previous {
         None => {
-            let message = format!("messages.{t}: a system message cannot be the first message");
+            let message = format!("messages.{t}: {FIRST}");
             ctx.report(Rule::SystemMessagePlacement, loc, message);
         }
         Some((before, ends_in_server_result, has_tool_use)) => {
@@ -110,17 +130,21 @@ fn placement(
             // the call went unanswered.
             let pairing_reports = *before.role == Role::Assistant && has_tool_use;
             if !follows_user && !follows_server_result && !pairing_reports {
+                let message = format!("messages.{t}: {MUST_FOLLOW}");
+                ctx.report(Rule::SystemMessagePlacement, loc, message);
+            }
+            // After a paused turn (one ending in a server tool result) text is accepted, tool
+            // changes are not: the turn is resumed first.
+            if follows_server_result && has_change {
                 let message = format!(
-                    "messages.{t}: a system message must directly follow a `user` turn or an `assistant` turn ending in a server tool result"
+                    "messages.{t}: `tool_addition` and `tool_removal` blocks are not accepted directly after a paused `assistant` turn (one ending in a server tool result); resume the turn first"
                 );
                 ctx.report(Rule::SystemMessagePlacement, loc, message);
             }
         }
     }
     if next.is_some_and(|role| *role != Role::Assistant) {
-        let message = format!(
-            "messages.{t}: a system message must be the last message or be followed by an `assistant` message"
-        );
+        let message = format!("messages.{t}: {MUST_PRECEDE}");
         ctx.report(Rule::SystemMessagePlacement, loc, message);
     }
 }

@@ -26,7 +26,8 @@
 
 use crate::content::{Content, ContentBlock};
 use crate::request::{
-    ContextEdit, ContextManagement, CountTokensRequest, MessageParam, MessagesRequest, OutputConfig,
+    ContextEdit, ContextManagement, CountTokensRequest, MessageParam, MessagesRequest,
+    OutputConfig, ThinkingConfig, ThinkingDisplay,
 };
 
 /// Server-side compaction (`compact_20260112`).
@@ -42,6 +43,10 @@ pub const SERVER_SIDE_FALLBACK: &str = "server-side-fallback-2026-07-01";
 pub const MID_CONVERSATION_TOOL_CHANGES: &str = "mid-conversation-tool-changes-2026-07-01";
 /// Task budgets (`output_config.task_budget`).
 pub const TASK_BUDGETS: &str = "task-budgets-2026-03-13";
+/// Thinking `display: "updates"` (progress updates as thinking blocks with text).
+pub const THINKING_DISPLAY_UPDATES: &str = "thinking-display-updates-2026-08-18";
+/// Turn-scoped mid-conversation system messages (`clear_at` on a `role: "system"` message).
+pub const MID_CONVERSATION_SYSTEM_CLEAR_AT: &str = "mid-conversation-system-clear-at-2026-08-21";
 
 /// The betas `request` needs, in a fixed order, each once.
 pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
@@ -50,7 +55,12 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
     if request.fallbacks.is_some() {
         need(&mut out, SERVER_SIDE_FALLBACK);
     }
-    body_features(&request.messages, request.output_config.as_ref(), &mut out);
+    body_features(
+        &request.messages,
+        request.output_config.as_ref(),
+        request.thinking.as_ref(),
+        &mut out,
+    );
     if request.diagnostics.is_some() {
         need(&mut out, CACHE_DIAGNOSIS);
     }
@@ -61,21 +71,34 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
 pub fn required_for_count(request: &CountTokensRequest) -> Vec<&'static str> {
     let mut out = Vec::new();
     context_management(request.context_management.as_ref(), &mut out);
-    body_features(&request.messages, request.output_config.as_ref(), &mut out);
+    body_features(
+        &request.messages,
+        request.output_config.as_ref(),
+        request.thinking.as_ref(),
+        &mut out,
+    );
     out
 }
 
-/// The betas named by the messages (tool changes) and the output config (task budget).
+/// The betas named by the messages (tool changes, `clear_at`), the output config (task
+/// budget) and the thinking setting (`display: "updates"`).
 fn body_features(
     messages: &[MessageParam],
     output_config: Option<&OutputConfig>,
+    thinking: Option<&ThinkingConfig>,
     out: &mut Vec<&'static str>,
 ) {
     if messages.iter().any(has_tool_change) {
         need(out, MID_CONVERSATION_TOOL_CHANGES);
     }
+    if messages.iter().any(|m| m.extra.contains_key("clear_at")) {
+        need(out, MID_CONVERSATION_SYSTEM_CLEAR_AT);
+    }
     if output_config.is_some_and(|c| c.task_budget.is_some()) {
         need(out, TASK_BUDGETS);
+    }
+    if thinking.and_then(ThinkingConfig::display) == Some(&ThinkingDisplay::Updates) {
+        need(out, THINKING_DISPLAY_UPDATES);
     }
 }
 
@@ -229,6 +252,40 @@ mod tests {
             required_for_count(&count),
             vec![MID_CONVERSATION_TOOL_CHANGES, TASK_BUDGETS]
         );
+    }
+
+    #[test]
+    fn clear_at_and_display_updates_name_their_betas() {
+        let mut r = request();
+        r.thinking = Some(crate::request::ThinkingConfig::adaptive(Some(
+            ThinkingDisplay::Omitted,
+        )));
+        assert!(required(&r).is_empty());
+        r.thinking = Some(crate::request::ThinkingConfig::adaptive(Some(
+            ThinkingDisplay::Updates,
+        )));
+        let mut reminder: MessageParam = serde_json::from_str(
+            r#"{"role":"system","clear_at":"next_user_message","content":"Be brief."}"#,
+        )
+        .expect("parses");
+        r.messages.push(reminder.clone());
+        assert_eq!(
+            required(&r),
+            vec![MID_CONVERSATION_SYSTEM_CLEAR_AT, THINKING_DISPLAY_UPDATES]
+        );
+        assert_eq!(
+            required_for_count(&CountTokensRequest::from(&r)),
+            vec![MID_CONVERSATION_SYSTEM_CLEAR_AT, THINKING_DISPLAY_UPDATES]
+        );
+        // Claude Code names the display beta itself: it is not added twice.
+        assert_eq!(
+            header_value(&[THINKING_DISPLAY_UPDATES.to_owned()], &r).as_deref(),
+            Some("thinking-display-updates-2026-08-18,mid-conversation-system-clear-at-2026-08-21")
+        );
+        reminder.extra.remove("clear_at");
+        r.messages.pop();
+        r.messages.push(reminder);
+        assert_eq!(required(&r), vec![THINKING_DISPLAY_UPDATES]);
     }
 
     #[test]

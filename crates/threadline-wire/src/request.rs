@@ -132,7 +132,7 @@ wire_struct! {
             pub budget_tokens: u64,
         }
         optional {
-            /// `summarized` or `omitted`.
+            /// `summarized` or `omitted` (`updates` with `enabled` is not documented).
             pub display: ThinkingDisplay,
         }
     }
@@ -141,12 +141,16 @@ wire_struct! {
 wire_string_enum! {
     /// `thinking.display`: whether thinking blocks carry a summary or come back empty (an
     /// omitted block has `thinking: ""` and a full `signature`, echoed unchanged). Invalid
-    /// with `disabled`; the default depends on the model.
+    /// with `disabled`; the default depends on the model. A value this version does not know
+    /// parses as `Other` (the validator reports it).
     pub enum ThinkingDisplay {
         /// The thinking text is a summary.
         Summarized = "summarized",
         /// The thinking text is empty; the signature is kept.
         Omitted = "omitted",
+        /// Reasoning blocks come back empty; the short progress update before each tool call
+        /// is its own thinking block with text (beta `thinking-display-updates-2026-08-18`).
+        Updates = "updates",
     }
 }
 
@@ -155,7 +159,7 @@ wire_struct! {
     pub struct ThinkingOptions {
         required {}
         optional {
-            /// `summarized` or `omitted` (invalid with `disabled`).
+            /// `summarized`, `omitted` or (with its beta) `updates`; invalid with `disabled`.
             pub display: ThinkingDisplay,
         }
     }

@@ -16,6 +16,8 @@ use threadline_wire::{CountTokensRequest, MessagesRequest};
 
 #[path = "validate_rules/changes_and_budgets.rs"]
 mod changes_and_budgets;
+#[path = "validate_rules/display_and_clear_at.rs"]
+mod display_and_clear_at;
 
 fn model(id: &str) -> &'static Model {
     ModelTable::builtin()
@@ -1508,6 +1510,7 @@ fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
         .into_iter()
         .chain(changes_and_budgets::cases())
         .chain(changes_and_budgets::fallback_cases())
+        .chain(display_and_clear_at::cases())
     {
         let expected: Vec<(&str, &str)> = case
             .expected
@@ -2078,7 +2081,7 @@ fn a_capability_the_docs_are_silent_on_is_a_warning_that_says_so_and_a_documente
             .map(|v| (v.rule, v.message.as_str())),
         Some((
             Rule::SystemMessagePlacement,
-            "messages.0: a system message cannot be the first message"
+            "messages.0: use the top-level 'system' parameter for the initial system prompt"
         )),
         "{:?}",
         first.violations

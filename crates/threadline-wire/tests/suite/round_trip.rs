@@ -321,6 +321,12 @@ fn adaptive_thinking_display_and_task_budgets_round_trip_typed() {
         (budget.kind.as_str(), budget.total, budget.remaining),
         ("tokens", 64000, Some(12000))
     );
+    // `updates` (beta `thinking-display-updates-2026-08-18`) is known.
+    let updates: ThinkingConfig = assert_round_trip(
+        "updates display",
+        &serde_json::json!({"type": "adaptive", "display": "updates"}),
+    );
+    assert_eq!(updates.display(), Some(&ThinkingDisplay::Updates));
     // A display value from the future is kept as it came.
     let future: ThinkingConfig = assert_round_trip(
         "future display",

@@ -2,7 +2,8 @@
 //! a cache marker is a 400 in the API's words; an unknown model is the API's 404, never a 400
 //! on the table's guessed limits, and the models Claude Code 2.1.328 picks are served (with
 //! the system messages it sends Haiku 5.5, on which the docs are silent); the API's own
-//! `"\n\n"` blocks sent back are accepted.
+//! `"\n\n"` blocks sent back are accepted; an unknown `thinking.display`, and `display:
+//! "updates"` or `clear_at` without their betas, are the 400s the validator names.
 
 use serde_json::{Value, json};
 use threadline_mock::{MockServer, Scenario, Step};
@@ -170,4 +171,42 @@ async fn a_whitespace_block_beside_a_tool_call_is_accepted_and_alone_is_the_apis
         body["error"]["message"],
         "messages: text content blocks must contain non-whitespace text"
     );
+}
+
+#[tokio::test]
+async fn an_unknown_display_and_the_betas_of_updates_and_clear_at_are_400s_without_a_header() {
+    // No `anthropic-beta` header: the mock knows the request names no beta.
+    let server = start().await;
+    let request = |thinking: Value, system: Value| {
+        json!({
+            "model": "claude-fable-5-1", "max_tokens": 1024, "thinking": thinking,
+            "messages": [{"role": "user", "content": "Hi"}, system]
+        })
+    };
+    let reminder = json!({"role": "system", "content": "Be brief."});
+    for (display, message) in [
+        (
+            "bogus",
+            "thinking.adaptive.display: Input should be 'summarized' or 'omitted'",
+        ),
+        (
+            "updates",
+            "thinking.adaptive.display: Input should be 'summarized' or 'omitted'",
+        ),
+    ] {
+        let thinking = json!({"type": "adaptive", "display": display});
+        let (status, refused) = answer(&server, request(thinking, reminder.clone())).await;
+        assert_eq!(status, 400, "{display}: {refused}");
+        assert_eq!(refused["error"]["message"], message, "{display}");
+    }
+    let scoped = json!({"role": "system", "clear_at": "next_user_message", "content": "Be brief."});
+    let adaptive = json!({"type": "adaptive", "display": "omitted"});
+    let (status, refused) = answer(&server, request(adaptive.clone(), scoped)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "messages.1.clear_at: Extra inputs are not permitted"
+    );
+    let (status, answered) = answer(&server, request(adaptive, reminder)).await;
+    assert_eq!(status, 200, "{answered}");
 }

@@ -88,11 +88,11 @@ pub(super) fn cases() -> Vec<Case> {
             &[
                 (
                     "messages.0",
-                    "messages.0: a system message cannot be the first message",
+                    "messages.0: use the top-level 'system' parameter for the initial system prompt",
                 ),
                 (
                     "messages.0",
-                    "messages.0: a system message must be the last message or be followed by an `assistant` message",
+                    "messages.0: role 'system' must precede an 'assistant' message or end the array; the directive-only form (content: [] with output_config) is accepted at any position",
                 ),
             ],
         ),
@@ -106,7 +106,7 @@ pub(super) fn cases() -> Vec<Case> {
             ])),
             &[(
                 "messages.2",
-                "messages.2: a system message must directly follow a `user` turn or an `assistant` turn ending in a server tool result",
+                "messages.2: role 'system' must follow a 'user' message or an 'assistant' message ending in a server tool result; the directive-only form (content: [] with output_config) is accepted at any position",
             )],
         ),
         // An effort-only system message (empty content, `output_config`) renders nothing and
@@ -158,11 +158,11 @@ pub(super) fn cases() -> Vec<Case> {
             &[
                 (
                     "messages.0",
-                    "messages.0: a system message cannot be the first message",
+                    "messages.0: use the top-level 'system' parameter for the initial system prompt",
                 ),
                 (
                     "messages.0",
-                    "messages.0: a system message must be the last message or be followed by an `assistant` message",
+                    "messages.0: role 'system' must precede an 'assistant' message or end the array; the directive-only form (content: [] with output_config) is accepted at any position",
                 ),
             ],
         ),
@@ -534,7 +534,7 @@ fn a_tool_change_between_a_tool_use_and_its_result_is_the_pairing_rules() {
             ),
             (
                 "messages.2",
-                "messages.2: a system message must be the last message or be followed by an `assistant` message",
+                "messages.2: role 'system' must precede an 'assistant' message or end the array; the directive-only form (content: [] with output_config) is accepted at any position",
             ),
             (
                 "messages.3.content.0",
