@@ -676,7 +676,9 @@ pub(crate) fn run(root: &Path, args: &HarnessArgs) -> XResult<()> {
         println!("{line}");
     }
     let fidelity_line = total_fidelity.lines("  ").swap_remove(0);
-    println!("{fidelity_line} (the import must reproduce at least {FIDELITY_PERCENT} %, inspect break at every compaction)");
+    println!(
+        "{fidelity_line} (the import must reproduce at least {FIDELITY_PERCENT} %, inspect break at every compaction)"
+    );
     let summary = json!({
         "claude_code": version,
         "scenarios": report,

@@ -35,6 +35,7 @@ mod fuzz;
 mod mcp_servers;
 mod record;
 mod restate_server;
+mod soak;
 mod sources;
 mod util;
 
@@ -80,6 +81,10 @@ enum Command {
     /// mock` over its scenarios; keep logs and transcripts in target/claude-code-runs and
     /// report requests, refusals and `check` violations.
     ClaudeCode(claude_code::HarnessArgs),
+    /// Run the compaction and normalization property tests again and again with random
+    /// seeds and four times the cases (before stopping work; a failure's case is saved as a
+    /// regression CI replays).
+    Soak(soak::SoakArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
         Command::DurableE2e => durable_e2e::run(&util::repo_root()),
         Command::ClaudeCodeInstall => claude_code::run_install(&util::repo_root()),
         Command::ClaudeCode(args) => claude_code::run(&util::repo_root(), &args),
+        Command::Soak(args) => soak::run(&util::repo_root(), &args),
         Command::Ci => ci::run(),
     };
     match result {
