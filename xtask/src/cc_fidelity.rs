@@ -29,19 +29,7 @@ use crate::util::{Context as _, XResult, write_file};
 /// The text of Claude Code's compaction prompt that marks a summary request.
 const SUMMARY_MARK: &str = "CRITICAL: Respond with TEXT ONLY";
 
-/// `value` without any `cache_control` key, at any depth.
-pub(crate) fn strip_cache_control(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), strip_cache_control(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(strip_cache_control).collect()),
-        other => other.clone(),
-    }
-}
+use threadline_wire::cache_control::without_cache_control as strip_cache_control;
 
 /// A message's comparable form: no `cache_control`, and a content of exactly one text block
 /// written as the string it holds.

@@ -961,36 +961,9 @@ fn read_records(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `value` without any `cache_control` key, at any depth.
-fn without_cache_control(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), without_cache_control(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The `shapeHash` Claude Code 2.1.328 records for the request a body is (reference
-/// `api-2026-autumn.md` §7): SHA-256 (lower-case hex) of `{"system", "tools"}`, where `system`
-/// is the body's `system` without its first block (the billing line) and without
-/// `cache_control`, as JSON with sorted keys and no spaces. `None` without a `system` list or
-/// `tools`.
-pub(crate) fn shape_hash(body: &Value) -> Option<String> {
-    use sha2::{Digest as _, Sha256};
-    let system = body.get("system")?.as_array()?.get(1..)?.to_vec();
-    let shape = json!({
-        "system": without_cache_control(&Value::Array(system)),
-        "tools": body.get("tools")?,
-    });
-    // serde_json's maps are sorted (no `preserve_order` in this workspace).
-    let digest = Sha256::digest(shape.to_string().as_bytes());
-    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
-}
+/// The `shapeHash` Claude Code 2.1.328 records for the request a body is (the importer's rule:
+/// `threadline_message::claude_code::body_shape_hash`).
+pub(crate) use threadline_message::claude_code::body_shape_hash as shape_hash;
 
 /// The session a body names (`metadata.user_id`, a JSON string holding `session_id`).
 fn body_session(body: &Value) -> Option<String> {

@@ -20,19 +20,8 @@
 
 use serde_json::{Value, json};
 
-/// `value` without any `cache_control` field, at any depth.
-pub fn without_cache_control(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), without_cache_control(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
-        other => other.clone(),
-    }
-}
+/// `value` without any `cache_control` field, at any depth (the wire crate's rule).
+pub use threadline_wire::cache_control::without_cache_control;
 
 /// The blocks of `request`'s messages in order, each with its message's role, without cache
 /// markers; a string content is one text block (as the API reads it).

@@ -146,7 +146,8 @@ use crate::transcript::{
 use lines::ParsedLines;
 pub use next_request::NextRequest;
 pub use request_records::{
-    RecordedRequest, RecordedShape, RequestRecordError, canonical_json, message_hash,
+    RecordedRequest, RecordedShape, RequestRecordError, body_shape_hash, canonical_json,
+    message_hash,
 };
 pub use summary::{FIRST_PROMPT_CHARS, SessionInfo};
 

@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 use threadline_wire::MessageParam;
+use threadline_wire::cache_control::without_cache_control;
 
 use super::lines::Record;
 
@@ -176,24 +177,23 @@ fn sha256_hex(text: &str) -> String {
     hex
 }
 
-/// `value` without any `cache_control` key, at any depth.
-fn without_cache_control(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), without_cache_control(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
-        other => other.clone(),
-    }
-}
-
 /// The hash Claude Code names a request message by: SHA-256 of its canonical JSON without
 /// `cache_control`.
 pub fn message_hash(message: &Value) -> String {
     sha256_hex(&canonical_json(&without_cache_control(message)))
+}
+
+/// The `shapeHash` Claude Code records for the request `body` is: SHA-256 of the canonical
+/// JSON of `{"system", "tools"}`, where `system` is the body's `system` without its first
+/// block (Claude Code's billing line) and without `cache_control`. `None` without a `system`
+/// list or `tools`.
+pub fn body_shape_hash(body: &Value) -> Option<String> {
+    let system = body.get("system")?.as_array()?.get(1..)?.to_vec();
+    let shape = json!({
+        "system": without_cache_control(&Value::Array(system)),
+        "tools": body.get("tools")?,
+    });
+    Some(sha256_hex(&canonical_json(&shape)))
 }
 
 /// The messages the file's records can name by hash.
@@ -535,6 +535,21 @@ mod tests {
             Err(RequestRecordError::UnknownMessage { hash, .. }) if hash == "00"
         ));
         assert_eq!(recorded_requests(&all, Some("a1")).len(), 1);
+    }
+
+    #[test]
+    fn a_bodys_shape_hash_is_the_hash_of_its_system_after_the_billing_line_and_its_tools() {
+        let body = json!({"system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.328.abc;"},
+            {"type": "text", "text": "You are", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "Read"}]});
+        let shape =
+            json!({"system": [{"type": "text", "text": "You are"}], "tools": [{"name": "Read"}]});
+        assert_eq!(
+            body_shape_hash(&body),
+            Some(sha256_hex(&canonical_json(&shape)))
+        );
+        assert_eq!(body_shape_hash(&json!({"tools": []})), None);
     }
 
     #[test]
