@@ -203,7 +203,7 @@ pub const NEXT_MESSAGE_PLACEHOLDER: &str = "(the next user message)";
 /// no `next`, the request is the history alone (see [`Continuation::Finished`]).
 ///
 /// A Claude Code transcript that holds its own request records gives the request Claude Code
-/// sends next ([`recorded_request`]) instead of the normalizer's.
+/// sends next (see `recorded_request`) instead of the normalizer's.
 pub fn build_request(
     session: &Session,
     model: Option<&str>,

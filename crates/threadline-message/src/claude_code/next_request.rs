@@ -56,7 +56,7 @@ pub struct NextRequest {
 impl ImportResult {
     /// The messages Claude Code sends next, or `None` when the transcript is not one of
     /// Claude Code 2.1.3xx (no request record, no rendered attachment after its last
-    /// compaction): those are left to the normalizer. See the [module documentation](self).
+    /// compaction): those are left to the normalizer. The rules are in docs/claude-code-transcripts.md ("What Claude Code sends next").
     pub fn next_claude_code_request(&self) -> Option<NextRequest> {
         let system_turns = self.system_turns();
         let anchor = self
