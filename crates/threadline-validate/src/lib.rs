@@ -99,6 +99,7 @@ mod context_management;
 mod fallbacks;
 mod hash;
 mod ids;
+mod message_effort;
 mod messages;
 mod output_config;
 mod params;
@@ -426,6 +427,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     let tail = messages::check(&mut ctx, view, &mut breakpoints);
     tool_changes::check(&mut ctx, view);
     clear_at::check(&mut ctx, view);
+    message_effort::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
     automatic_cache::check(&mut ctx, view);

@@ -367,6 +367,17 @@ pub enum Rule {
     /// Audit: docs/api-notes.md#tool-changes (DOC). Model-specific: a warning on an
     /// unknown model, and on a model whose row lists `tool_changes` as `undocumented`.
     ToolChangesUnsupported,
+    /// `output_config.effort` on a `role: "system"` message of a model without per-message
+    /// effort ([`Feature::PerMessageEffort`]). Text the docs': `messages.N.output_config.effort:
+    /// output_config.effort requires a model that supports per-turn effort; this model does
+    /// not`.
+    ///
+    /// [`Feature::PerMessageEffort`]: threadline_wire::model::Feature::PerMessageEffort
+    ///
+    /// Audit: docs/api-notes.md#mid-conversation-system-messages (DOC, effort page).
+    /// Model-specific: a warning on an unknown model, and on a model whose row lists
+    /// `per_message_effort` as `undocumented`.
+    PerMessageEffortUnsupported,
     /// A beta feature in the body without its `anthropic-beta` name (checked only when the
     /// header is known: [`ValidateOptions::with_beta_header`]). Texts: `context_management:
     /// Extra inputs are not permitted` (observed for a beta-only field sent without its beta);
@@ -526,6 +537,7 @@ impl Rule {
         Rule::ToolChangeOutsideSystemMessage,
         Rule::ToolChangeUnknownTool,
         Rule::ToolChangesUnsupported,
+        Rule::PerMessageEffortUnsupported,
         Rule::BetaHeaderMissing,
         Rule::CompactTriggerTooSmall,
         Rule::ContextEditInvalid,
@@ -589,6 +601,7 @@ impl Rule {
             Rule::ToolChangeOutsideSystemMessage => "tool_change_outside_system_message",
             Rule::ToolChangeUnknownTool => "tool_change_unknown_tool",
             Rule::ToolChangesUnsupported => "tool_changes_unsupported",
+            Rule::PerMessageEffortUnsupported => "per_message_effort_unsupported",
             Rule::BetaHeaderMissing => "beta_header_missing",
             Rule::CompactTriggerTooSmall => "compact_trigger_too_small",
             Rule::ContextEditInvalid => "context_edit_invalid",

@@ -17,7 +17,7 @@ use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
 use super::turns::{Piece, Turn, TurnBlocks, Turns};
-use threadline_wire::betas::MID_CONVERSATION_TOOL_CHANGES;
+use threadline_wire::betas::{INLINE_TOOLS, MID_CONVERSATION_TOOL_CHANGES};
 use threadline_wire::content::{ContentBlock, Role};
 use threadline_wire::model::{Capability, Feature};
 use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
@@ -81,8 +81,10 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
                     message,
                 );
             }
+            // Either header carries tool changes (the older one, or `inline-tools`).
             if !beta_reported
                 && ctx.options.names_beta(MID_CONVERSATION_TOOL_CHANGES) == Some(false)
+                && ctx.options.names_beta(INLINE_TOOLS) == Some(false)
             {
                 beta_reported = true;
                 let message = format!(

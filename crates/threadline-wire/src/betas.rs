@@ -41,6 +41,16 @@ pub const SERVER_SIDE_FALLBACK: &str = "server-side-fallback-2026-07-01";
 /// Mid-conversation tool changes (`tool_addition` / `tool_removal` blocks in `role: "system"`
 /// messages; the system messages themselves need no header).
 pub const MID_CONVERSATION_TOOL_CHANGES: &str = "mid-conversation-tool-changes-2026-07-01";
+/// Inline tool definitions (`tool_addition` / `tool_removal` blocks, Claude API only), the
+/// header the docs name for tool changes since 2026-09-15; the API takes either this or
+/// [`MID_CONVERSATION_TOOL_CHANGES`] for them.
+pub const INLINE_TOOLS: &str = "inline-tools-2026-09-15";
+/// Per-message effort (`output_config` on a `role: "system"` message).
+pub const MID_CONVERSATION_OUTPUT_CONFIG: &str = "mid-conversation-output-config-2026-07-01";
+/// The header Claude Code 2.1.328 sends per-message effort with (undocumented; a gateway
+/// treats it as carrying the per-message beta): the validator accepts it in place of
+/// [`MID_CONVERSATION_OUTPUT_CONFIG`], threadline never sends it.
+pub const PER_TURN_CONTROL: &str = "per-turn-control-2026-07-01";
 /// Task budgets (`output_config.task_budget`).
 pub const TASK_BUDGETS: &str = "task-budgets-2026-03-13";
 /// Thinking `display: "updates"` (progress updates as thinking blocks with text).
@@ -80,8 +90,8 @@ pub fn required_for_count(request: &CountTokensRequest) -> Vec<&'static str> {
     out
 }
 
-/// The betas named by the messages (tool changes, `clear_at`), the output config (task
-/// budget) and the thinking setting (`display: "updates"`).
+/// The betas named by the messages (tool changes, `clear_at`, per-message `output_config`),
+/// the output config (task budget) and the thinking setting (`display: "updates"`).
 fn body_features(
     messages: &[MessageParam],
     output_config: Option<&OutputConfig>,
@@ -93,6 +103,13 @@ fn body_features(
     }
     if messages.iter().any(|m| m.extra.contains_key("clear_at")) {
         need(out, MID_CONVERSATION_SYSTEM_CLEAR_AT);
+    }
+    let per_message_effort = |m: &MessageParam| {
+        m.extra.get("output_config").is_some_and(|v| !v.is_null())
+            && m.extra.get("clear_at").and_then(|v| v.as_str()) != Some("next_user_message")
+    };
+    if messages.iter().any(per_message_effort) {
+        need(out, MID_CONVERSATION_OUTPUT_CONFIG);
     }
     if output_config.is_some_and(|c| c.task_budget.is_some()) {
         need(out, TASK_BUDGETS);

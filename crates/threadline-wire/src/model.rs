@@ -67,6 +67,8 @@ pub enum Feature {
     ToolChanges,
     /// `output_config.task_budget`.
     TaskBudget,
+    /// Per-message effort: `output_config.effort` on a `role: "system"` message.
+    PerMessageEffort,
     /// A name this version does not know (newer data): never matches a query.
     #[serde(other)]
     Unknown,
@@ -90,6 +92,8 @@ pub enum Capability {
     ToolChanges,
     /// [`Feature::TaskBudget`].
     TaskBudget,
+    /// [`Feature::PerMessageEffort`].
+    PerMessageEffort,
     /// A name this version does not know (newer data): never matches a query.
     #[serde(other)]
     Unknown,
@@ -104,6 +108,9 @@ impl Capability {
             Capability::ToolSearch => "tool search (`defer_loading`)",
             Capability::ToolChanges => "`tool_addition` / `tool_removal` blocks",
             Capability::TaskBudget => "`output_config.task_budget`",
+            Capability::PerMessageEffort => {
+                "per-message effort (`output_config` on a system message)"
+            }
             Capability::Unknown => "an unknown capability",
         }
     }
@@ -116,6 +123,7 @@ impl From<Feature> for Capability {
             Feature::ToolSearch => Capability::ToolSearch,
             Feature::ToolChanges => Capability::ToolChanges,
             Feature::TaskBudget => Capability::TaskBudget,
+            Feature::PerMessageEffort => Capability::PerMessageEffort,
             Feature::Unknown => Capability::Unknown,
         }
     }
@@ -637,6 +645,7 @@ mod tests {
                     Capability::ToolSearch => model.supports(Feature::ToolSearch),
                     Capability::ToolChanges => model.supports(Feature::ToolChanges),
                     Capability::TaskBudget => model.supports(Feature::TaskBudget),
+                    Capability::PerMessageEffort => model.supports(Feature::PerMessageEffort),
                     Capability::Unknown => false,
                 };
                 assert!(

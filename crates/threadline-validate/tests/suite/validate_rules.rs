@@ -2047,11 +2047,18 @@ fn a_capability_the_docs_are_silent_on_is_a_warning_that_says_so_and_a_documente
     assert_eq!(findings(&report.violations), []);
     assert_eq!(
         findings(&report.warnings),
-        [(
-            Rule::InvalidRole,
-            "messages.1.role",
-            "messages.1.role: the documentation does not say whether claude-haiku-5-5 accepts mid-conversation `role: \"system\"` messages, so the API may accept this; if claude-haiku-5-5 does not, the answer is `messages.1.role: Input should be 'user' or 'assistant'`"
-        )]
+        [
+            (
+                Rule::InvalidRole,
+                "messages.1.role",
+                "messages.1.role: the documentation does not say whether claude-haiku-5-5 accepts mid-conversation `role: \"system\"` messages, so the API may accept this; if claude-haiku-5-5 does not, the answer is `messages.1.role: Input should be 'user' or 'assistant'`"
+            ),
+            (
+                Rule::PerMessageEffortUnsupported,
+                "messages.1.output_config.effort",
+                "messages.1.output_config.effort: the documentation does not say whether claude-haiku-5-5 accepts per-message effort (`output_config` on a system message), so the API may accept this; if claude-haiku-5-5 does not, the answer is `messages.1.output_config.effort: output_config.effort requires a model that supports per-turn effort; this model does not`"
+            )
+        ]
     );
     // Tool changes on it: a warning of the same kind, not a violation.
     let changes = json!({"role": "system", "content": [

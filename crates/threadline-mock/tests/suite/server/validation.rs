@@ -110,16 +110,17 @@ async fn the_models_claude_code_2_1_328_picks_are_served_never_a_404() {
 
 #[tokio::test]
 async fn a_system_message_the_docs_are_silent_on_is_served_and_a_documented_no_is_the_400() {
-    // Claude Code 2.1.328's first request on `--model haiku`: `[user, system + effort]`. The
-    // docs do not say whether Haiku 5.5 takes system messages (its row lists them as
-    // undocumented), so the mock serves it; Sonnet 5's docs say it does not: a 400.
+    // Claude Code 2.1.328's first request on `--model haiku`: `[user, system]` (it adds an
+    // effort, under a beta header this helper does not send). The docs do not say whether
+    // Haiku 5.5 takes system messages (its row lists them as undocumented), so the mock serves
+    // it; Sonnet 5's docs say it does not: a 400.
     let server = start().await;
     let body = |model: &str| {
         json!({
             "model": model, "max_tokens": 1024,
             "messages": [
                 {"role": "user", "content": "Hi"},
-                {"role": "system", "content": "Today's date is 2026-12-02.", "output_config": {"effort": "medium"}}
+                {"role": "system", "content": "Today's date is 2026-12-02."}
             ]
         })
     };

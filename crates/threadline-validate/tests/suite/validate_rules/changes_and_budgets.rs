@@ -10,6 +10,7 @@ use super::{
 };
 
 const OPUS_48: &str = "claude-opus-4-8";
+const OPUS_55: &str = "claude-opus-5-5";
 
 fn system(content: Value) -> Value {
     json!({"role": "system", "content": content})
@@ -38,6 +39,13 @@ fn opus(messages: Value) -> String {
     request.to_string()
 }
 
+/// [`opus`] on Opus 5.5.
+fn opus55(messages: Value) -> String {
+    let mut request: Value = serde_json::from_str(&opus(messages)).expect("JSON");
+    request["model"] = json!(OPUS_55);
+    request.to_string()
+}
+
 impl Case {
     /// This case breaks `rule` too.
     fn also(mut self, rule: Rule) -> Case {
@@ -48,6 +56,17 @@ impl Case {
 
 fn beta(case: Case, header: &str) -> Case {
     with_options(case, ValidateOptions::default().with_beta_header(header))
+}
+
+/// `[user, effort-only system message]` on `model`.
+fn effort_only(model: &str) -> String {
+    let mut request: Value = serde_json::from_str(&body(
+        json!([user(json!("Hello")), {"role": "system", "content": [], "output_config": {"effort": "low"}}]),
+        json!({}),
+    ))
+    .expect("a test body is JSON");
+    request["model"] = json!(model);
+    request.to_string()
 }
 
 const TOOL_CHANGES_BETA: &str = "mid-conversation-tool-changes-2026-07-01";
@@ -111,11 +130,12 @@ pub(super) fn cases() -> Vec<Case> {
         ),
         // An effort-only system message (empty content, `output_config`) renders nothing and
         // is accepted anywhere: where Claude Code 2.1.328 puts it after a compaction, and
-        // first; grouped with a text-carrying one, the usual rules hold.
+        // first; grouped with a text-carrying one, the usual rules hold. On Opus 5.5, which
+        // takes per-message effort (Opus 4.8 does not).
         passes(
             Rule::EmptyContent,
-            OPUS_48,
-            opus(json!([
+            OPUS_55,
+            opus55(json!([
                 hello(),
                 {"role": "system", "content": [], "output_config": {"effort": "medium"}},
                 assistant(json!("On it.")),
@@ -124,8 +144,8 @@ pub(super) fn cases() -> Vec<Case> {
         ),
         passes(
             Rule::SystemMessagePlacement,
-            OPUS_48,
-            opus(json!([
+            OPUS_55,
+            opus55(json!([
                 {"role": "system", "content": [], "output_config": {"effort": "low"}},
                 hello(),
                 assistant(json!("Hi.")),
@@ -149,8 +169,8 @@ pub(super) fn cases() -> Vec<Case> {
         ),
         fails(
             Rule::SystemMessagePlacement,
-            OPUS_48,
-            opus(json!([
+            OPUS_55,
+            opus55(json!([
                 {"role": "system", "content": [], "output_config": {"effort": "low"}},
                 system(json!("Be brief.")),
                 hello()
@@ -272,6 +292,59 @@ pub(super) fn cases() -> Vec<Case> {
                 opus(json!([hello(), changes()])),
             ),
             "mid-conversation-tool-changes-2026-07-01,files-api-2025-04-14",
+        ),
+        // The header the docs name since 2026-09-15 carries them too.
+        beta(
+            passes(
+                Rule::BetaHeaderMissing,
+                OPUS_48,
+                opus(json!([hello(), changes()])),
+            ),
+            "inline-tools-2026-09-15",
+        ),
+        // --- per-message effort ------------------------------------------------------------
+        beta(
+            fails(
+                Rule::BetaHeaderMissing,
+                "claude-opus-5-5",
+                effort_only("claude-opus-5-5"),
+                &[(
+                    "messages.1.output_config",
+                    "messages.1.output_config: Extra inputs are not permitted",
+                )],
+            ),
+            "files-api-2025-04-14",
+        ),
+        beta(
+            passes(
+                Rule::BetaHeaderMissing,
+                "claude-opus-5-5",
+                effort_only("claude-opus-5-5"),
+            ),
+            "mid-conversation-output-config-2026-07-01",
+        ),
+        // Claude Code's header carries it too.
+        beta(
+            passes(
+                Rule::BetaHeaderMissing,
+                "claude-opus-5-5",
+                effort_only("claude-opus-5-5"),
+            ),
+            "per-turn-control-2026-07-01",
+        ),
+        fails(
+            Rule::PerMessageEffortUnsupported,
+            OPUS_48,
+            effort_only(OPUS_48),
+            &[(
+                "messages.1.output_config.effort",
+                "messages.1.output_config.effort: output_config.effort requires a model that supports per-turn effort; this model does not",
+            )],
+        ),
+        passes(
+            Rule::PerMessageEffortUnsupported,
+            "claude-fable-5-1",
+            effort_only("claude-fable-5-1"),
         ),
         // --- context management -------------------------------------------------------------
         beta(
@@ -654,4 +727,29 @@ pub(super) fn fallback_cases() -> Vec<Case> {
             FALLBACK_BETA,
         ),
     ]
+}
+
+#[test]
+fn per_message_effort_on_haiku_5_5_whose_docs_are_silent_is_a_warning() {
+    use threadline_validate::validate_report;
+    use threadline_wire::MessagesRequest;
+    use threadline_wire::model::ModelTable;
+    let table = ModelTable::builtin();
+    let model = table.resolve("claude-haiku-5-5").model();
+    let request: MessagesRequest =
+        serde_json::from_str(&effort_only("claude-haiku-5-5")).expect("parses");
+    let report = validate_report(&request, model, &ValidateOptions::default());
+    assert!(report.is_accepted(), "{report:#?}");
+    let effort: Vec<&str> = report
+        .warnings
+        .iter()
+        .filter(|w| w.rule == Rule::PerMessageEffortUnsupported)
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(effort.len(), 1, "{report:#?}");
+    assert!(
+        effort[0].contains("the documentation does not say whether claude-haiku-5-5"),
+        "{}",
+        effort[0]
+    );
 }
