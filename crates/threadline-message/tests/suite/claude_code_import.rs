@@ -1869,3 +1869,37 @@ fn the_requests_claude_code_2_1_328_sent_are_reproduced_from_the_transcript_it_w
         }
     }
 }
+
+proptest! {
+    /// A real 2.1.328 transcript with lines lost anywhere and cut anywhere: the import and the
+    /// next request never panic, and a next request built on a recorded one starts with
+    /// exactly that request's messages.
+    #[test]
+    fn a_damaged_claude_code_2_1_328_transcript_still_gives_a_next_request_that_extends_what_was_sent(
+        lost in prop::collection::vec(prop::bool::weighted(0.15), 0..120),
+        cut in 0usize..200,
+    ) {
+        let text = std::fs::read_to_string(
+            fixtures::repo_root().join("fixtures/claude-code-2.1.328/compact-opus-5-5.jsonl"),
+        )
+        .expect("the fixture");
+        let lines: Vec<&str> = text.lines().collect();
+        let kept: String = lines
+            .iter()
+            .enumerate()
+            .take(cut.min(lines.len()))
+            // Each line is lost with probability 0.15.
+            .filter(|(i, _)| !lost.get(*i).copied().unwrap_or(false))
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        let imported = import(&kept);
+        if let Some(next) = imported.next_claude_code_request() {
+            prop_assert!(next.appended <= next.messages.len());
+            if let Some(anchor) = next.anchor {
+                let recorded = imported.requests[anchor].messages.as_ref().expect("an anchor rebuilds");
+                prop_assert_eq!(&next.messages[..recorded.len()], &recorded[..]);
+                prop_assert_eq!(next.messages.len(), recorded.len() + next.appended);
+            }
+        }
+    }
+}
