@@ -162,7 +162,7 @@ impl ParsedLines {
             })
             .map(|(_, &line)| line)
             .next_back();
-        for request in &mut result.requests {
+        for request in result.requests.requests_mut() {
             request.messages_before = message_lines.partition_point(|&l| l < request.line);
             request.before_compaction = last_compaction.is_some_and(|b| request.line < b);
         }

@@ -146,8 +146,8 @@ use crate::transcript::{
 use lines::ParsedLines;
 pub use next_request::NextRequest;
 pub use request_records::{
-    RecordedRequest, RecordedShape, RequestRecordError, body_shape_hash, canonical_json,
-    message_hash,
+    RecordedRequest, RecordedRequests, RecordedShape, RequestRecordError, body_shape_hash,
+    canonical_json, message_hash,
 };
 pub use summary::{FIRST_PROMPT_CHARS, SessionInfo};
 
@@ -225,7 +225,7 @@ pub struct ImportResult {
     /// The requests Claude Code 2.1.3xx recorded for this conversation (`api-request`
     /// records; the main loop's, or in a sub-agent's file the sub-agent's), rebuilt, in file
     /// order. Empty for transcripts written before those records existed.
-    pub requests: Vec<RecordedRequest>,
+    pub requests: RecordedRequests,
 }
 
 /// A `summary` record: the title Claude Code gave a conversation.

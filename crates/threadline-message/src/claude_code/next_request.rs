@@ -33,6 +33,7 @@
 //! behind each rule.
 
 use serde_json::Value;
+use threadline_wire::betas::PER_TURN_CONTROL;
 use threadline_wire::{Content, ContentBlock, MessageParam, Role};
 
 use super::ImportResult;
@@ -59,14 +60,16 @@ impl ImportResult {
     /// compaction): those are left to the normalizer. The rules are in docs/claude-code-transcripts.md ("What Claude Code sends next").
     pub fn next_claude_code_request(&self) -> Option<NextRequest> {
         let system_turns = self.system_turns();
-        let anchor = self
-            .requests
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, r)| r.messages.is_ok() && !r.before_compaction);
-        if let Some((anchor, request)) = anchor {
-            let mut messages = request.messages.clone().ok()?;
+        // The last request after the last compaction whose messages rebuild.
+        let anchor = (0..self.requests.len()).rev().find_map(|i| {
+            let request = &self.requests[i];
+            if request.before_compaction {
+                return None;
+            }
+            let messages = self.requests.messages(i)?.ok()?;
+            Some((i, request, messages))
+        });
+        if let Some((anchor, request, mut messages)) = anchor {
             let system_turns =
                 system_turns.unwrap_or_else(|| messages.iter().any(|m| m.role == Role::System));
             let since = self.messages.get(request.messages_before..).unwrap_or(&[]);
@@ -153,9 +156,6 @@ impl ImportResult {
     }
 }
 
-/// The beta with which Claude Code puts the effort on system messages.
-const PER_TURN_CONTROL: &str = "per-turn-control-2026-07-01";
-
 /// A user turn being gathered.
 #[derive(Default)]
 struct Turn {
@@ -188,14 +188,21 @@ impl Turn {
         for text in turn.leading {
             out.push(MessageParam::new(Role::User, Content::Text(text)));
         }
-        let prompt: Vec<ContentBlock> = turn.prompt.iter().flatten().cloned().collect();
-        let only_prompt_text = turn.results.is_empty()
-            && turn.user_texts.is_empty()
-            && matches!(prompt.as_slice(), [ContentBlock::Text(t)] if t.cache_control.is_none() && t.citations.is_none());
-        if only_prompt_text {
-            if let [ContentBlock::Text(t)] = prompt.as_slice() {
-                out.push(MessageParam::new(Role::User, Content::Text(t.text.clone())));
+        // A prompt alone, one plain text block, is sent as a string.
+        let mut prompt_blocks = turn.prompt.iter().flatten();
+        let only_prompt_text = match (prompt_blocks.next(), prompt_blocks.next()) {
+            (Some(ContentBlock::Text(t)), None)
+                if turn.results.is_empty()
+                    && turn.user_texts.is_empty()
+                    && t.cache_control.is_none()
+                    && t.citations.is_none() =>
+            {
+                Some(t.text.clone())
             }
+            _ => None,
+        };
+        if let Some(text) = only_prompt_text {
+            out.push(MessageParam::new(Role::User, Content::Text(text)));
         } else {
             // Claude Code joins the parts of a turn's message with newlines: the attachment
             // texts as one part, then each user record; every part but the last ends with

@@ -98,8 +98,11 @@ pub struct RecordedRequest {
     pub params: Map<String, Value>,
     /// The shape the record names, when the file holds it.
     pub shape: Option<RecordedShape>,
-    /// The request's `messages`, cache markers in place, or why they cannot be rebuilt.
-    pub messages: Result<Vec<MessageParam>, RequestRecordError>,
+    /// The request's `messages` as indices into [`RecordedRequests`]' store of distinct
+    /// messages, or why they cannot be rebuilt ([`RecordedRequests::messages`] makes them).
+    recipe: Result<Vec<usize>, RequestRecordError>,
+    /// The recorded `cacheControl` markers.
+    markers: Vec<Value>,
     /// How many of the import's messages come from records written before this one: the
     /// messages after them are what the conversation added since the request was sent.
     pub messages_before: usize,
@@ -108,7 +111,65 @@ pub struct RecordedRequest {
     pub before_compaction: bool,
 }
 
+/// The requests a transcript recorded, in file order (a slice of [`RecordedRequest`]), and
+/// the distinct messages they are made of: each request names its messages by index, so a
+/// session of `n` requests over `m` messages holds each message once, not `n × m` copies.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordedRequests {
+    requests: Vec<RecordedRequest>,
+    /// Every message a record can name, once.
+    store: Vec<Value>,
+}
+
+impl std::ops::Deref for RecordedRequests {
+    type Target = [RecordedRequest];
+
+    fn deref(&self) -> &[RecordedRequest] {
+        &self.requests
+    }
+}
+
+impl RecordedRequests {
+    /// The requests, to fill in what the import learns after reading them.
+    pub(super) fn requests_mut(&mut self) -> &mut [RecordedRequest] {
+        &mut self.requests
+    }
+
+    /// The `messages` of request `i`, cache markers in place, or why they cannot be rebuilt
+    /// (`None`: there is no request `i`).
+    pub fn messages(&self, i: usize) -> Option<Result<Vec<MessageParam>, RequestRecordError>> {
+        let request = self.requests.get(i)?;
+        let recipe = match &request.recipe {
+            Ok(recipe) => recipe,
+            Err(problem) => return Some(Err(problem.clone())),
+        };
+        let mut messages: Vec<Value> = recipe.iter().map(|&at| self.store[at].clone()).collect();
+        place_markers(&mut messages, &request.markers);
+        Some(
+            messages
+                .into_iter()
+                .map(|m| {
+                    let hash = message_hash(&m);
+                    serde_json::from_value::<MessageParam>(m).map_err(|e| {
+                        RequestRecordError::BadMessage {
+                            line: request.line,
+                            hash,
+                            error: e.to_string(),
+                        }
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
 impl RecordedRequest {
+    /// Why the request's messages cannot be rebuilt from the records, if they cannot (a
+    /// message that does not parse is found only by [`RecordedRequests::messages`]).
+    pub fn problem(&self) -> Option<&RequestRecordError> {
+        self.recipe.as_ref().err()
+    }
+
     /// The model the request was sent to (`params.model`).
     pub fn model(&self) -> Option<&str> {
         self.params.get("model").and_then(Value::as_str)
@@ -196,21 +257,31 @@ pub fn body_shape_hash(body: &Value) -> Option<String> {
     Some(sha256_hex(&canonical_json(&shape)))
 }
 
-/// The messages the file's records can name by hash.
-fn message_index(records: &[Record]) -> HashMap<String, Value> {
-    let mut index = HashMap::new();
+/// The messages the file's records can name, once each (without `cache_control`), and the
+/// index of each in that store by the hashes that name it.
+fn message_store(records: &[Record]) -> (Vec<Value>, HashMap<String, usize>) {
+    let mut store: Vec<Value> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut add = |hash: String, message: Value| {
+        index.entry(hash).or_insert_with(|| {
+            store.push(without_cache_control(&message));
+            store.len() - 1
+        });
+    };
+    // A blob is named by the hash it records: for some (the summary after a compaction, a
+    // Read reminder) that is not the hash of the message it holds.
     for record in records.iter().filter(|r| kind(r) == "api-request-blob") {
         if let (Some(hash), Some(message)) = (
             record.object.get("hash").and_then(Value::as_str),
             record.object.get("message"),
         ) {
-            index.insert(hash.to_owned(), message.clone());
+            add(hash.to_owned(), message.clone());
         }
     }
-    let mut add = |message: Value| {
-        index.entry(message_hash(&message)).or_insert(message);
-    };
-    let mut responses: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut add_hashed = |message: Value| add(message_hash(&message), message);
+    // The records of each response, by `message.id`, in the order the responses start.
+    let mut responses: Vec<Vec<Value>> = Vec::new();
+    let mut response_of: HashMap<String, usize> = HashMap::new();
     let mut results_run: Vec<Value> = Vec::new();
     for record in records {
         let record_kind = kind(record);
@@ -225,14 +296,14 @@ fn message_index(records: &[Record]) -> HashMap<String, Value> {
         });
         if record_kind == "user" && only_results {
             results_run.extend(content.as_array().cloned().unwrap_or_default());
-            add(json!({"role": "user", "content": results_run.clone()}));
+            add_hashed(json!({"role": "user", "content": results_run.clone()}));
         } else {
             results_run.clear();
         }
         if record_kind == "user" {
-            add(json!({"role": "user", "content": content}));
+            add_hashed(json!({"role": "user", "content": content}));
             if let Some(text) = content.as_str() {
-                add(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+                add_hashed(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
             }
         } else {
             let id = record.object["message"]
@@ -241,16 +312,17 @@ fn message_index(records: &[Record]) -> HashMap<String, Value> {
                 .unwrap_or_default()
                 .to_owned();
             let blocks = content.as_array().cloned().unwrap_or_default();
-            match responses.iter_mut().find(|(known, _)| *known == id) {
-                Some((_, joined)) => joined.extend(blocks),
-                None => responses.push((id, blocks)),
-            }
+            let at = *response_of.entry(id).or_insert_with(|| {
+                responses.push(Vec::new());
+                responses.len() - 1
+            });
+            responses[at].extend(blocks);
         }
     }
-    for (_, blocks) in responses {
-        add(json!({"role": "assistant", "content": blocks}));
+    for blocks in responses {
+        add_hashed(json!({"role": "assistant", "content": blocks}));
     }
-    index
+    (store, index)
 }
 
 fn kind(record: &Record) -> &str {
@@ -322,26 +394,24 @@ fn place_markers(messages: &mut [Value], markers: &[Value]) {
 
 /// The requests recorded in `records` that belong to the conversation of `agent_id` (`None`:
 /// the main loop), in file order.
-pub(super) fn recorded_requests(
-    records: &[Record],
-    agent_id: Option<&str>,
-) -> Vec<RecordedRequest> {
+pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> RecordedRequests {
     let requests: Vec<&Record> = records
         .iter()
         .filter(|r| kind(r) == "api-request")
         .filter(|r| r.object.get("agentId").and_then(Value::as_str) == agent_id)
         .collect();
     if requests.is_empty() {
-        return Vec::new();
+        return RecordedRequests::default();
     }
-    let index = message_index(records);
+    let (store, index) = message_store(records);
     let shapes = shapes(records);
-    let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
-    let mut out = Vec::with_capacity(requests.len());
+    // Each request's position in `out` by its id, for the later ones that name it as `base`.
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    let mut out: Vec<RecordedRequest> = Vec::with_capacity(requests.len());
     for record in requests {
         let line = record.line;
         let field = |name: &str| record.object.get(name).and_then(Value::as_str);
-        let mut messages: Vec<Value> = Vec::new();
+        let mut recipe: Vec<usize> = Vec::new();
         let mut problem = None;
         if let Some(base) = field("base") {
             let keep = record
@@ -350,11 +420,13 @@ pub(super) fn recorded_requests(
                 .and_then(Value::as_u64)
                 .and_then(|k| usize::try_from(k).ok())
                 .unwrap_or(0);
-            match by_id.get(base) {
-                Some(earlier) if earlier.len() >= keep => {
-                    messages.extend_from_slice(&earlier[..keep])
-                }
-                _ => {
+            let earlier = by_id
+                .get(base)
+                .and_then(|&at| out[at].recipe.as_ref().ok())
+                .filter(|earlier| earlier.len() >= keep);
+            match earlier {
+                Some(earlier) => recipe.extend_from_slice(&earlier[..keep]),
+                None => {
                     problem = Some(RequestRecordError::UnknownBase {
                         line,
                         base: base.to_owned(),
@@ -372,7 +444,7 @@ pub(super) fn recorded_requests(
             .filter_map(Value::as_str)
         {
             match index.get(hash) {
-                Some(message) => messages.push(without_cache_control(message)),
+                Some(&at) => recipe.push(at),
                 None => {
                     problem.get_or_insert_with(|| RequestRecordError::UnknownMessage {
                         line,
@@ -382,32 +454,8 @@ pub(super) fn recorded_requests(
             }
         }
         if let Some(id) = field("id") {
-            by_id.insert(id.to_owned(), messages.clone());
+            by_id.insert(id.to_owned(), out.len());
         }
-        let markers = record
-            .object
-            .get("cacheControl")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut marked = messages;
-        place_markers(&mut marked, &markers);
-        let parsed = match problem {
-            Some(problem) => Err(problem),
-            None => marked
-                .into_iter()
-                .map(|m| {
-                    let hash = message_hash(&m);
-                    serde_json::from_value::<MessageParam>(m).map_err(|e| {
-                        RequestRecordError::BadMessage {
-                            line,
-                            hash,
-                            error: e.to_string(),
-                        }
-                    })
-                })
-                .collect(),
-        };
         out.push(RecordedRequest {
             id: field("id").unwrap_or_default().to_owned(),
             line,
@@ -420,12 +468,21 @@ pub(super) fn recorded_requests(
                 .cloned()
                 .unwrap_or_default(),
             shape: field("shapeHash").and_then(|h| shapes.get(h).cloned()),
-            messages: parsed,
+            recipe: problem.map_or(Ok(recipe), Err),
+            markers: record
+                .object
+                .get("cacheControl")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
             messages_before: 0,
             before_compaction: false,
         });
     }
-    out
+    RecordedRequests {
+        requests: out,
+        store,
+    }
 }
 
 #[cfg(test)]
@@ -508,9 +565,10 @@ mod tests {
             4,
             "the sub-agent's request is not the main loop's"
         );
-        let to_values = |r: &RecordedRequest| {
-            r.messages
-                .as_ref()
+        let to_values = |i: usize| {
+            rebuilt
+                .messages(i)
+                .expect("a request")
                 .expect("rebuilt")
                 .iter()
                 .map(|m| serde_json::to_value(m).expect("serializes"))
@@ -519,20 +577,20 @@ mod tests {
         let mut marked_system = system.clone();
         marked_system["content"] =
             json!([{"type": "text", "text": "env", "cache_control": {"type": "ephemeral"}}]);
-        assert_eq!(to_values(&rebuilt[0]), [prompt.clone(), marked_system]);
+        assert_eq!(to_values(0), [prompt.clone(), marked_system]);
         assert_eq!(rebuilt[0].model(), Some("claude-opus-5-5"));
         assert_eq!(rebuilt[0].max_tokens(), Some(9));
         let shape = rebuilt[0].shape.as_ref().expect("shape");
         assert!(shape.hash_verified);
         assert_eq!(rebuilt[0].line, 4);
-        assert_eq!(to_values(&rebuilt[1]), [prompt, system, joined, results]);
+        assert_eq!(to_values(1), [prompt, system, joined, results]);
         assert!(matches!(
-            rebuilt[2].messages,
-            Err(RequestRecordError::UnknownBase { keep: 9, .. })
+            rebuilt.messages(2),
+            Some(Err(RequestRecordError::UnknownBase { keep: 9, .. }))
         ));
         assert!(matches!(
-            &rebuilt[3].messages,
-            Err(RequestRecordError::UnknownMessage { hash, .. }) if hash == "00"
+            rebuilt[3].problem(),
+            Some(RequestRecordError::UnknownMessage { hash, .. }) if hash == "00"
         ));
         assert_eq!(recorded_requests(&all, Some("a1")).len(), 1);
     }
@@ -561,7 +619,7 @@ mod tests {
         ]);
         let rebuilt = recorded_requests(&all, None);
         assert!(!rebuilt[0].shape.as_ref().expect("shape").hash_verified);
-        assert_eq!(rebuilt[0].messages.as_deref(), Ok(&[][..]));
+        assert_eq!(rebuilt.messages(0), Some(Ok(Vec::new())));
     }
 
     fn hostile_record() -> impl proptest::strategy::Strategy<Value = Value> {
@@ -601,6 +659,9 @@ mod tests {
             let rebuilt = recorded_requests(&all, None);
             let count = all.iter().filter(|r| kind(r) == "api-request").count();
             proptest::prop_assert_eq!(rebuilt.len(), count);
+            for i in 0..count {
+                proptest::prop_assert!(rebuilt.messages(i).is_some());
+            }
         }
     }
 }

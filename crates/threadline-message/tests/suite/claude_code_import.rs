@@ -1830,12 +1830,13 @@ fn the_requests_claude_code_2_1_328_sent_are_reproduced_from_the_transcript_it_w
     assert_eq!((requests.len(), sent.len()), (3, 3));
     let imported = import(&text);
     assert_eq!(imported.requests.len(), 3);
-    assert!(
-        imported
-            .requests
-            .iter()
-            .all(|r| r.messages.is_ok() && r.shape.as_ref().is_some_and(|s| s.hash_verified))
-    );
+    assert!((0..3).all(|i| {
+        imported.requests.messages(i).is_some_and(|m| m.is_ok())
+            && imported.requests[i]
+                .shape
+                .as_ref()
+                .is_some_and(|s| s.hash_verified)
+    }));
 
     // As it stood when each request was sent (Claude Code writes the record first): exact.
     for (n, (&line, want)) in requests.iter().zip(&sent).enumerate() {
@@ -1896,7 +1897,7 @@ proptest! {
         if let Some(next) = imported.next_claude_code_request() {
             prop_assert!(next.appended <= next.messages.len());
             if let Some(anchor) = next.anchor {
-                let recorded = imported.requests[anchor].messages.as_ref().expect("an anchor rebuilds");
+                let recorded = imported.requests.messages(anchor).expect("a request").expect("an anchor rebuilds");
                 prop_assert_eq!(&next.messages[..recorded.len()], &recorded[..]);
                 prop_assert_eq!(next.messages.len(), recorded.len() + next.appended);
             }
