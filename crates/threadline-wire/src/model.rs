@@ -26,7 +26,7 @@ use serde::Deserialize;
 mod models_api;
 
 /// Prices in US dollars per million tokens.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[non_exhaustive]
 pub struct Prices {
     /// Uncached input.
@@ -78,7 +78,7 @@ pub enum Feature {
 /// `undocumented`): neither claimed nor denied. The row does not claim it (its
 /// `system_messages` or `features` leave it out), so threadline never relies on it; the
 /// validator reports a request using it as a warning, not a violation, and the mock serves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Capability {
@@ -130,7 +130,7 @@ impl From<Feature> for Capability {
 }
 
 /// One model's row.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[non_exhaustive]
 pub struct Model {
     /// The canonical id (dated for models before the 4.6 generation).

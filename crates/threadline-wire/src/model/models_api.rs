@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Feature, Model, ModelTableError, ThinkingMode};
+use super::{Model, ModelTableError, ThinkingMode};
 
 /// Whether `value` is in the Models API's shape: a list (`{"data": [...]}`) or one entry
 /// (`{"type": "model", ...}`).
@@ -54,15 +54,15 @@ fn row(entry: &Value, fallback: &Model) -> Result<Model, ModelTableError> {
         .and_then(Value::as_str)
         .filter(|id| !id.is_empty())
         .ok_or(ModelTableError::EmptyId)?;
-    // Start from the conservative default, as JSON, then lay the entry's own row fields and
-    // the API's fields over it.
-    let mut merged = serde_json::to_value(RowFields::of(fallback))
-        .map_err(ModelTableError::Invalid)?
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    // Start from the conservative default, as JSON, then lay the entry's own row fields
+    // (the names of `data/models.json`) and the API's fields over it.
+    let mut merged = match serde_json::to_value(fallback).map_err(ModelTableError::Invalid)? {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    };
+    merged.insert("aliases".to_owned(), Value::Array(Vec::new()));
     for (key, value) in object {
-        if RowFields::NAMES.contains(&key.as_str()) {
+        if merged.contains_key(key) {
             merged.insert(key.clone(), value.clone());
         }
     }
@@ -115,7 +115,7 @@ fn row(entry: &Value, fallback: &Model) -> Result<Model, ModelTableError> {
         }
         merged.insert("features".to_owned(), features.into());
     }
-    if !merged.contains_key("source") {
+    if merged.get("source").is_none_or(Value::is_null) {
         merged.insert(
             "source".to_owned(),
             "A Models API entry: its window, output limit, thinking, effort and compaction are \
@@ -128,69 +128,6 @@ fn row(entry: &Value, fallback: &Model) -> Result<Model, ModelTableError> {
         serde_json::from_value(Value::Object(merged)).map_err(ModelTableError::Invalid)?;
     model.guess = false;
     Ok(model)
-}
-
-/// The fields of a row, as `data/models.json` names them: the default row written back out so
-/// that an entry's fields can be laid over it.
-#[derive(serde::Serialize)]
-struct RowFields<'a> {
-    id: &'a str,
-    aliases: &'a [String],
-    context_window: u64,
-    max_output_tokens: u64,
-    min_cacheable_tokens: u64,
-    thinking: &'a [ThinkingMode],
-    prefill: bool,
-    sampling_params: bool,
-    system_messages: bool,
-    effort: &'a [String],
-    features: &'a [Feature],
-    keeps_prior_thinking: bool,
-    rejects_input_plus_max_tokens_over_window: bool,
-    prices: Value,
-}
-
-impl<'a> RowFields<'a> {
-    /// The names an entry may carry for what the Models API does not give.
-    const NAMES: [&'static str; 13] = [
-        "aliases",
-        "min_cacheable_tokens",
-        "prefill",
-        "sampling_params",
-        "system_messages",
-        "features",
-        "undocumented",
-        "keeps_prior_thinking",
-        "rejects_input_plus_max_tokens_over_window",
-        "prices",
-        "retired",
-        "source",
-        "disabled_thinking_efforts",
-    ];
-
-    fn of(model: &'a Model) -> Self {
-        let p = &model.prices;
-        RowFields {
-            id: &model.id,
-            aliases: &[],
-            context_window: model.context_window,
-            max_output_tokens: model.max_output_tokens,
-            min_cacheable_tokens: model.min_cacheable_tokens,
-            thinking: &model.thinking,
-            prefill: model.prefill,
-            sampling_params: model.sampling_params,
-            system_messages: model.system_messages,
-            effort: &model.effort,
-            features: &model.features,
-            keeps_prior_thinking: model.keeps_prior_thinking,
-            rejects_input_plus_max_tokens_over_window: model
-                .rejects_input_plus_max_tokens_over_window,
-            prices: serde_json::json!({
-                "input": p.input, "output": p.output, "cache_write_5m": p.cache_write_5m,
-                "cache_write_1h": p.cache_write_1h, "cache_read": p.cache_read,
-            }),
-        }
-    }
 }
 
 #[cfg(test)]
