@@ -18,7 +18,7 @@ use threadline_wire::model::{Capability, Feature};
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     // On a model that takes no system message the role rule already refuses the message.
-    if !(ctx.model.system_messages || ctx.model.is_undocumented(Capability::SystemMessages)) {
+    if !ctx.model.may_have(Capability::SystemMessages) {
         return;
     }
     let messages = view.messages;

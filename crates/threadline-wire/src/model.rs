@@ -202,6 +202,26 @@ impl Model {
         feature != Feature::Unknown && self.features.contains(&feature)
     }
 
+    /// Whether the row claims `capability` (`system_messages`, or the feature in `features`;
+    /// never [`Capability::Unknown`]).
+    pub fn claims(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::SystemMessages => self.system_messages,
+            Capability::ServerCompaction => self.supports(Feature::ServerCompaction),
+            Capability::ToolSearch => self.supports(Feature::ToolSearch),
+            Capability::ToolChanges => self.supports(Feature::ToolChanges),
+            Capability::TaskBudget => self.supports(Feature::TaskBudget),
+            Capability::PerMessageEffort => self.supports(Feature::PerMessageEffort),
+            Capability::Unknown => false,
+        }
+    }
+
+    /// Whether the model has `capability` or may have it: the row claims it, or the
+    /// documentation is silent on it ([`Model::is_undocumented`]).
+    pub fn may_have(&self, capability: Capability) -> bool {
+        self.claims(capability) || self.is_undocumented(capability)
+    }
+
     /// Whether the documentation is silent on whether the model has `capability` (the row's
     /// `undocumented`; never for [`Capability::Unknown`]).
     pub fn is_undocumented(&self, capability: impl Into<Capability>) -> bool {
@@ -639,15 +659,7 @@ mod tests {
         for model in table.models() {
             for &capability in &model.undocumented {
                 assert_ne!(capability, Capability::Unknown, "{}", model.id);
-                let claimed = match capability {
-                    Capability::SystemMessages => model.system_messages,
-                    Capability::ServerCompaction => model.supports(Feature::ServerCompaction),
-                    Capability::ToolSearch => model.supports(Feature::ToolSearch),
-                    Capability::ToolChanges => model.supports(Feature::ToolChanges),
-                    Capability::TaskBudget => model.supports(Feature::TaskBudget),
-                    Capability::PerMessageEffort => model.supports(Feature::PerMessageEffort),
-                    Capability::Unknown => false,
-                };
+                let claimed = model.claims(capability);
                 assert!(
                     !claimed,
                     "{} claims {capability:?} and lists it as undocumented",

@@ -103,8 +103,7 @@ impl ImportResult {
                 // those whose documentation does not say (Haiku 5.5).
                 let table = threadline_wire::model::ModelTable::builtin();
                 let row = table.resolve(model).model();
-                row.system_messages
-                    || row.is_undocumented(threadline_wire::model::Capability::SystemMessages)
+                row.may_have(threadline_wire::model::Capability::SystemMessages)
             })
         });
         let messages = render(&self.messages, system_turns, effort);
