@@ -58,6 +58,13 @@ pub const THINKING_DISPLAY_UPDATES: &str = "thinking-display-updates-2026-08-18"
 /// Turn-scoped mid-conversation system messages (`clear_at` on a `role: "system"` message).
 pub const MID_CONVERSATION_SYSTEM_CLEAR_AT: &str = "mid-conversation-system-clear-at-2026-08-21";
 
+/// Thinking block binding controls (`thinking.block_binding`), and with it
+/// `input_transformations` on every response.
+pub const THINKING_BINDING_CONTROLS: &str = "thinking-binding-controls-2026-08-01";
+/// On-demand compaction: the top-level `compaction` field, and every later request that
+/// carries the signed `compaction` block it returned.
+pub const COMPACT_ON_DEMAND: &str = "compact-2026-09-04";
+
 /// The betas `request` needs, in a fixed order, each once.
 pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
     let mut out = Vec::new();
@@ -73,6 +80,9 @@ pub fn required(request: &MessagesRequest) -> Vec<&'static str> {
     );
     if request.diagnostics.is_some() {
         need(&mut out, CACHE_DIAGNOSIS);
+    }
+    if request.compaction.is_some() {
+        need(&mut out, COMPACT_ON_DEMAND);
     }
     out
 }
@@ -101,6 +111,9 @@ fn body_features(
     if messages.iter().any(has_tool_change) {
         need(out, MID_CONVERSATION_TOOL_CHANGES);
     }
+    if messages.iter().any(has_signed_compaction) {
+        need(out, COMPACT_ON_DEMAND);
+    }
     if messages.iter().any(|m| m.extra.contains_key("clear_at")) {
         need(out, MID_CONVERSATION_SYSTEM_CLEAR_AT);
     }
@@ -116,6 +129,30 @@ fn body_features(
     }
     if thinking.and_then(ThinkingConfig::display) == Some(&ThinkingDisplay::Updates) {
         need(out, THINKING_DISPLAY_UPDATES);
+    }
+    if thinking.is_some_and(has_block_binding) {
+        need(out, THINKING_BINDING_CONTROLS);
+    }
+}
+
+/// Whether `thinking` carries `block_binding` (either value asks for the beta).
+fn has_block_binding(thinking: &ThinkingConfig) -> bool {
+    match thinking {
+        ThinkingConfig::Adaptive(o) | ThinkingConfig::Disabled(o) => {
+            o.block_binding.is_some() || o.extra.contains_key("block_binding")
+        }
+        ThinkingConfig::Enabled(e) => e.extra.contains_key("block_binding"),
+        _ => false,
+    }
+}
+
+/// Whether `message` holds an on-demand compaction block (one with a `signature`).
+pub fn has_signed_compaction(message: &MessageParam) -> bool {
+    match &message.content {
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .any(|b| matches!(b, ContentBlock::Compaction(c) if c.signature.is_some())),
+        Content::Text(_) => false,
     }
 }
 
@@ -236,6 +273,38 @@ mod tests {
         );
         r.diagnostics = Some(crate::diagnostics::DiagnosticsParam::first());
         assert_eq!(required(&r).last(), Some(&CACHE_DIAGNOSIS));
+    }
+
+    #[test]
+    fn block_binding_and_on_demand_compaction_name_their_betas() {
+        let mut r = request();
+        r.thinking = Some(
+            serde_json::from_str(
+                r#"{"type":"adaptive","block_binding":{"prefix_mismatch_behavior":"drop_block"}}"#,
+            )
+            .expect("parses"),
+        );
+        assert_eq!(required(&r), vec![THINKING_BINDING_CONTROLS]);
+        r.thinking = Some(ThinkingConfig::adaptive(None));
+        assert!(required(&r).is_empty());
+        r.compaction = Some(crate::CompactionParam::summarize(None));
+        assert_eq!(required(&r), vec![COMPACT_ON_DEMAND]);
+        // A later request carries the signed block instead of the field: same header.
+        r.compaction = None;
+        r.messages.insert(
+            0,
+            serde_json::from_str(
+                r#"{"role":"assistant","content":[{"type":"compaction","content":"s","signature":"sig"}]}"#,
+            )
+            .expect("parses"),
+        );
+        assert_eq!(required(&r), vec![COMPACT_ON_DEMAND]);
+        // A threshold compaction block (no signature) needs no on-demand header.
+        r.messages[0] = serde_json::from_str(
+            r#"{"role":"assistant","content":[{"type":"compaction","content":"s","encrypted_content":"e"}]}"#,
+        )
+        .expect("parses");
+        assert!(required(&r).is_empty());
     }
 
     #[test]

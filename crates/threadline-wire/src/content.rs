@@ -193,14 +193,19 @@ wire_struct! {
 }
 
 wire_struct! {
-    /// `{"type":"compaction"}` (beta): a server-side summary of everything before it.
+    /// `{"type":"compaction"}` (beta): a server-side summary of everything before it. Threshold
+    /// compaction (`compact_20260112`) writes `content` and `encrypted_content`; on-demand
+    /// compaction (`compact-2026-09-04`) writes `content` and `signature`. Either is sent back
+    /// byte for byte.
     pub struct CompactionBlock {
         required {}
         optional {
             /// The summary, or `null` when compaction failed.
             pub content: String,
-            /// The encrypted state that must be sent back.
+            /// The encrypted state that must be sent back (threshold compaction).
             pub encrypted_content: String,
+            /// The signature binding the summary (on-demand compaction).
+            pub signature: String,
             /// A prompt-cache breakpoint on this block.
             pub cache_control: Box<CacheControl>,
         }

@@ -114,10 +114,10 @@ pub use content::{
 };
 pub use open_object::Extra;
 pub use request::{
-    CountTokensRequest, FallbackModel, Fallbacks, MessageParam, MessagesRequest, SystemPrompt,
-    ThinkingConfig,
+    BlockBinding, CompactionParam, CountTokensRequest, FallbackModel, Fallbacks, MessageParam,
+    MessagesRequest, PrefixMismatchBehavior, SystemPrompt, ThinkingConfig,
 };
-pub use response::{ResponseMessage, StopDetails, StopReason, Usage};
+pub use response::{InputTransformation, ResponseMessage, StopDetails, StopReason, Usage};
 pub use stream_event::{ContentDelta, StreamEvent};
 pub use tools::{CustomTool, ToolChoice, ToolDefinition, VersionedTool};
 pub use usage_iterations::{BilledTotals, IterationKind, UsageIteration};

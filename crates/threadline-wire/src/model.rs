@@ -69,6 +69,12 @@ pub enum Feature {
     TaskBudget,
     /// Per-message effort: `output_config.effort` on a `role: "system"` message.
     PerMessageEffort,
+    /// On-demand compaction: the top-level `compaction` field (`compact-2026-09-04`).
+    OnDemandCompaction,
+    /// Thinking bound to its prefix: a thinking block sent back after the `system` prompt, the
+    /// non-deferred tools or an earlier message changed is refused (or dropped under
+    /// `drop_block`).
+    PrefixBoundThinking,
     /// A name this version does not know (newer data): never matches a query.
     #[serde(other)]
     Unknown,
@@ -94,6 +100,10 @@ pub enum Capability {
     TaskBudget,
     /// [`Feature::PerMessageEffort`].
     PerMessageEffort,
+    /// [`Feature::OnDemandCompaction`].
+    OnDemandCompaction,
+    /// [`Feature::PrefixBoundThinking`].
+    PrefixBoundThinking,
     /// A name this version does not know (newer data): never matches a query.
     #[serde(other)]
     Unknown,
@@ -111,6 +121,8 @@ impl Capability {
             Capability::PerMessageEffort => {
                 "per-message effort (`output_config` on a system message)"
             }
+            Capability::OnDemandCompaction => "on-demand compaction (`compaction`)",
+            Capability::PrefixBoundThinking => "thinking bound to its prefix",
             Capability::Unknown => "an unknown capability",
         }
     }
@@ -124,6 +136,8 @@ impl From<Feature> for Capability {
             Feature::ToolChanges => Capability::ToolChanges,
             Feature::TaskBudget => Capability::TaskBudget,
             Feature::PerMessageEffort => Capability::PerMessageEffort,
+            Feature::OnDemandCompaction => Capability::OnDemandCompaction,
+            Feature::PrefixBoundThinking => Capability::PrefixBoundThinking,
             Feature::Unknown => Capability::Unknown,
         }
     }
@@ -212,6 +226,8 @@ impl Model {
             Capability::ToolChanges => self.supports(Feature::ToolChanges),
             Capability::TaskBudget => self.supports(Feature::TaskBudget),
             Capability::PerMessageEffort => self.supports(Feature::PerMessageEffort),
+            Capability::OnDemandCompaction => self.supports(Feature::OnDemandCompaction),
+            Capability::PrefixBoundThinking => self.supports(Feature::PrefixBoundThinking),
             Capability::Unknown => false,
         }
     }

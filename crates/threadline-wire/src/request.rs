@@ -161,6 +161,70 @@ wire_struct! {
         optional {
             /// `summarized`, `omitted` or (with its beta) `updates`; invalid with `disabled`.
             pub display: ThinkingDisplay,
+            /// What the API does with a thinking block whose prefix changed (beta
+            /// `thinking-binding-controls-2026-08-01`; adaptive thinking only).
+            pub block_binding: BlockBinding,
+        }
+    }
+}
+
+wire_string_enum! {
+    /// `thinking.block_binding.prefix_mismatch_behavior`: on a model that binds thinking to
+    /// its prefix, what happens to a block sent back after the `system` prompt, the
+    /// non-deferred tools or an earlier message changed.
+    pub enum PrefixMismatchBehavior {
+        /// The request is refused with a 400 (the default).
+        Error = "error",
+        /// The block and every later thinking block are dropped; the response lists them in
+        /// `input_transformations`.
+        DropBlock = "drop_block",
+    }
+}
+
+wire_struct! {
+    /// `thinking.block_binding` (beta `thinking-binding-controls-2026-08-01`).
+    pub struct BlockBinding {
+        required {}
+        optional {
+            /// `error` or `drop_block`.
+            pub prefix_mismatch_behavior: PrefixMismatchBehavior,
+        }
+    }
+}
+
+impl BlockBinding {
+    /// `{"prefix_mismatch_behavior": behavior}`.
+    pub fn with_behavior(behavior: PrefixMismatchBehavior) -> BlockBinding {
+        BlockBinding {
+            prefix_mismatch_behavior: Some(behavior),
+            extra: crate::Extra::new(),
+        }
+    }
+}
+
+wire_struct! {
+    /// The top-level `compaction` field (beta `compact-2026-09-04`): summarize the conversation
+    /// now. The answer is one assistant message holding one signed `compaction` block, with
+    /// `stop_reason: "compaction"`.
+    pub struct CompactionParam {
+        required {
+            /// `summarize`.
+            pub kind: String => "type",
+        }
+        optional {
+            /// Replaces the default summarization prompt (non-blank, at most 16,384 characters).
+            pub instructions: String,
+        }
+    }
+}
+
+impl CompactionParam {
+    /// `{"type":"summarize"}`, with `instructions` when given.
+    pub fn summarize(instructions: Option<String>) -> CompactionParam {
+        CompactionParam {
+            kind: "summarize".to_owned(),
+            instructions,
+            extra: crate::Extra::new(),
         }
     }
 }
@@ -170,8 +234,20 @@ impl ThinkingConfig {
     pub fn adaptive(display: Option<ThinkingDisplay>) -> ThinkingConfig {
         ThinkingConfig::Adaptive(ThinkingOptions {
             display,
+            block_binding: None,
             extra: crate::Extra::new(),
         })
+    }
+
+    /// `thinking.block_binding.prefix_mismatch_behavior`, whatever the type.
+    pub fn prefix_mismatch_behavior(&self) -> Option<&PrefixMismatchBehavior> {
+        match self {
+            ThinkingConfig::Adaptive(o) | ThinkingConfig::Disabled(o) => o
+                .block_binding
+                .as_ref()
+                .and_then(|b| b.prefix_mismatch_behavior.as_ref()),
+            _ => None,
+        }
     }
 
     /// The `display` setting, whatever the type.
@@ -386,6 +462,8 @@ wire_struct! {
             pub fallbacks: Fallbacks,
             /// Cache diagnostics (beta `cache-diagnosis-2026-04-07`): the previous response.
             pub diagnostics: crate::diagnostics::DiagnosticsParam,
+            /// On-demand compaction (beta `compact-2026-09-04`): summarize instead of answering.
+            pub compaction: CompactionParam,
         }
     }
 }

@@ -164,6 +164,40 @@ wire_struct! {
             pub context_management: Value,
             /// Cache diagnostics (beta); read with [`ResponseMessage::cache_diagnosis`].
             pub diagnostics: Value,
+            /// What the API changed in the request before reading it (beta
+            /// `thinking-binding-controls-2026-08-01`: every response carries the list, `[]`
+            /// when nothing changed; streamed on `message_start`).
+            pub input_transformations: Vec<InputTransformation>,
+        }
+    }
+}
+
+wire_struct! {
+    /// One entry of `input_transformations`: e.g. `{"type": "thinking_dropped", "path":
+    /// "messages.1.content.0", "reason": "prefix_binding_mismatch"}`.
+    pub struct InputTransformation {
+        required {
+            /// `thinking_dropped` (other kinds parse too).
+            pub kind: String => "type",
+        }
+        optional {
+            /// Where the dropped block was, as `messages.I.content.J`.
+            pub path: String,
+            /// `prefix_binding_mismatch`, `model_binding_mismatch` or
+            /// `organization_binding_mismatch` (kept as a string: new reasons must parse).
+            pub reason: String,
+        }
+    }
+}
+
+impl InputTransformation {
+    /// A `thinking_dropped` entry at `path` for `reason`.
+    pub fn thinking_dropped(path: String, reason: &str) -> InputTransformation {
+        InputTransformation {
+            kind: "thinking_dropped".to_owned(),
+            path: Some(path),
+            reason: Some(reason.to_owned()),
+            extra: crate::Extra::new(),
         }
     }
 }

@@ -404,6 +404,73 @@ fn a_streamed_compaction_keeps_null_content_and_the_message_pass_usage() {
     assert_eq!(usage.billed().cache_read_input_tokens, Some(55_096));
 }
 
+/// On-demand compaction (`compact-2026-09-04`): the request field, the signed block in a
+/// response and streamed whole (one `content_block_start`, no deltas), kept byte for byte; and
+/// `input_transformations` on a response and on `message_start`.
+#[test]
+fn on_demand_compaction_and_block_binding_round_trip() {
+    let request = serde_json::json!({"model": "claude-opus-5-5", "max_tokens": 4096,
+        "messages": [
+            {"role": "assistant", "content": [{"type": "compaction", "content": "Summary: a", "signature": "EuYBCkQY"}]},
+            {"role": "user", "content": "go on"}],
+        "thinking": {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}},
+        "compaction": {"type": "summarize", "instructions": "Keep file paths."}});
+    let parsed = assert_round_trip::<MessagesRequest>("on-demand compaction request", &request);
+    assert_eq!(
+        parsed
+            .compaction
+            .as_ref()
+            .and_then(|c| c.instructions.as_deref()),
+        Some("Keep file paths.")
+    );
+    assert_eq!(
+        parsed
+            .thinking
+            .as_ref()
+            .and_then(|t| t.prefix_mismatch_behavior()),
+        Some(&threadline_wire::PrefixMismatchBehavior::DropBlock)
+    );
+    let response = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "model": "claude-opus-5-5",
+        "content": [{"type": "compaction", "content": "Summary of the conversation: a", "signature": "EuYBCkQY"}],
+        "stop_reason": "compaction", "stop_sequence": null,
+        "input_transformations": [{"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "prefix_binding_mismatch"}],
+        "usage": {"input_tokens": 0, "output_tokens": 0,
+            "iterations": [{"type": "compaction", "input_tokens": 144, "output_tokens": 276}]}});
+    let parsed = assert_round_trip::<ResponseMessage>("on-demand compaction response", &response);
+    let dropped = parsed.input_transformations.as_deref().unwrap_or_default();
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(
+        dropped[0].reason.as_deref(),
+        Some("prefix_binding_mismatch")
+    );
+    assert_eq!(
+        parsed.usage.expect("usage").billed().output_tokens,
+        Some(276)
+    );
+
+    let events = [
+        r#"{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","content":[],"model":"claude-opus-5-5","input_transformations":[],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":"Summary: b","signature":"SIG"}}"#,
+        r#"{"type":"ping"}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"compaction","stop_sequence":null},"usage":{"input_tokens":0,"output_tokens":0,"iterations":[{"type":"compaction","input_tokens":10,"output_tokens":5}]}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let mut acc = threadline_wire::accumulate::MessageAccumulator::new();
+    for e in events {
+        acc.push(&StreamEvent::from_json(e).expect("parses"))
+            .expect("accumulates");
+    }
+    let message = acc.finish().expect("complete");
+    assert_eq!(
+        serde_json::to_value(&message.content[0]).expect("serializes"),
+        serde_json::json!({"type": "compaction", "content": "Summary: b", "signature": "SIG"})
+    );
+    assert_eq!(message.input_transformations, Some(Vec::new()));
+    assert_eq!(message.stop_reason, Some(StopReason::Compaction));
+}
+
 /// Found by the `request_json` fuzz target: an unknown field holding a number beyond `f64`'s
 /// exact range changed in a round trip (serde_json's default float parser is not exact:
 /// `4…096e106` read as `3.999999999999999e106`, written as `3.9999999999999995e106`, read
