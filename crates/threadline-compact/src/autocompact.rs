@@ -2,7 +2,8 @@
 //!
 //! The new array is `compact_boundary` → the summary (a user message marked
 //! `is_compact_summary`) → the latest prompt when the tail does not reach it → the verbatim
-//! tail ([`crate::tail`]) → re-attached files ([`crate::reattach`]).
+//! tail ([`crate::tail`]; without its thinking blocks on a model that binds thinking to its
+//! prefix, [`crate::binding`]) → re-attached files ([`crate::reattach`]).
 //!
 //! The summary request is a fork of the main request: the same model, system prompt, tools,
 //! `tool_choice`, thinking, `context_management` and messages — so it reads the main
@@ -389,7 +390,13 @@ async fn compact_once(
     );
     messages.extend(visible[plan.restated_prompt.clone()].iter().cloned());
     let tail = &visible[plan.start..];
-    messages.extend(tail.iter().cloned());
+    // On a model that binds thinking to its prefix, the tail's thinking would be refused
+    // after the new summary: it goes, the rest of each message stays.
+    if crate::binding::binds_thinking(context.model) {
+        messages.extend(tail.iter().map(crate::binding::without_thinking));
+    } else {
+        messages.extend(tail.iter().cloned());
+    }
     // A kept message stays retracted when its tombstone stood among the summarized ones.
     let missing = crate::retractions::missing_tombstones(visible, &messages);
     let missing: Vec<Message> = missing.into_iter().cloned().collect();

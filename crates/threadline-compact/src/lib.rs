@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 pub mod autocompact;
+pub mod binding;
 pub mod breaker;
 pub mod budget;
 pub mod estimate;

@@ -164,6 +164,15 @@ impl Compaction {
         self.enabled && self.mode.choose(model).local
     }
 
+    /// The time-based microcompact's settings for `model`: `None` when compaction is off,
+    /// the layer is off, or `model` binds thinking to its prefix (clearing a result already
+    /// sent would invalidate every later thinking block, [`crate::binding`]).
+    pub fn local_microcompact(&self, model: &Model) -> Option<&MicrocompactOptions> {
+        self.microcompact
+            .as_ref()
+            .filter(|_| self.enabled && crate::binding::local_edits_allowed(model))
+    }
+
     /// Autocompact at `tokens` instead of the model's threshold (small windows, demos).
     pub fn autocompact_at(mut self, tokens: u64) -> Compaction {
         self.autocompact_at = Some(tokens);
@@ -211,6 +220,16 @@ mod tests {
         assert!(!Compaction::off().local_autocompact(model));
         assert_eq!(Compaction::off().context_management(model), None);
         assert_eq!(Compaction::default().context_management(model), None);
+    }
+
+    #[test]
+    fn the_microcompact_never_edits_the_past_of_a_binding_model() {
+        let table = ModelTable::builtin();
+        let free = table.resolve("claude-sonnet-4-5").model();
+        let bound = table.resolve("claude-opus-5-5").model();
+        assert!(Compaction::default().local_microcompact(free).is_some());
+        assert!(Compaction::default().local_microcompact(bound).is_none());
+        assert!(Compaction::off().local_microcompact(free).is_none());
     }
 
     #[test]

@@ -75,7 +75,10 @@ pub mod routes;
 pub mod scenario;
 mod server;
 pub mod server_compaction;
-#[allow(dead_code, reason = "its users, the binding and on-demand compaction checks, land next")]
+#[allow(
+    dead_code,
+    reason = "its users, the binding and on-demand compaction checks, land next"
+)]
 mod signing;
 mod simulated_usage;
 pub mod tool_search;

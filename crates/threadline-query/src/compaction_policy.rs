@@ -286,12 +286,7 @@ where
     }
 
     fn microcompact(&mut self, input: StepInput<'_>) -> StepOutcome {
-        let Some(options) = self
-            .options
-            .microcompact
-            .as_ref()
-            .filter(|_| self.options.enabled)
-        else {
+        let Some(options) = self.options.local_microcompact(&self.model) else {
             return StepOutcome::unchanged();
         };
         let start = input.boundary.min(input.history.len());

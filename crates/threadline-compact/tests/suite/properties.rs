@@ -255,13 +255,25 @@ fn check_autocompact(session: &[Message]) -> Result<bool, String> {
 }
 
 fn check_compaction(session: &[Message], reactive: bool) -> Result<bool, String> {
+    check_compaction_for(session, reactive, model())
+}
+
+/// The model the binding properties compact for (it binds thinking to its prefix).
+const BINDING_MODEL: &str = "claude-opus-5-5";
+
+fn check_compaction_for(
+    session: &[Message],
+    reactive: bool,
+    compacting_for: &threadline_wire::model::Model,
+) -> Result<bool, String> {
+    let binds = threadline_compact::binding::binds_thinking(compacting_for);
     let base = request_for(session);
     let overhead = overhead_of(&base);
     let pre = estimate_context(session, overhead);
     let limit = pre - pre / 4;
     let options = small_options();
     let context = CompactContext {
-        model: model(),
+        model: compacting_for,
         base: &base,
         limit,
         now: epoch(),
@@ -304,13 +316,44 @@ fn check_compaction(session: &[Message], reactive: bool) -> Result<bool, String>
     if should_autocompact(output, &after_base, limit) {
         return Err("the result still triggers autocompact".into());
     }
-    // Assistant messages are copied, never modified.
+    // Assistant messages are copied, never modified — on a binding model, copied without
+    // their thinking, and no thinking block at all reaches the API after the new summary
+    // (each was bound to a prefix the summary replaced).
     for m in output {
-        if let Message::Assistant(_) = m
-            && !session.contains(m)
-        {
-            return Err(format!("assistant message {} was modified", m.id()));
+        let Message::Assistant(a) = m else { continue };
+        if !binds {
+            if !session.contains(m) {
+                return Err(format!("assistant message {} was modified", m.id()));
+            }
+            continue;
         }
+        let original = session
+            .iter()
+            .map(threadline_compact::binding::without_thinking)
+            .any(|o| &o == m);
+        if !original {
+            return Err(format!(
+                "assistant message {} was changed beyond its thinking",
+                m.id()
+            ));
+        }
+        if a.content
+            .iter()
+            .any(threadline_wire::ContentBlock::is_thinking)
+        {
+            return Err(format!(
+                "assistant message {} kept a bound thinking block",
+                m.id()
+            ));
+        }
+    }
+    if binds {
+        // The rest of the checks are about the tail's thinking, which is gone by design.
+        let again = run_layer(session, &context, &options, reactive).map_err(|e| e.to_string())?;
+        if json(&again.messages) != json(output) {
+            return Err("two runs gave different bytes".into());
+        }
+        return Ok(true);
     }
     // The latest assistant message (as the request sees it: a retracted one is not sent),
     // when kept, reaches the API with the same thinking.
@@ -407,6 +450,22 @@ proptest! {
                 microcompact_time_based(&session, &options, cold).map(|m| m.messages),
                 clear_old_tool_results(&session, &options, cold).map(|m| m.messages)
             );
+        }
+    }
+
+    #[test]
+    fn autocompact_for_a_binding_model_carries_no_bound_thinking(session in any_session()) {
+        let binding = threadline_wire::model::ModelTable::builtin().resolve(BINDING_MODEL).model();
+        if let Err(problem) = check_compaction_for(&session, false, binding) {
+            prop_assert!(false, "{problem}\ninput: {}", json(&session));
+        }
+    }
+
+    #[test]
+    fn reactive_compact_for_a_binding_model_carries_no_bound_thinking(session in any_session()) {
+        let binding = threadline_wire::model::ModelTable::builtin().resolve(BINDING_MODEL).model();
+        if let Err(problem) = check_compaction_for(&session, true, binding) {
+            prop_assert!(false, "{problem}\ninput: {}", json(&session));
         }
     }
 
