@@ -283,6 +283,12 @@ enum Command {
         /// threshold, so that compaction can be seen on a small session.
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         autocompact_at: Option<u64>,
+        /// How the context is compacted: `local` (a summary written by a model call),
+        /// `server` (the API's `compact_20260112` edit where the model has it) or `on-demand`
+        /// (at the threshold, the API's on-demand compaction writes a signed summary block,
+        /// where the model has it); each falls back to `local` where the model lacks it.
+        #[arg(long, value_name = "MODE", value_enum, default_value_t = commands::run::RunCompaction::Local)]
+        compaction: commands::run::RunCompaction,
         /// MCP servers from this file (Claude Code's `.mcp.json` format), beside those of the
         /// workspace's `.mcp.json` (read always; a server of the same name here wins).
         #[arg(long, value_name = "FILE")]
@@ -531,6 +537,7 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             log,
             request_timeout,
             autocompact_at,
+            compaction,
             ..
         } => commands::run::run(&commands::run::RunArgs {
             prompt: prompt.as_deref(),
@@ -549,6 +556,7 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             log: log.as_deref(),
             request_timeout: request_timeout.map(std::time::Duration::from_secs),
             autocompact_at,
+            compaction: compaction.mode(),
             input_limit,
         }),
         Command::Worker(args) => commands::worker::run(&args),

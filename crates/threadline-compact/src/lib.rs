@@ -67,6 +67,7 @@ pub mod breaker;
 pub mod budget;
 pub mod estimate;
 pub mod microcompact;
+pub mod on_demand;
 pub mod policy;
 pub mod reactive;
 pub mod reattach;

@@ -119,6 +119,13 @@ impl Compaction {
         }
     }
 
+    /// These settings with another mode (local, server, both or on demand), the server
+    /// settings kept (their `instructions` also serve on-demand compaction).
+    pub fn with_mode(mut self, mode: CompactionMode) -> Compaction {
+        self.mode = mode;
+        self
+    }
+
     /// These settings with another mode (local, server or both) and server settings.
     pub fn with_server(mut self, mode: CompactionMode, server: ServerCompaction) -> Compaction {
         self.mode = mode;

@@ -130,6 +130,11 @@ pub enum CompactionMode {
     /// Both: the server compacts at its trigger, the local autocompact stays as the safety
     /// net at its own (higher) threshold.
     Both,
+    /// On-demand compaction (`compact-2026-09-04`) where the model supports it: at the
+    /// autocompact threshold the API writes the summary as a signed block
+    /// ([`crate::on_demand`]); the local autocompact where it does not, and whenever the API
+    /// gives no summary.
+    OnDemand,
 }
 
 /// What runs for one model.
@@ -140,6 +145,8 @@ pub struct Chosen {
     pub local: bool,
     /// Requests carry the `compact_20260112` edit.
     pub server: bool,
+    /// The autocompact threshold sends an on-demand compaction request first.
+    pub on_demand: bool,
 }
 
 impl CompactionMode {
@@ -151,14 +158,22 @@ impl CompactionMode {
             CompactionMode::Local => Chosen {
                 local: true,
                 server: false,
+                on_demand: false,
             },
             CompactionMode::Server => Chosen {
                 local: !supported,
                 server: supported,
+                on_demand: false,
             },
             CompactionMode::Both => Chosen {
                 local: true,
                 server: supported,
+                on_demand: false,
+            },
+            CompactionMode::OnDemand => Chosen {
+                local: true,
+                server: false,
+                on_demand: crate::on_demand::supported(model),
             },
         }
     }
@@ -209,11 +224,20 @@ mod tests {
         assert!(!ServerCompaction::default().apply(&mut request, haiku));
         assert_eq!(request.context_management, None);
         assert_eq!(ServerCompaction::default().context_management(haiku), None);
-        let both = |local, server| Chosen { local, server };
+        let both = |local, server| Chosen {
+            local,
+            server,
+            on_demand: false,
+        };
         assert_eq!(CompactionMode::Local.choose(sonnet), both(true, false));
         assert_eq!(CompactionMode::Server.choose(sonnet), both(false, true));
         assert_eq!(CompactionMode::Server.choose(haiku), both(true, false));
         assert_eq!(CompactionMode::Both.choose(sonnet), both(true, true));
         assert_eq!(CompactionMode::Both.choose(haiku), both(true, false));
+        // On demand where the row says so, the local autocompact as the fallback everywhere.
+        let opus = table.resolve("claude-opus-5-5").model();
+        let on_demand = CompactionMode::OnDemand.choose(opus);
+        assert!(on_demand.on_demand && on_demand.local && !on_demand.server);
+        assert_eq!(CompactionMode::OnDemand.choose(haiku), both(true, false));
     }
 }

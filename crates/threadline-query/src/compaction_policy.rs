@@ -12,6 +12,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
+use threadline_compact::on_demand::{self, OnDemandError};
 use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     CircuitBreaker, CompactContext, Compacted, Compaction, DirStore, HistoryOnly, MemoryStore,
@@ -21,7 +22,7 @@ use threadline_compact::{
 use threadline_message::{CompactTrigger, Message};
 use threadline_wire::model::Model;
 use threadline_wire::service::{CountTokens as _, MessagesService, ServiceError};
-use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest};
+use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest, ResponseMessage};
 
 use crate::config::QueryConfig;
 use crate::context_policy::{ContextPolicy, PolicyError, StepInput, StepOutcome};
@@ -194,6 +195,37 @@ where
     }
 }
 
+impl<S> CompactionPolicy<S>
+where
+    S: MessagesService + Send + 'static,
+    S::Future: Send + 'static,
+{
+    /// On-demand compaction of `history` (`threadline_compact::on_demand`): `base`, the
+    /// request the loop would send now, with the `compaction` field, through the loop's own
+    /// service; the answer's signed block starts the new history.
+    async fn on_demand(
+        &mut self,
+        history: &[Message],
+        base: &MessagesRequest,
+    ) -> Result<Compacted, OnDemandError> {
+        let instructions = self.options.server.instructions.as_deref();
+        let request = on_demand::compaction_request(base, instructions);
+        let answer = answer_message(&mut self.service, request)
+            .await
+            .map_err(|e| OnDemandError::Failed {
+                message: e.to_string(),
+            })?;
+        let block = on_demand::read_answer(&answer)?;
+        on_demand::swapped(
+            history,
+            block,
+            overhead_of(base),
+            CompactTrigger::Auto,
+            threadline_message::determinism::now(),
+        )
+    }
+}
+
 /// Writes the summary with a model call through the loop's own service (the policy's
 /// service, borrowed for the compaction). The async lock only serializes calls: the driver
 /// makes one at a time.
@@ -216,18 +248,26 @@ where
     }
 }
 
-/// Sends `request` (streamed) and returns the text of the answer.
-async fn answer_text<S>(
+/// Sends `request` (streamed) and returns the answer.
+async fn answer_message<S>(
     service: &mut S,
     mut request: MessagesRequest,
-) -> Result<String, ServiceError>
+) -> Result<ResponseMessage, ServiceError>
 where
     S: MessagesService,
 {
     request.stream = Some(true);
     futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
     let stream = service.call(request).await?;
-    let message = threadline_wire::service::collect_message(stream).await?;
+    threadline_wire::service::collect_message(stream).await
+}
+
+/// Sends `request` (streamed) and returns the text of the answer.
+async fn answer_text<S>(service: &mut S, request: MessagesRequest) -> Result<String, ServiceError>
+where
+    S: MessagesService,
+{
+    let message = answer_message(service, request).await?;
     let text: Vec<&str> = message
         .content
         .iter()
@@ -352,6 +392,20 @@ where
                 return Ok(StepOutcome::unchanged());
             }
             let history: &[Message] = input.history;
+            if self.options.mode.choose(&self.model).on_demand {
+                match self.on_demand(history, &base).await {
+                    Ok(compacted) => {
+                        *input.failures_in_a_row = 0;
+                        return Ok(appended(compacted));
+                    }
+                    // No summary, or the call failed: the local autocompact runs instead.
+                    Err(error) => tracing::warn!(
+                        target: "threadline.compaction",
+                        %error,
+                        "on-demand compaction gave no summary; compacting locally"
+                    ),
+                }
+            }
             self.compact(Kind::Auto, history, &base, input.failures_in_a_row)
                 .await
                 .map(appended)

@@ -318,6 +318,13 @@ where
         self
     }
 
+    /// How the agent compacts: locally, server-side, both, or on demand where the model
+    /// supports it (see [`crate::CompactionMode`]); the other compaction settings are kept.
+    pub fn compaction_mode(mut self, mode: crate::CompactionMode) -> Self {
+        self.compaction = self.compaction.with_mode(mode);
+        self
+    }
+
     /// The prompt-cache planner (default: `Planner::default()`, the lookback-aware strategy).
     /// It looks models up in the agent's model table (`QueryConfig::models`), whatever table
     /// it was given.

@@ -38,8 +38,33 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) request_timeout: Option<std::time::Duration>,
     /// `--autocompact-at TOKENS`.
     pub(crate) autocompact_at: Option<u64>,
+    /// `--compaction MODE`.
+    pub(crate) compaction: threadline::CompactionMode,
     /// `--max-input-bytes`: the limit `--resume` reads its transcript with.
     pub(crate) input_limit: threadline_cli::input::InputLimit,
+}
+
+/// `threadline run --compaction`: how the context is compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum RunCompaction {
+    /// The local autocompact: a summary request.
+    #[default]
+    Local,
+    /// Server-side compaction (`compact_20260112`) where the model has it.
+    Server,
+    /// On-demand compaction (`compact-2026-09-04`) where the model has it.
+    OnDemand,
+}
+
+impl RunCompaction {
+    /// The agent's compaction mode.
+    pub(crate) fn mode(self) -> threadline::CompactionMode {
+        match self {
+            RunCompaction::Local => threadline::CompactionMode::Local,
+            RunCompaction::Server => threadline::CompactionMode::Server,
+            RunCompaction::OnDemand => threadline::CompactionMode::OnDemand,
+        }
+    }
 }
 
 /// The turn limit of `threadline run` when `--max-turns` is not given: a model that repeats a
@@ -94,6 +119,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         max_turns: args.max_turns,
         mcp_config: args.mcp_config,
         autocompact_at: args.autocompact_at,
+        compaction: args.compaction,
         request_timeout: args.request_timeout,
     };
     if !args.dry_run {

@@ -48,6 +48,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) request_timeout: Option<std::time::Duration>,
     /// `--autocompact-at TOKENS`: the autocompact threshold instead of the model's.
     pub(crate) autocompact_at: Option<u64>,
+    /// `--compaction MODE`.
+    pub(crate) compaction: threadline::CompactionMode,
 }
 
 /// The key to send: `ANTHROPIC_API_KEY`, else (with a base URL) a placeholder; the error is
@@ -139,7 +141,7 @@ pub(crate) fn live_builder(
             } else {
                 ShellAccess::Ask
             },
-            compaction: Compaction::default(),
+            compaction: Compaction::default().with_mode(args.compaction),
             today: Some(args.date),
         },
     );

@@ -62,6 +62,9 @@ pub(crate) struct WorkerArgs {
     /// Autocompact at TOKENS instead of the model's threshold (as `run --autocompact-at`).
     #[arg(long, value_name = "TOKENS")]
     autocompact_at: Option<u64>,
+    /// How the context is compacted (as `run --compaction`).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = super::run::RunCompaction::Local)]
+    compaction: super::run::RunCompaction,
     /// Today's date for the system context, YYYY-MM-DD (default: `THREADLINE_DATE`, else
     /// the UTC date when the worker starts).
     #[arg(long, value_name = "YYYY-MM-DD")]
@@ -166,6 +169,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         mcp_config: args.mcp_config.as_deref(),
         request_timeout: None,
         autocompact_at: args.autocompact_at,
+        compaction: args.compaction.mode(),
     };
     let mcp_config = crate::mcp_setup::load(&workspace, args.mcp_config.as_deref(), "worker")
         .map_err(|line| CliError::unusable(WORKER, line, None))?;
