@@ -68,6 +68,7 @@ mod connections;
 mod context_edits;
 pub mod diagnostics;
 mod limits;
+mod on_demand_compaction;
 mod recording;
 pub mod request_log;
 mod respond;
@@ -75,7 +76,6 @@ pub mod routes;
 pub mod scenario;
 mod server;
 pub mod server_compaction;
-#[allow(dead_code, reason = "its users, the binding and on-demand compaction checks, land next")]
 mod signing;
 mod simulated_usage;
 pub mod tool_search;

@@ -419,6 +419,9 @@ pub struct ErrorStep {
     /// `x-should-retry`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub should_retry: Option<bool>,
+    /// `error.details.error_code` (e.g. `compaction_unavailable` on a 529).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
 
 /// A recorded response (a canonical fixture exchange, `threadline-fixture/1`).
@@ -588,6 +591,7 @@ impl Step {
             message: message.into(),
             retry_after: None,
             should_retry: None,
+            error_code: None,
         })
     }
 
@@ -599,6 +603,7 @@ impl Step {
             message: "This request would exceed the rate limit for your organization of 40,000 input tokens per minute.".to_owned(),
             retry_after: Some(retry_after),
             should_retry: None,
+            error_code: None,
         })
     }
 
@@ -677,6 +682,15 @@ impl Step {
     pub fn with_should_retry(mut self, should_retry: bool) -> Self {
         if let Step::Error(e) = &mut self {
             e.should_retry = Some(should_retry);
+        }
+        self
+    }
+
+    /// This error step with `error.details.error_code` (a 529 with `compaction_unavailable`,
+    /// the transient failure of an on-demand compaction).
+    pub fn with_error_code(mut self, code: impl Into<String>) -> Self {
+        if let Step::Error(e) = &mut self {
+            e.error_code = Some(code.into());
         }
         self
     }
