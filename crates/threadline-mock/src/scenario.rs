@@ -302,7 +302,9 @@ pub struct MessageStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Value>,
     /// The summary of a server-side compaction, when the request's `compact_20260112` edit
-    /// triggers on this step (default: an extractive one; see `server_compaction`).
+    /// triggers on this step (default: an extractive one; see `server_compaction`), and of an
+    /// on-demand compaction (a request with `compaction`) taking this step (default: the
+    /// step's text, else one naming how many messages it covers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_summary: Option<String>,
     /// `context_management` to report (`{"applied_edits": [...]}`), in the `message_delta`
