@@ -494,6 +494,22 @@ mod tests {
     }
 
     #[test]
+    fn an_error_step_reads_its_code_and_old_steps_read_without_one() {
+        let yaml = "steps:\n  - {kind: error, status: 529, message: Overloaded, error_code: compaction_unavailable}\n  - {kind: error, status: 529, message: Overloaded}\n";
+        let scenario: crate::Scenario = serde_yaml::from_str(yaml).expect("valid");
+        assert_eq!(
+            scenario.steps,
+            [
+                Step::overloaded().with_error_code("compaction_unavailable"),
+                Step::overloaded()
+            ]
+        );
+        let json = serde_json::to_value(&scenario).expect("serializes");
+        assert_eq!(json["steps"][0]["error_code"], "compaction_unavailable");
+        assert!(json["steps"][1].get("error_code").is_none(), "{json}");
+    }
+
+    #[test]
     fn only_placement_rules_carry_a_code() {
         assert_eq!(
             error_code(Rule::CompactionBlockMisplaced),

@@ -529,21 +529,37 @@ fn hostile_text() -> impl Strategy<Value = String> {
     proptest::collection::vec(piece, 1..6).prop_map(|pieces| format!("x{}", pieces.concat()))
 }
 
-/// A conversation: alternating user and assistant texts, starting with the user.
+/// A conversation: a user turn, then exchanges (an answer and a user turn, or an answer
+/// calling a tool and its result), all of hostile text, sometimes ending with an answer.
 fn conversation() -> impl Strategy<Value = Vec<Value>> {
-    proptest::collection::vec(hostile_text(), 1..7).prop_map(|texts| {
-        texts
-            .into_iter()
-            .enumerate()
-            .map(|(i, text)| {
-                if i % 2 == 0 {
-                    json!({"role": "user", "content": text})
+    let exchange = (hostile_text(), hostile_text(), any::<bool>());
+    (
+        hostile_text(),
+        proptest::collection::vec(exchange, 0..5),
+        any::<bool>(),
+    )
+        .prop_map(|(first, exchanges, end_on_answer)| {
+            let mut messages = vec![json!({"role": "user", "content": first})];
+            for (i, (answer, next, calls)) in exchanges.into_iter().enumerate() {
+                let text = json!({"type": "text", "text": answer});
+                if calls {
+                    let id = format!("toolu_{i}");
+                    let call = json!({"type": "tool_use", "id": id, "name": "lookup",
+                        "input": {"q": next}});
+                    messages.push(json!({"role": "assistant", "content": [text, call]}));
+                    messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+                        "tool_use_id": id, "content": next}]}));
                 } else {
-                    json!({"role": "assistant", "content": [{"type": "text", "text": text}]})
+                    messages.push(json!({"role": "assistant", "content": [text]}));
+                    messages.push(json!({"role": "user", "content": next}));
                 }
-            })
-            .collect()
-    })
+            }
+            if end_on_answer {
+                messages.push(json!({"role": "assistant", "content": [
+                    {"type": "text", "text": "Done."}]}));
+            }
+            messages
+        })
 }
 
 /// The replacement of a character: another one, hostile or not.
@@ -597,7 +613,7 @@ fn a_block_comes_back_verbatim_first_and_any_edit_of_it_is_refused_with_its_code
         .expect("the mock listens");
     let addr = server.addr();
     let mut runner = TestRunner::new(Config {
-        cases: 32,
+        cases: 48,
         failure_persistence: None,
         ..Config::default()
     });
@@ -612,6 +628,7 @@ fn a_block_comes_back_verbatim_first_and_any_edit_of_it_is_refused_with_its_code
         .run(&strategy, |(messages, in_content, at, with, user_first)| {
             runtime.block_on(async {
                 let request = json!({"model": SONNET, "max_tokens": 4096, "messages": messages,
+                    "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
                     "compaction": {"type": "summarize"}});
                 let (status, body) = post(addr, &request).await;
                 prop_assert_eq!(status, 200, "{}", body);
