@@ -12,6 +12,17 @@
 //! the first byte). Usage comes from a pluggable [`UsageModel`]: by default the prompt-cache
 //! simulator of `threadline-cache` ([`SimulatedUsage`]), so cache hits in tests are realistic.
 //!
+//! On-demand compaction (beta `compact-2026-09-04`): a request with the top-level `compaction`
+//! field takes its step like any other and is answered with one signed `compaction` block
+//! (`stop_reason: "compaction"`, the usage in `usage.iterations`; streamed as one
+//! `content_block_start`, no deltas), or with empty content when the step stops with
+//! `max_tokens`, `model_context_window_exceeded`, `tool_use`, `refusal` or `end_turn`, or the
+//! request exceeds the model's window. The block sent back first is accepted; an edited one is
+//! the API's 400 `compaction_signature_invalid` / `compaction_content_mismatch`, with the
+//! code in `error.details.error_code` (as are `compaction_block_misplaced`,
+//! `compaction_nothing_to_summarize` and a scripted 529's `compaction_unavailable`:
+//! [`Step::with_error_code`]).
+//!
 //! Everything a client controls is bounded by [`ServerLimits`] (defaults in its table): a
 //! body past 32 MiB (the API's limit) is answered 413 `request_too_large` — at once from its
 //! `content-length`, else as soon as the bytes read pass the limit, never buffered whole; the
@@ -68,6 +79,7 @@ mod connections;
 mod context_edits;
 pub mod diagnostics;
 mod limits;
+mod on_demand_compaction;
 mod recording;
 pub mod request_log;
 mod respond;
@@ -75,10 +87,6 @@ pub mod routes;
 pub mod scenario;
 mod server;
 pub mod server_compaction;
-#[allow(
-    dead_code,
-    reason = "its users, the binding and on-demand compaction checks, land next"
-)]
 mod signing;
 mod simulated_usage;
 pub mod tool_search;

@@ -222,7 +222,20 @@ pub(crate) fn script(
 
 /// The API's error body.
 pub(crate) fn error_body(kind: ApiErrorType, message: &str, request_id: &str) -> Vec<u8> {
+    coded_error_body(kind, message, None, request_id)
+}
+
+/// The API's error body, with `error.details.error_code` when `code` is given.
+pub(crate) fn coded_error_body(
+    kind: ApiErrorType,
+    message: &str,
+    code: Option<&str>,
+    request_id: &str,
+) -> Vec<u8> {
     let mut envelope = ApiErrorResponse::new(kind, message);
+    if let Some(code) = code {
+        (envelope.error.extra).insert("details".to_owned(), json!({ "error_code": code }));
+    }
     envelope.request_id = Some(request_id.to_owned());
     serde_json::to_vec(&envelope).expect("error envelopes serialize")
 }

@@ -302,7 +302,9 @@ pub struct MessageStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Value>,
     /// The summary of a server-side compaction, when the request's `compact_20260112` edit
-    /// triggers on this step (default: an extractive one; see `server_compaction`).
+    /// triggers on this step (default: an extractive one; see `server_compaction`), and of an
+    /// on-demand compaction (a request with `compaction`) taking this step (default: the
+    /// step's text, else one naming how many messages it covers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_summary: Option<String>,
     /// `context_management` to report (`{"applied_edits": [...]}`), in the `message_delta`
@@ -419,6 +421,9 @@ pub struct ErrorStep {
     /// `x-should-retry`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub should_retry: Option<bool>,
+    /// `error.details.error_code` (e.g. `compaction_unavailable` on a 529).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
 
 /// A recorded response (a canonical fixture exchange, `threadline-fixture/1`).
@@ -588,6 +593,7 @@ impl Step {
             message: message.into(),
             retry_after: None,
             should_retry: None,
+            error_code: None,
         })
     }
 
@@ -599,6 +605,7 @@ impl Step {
             message: "This request would exceed the rate limit for your organization of 40,000 input tokens per minute.".to_owned(),
             retry_after: Some(retry_after),
             should_retry: None,
+            error_code: None,
         })
     }
 
@@ -677,6 +684,15 @@ impl Step {
     pub fn with_should_retry(mut self, should_retry: bool) -> Self {
         if let Step::Error(e) = &mut self {
             e.should_retry = Some(should_retry);
+        }
+        self
+    }
+
+    /// This error step with `error.details.error_code` (a 529 with `compaction_unavailable`,
+    /// the transient failure of an on-demand compaction).
+    pub fn with_error_code(mut self, code: impl Into<String>) -> Self {
+        if let Step::Error(e) = &mut self {
+            e.error_code = Some(code.into());
         }
         self
     }

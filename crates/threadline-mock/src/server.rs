@@ -499,6 +499,18 @@ fn api_error(kind: ApiErrorType, message: &str, request_id: &str) -> Response<Mo
     )
 }
 
+/// [`api_error`] with `error.details.error_code`.
+fn coded_api_error(
+    kind: ApiErrorType,
+    message: &str,
+    code: &str,
+    request_id: &str,
+) -> Response<MockBody> {
+    let status = StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = respond::coded_error_body(kind, message, Some(code), request_id);
+    json_response(status, request_id, body)
+}
+
 fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
     headers
         .iter()
@@ -703,15 +715,34 @@ async fn answer(
             Verdict::Accepted,
         );
     }
+    // The error code of the violation refused, when the API's 400 has one.
+    let coded = std::cell::Cell::new(None);
     let request = match accepted::<MessagesRequest>(
         state.models,
         bytes,
         |r| r.model.as_str(),
-        |r, model| validate_with(r, model, &options),
+        |r, model| {
+            let found = validate_with(r, model, &options);
+            let code = found.first().map(|v| v.rule);
+            coded.set(code.and_then(crate::on_demand_compaction::error_code));
+            found
+        },
     ) {
         Ok(request) => request,
-        Err((kind, message)) => return rejected(kind, &message),
+        Err((kind, message)) => match coded.get() {
+            Some(code) => {
+                outcome.refused = Some(message.clone());
+                let answer = coded_api_error(kind, &message, code, request_id);
+                return (Ok(answer), Verdict::Rejected);
+            }
+            None => return rejected(kind, &message),
+        },
     };
+    if let Some(refusal) = crate::on_demand_compaction::check_signatures(&request) {
+        outcome.refused = Some(refusal.message.clone());
+        let answer = coded_api_error(refusal.kind, &refusal.message, refusal.code, request_id);
+        return (Ok(answer), Verdict::Rejected);
+    }
     let choice = state.take_step(&request);
     let kind = match &choice.step {
         Step::Message(_) => "message",
@@ -736,6 +767,19 @@ async fn answer(
         Step::Reset => Err(Abort),
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
+        Step::Message(step) if request.compaction.is_some() => {
+            let model = state.models.resolve(&request.model).model();
+            let usage = state.usage.as_ref();
+            let id = ids.next("msg");
+            let served =
+                crate::on_demand_compaction::serve(&step, &request, model, bytes.len(), usage, &id);
+            outcome.usage = Some(served.usage.clone());
+            let (body, content_type) = served.body(request.stream == Some(true));
+            let mut response = json_response(StatusCode::OK, request_id, body);
+            let headers = response.headers_mut();
+            headers.insert("content-type", HeaderValue::from_static(content_type));
+            Ok(response)
+        }
         Step::Message(step) => {
             let step = crate::tool_search::expand(&step, &request, || ids.next("srvtoolu"));
             let (response, usage) = message_step(
@@ -798,7 +842,7 @@ fn error_step(step: &ErrorStep, request_id: &str) -> Response<MockBody> {
     let mut response = json_response(
         status,
         request_id,
-        respond::error_body(kind, &step.message, request_id),
+        respond::coded_error_body(kind, &step.message, step.error_code.as_deref(), request_id),
     );
     let headers = response.headers_mut();
     if let Some(after) = step.retry_after

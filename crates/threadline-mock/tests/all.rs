@@ -2,5 +2,7 @@
 //! was a test binary of its own (its documentation says what it tests), and they share no
 //! module.
 
+#[path = "suite/on_demand_compaction.rs"]
+mod on_demand_compaction;
 #[path = "suite/server.rs"]
 mod server;

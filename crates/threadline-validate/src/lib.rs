@@ -101,6 +101,7 @@ mod hash;
 mod ids;
 mod message_effort;
 mod messages;
+mod on_demand_compaction;
 mod output_config;
 mod params;
 mod prefill;
@@ -348,6 +349,8 @@ struct View<'a> {
     mcp_servers: Option<&'a serde_json::Value>,
     fallbacks: Option<&'a threadline_wire::request::Fallbacks>,
     has_fallback_credit_token: bool,
+    compaction: Option<&'a threadline_wire::request::CompactionParam>,
+    stop_sequences: Option<&'a [String]>,
 }
 
 fn has_mcp_servers(value: Option<&serde_json::Value>) -> bool {
@@ -379,6 +382,8 @@ impl<'a> View<'a> {
             mcp_servers: r.mcp_servers.as_ref(),
             fallbacks: r.fallbacks.as_ref(),
             has_fallback_credit_token: r.extra.contains_key("fallback_credit_token"),
+            compaction: r.compaction.as_ref(),
+            stop_sequences: r.stop_sequences.as_deref(),
         }
     }
 
@@ -402,6 +407,8 @@ impl<'a> View<'a> {
             mcp_servers: r.mcp_servers.as_ref(),
             fallbacks: None,
             has_fallback_credit_token: false,
+            compaction: None,
+            stop_sequences: None,
         }
     }
 
@@ -428,6 +435,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     tool_changes::check(&mut ctx, view);
     clear_at::check(&mut ctx, view);
     message_effort::check(&mut ctx, view);
+    on_demand_compaction::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
     automatic_cache::check(&mut ctx, view);

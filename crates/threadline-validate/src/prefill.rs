@@ -5,7 +5,8 @@
 //! paused server-tool turn (`pause_turn`, which the documentation says to re-send as is), not a
 //! prefill, and is left alone; so is one holding a `compaction` block, the turn a server-side
 //! compaction paused (`stop_reason: compaction`: the documentation says to append it and call
-//! again).
+//! again). A compaction request (top-level `compaction`) is summarized, not continued: its
+//! final assistant message is no prefill either.
 
 use super::View;
 use super::report::Ctx;
@@ -17,7 +18,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>, tail: &Tail<'_>) {
     let Some((t, last)) = tail.last() else {
         return;
     };
-    if *last.role != Role::Assistant {
+    if *last.role != Role::Assistant || view.compaction.is_some() {
         return;
     }
     let mut continuation = false;

@@ -487,6 +487,45 @@ pub enum Rule {
     /// Audit: docs/api-notes.md#mid-conversation-system-messages
     /// (DOC:mid-conversation-system-messages "Turn-scoped system messages").
     TurnScopedSystemMessageInvalid,
+    // --- On-demand compaction (`compact-2026-09-04`, autumn 2026).
+    /// A request of on-demand compaction (top-level `compaction`) the API refuses, or a signed
+    /// `compaction` block sent back in a shape it refuses (400s without an error code): a
+    /// `compaction.type` other than `summarize`, an unknown field in it, blank `instructions`
+    /// or more than 16,384 characters of them; `context_management`, `stop_sequences`,
+    /// `output_config.format` or a `tool_choice` of type `any` / `tool` beside it; a
+    /// conversation ending with an assistant `tool_use`; `output_config.task_budget.remaining`
+    /// on a compaction request or on any request carrying a signed block; more than one
+    /// signed block; a field the block does not have (`messages.N.content.M.compaction.
+    /// citations: Extra inputs are not permitted`, quoted). Texts ours but the last: the
+    /// parameter errors carry a message whose text is not published. (The missing header is
+    /// [`Rule::BetaHeaderMissing`], with the texts ``compaction: the `compaction` parameter
+    /// requires anthropic-beta: compact-2026-09-04`` — the documented fragment in a sentence of
+    /// ours — and, for a signed block, `` `compaction` is not an expected content block type ``,
+    /// quoted.)
+    ///
+    /// Audit: docs/api-notes.md#on-demand-compaction (DOC:compaction-on-demand, reference §2.1
+    /// and §2.4).
+    OnDemandCompactionInvalid,
+    /// `compaction` on a model without [`Feature::OnDemandCompaction`]. Text ours.
+    ///
+    /// [`Feature::OnDemandCompaction`]: threadline_wire::model::Feature::OnDemandCompaction
+    ///
+    /// Audit: docs/api-notes.md#on-demand-compaction (DOC:compaction-on-demand model list).
+    /// Model-specific: a warning on an unknown model, and on a model whose row lists
+    /// `on_demand_compaction` as `undocumented` (Haiku 5.5).
+    OnDemandCompactionUnsupported,
+    /// A signed `compaction` block that is not the first block of the first message (the
+    /// messages it summarized were sent in front of it). The API's error code
+    /// `compaction_block_misplaced` (this rule's name); text ours.
+    ///
+    /// Audit: docs/api-notes.md#on-demand-compaction (DOC:compaction-on-demand, errors table).
+    CompactionBlockMisplaced,
+    /// A compaction request whose user and assistant messages hold nothing but a signed
+    /// `compaction` block. The API's error code `compaction_nothing_to_summarize` (this rule's
+    /// name); text ours.
+    ///
+    /// Audit: docs/api-notes.md#on-demand-compaction (DOC:compaction-on-demand, errors table).
+    CompactionNothingToSummarize,
 }
 
 impl Rule {
@@ -551,6 +590,10 @@ impl Rule {
         Rule::ThinkingDisplayInvalid,
         Rule::ClearAtInvalid,
         Rule::TurnScopedSystemMessageInvalid,
+        Rule::OnDemandCompactionInvalid,
+        Rule::OnDemandCompactionUnsupported,
+        Rule::CompactionBlockMisplaced,
+        Rule::CompactionNothingToSummarize,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -615,6 +658,10 @@ impl Rule {
             Rule::ThinkingDisplayInvalid => "thinking_display_invalid",
             Rule::ClearAtInvalid => "clear_at_invalid",
             Rule::TurnScopedSystemMessageInvalid => "turn_scoped_system_message_invalid",
+            Rule::OnDemandCompactionInvalid => "on_demand_compaction_invalid",
+            Rule::OnDemandCompactionUnsupported => "on_demand_compaction_unsupported",
+            Rule::CompactionBlockMisplaced => "compaction_block_misplaced",
+            Rule::CompactionNothingToSummarize => "compaction_nothing_to_summarize",
         }
     }
 }

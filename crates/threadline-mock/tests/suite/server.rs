@@ -6,7 +6,7 @@ mod descriptors;
 #[path = "server/durable.rs"]
 mod durable;
 #[path = "server/http.rs"]
-mod http;
+pub(crate) mod http;
 #[path = "server/limits.rs"]
 mod limits;
 #[path = "server/load.rs"]

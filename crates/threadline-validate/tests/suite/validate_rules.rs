@@ -18,6 +18,8 @@ use threadline_wire::{CountTokensRequest, MessagesRequest};
 mod changes_and_budgets;
 #[path = "validate_rules/display_and_clear_at.rs"]
 mod display_and_clear_at;
+#[path = "validate_rules/on_demand_compaction.rs"]
+mod on_demand_compaction;
 
 fn model(id: &str) -> &'static Model {
     ModelTable::builtin()
@@ -1511,6 +1513,7 @@ fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
         .chain(changes_and_budgets::cases())
         .chain(changes_and_budgets::fallback_cases())
         .chain(display_and_clear_at::cases())
+        .chain(on_demand_compaction::cases())
     {
         let expected: Vec<(&str, &str)> = case
             .expected
