@@ -128,13 +128,21 @@ impl UserContext {
 
     /// `messages` (a normalized request's) with the context in front: as the first block of
     /// the first message when that is a user message (which is what the API would make of two
-    /// user messages in a row), else as a user message of its own.
+    /// user messages in a row), else as a user message of its own. A request that starts with
+    /// a `compaction` block keeps it first (the API refuses an on-demand block anywhere else,
+    /// and reads nothing before a threshold one): the context goes right after that message.
     pub fn prepend_to(&self, mut messages: Vec<MessageParam>) -> Vec<MessageParam> {
         let Some(text) = self.text() else {
             return messages;
         };
         let block = ContentBlock::text(text);
-        match messages.first_mut() {
+        let starts_with_compaction = messages.first().is_some_and(|m| {
+            m.role == Role::Assistant
+                && matches!(&m.content, Content::Blocks(b)
+                    if matches!(b.first(), Some(ContentBlock::Compaction(_))))
+        });
+        let at = usize::from(starts_with_compaction);
+        match messages.get_mut(at) {
             Some(first) if first.role == Role::User => {
                 let mut blocks =
                     match std::mem::replace(&mut first.content, Content::Blocks(Vec::new())) {
@@ -144,7 +152,7 @@ impl UserContext {
                 blocks.insert(0, block);
                 first.content = Content::Blocks(blocks);
             }
-            _ => messages.insert(0, MessageParam::user(vec![block])),
+            _ => messages.insert(at, MessageParam::user(vec![block])),
         }
         messages
     }
@@ -210,6 +218,26 @@ mod tests {
         assert_eq!(messages[0].role, Role::User);
 
         assert!(context.prepend_to(Vec::new()).len() == 1);
+
+        // After a compaction block, which stays first.
+        let block: ContentBlock = serde_json::from_value(
+            serde_json::json!({"type": "compaction", "content": "s", "signature": "sig"}),
+        )
+        .expect("block");
+        let compacted = vec![
+            MessageParam::assistant(vec![block.clone()]),
+            MessageParam::user(vec![ContentBlock::text("q")]),
+        ];
+        let messages = context.prepend_to(compacted.clone());
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0], compacted[0]);
+        let texts = text_of(&messages[1]);
+        assert!(texts[0].starts_with("<system-reminder>"));
+        assert_eq!(texts[1], "q");
+        let alone = context.prepend_to(compacted[..1].to_vec());
+        assert_eq!(alone.len(), 2);
+        assert_eq!(alone[0], compacted[0]);
+        assert_eq!(alone[1].role, Role::User);
         assert_eq!(UserContext::new().prepend_to(Vec::new()), Vec::new());
         assert_eq!(UserContext::new().with("blank", " ").text(), None);
     }

@@ -3,6 +3,8 @@
 //! compaction after `prompt is too long`, cache markers, `@` mentions, the transcript, and a
 //! session that continues across runs. Every request the mock received passed `validate`.
 
+#[path = "agent/binding.rs"]
+mod binding;
 #[cfg(feature = "restate")]
 #[path = "agent/durable.rs"]
 mod durable;
