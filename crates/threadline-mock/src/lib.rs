@@ -75,9 +75,9 @@ pub mod routes;
 pub mod scenario;
 mod server;
 pub mod server_compaction;
-#[allow(dead_code, reason = "its users, the binding and on-demand compaction checks, land next")]
 mod signing;
 mod simulated_usage;
+mod thinking_binding;
 pub mod tool_search;
 pub mod usage;
 

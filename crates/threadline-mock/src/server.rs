@@ -712,6 +712,11 @@ async fn answer(
         Ok(request) => request,
         Err((kind, message)) => return rejected(kind, &message),
     };
+    let beta = header("anthropic-beta").unwrap_or("");
+    let (request, bound) = match crate::thinking_binding::check(request, state.models, beta) {
+        Ok(checked) => checked,
+        Err(message) => return rejected(ApiErrorType::InvalidRequest, &message),
+    };
     let choice = state.take_step(&request);
     let kind = match &choice.step {
         Step::Message(_) => "message",
@@ -744,6 +749,7 @@ async fn answer(
                 &request,
                 (bytes.len(), header("anthropic-beta").unwrap_or("")),
                 (request_id, &ids),
+                &bound,
             );
             outcome.usage = usage;
             Ok(response)
@@ -863,6 +869,7 @@ fn message_step(
     request: &MessagesRequest,
     (request_bytes, beta_header): (usize, &str),
     (request_id, ids): (&str, &Ids<'_>),
+    bound: &crate::thinking_binding::Bound,
 ) -> (Response<MockBody>, Option<Value>) {
     let message_id = ids.next("msg");
     // Server-side compaction and the context edits the request asks for.
@@ -884,6 +891,7 @@ fn message_step(
             None => state.usage.usage(request, request_bytes, output_tokens),
         },
     );
+    bound.serve(&mut script, request, state.models);
     let forced = step.diagnostics.as_ref();
     if let Some(d) = (state.fingerprints).answer(request, beta_header, &message_id, forced) {
         crate::diagnostics::attach(&mut script, d);
