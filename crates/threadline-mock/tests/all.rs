@@ -4,3 +4,5 @@
 
 #[path = "suite/server.rs"]
 mod server;
+#[path = "suite/thinking_binding.rs"]
+mod thinking_binding;
