@@ -703,10 +703,24 @@ mod props {
             streamed in prop::collection::vec(any::<bool>(), 6),
             thinking in text(),
             redacted in any::<bool>(),
+            leading in 0usize..4,
+            marker in any::<usize>(),
         ) {
             runtime().block_on(async {
                 let server = mock_with(thinking, redacted).await;
-                let messages = conversation(&server, &texts, &streamed).await;
+                let mut messages = conversation(&server, &texts, &streamed).await;
+                // What the API allows besides: leading thinking blocks dropped, a cache marker
+                // on any user turn's text.
+                for (i, j) in thinking_blocks(&messages).into_iter().take(leading).rev() {
+                    if let Some(blocks) = messages[i]["content"].as_array_mut() {
+                        blocks.remove(j);
+                    }
+                }
+                let users: Vec<usize> = (0..messages.len())
+                    .filter(|&i| messages[i]["role"] == "user")
+                    .collect();
+                let i = users[marker % users.len()];
+                messages[i]["content"][0]["cache_control"] = json!({"type": "ephemeral"});
                 let answer = post(&server, &request(&messages), BETA).await;
                 assert_eq!(answer.status, 200, "{}", answer.body);
                 assert_eq!(answer.body["input_transformations"], json!([]));
