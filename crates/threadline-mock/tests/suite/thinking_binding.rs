@@ -289,8 +289,19 @@ async fn cache_markers_may_be_added_moved_and_removed() {
     assert_accepted(&server, &body, "markers added").await;
     // Moved: from the third message to the fifth.
     let mut body = request(&messages);
-    body["messages"][4]["content"][1]["cache_control"] = marker;
+    body["messages"][4]["content"][1]["cache_control"] = marker.clone();
     assert_accepted(&server, &body, "marker moved").await;
+    // Removed: blocks signed with markers present are read back without them.
+    let mut first = request(&[user("Hi")]);
+    first["system"] = json!([{"type": "text", "text": "You are terse.", "cache_control": marker}]);
+    first["messages"][0]["content"][0]["cache_control"] = marker;
+    let mut marked = turn(&server, &first, "").await;
+    marked[0]["content"][0]
+        .as_object_mut()
+        .expect("a block")
+        .remove("cache_control");
+    marked.push(user("More"));
+    assert_accepted(&server, &request(&marked), "markers removed").await;
 }
 
 #[tokio::test]
