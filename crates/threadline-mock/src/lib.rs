@@ -33,6 +33,28 @@
 //! 30 s, a connection with no request in flight closes after 30 s, and at most 128
 //! connections are served, a new one closing the longest-idle one.
 //!
+//! Thinking bound to its prefix, as the API enforces it on the models whose row has
+//! `Feature::PrefixBoundThinking` (Fable 5.1, Opus 5.5, Sonnet 5.5, Haiku 5.5;
+//! docs/api-notes.md#thinking-bound-to-its-prefix): every `thinking` / `redacted_thinking`
+//! block the mock serves on such a model carries a signature the mock made (streamed or not,
+//! the scenario's replaced), `tlmock1.<model>.<system>.<tools>.<messages>.<predecessor>.<mac>`:
+//! digests of the `system` prompt, the non-deferred tools and the messages before the block
+//! (thinking blocks and `cache_control` left out; from the newest `compaction` block on), of
+//! the thinking block before it, and a keyed mac over all of it and the block's text. The
+//! blocks sent back are checked before a step is taken: a signature the mock did not make or
+//! whose block was edited is a 400 ``messages.N.content.M: Invalid `signature` in `thinking`
+//! block``; another model's block is dropped silently; a block whose prefix changed, or whose
+//! predecessor was removed from the middle, is the API's 400 (``… The block is bound to a
+//! different conversation. …``, then a sentence of ours naming what changed) or, under
+//! `thinking.block_binding.prefix_mismatch_behavior: "drop_block"`, dropped with every later
+//! block. With the `thinking-binding-controls-2026-08-01` beta every answer carries
+//! `input_transformations` (on `message_start` when streamed). Simplifications: a block is
+//! readable by the model that wrote it only; a signature not the mock's (a scenario's fixed
+//! string, a recorded fixture's) is refused on a binding model, never taken for an older
+//! model's; thinking kept after an on-demand compaction is checked from the compaction block
+//! on, so it does not survive the swap as the API's does; fixture steps are replayed
+//! unsigned; `count_tokens` checks nothing.
+//!
 //! For durable sessions, where a crashed worker's request is sent again by another: steps
 //! taken by conversation turn instead of arrival order ([`AnswerBy::Turn`]: the same request
 //! gets the same answer, ids included), and a request log another process can read
@@ -89,6 +111,7 @@ mod server;
 pub mod server_compaction;
 mod signing;
 mod simulated_usage;
+mod thinking_binding;
 pub mod tool_search;
 pub mod usage;
 

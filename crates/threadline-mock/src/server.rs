@@ -743,6 +743,11 @@ async fn answer(
         let answer = coded_api_error(refusal.kind, &refusal.message, refusal.code, request_id);
         return (Ok(answer), Verdict::Rejected);
     }
+    let beta = header("anthropic-beta").unwrap_or("");
+    let (request, bound) = match crate::thinking_binding::check(request, state.models, beta) {
+        Ok(checked) => checked,
+        Err(message) => return rejected(ApiErrorType::InvalidRequest, &message),
+    };
     let choice = state.take_step(&request);
     let kind = match &choice.step {
         Step::Message(_) => "message",
@@ -788,6 +793,7 @@ async fn answer(
                 &request,
                 (bytes.len(), header("anthropic-beta").unwrap_or("")),
                 (request_id, &ids),
+                &bound,
             );
             outcome.usage = usage;
             Ok(response)
@@ -907,6 +913,7 @@ fn message_step(
     request: &MessagesRequest,
     (request_bytes, beta_header): (usize, &str),
     (request_id, ids): (&str, &Ids<'_>),
+    bound: &crate::thinking_binding::Bound,
 ) -> (Response<MockBody>, Option<Value>) {
     let message_id = ids.next("msg");
     // Server-side compaction and the context edits the request asks for.
@@ -928,6 +935,7 @@ fn message_step(
             None => state.usage.usage(request, request_bytes, output_tokens),
         },
     );
+    bound.serve(&mut script, request, state.models);
     let forced = step.diagnostics.as_ref();
     if let Some(d) = (state.fingerprints).answer(request, beta_header, &message_id, forced) {
         crate::diagnostics::attach(&mut script, d);

@@ -6,3 +6,5 @@
 mod on_demand_compaction;
 #[path = "suite/server.rs"]
 mod server;
+#[path = "suite/thinking_binding.rs"]
+mod thinking_binding;

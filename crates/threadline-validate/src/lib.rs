@@ -93,6 +93,7 @@
 #![forbid(unsafe_code)]
 
 mod automatic_cache;
+mod block_binding;
 mod cache;
 mod clear_at;
 mod context_management;
@@ -436,6 +437,7 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     clear_at::check(&mut ctx, view);
     message_effort::check(&mut ctx, view);
     on_demand_compaction::check(&mut ctx, view);
+    block_binding::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);
     automatic_cache::check(&mut ctx, view);

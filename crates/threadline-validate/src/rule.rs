@@ -526,6 +526,18 @@ pub enum Rule {
     ///
     /// Audit: docs/api-notes.md#on-demand-compaction (DOC:compaction-on-demand, errors table).
     CompactionNothingToSummarize,
+    /// `thinking.block_binding` the API does not take: with a thinking type other than
+    /// `adaptive`, or a `prefix_mismatch_behavior` other than `error` / `drop_block`. Texts ours
+    /// (the rule is documented, its text not published): `thinking.TYPE.block_binding:
+    /// block_binding is only supported with adaptive thinking ("thinking.type.adaptive")` and
+    /// `thinking.adaptive.block_binding.prefix_mismatch_behavior: Input should be 'error' or
+    /// 'drop_block'`. The missing beta (`thinking-binding-controls-2026-08-01`) is
+    /// [`Rule::BetaHeaderMissing`], with the documented ending `block_binding: Extra inputs are
+    /// not permitted` (full path `thinking.TYPE.block_binding`, as a gateway records it).
+    ///
+    /// Audit: docs/api-notes.md#thinking-bound-to-its-prefix (DOC:preserved-thinking; Sonnet
+    /// 5.5's page: `between_tools` with `block_binding` is a 400).
+    BlockBindingInvalid,
 }
 
 impl Rule {
@@ -594,6 +606,7 @@ impl Rule {
         Rule::OnDemandCompactionUnsupported,
         Rule::CompactionBlockMisplaced,
         Rule::CompactionNothingToSummarize,
+        Rule::BlockBindingInvalid,
     ];
 
     /// A stable snake_case name for the rule (for logs, JSON output and test tables).
@@ -662,6 +675,7 @@ impl Rule {
             Rule::OnDemandCompactionUnsupported => "on_demand_compaction_unsupported",
             Rule::CompactionBlockMisplaced => "compaction_block_misplaced",
             Rule::CompactionNothingToSummarize => "compaction_nothing_to_summarize",
+            Rule::BlockBindingInvalid => "block_binding_invalid",
         }
     }
 }

@@ -14,6 +14,8 @@ use threadline_validate::{
 use threadline_wire::model::{Model, ModelTable};
 use threadline_wire::{CountTokensRequest, MessagesRequest};
 
+#[path = "validate_rules/block_binding.rs"]
+mod block_binding;
 #[path = "validate_rules/changes_and_budgets.rs"]
 mod changes_and_budgets;
 #[path = "validate_rules/display_and_clear_at.rs"]
@@ -1514,6 +1516,7 @@ fn every_rule_has_a_failing_and_a_passing_case_with_exact_texts() {
         .chain(changes_and_budgets::fallback_cases())
         .chain(display_and_clear_at::cases())
         .chain(on_demand_compaction::cases())
+        .chain(block_binding::cases())
     {
         let expected: Vec<(&str, &str)> = case
             .expected
