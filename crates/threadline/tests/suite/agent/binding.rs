@@ -4,6 +4,7 @@
 //! returned, byte for byte.
 
 use super::*;
+use proptest::strategy::Strategy as _;
 use threadline::CompactionMode;
 use threadline_mock::Block;
 
@@ -207,5 +208,171 @@ async fn on_demand_compaction_without_a_summary_falls_back_to_the_local_autocomp
     assert!(
         after.contains("big.txt and medium.txt were read"),
         "{after}"
+    );
+}
+
+/// One scripted answer of a hostile session: it always thinks and says something, and may
+/// call the Read tool on one of the workspace's files (or on one that does not exist). (A
+/// summary request takes whichever answer comes next: its text is the summary.)
+#[derive(Debug, Clone)]
+struct Answer {
+    thinking: String,
+    text: String,
+    read: Option<&'static str>,
+}
+
+impl Answer {
+    fn step(&self, i: usize) -> Step {
+        let mut blocks = vec![Block::Thinking {
+            thinking: self.thinking.clone(),
+            signature: format!("scenario-{i}"),
+        }];
+        blocks.push(Block::Text {
+            text: self.text.clone(),
+        });
+        if let Some(path) = self.read {
+            blocks.push(Block::ToolUse {
+                id: None,
+                name: "Read".to_owned(),
+                input: json!({"path": path}),
+            });
+        }
+        Step::message(blocks)
+    }
+}
+
+fn answer() -> impl proptest::strategy::Strategy<Value = Answer> {
+    use proptest::prelude::*;
+    let hostile_text = prop_oneof![
+        "[a-z ]{1,40}",
+        Just("\u{0}\u{1b}[2J\"quotes\" and \\backslashes\\".to_owned()),
+        Just("emoji 🦀 and </summary> tags".to_owned()),
+    ];
+    (
+        hostile_text.clone(),
+        hostile_text,
+        proptest::option::of(prop_oneof![
+            Just("big.txt"),
+            Just("medium.txt"),
+            Just("notes.txt"),
+            Just("missing.txt"),
+        ]),
+    )
+        .prop_map(|(thinking, text, read)| Answer {
+            thinking,
+            text,
+            read,
+        })
+}
+
+/// A prompt of a hostile session: plain, or mentioning a file (an attachment), and whether
+/// the file read before it changed on disk first (a changed-file reminder).
+#[derive(Debug, Clone)]
+struct Prompt {
+    mention: bool,
+    edit_notes: bool,
+}
+
+/// One hostile session: the answers, the prompts, the mode and the threshold.
+type Session = (Vec<Answer>, Vec<Prompt>, bool, u64);
+
+fn session() -> impl proptest::strategy::Strategy<Value = Session> {
+    (
+        proptest::collection::vec(answer(), 2..14),
+        proptest::collection::vec(
+            (proptest::bool::ANY, proptest::bool::ANY).prop_map(|(mention, edit_notes)| Prompt {
+                mention,
+                edit_notes,
+            }),
+            1..4,
+        ),
+        proptest::bool::ANY,
+        2_500u64..3_800,
+    )
+}
+
+/// Runs one hostile session; `Ok(compactions)`, or the first request refused.
+fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Result<usize, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = workspace();
+    // The first answers read the big file, then another: every session goes over the
+    // threshold with a round before the latest to summarize.
+    let mut steps = vec![
+        think_and_read(0, "big.txt"),
+        think_and_read(1, "medium.txt"),
+    ];
+    steps.extend(answers.iter().enumerate().map(|(i, a)| a.step(i + 2)));
+    let (requests, compacted) = rt.block_on(async {
+        let mock = MockServer::start(Scenario::new(steps)).await.expect("mock");
+        let mode = if *on_demand {
+            CompactionMode::OnDemand
+        } else {
+            CompactionMode::Local
+        };
+        let compaction = small_compaction(Some(*autocompact_at)).with_mode(mode);
+        let mut agent = binding_agent(&mock, dir.path(), compaction);
+        let mut compacted = 0;
+        for (i, prompt) in prompts.iter().enumerate() {
+            if prompt.edit_notes {
+                std::fs::write(dir.path().join("notes.txt"), format!("NOTE {i}: changed\n"))
+                    .expect("edit");
+            }
+            let text = if prompt.mention {
+                format!("Prompt {i}: what does @notes.txt say?")
+            } else {
+                format!("Prompt {i}: go on.")
+            };
+            let events = run(&mut agent, &text).await;
+            let (terminal, _) = finished(&events);
+            assert!(
+                matches!(terminal, Terminal::Completed | Terminal::MaxTurns { .. }),
+                "run {i} ended {terminal:?}"
+            );
+            compacted += compactions(&events).len();
+        }
+        (mock.requests(), compacted)
+    });
+    for (i, request) in requests.iter().enumerate() {
+        if !request.status.is_some_and(|s| s < 400) {
+            return Err(format!("request {i} answered {:?}", request.status));
+        }
+    }
+    Ok(compacted)
+}
+
+/// Hostile sessions on a binding model (thinking in every answer, tool rounds, missing
+/// files, mentions, files changed between prompts, hostile text; a summary request takes
+/// whichever answer comes next, a tool call included) against the mock that enforces the
+/// binding, compacted locally or on demand at a random small threshold: no request draws a
+/// 4xx (the mock refuses what `validate` or the binding refuses) and every run completes.
+/// Most sessions compact (a compaction that cannot shrink the context enough is skipped, as
+/// designed), so at least half of them must have.
+#[test]
+fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let cases: u32 = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .map_or(24, |n: u32| (n / 10).max(24));
+    let mut runner = TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    });
+    let compacting = std::cell::Cell::new(0u32);
+    let result = runner.run(&session(), |session| {
+        let compactions = run_session(&session).map_err(TestCaseError::fail)?;
+        compacting.set(compacting.get() + u32::from(compactions > 0));
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+    assert!(
+        compacting.get() * 2 >= cases,
+        "only {} of {cases} sessions compacted",
+        compacting.get()
     );
 }
