@@ -336,7 +336,7 @@ fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Resul
         (mock.requests(), compacted)
     });
     for (i, request) in requests.iter().enumerate() {
-        if !request.status.is_some_and(|s| s < 400) {
+        if request.status.is_none_or(|s| s >= 400) {
             return Err(format!("request {i} answered {:?}", request.status));
         }
     }
