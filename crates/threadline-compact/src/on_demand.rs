@@ -188,6 +188,75 @@ pub fn swapped(
     })
 }
 
+/// Where a keep-recent-turns compaction of `visible` (the messages after the last boundary)
+/// cuts: the start of the verbatim tail [`plan_tail`](crate::tail::plan_tail) would keep,
+/// moved back while the first kept message would have the role of the last summarized one or
+/// is not a user or assistant message (the API merges such a pair, and the kept thinking
+/// would no longer follow what it was written after). `None` when nothing would be
+/// summarized.
+pub fn keep_recent_cut(visible: &[Message], tail: &crate::TailOptions) -> Option<usize> {
+    let mut cut = crate::tail::plan_tail(visible, tail).start;
+    let role = |m: &Message| match m {
+        Message::User(_) => Some("user"),
+        Message::Assistant(_) => Some("assistant"),
+        _ => None,
+    };
+    while cut > 0 {
+        let (last, first) = (role(&visible[cut - 1]), role(&visible[cut]));
+        if first.is_some() && last.is_some() && first != last {
+            break;
+        }
+        cut -= 1;
+    }
+    (cut > 0).then_some(cut)
+}
+
+/// The history after a keep-recent-turns compaction: what to append to `history`. The block
+/// summarized exactly the messages the request built from `visible[..cut]` held (the caller
+/// sent that request); `visible[cut..]` follows it verbatim, thinking included, so that each
+/// kept thinking block still follows what it was written after (the API's keep-recent-turns
+/// rules: nothing between the block and the kept turns, the kept turns unchanged, `system`
+/// and tools unchanged). A background compaction is the same swap: `cut` is the number of
+/// messages the compaction request held, and what was appended since is kept.
+pub fn swapped_keeping(
+    history: &[Message],
+    cut: usize,
+    block: CompactionBlock,
+    overhead: u64,
+    trigger: CompactTrigger,
+    now: SystemTime,
+) -> Result<crate::Compacted, OnDemandError> {
+    let visible = since_last_boundary(history);
+    let cut = cut.min(visible.len());
+    let Some(last_id) = visible[..cut].last().map(Message::id) else {
+        return Err(OnDemandError::NothingToCompact);
+    };
+    let pre_tokens = crate::estimate::estimate_context(history, overhead);
+    let mut messages = vec![
+        Message::system(SystemKind::CompactBoundary {
+            trigger,
+            pre_tokens,
+            last_message_id: Some(last_id.clone()),
+        })
+        .with_header(derived_header("compact-boundary", Some(last_id), now)),
+        Message::assistant(vec![ContentBlock::Compaction(block)]).with_header(derived_header(
+            "compaction-block",
+            Some(last_id),
+            now,
+        )),
+    ];
+    messages.extend(visible[cut..].iter().cloned());
+    let post_tokens = overhead.saturating_add(estimate_messages(&messages));
+    Ok(crate::Compacted {
+        messages,
+        pre_tokens,
+        post_tokens,
+        summary_attempts: 1,
+        dropped_messages: 0,
+        reattached: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

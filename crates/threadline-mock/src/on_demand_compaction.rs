@@ -20,10 +20,12 @@
 //! fixture or reset step answers as it does any request (a 529 with
 //! `error_code: compaction_unavailable` is an error step with that code).
 //!
-//! **The signature**: `tlmock-compaction-v1.SOURCE.BINDING.TAG`, lower-case hex, where
+//! **The signature**: `tlmock-compaction-v2.SOURCE.CHAIN.BINDING.TAG`, lower-case hex, where
 //! SOURCE (32) = `digest("compaction-source", [model, canonical(messages summarized)])`,
-//! BINDING (64) = `digest("compaction-content", [SOURCE, summary])` and TAG (32) =
-//! `digest("compaction-tag", [SOURCE, BINDING])`, each under the mock's key
+//! CHAIN (64) = the thinking-binding chain of the messages summarized (so that thinking in
+//! turns kept verbatim after the block stays valid, `thinking_binding`), BINDING (64) =
+//! `digest("compaction-content", [SOURCE, summary])` and TAG (32) =
+//! `digest("compaction-tag", [SOURCE, CHAIN, BINDING])`, each under the mock's key
 //! (`signing::digest`). A block sent back whose signature is not of that form or whose TAG
 //! does not match was not made by the mock: 400 `compaction_signature_invalid`; one whose
 //! TAG matches but whose content is not the one BINDING covers was edited: 400
@@ -50,7 +52,7 @@ use crate::signing::{canonical, digest};
 use crate::usage::{UsageModel, estimate_tokens};
 
 /// The signature's format and version.
-const PREFIX: &str = "tlmock-compaction-v1";
+const PREFIX: &str = "tlmock-compaction-v2";
 /// Hex digits of the SOURCE and TAG parts (BINDING is a whole digest, 64).
 const SHORT_HEX: usize = 32;
 /// The stop reasons that answer a compaction request without a summary.
@@ -78,18 +80,37 @@ pub(crate) fn sign(model: &str, summarized: &[MessageParam], summary: &str) -> S
         &[model.as_bytes(), &canonical(&messages)],
     );
     let source = &source[..SHORT_HEX];
+    let chain = crate::thinking_binding::chain_of(summarized);
     let binding = digest(
         "compaction-content",
         &[source.as_bytes(), summary.as_bytes()],
     );
-    let tag = tag(source, &binding);
-    format!("{PREFIX}.{source}.{binding}.{tag}")
+    let tag = tag(source, &chain, &binding);
+    format!("{PREFIX}.{source}.{chain}.{binding}.{tag}")
 }
 
-fn tag(source: &str, binding: &str) -> String {
-    let mut tag = digest("compaction-tag", &[source.as_bytes(), binding.as_bytes()]);
+fn tag(source: &str, chain: &str, binding: &str) -> String {
+    let mut tag = digest(
+        "compaction-tag",
+        &[source.as_bytes(), chain.as_bytes(), binding.as_bytes()],
+    );
     tag.truncate(SHORT_HEX);
     tag
+}
+
+/// The thinking-binding chain of the messages a signature of the mock's summarized (its
+/// CHAIN part), when `signature` is well formed and its TAG holds.
+pub(crate) fn summarized_chain(signature: &str) -> Option<&str> {
+    let parts: Vec<&str> = signature.split('.').collect();
+    let [prefix, source, chain, binding, tag_part] = parts[..] else {
+        return None;
+    };
+    let well_formed = prefix == PREFIX
+        && is_hex(source, SHORT_HEX)
+        && is_hex(chain, 2 * SHORT_HEX)
+        && is_hex(binding, 2 * SHORT_HEX)
+        && is_hex(tag_part, SHORT_HEX);
+    (well_formed && tag(source, chain, binding) == tag_part).then_some(chain)
 }
 
 /// Why a signed block sent back is refused.
@@ -117,23 +138,13 @@ fn is_hex(part: &str, len: usize) -> bool {
 
 /// Whether `signature` is the mock's signature of `content`.
 pub(crate) fn verify(signature: &str, content: Option<&str>) -> Result<(), Tampered> {
-    let mut parts = signature.split('.');
-    let (Some(prefix), Some(source), Some(binding), Some(tag_part), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return Err(Tampered::Signature);
-    };
-    let well_formed = prefix == PREFIX
-        && is_hex(source, SHORT_HEX)
-        && is_hex(binding, 2 * SHORT_HEX)
-        && is_hex(tag_part, SHORT_HEX);
-    if !well_formed || tag(source, binding) != tag_part {
+    if summarized_chain(signature).is_none() {
         return Err(Tampered::Signature);
     }
+    let mut parts = signature.split('.');
+    let (Some(source), Some(binding)) = (parts.nth(1), parts.nth(1)) else {
+        return Err(Tampered::Signature);
+    };
     // The mock never signs a `null` summary: a block without content was edited.
     let Some(content) = content else {
         return Err(Tampered::Content);
@@ -383,8 +394,8 @@ mod tests {
         assert_eq!(verify(&sig, Some("S.")), Ok(()));
         assert_eq!(verify(&sig, Some("S!")), Err(Tampered::Content));
         assert_eq!(verify(&sig, None), Err(Tampered::Content));
-        assert!(sig.starts_with("tlmock-compaction-v1."));
-        assert_eq!(sig.len(), PREFIX.len() + 3 + 32 + 64 + 32);
+        assert!(sig.starts_with("tlmock-compaction-v2."));
+        assert_eq!(sig.len(), PREFIX.len() + 4 + 32 + 64 + 64 + 32);
         for i in 0..sig.len() {
             let mut edited = sig.clone().into_bytes();
             edited[i] = if edited[i] == b'0' { b'1' } else { b'0' };

@@ -244,13 +244,32 @@ struct Seen<'b> {
 
 /// Every thinking block after the newest `compaction` block, with the digest of the messages
 /// before it (from that compaction block on; thinking blocks and `cache_control` left out).
+///
+/// An on-demand compaction block alone in its message (the placement a client uses to keep
+/// recent turns) carries the chain of the messages it summarized
+/// ([`crate::on_demand_compaction::summarized_chain`]): the walk resumes from it, as if the
+/// kept turns still followed the summarized ones. So thinking in turns kept verbatim after the
+/// block stays valid, and a kept turn edited, or anything inserted between the block and
+/// them, breaks it, as the API's keep-recent-turns rules say.
 fn walk<'b>(turns: &'b [Turn<'_>]) -> Vec<Seen<'b>> {
+    walk_with_chain(turns).0
+}
+
+/// The chain digest of `messages` as the walk leaves it after the last one: what an
+/// on-demand compaction block of exactly these messages records.
+pub(crate) fn chain_of(messages: &[MessageParam]) -> String {
+    let turns: Vec<Turn<'_>> = messages.iter().map(Turn::of).collect();
+    walk_with_chain(&turns).1
+}
+
+fn walk_with_chain<'b>(turns: &'b [Turn<'_>]) -> (Vec<Seen<'b>>, String) {
     let start = || digest("messages", &[]);
     let mut chain = start();
     let mut seen = Vec::new();
     for (i, turn) in turns.iter().enumerate() {
         // The digests of the message's blocks so far, thinking left out.
         let mut kept: Vec<u8> = Vec::new();
+        let mut resumed = false;
         for (j, block) in turn.blocks.iter().enumerate() {
             match block {
                 ContentBlock::Thinking(_) | ContentBlock::RedactedThinking(_) => {
@@ -262,19 +281,34 @@ fn walk<'b>(turns: &'b [Turn<'_>]) -> Vec<Seen<'b>> {
                         messages,
                     });
                 }
-                ContentBlock::Compaction(_) => {
+                ContentBlock::Compaction(compaction) => {
                     // The API reads from the newest compaction block on.
-                    chain = start();
-                    kept.clear();
                     seen.clear();
-                    kept.extend_from_slice(block_digest(block).as_bytes());
+                    kept.clear();
+                    let summarized = compaction
+                        .signature
+                        .as_deref()
+                        .and_then(crate::on_demand_compaction::summarized_chain)
+                        .filter(|_| turn.blocks.len() == 1);
+                    match summarized {
+                        Some(state) => {
+                            chain = state.to_owned();
+                            resumed = true;
+                        }
+                        None => {
+                            chain = start();
+                            kept.extend_from_slice(block_digest(block).as_bytes());
+                        }
+                    }
                 }
                 other => kept.extend_from_slice(block_digest(other).as_bytes()),
             }
         }
-        chain = digest("messages", &[chain.as_bytes(), &turn.head, &kept]);
+        if !resumed {
+            chain = digest("messages", &[chain.as_bytes(), &turn.head, &kept]);
+        }
     }
-    seen
+    (seen, chain)
 }
 
 fn block_digest(block: &ContentBlock) -> String {

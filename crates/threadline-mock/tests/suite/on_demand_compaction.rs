@@ -116,7 +116,7 @@ async fn a_compaction_is_one_signed_block_streamed_without_deltas() {
     assert_eq!(block["content"], "The trip: Paris, Lyon, Nice.");
     let signature = block["signature"].as_str().expect("a signature");
     assert!(
-        signature.starts_with("tlmock-compaction-v1."),
+        signature.starts_with("tlmock-compaction-v2."),
         "{signature}"
     );
     let usage = &body["usage"];
@@ -522,7 +522,7 @@ fn hostile_text() -> impl Strategy<Value = String> {
         Just("\"\\\u{0}\u{1f}\u{7f}".to_owned()),
         Just("<summary></summary>".to_owned()),
         Just("é漢字🦀\u{200b}\u{feff}".to_owned()),
-        Just("tlmock-compaction-v1.".to_owned()),
+        Just("tlmock-compaction-v2.".to_owned()),
         Just("\n\n\t  ".to_owned()),
         "\\PC{0,30}",
     ];

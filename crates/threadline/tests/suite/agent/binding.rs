@@ -376,3 +376,199 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
         compacting.get()
     );
 }
+
+/// A conversation driven by hand through the client, its requests built from the history as
+/// the loop builds them (normalized from the last boundary on), for the keep-recent-turns and
+/// background swaps of `threadline_compact::on_demand`.
+struct Conversation {
+    client: Client,
+    history: Vec<Message>,
+    drop_block: bool,
+}
+
+impl Conversation {
+    fn new(mock: &MockServer) -> Conversation {
+        Conversation {
+            client: client(mock),
+            history: Vec::new(),
+            drop_block: false,
+        }
+    }
+
+    fn request_for(&self, history: &[Message]) -> MessagesRequest {
+        let visible = threadline::compact::units::since_last_boundary(history);
+        let normalized =
+            threadline::normalize::normalize(visible, &threadline::normalize::Options::default());
+        let mut request: MessagesRequest = serde_json::from_value(json!({
+            "model": MODEL, "max_tokens": 4096, "system": "You read files.",
+            "tools": [{"name": "Read", "description": "Reads a file.",
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
+            "messages": []
+        }))
+        .expect("request");
+        request.messages = normalized.messages;
+        if self.drop_block {
+            request.thinking = Some(
+                serde_json::from_value(json!({"type": "adaptive",
+                    "block_binding": {"prefix_mismatch_behavior": "drop_block"}}))
+                .expect("thinking"),
+            );
+        }
+        request
+    }
+
+    /// Sends the history; the answer is appended, with a result for its tool call.
+    async fn turn(&mut self) -> Result<threadline::wire::ResponseMessage, String> {
+        let request = self.request_for(&self.history);
+        let answer = self
+            .client
+            .message(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.history
+            .push(Message::assistant(answer.content.clone()));
+        if let Some(call) = answer.tool_uses().next() {
+            self.history.push(Message::tool_result(
+                call.id.clone(),
+                threadline::wire::Content::Text("file contents".to_owned()),
+                false,
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// An on-demand compaction of `history[..cut]`, sent now: its block.
+    async fn compact(&self, cut: usize) -> threadline::wire::content::CompactionBlock {
+        let base = self.request_for(&self.history[..cut]);
+        let request = threadline::compact::on_demand::compaction_request(&base, None);
+        let answer = self
+            .client
+            .message(request)
+            .await
+            .expect("compaction answered");
+        threadline::compact::on_demand::read_answer(&answer).expect("a block")
+    }
+
+    fn swap(&mut self, cut: usize, block: threadline::wire::content::CompactionBlock) {
+        let swapped = threadline::compact::on_demand::swapped_keeping(
+            &self.history,
+            cut,
+            block,
+            0,
+            CompactTrigger::Manual,
+            std::time::SystemTime::UNIX_EPOCH,
+        )
+        .expect("swapped");
+        self.history.extend(swapped.messages);
+    }
+}
+
+fn dropped(answer: &threadline::wire::ResponseMessage) -> usize {
+    answer
+        .input_transformations
+        .as_ref()
+        .map_or(usize::MAX, Vec::len)
+}
+
+/// Keep-recent-turns: the older turns are summarized, the recent ones follow the block
+/// verbatim with their thinking, and the mock (which enforces the binding) reads that
+/// thinking as valid: nothing dropped. An edit of a kept turn breaks it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_keep_recent_turns_compaction_keeps_the_kept_turns_thinking_valid() {
+    let mock = MockServer::start(Scenario::new([
+        think_and_read(0, "big.txt"),
+        think_and_answer("big.txt is read."),
+        think_and_read(1, "medium.txt"),
+        think_and_answer("medium.txt is read."),
+        Step::text("The user had big.txt read."),
+        think_and_answer("Glad to help."),
+        think_and_answer("Glad to help again."),
+    ]))
+    .await
+    .expect("mock");
+    let mut c = Conversation::new(&mock);
+    c.drop_block = true;
+    c.history.push(Message::user_text("Read big.txt."));
+    c.turn().await.expect("turn");
+    c.turn().await.expect("turn");
+    c.history.push(Message::user_text("Now medium.txt."));
+    c.turn().await.expect("turn");
+    c.turn().await.expect("turn");
+    // The cut threadline picks: before the latest prompt (roles differ across it).
+    let options = TailOptions {
+        min_tokens: 1,
+        min_text_messages: 2,
+        max_tokens: 100_000,
+    };
+    let cut = threadline::compact::on_demand::keep_recent_cut(&c.history, &options)
+        .expect("something to summarize");
+    assert_eq!(cut, 4, "the latest prompt starts the kept turns");
+    let block = c.compact(cut).await;
+    let mut edited = Conversation::new(&mock);
+    c.swap(cut, block);
+    c.history.push(Message::user_text("Thanks."));
+    edited.history = c.history.clone();
+    let answer = c.turn().await.expect("accepted");
+    assert_eq!(dropped(&answer), 0, "the kept thinking is valid");
+    let requests = mock.requests();
+    let request = body(requests.last().expect("a request"));
+    assert_eq!(request["messages"][0]["content"][0]["type"], "compaction");
+    assert_eq!(request["messages"][2]["content"][0]["type"], "thinking");
+    // A kept turn edited: its thinking is bound to a different conversation.
+    let Some(Message::User(prompt)) = edited.history.iter_mut().rev().find(|m| {
+        matches!(m, Message::User(u) if u.content.first() == Some(&threadline::wire::ContentBlock::text("Now medium.txt.")))
+    }) else {
+        panic!("the kept prompt");
+    };
+    prompt.content = vec![threadline::wire::ContentBlock::text("Now small.txt.")];
+    let refused = edited.turn().await.expect_err("refused");
+    assert!(
+        refused.contains("The block is bound to a different conversation"),
+        "{refused}"
+    );
+}
+
+/// Background compaction: the history as it stood is compacted while the conversation goes
+/// on; the block then replaces exactly that prefix, and what was appended since (its
+/// thinking included) stays valid. Swapping a shorter prefix is refused.
+#[tokio::test(flavor = "current_thread")]
+async fn a_background_compaction_swaps_exactly_the_sent_prefix() {
+    let mock = MockServer::start(Scenario::new([
+        think_and_read(0, "big.txt"),
+        think_and_answer("big.txt is read."),
+        Step::text("The user had big.txt read."),
+        think_and_read(1, "medium.txt"),
+        think_and_answer("medium.txt is read."),
+        think_and_answer("Glad to help."),
+        think_and_answer("Glad to help again."),
+    ]))
+    .await
+    .expect("mock");
+    let mut c = Conversation::new(&mock);
+    c.drop_block = true;
+    c.history.push(Message::user_text("Read big.txt."));
+    c.turn().await.expect("turn");
+    c.turn().await.expect("turn");
+    // Sent in the background on the history as it stands (4 messages)…
+    let sent = c.history.len();
+    let block = c.compact(sent).await;
+    // …while the conversation goes on, appending only.
+    c.history.push(Message::user_text("Now medium.txt."));
+    c.turn().await.expect("turn");
+    c.turn().await.expect("turn");
+    let mut wrong = Conversation::new(&mock);
+    wrong.history = c.history.clone();
+    c.swap(sent, block.clone());
+    c.history.push(Message::user_text("Thanks."));
+    let answer = c.turn().await.expect("accepted");
+    assert_eq!(dropped(&answer), 0, "the thinking appended since is valid");
+    // The block over 4 messages, swapped in for 2 of them: the kept turns no longer follow
+    // what the block summarized.
+    wrong.swap(sent - 2, block);
+    wrong.history.push(Message::user_text("Thanks."));
+    let refused = wrong.turn().await.expect_err("refused");
+    assert!(
+        refused.contains("The block is bound to a different conversation"),
+        "{refused}"
+    );
+}
