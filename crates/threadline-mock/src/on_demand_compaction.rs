@@ -234,11 +234,15 @@ impl Served {
     }
 }
 
-/// The stop reason the step gives a compaction request: its own, `tool_use` when it holds a
-/// tool call, else `compaction`.
+/// The stop reason the step gives a compaction request: its own, `compaction` when it names
+/// a `compaction_summary` (a step scripted for either kind of request), `tool_use` when it
+/// holds a tool call, else `compaction`.
 fn stop_reason(step: &MessageStep) -> String {
     if let Some(reason) = &step.stop_reason {
         return reason.clone();
+    }
+    if step.compaction_summary.is_some() {
+        return "compaction".to_owned();
     }
     let calls = step
         .content
@@ -488,6 +492,11 @@ mod tests {
         let served = serve(&step, &r, sonnet(), 400, &EstimateUsage, "msg_1");
         assert_eq!(served.message["stop_reason"], "tool_use");
         assert_eq!(served.message["content"], json!([]));
+        // Unless the step names the summary it gives a compaction request.
+        let step = message_step(Step::tool_use("ls", json!({})).with_compaction_summary("S."));
+        let served = serve(&step, &r, sonnet(), 400, &EstimateUsage, "msg_1");
+        assert_eq!(served.message["stop_reason"], "compaction");
+        assert_eq!(served.message["content"][0]["content"], "S.");
     }
 
     #[test]
