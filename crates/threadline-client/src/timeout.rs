@@ -238,12 +238,23 @@ where
         };
         let call = self.inner.call(request);
         Box::pin(async move {
-            match tokio::time::timeout_at(deadline, call).await {
-                Ok(Ok(stream)) => {
-                    Ok(Box::pin(DeadlineStream::new(stream, deadline, total)) as EventStream)
+            // One timer for the call and then its stream: registering a second one when the
+            // stream starts would cost the timer driver's lock twice more per request.
+            let mut sleep = Box::pin(tokio::time::sleep_until(deadline));
+            let mut call = std::pin::pin!(call);
+            // The call first, as `tokio::time::timeout` does: an answer ready at the deadline
+            // is taken.
+            let answered = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
+                Poll::Ready(result) => Poll::Ready(Some(result)),
+                Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
+            })
+            .await;
+            match answered {
+                Some(Ok(stream)) => {
+                    Ok(Box::pin(DeadlineStream::new(stream, sleep, total)) as EventStream)
                 }
-                Ok(Err(error)) => Err(error),
-                Err(_) => Err(TimeoutError::new(TimeoutPhase::Total, total).into_service_error()),
+                Some(Err(error)) => Err(error),
+                None => Err(TimeoutError::new(TimeoutPhase::Total, total).into_service_error()),
             }
         })
     }
@@ -258,11 +269,12 @@ struct DeadlineStream {
 }
 
 impl DeadlineStream {
-    fn new(inner: EventStream, deadline: Instant, total: Duration) -> Self {
+    /// `inner`, ending when `sleep` (the call's deadline timer) fires.
+    fn new(inner: EventStream, sleep: Pin<Box<Sleep>>, total: Duration) -> Self {
         DeadlineStream {
             inner,
             total,
-            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+            sleep,
             done: false,
         }
     }

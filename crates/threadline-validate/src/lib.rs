@@ -89,7 +89,10 @@
 //! # Cost
 //!
 //! One pass over the messages and their blocks; ids are kept as borrowed `&str` in hash sets;
-//! nothing is cloned; strings are allocated only for violations.
+//! nothing is cloned; strings are allocated only for violations. The rarer rules (system
+//! messages and tool changes, `clear_at`, per-message effort, tool references) walk the
+//! messages again only when that pass saw something they check: on a large request each walk
+//! costs a cache miss per block.
 #![forbid(unsafe_code)]
 
 mod automatic_cache;
@@ -108,6 +111,7 @@ mod params;
 mod prefill;
 mod report;
 mod rule;
+mod seen;
 mod system;
 mod text;
 mod thinking;
@@ -422,6 +426,17 @@ impl<'a> View<'a> {
 }
 
 fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
+    run_checks(view, model, options, None)
+}
+
+/// The checks; `seen` overrides what the walk over the messages notes (tests run every
+/// check with [`seen::Seen::everything`]).
+fn run_checks(
+    view: &View<'_>,
+    model: &Model,
+    options: &ValidateOptions,
+    seen: Option<seen::Seen>,
+) -> Report {
     let mut ctx = report::Ctx::new(model, options);
     let mut breakpoints = cache::Breakpoints::default();
     params::check(&mut ctx, view);
@@ -430,13 +445,29 @@ fn run(view: &View<'_>, model: &Model, options: &ValidateOptions) -> Report {
     fallbacks::check(&mut ctx, view);
     tools::check(&mut ctx, view, &mut breakpoints);
     tool_search::check_tools(&mut ctx, view);
-    tool_search::check_references(&mut ctx, view);
+    let references_at = ctx.mark();
     system::check(&mut ctx, view, &mut breakpoints);
-    let tail = messages::check(&mut ctx, view, &mut breakpoints);
-    tool_changes::check(&mut ctx, view);
-    clear_at::check(&mut ctx, view);
-    message_effort::check(&mut ctx, view);
-    on_demand_compaction::check(&mut ctx, view);
+    let (tail, noted) = messages::check(&mut ctx, view, &mut breakpoints);
+    // The rarer rules walk the messages again only when the walk saw what they check.
+    let seen = seen.unwrap_or(noted);
+    if seen.tool_reference {
+        // Its findings rank where they always did: before those of `system` and `messages`.
+        ctx.run_as_at(references_at, |ctx| {
+            tool_search::check_references(ctx, view);
+        });
+    }
+    if seen.tool_changes() {
+        tool_changes::check(&mut ctx, view);
+    }
+    if seen.clear_at {
+        clear_at::check(&mut ctx, view);
+    }
+    if seen.message_output_config {
+        message_effort::check(&mut ctx, view);
+    }
+    if view.compaction.is_some() || seen.compaction_block {
+        on_demand_compaction::check(&mut ctx, view);
+    }
     block_binding::check(&mut ctx, view);
     prefill::check(&mut ctx, view, &tail);
     thinking::check_final_assistant(&mut ctx, view, &tail);

@@ -10,6 +10,7 @@ use super::hash::{IdHasherBuilder, IdSet};
 use super::ids::{is_valid_server_tool_use_id, is_valid_tool_use_id};
 use super::report::{Ctx, Loc};
 use super::rule::{self, Rule};
+use super::seen::Seen;
 use super::text::{IN_MESSAGES, check_text_block, only_blank_text};
 use super::turns::{Piece, Tail, Turn, TurnBlock, TurnBlocks, Turns};
 use threadline_wire::content::{Content, ContentBlock, Role};
@@ -64,20 +65,23 @@ struct Walk<'a> {
     resumed: Vec<ServerUse<'a>>,
     /// How many ids to make room for at the first one.
     reserve_hint: usize,
+    /// What the rarer rules look for.
+    seen: Seen,
 }
 
-/// Checks the messages; returns what the end-of-conversation rules need of the merged turns.
+/// Checks the messages; returns what the end-of-conversation rules need of the merged turns,
+/// and what the rarer rules look for.
 pub(super) fn check<'a>(
     ctx: &mut Ctx<'_>,
     view: &View<'a>,
     breakpoints: &mut Breakpoints,
-) -> Tail<'a> {
+) -> (Tail<'a>, Seen) {
     let messages = view.messages;
     let mut tail = Tail::default();
     if messages.is_empty() {
         let message = rule::EMPTY_MESSAGES.to_owned();
         ctx.report(Rule::EmptyMessages, Loc::Messages, message);
-        return tail;
+        return (tail, Seen::default());
     }
     let mut walk = Walk {
         reserve_hint: messages.len() / 2 + 1,
@@ -90,7 +94,7 @@ pub(super) fn check<'a>(
         tail.observe(t, turn, first_is_tool_result);
     }
     walk.check_resumed_server_tools(ctx, view.tools);
-    tail
+    (tail, walk.seen)
 }
 
 impl<'a> Walk<'a> {
@@ -105,6 +109,9 @@ impl<'a> Walk<'a> {
         is_last: bool,
     ) -> bool {
         let messages = view.messages;
+        for message in &messages[turn.start..turn.end] {
+            self.seen.message(message);
+        }
         let is_user = *turn.role == Role::User;
         let is_assistant = *turn.role == Role::Assistant;
         let loc = turn.loc(t);
@@ -165,6 +172,7 @@ impl<'a> Walk<'a> {
                 }
                 Piece::Block(block) => block,
             };
+            self.seen.block(block);
             match block {
                 ContentBlock::Text(text) => {
                     let marked = text.cache_control.is_some();

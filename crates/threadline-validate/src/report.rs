@@ -162,6 +162,10 @@ enum Severity {
 type Key = (u8, usize, usize, usize);
 
 /// What the checks share: the model row, the options, and the findings so far.
+/// A point in the run of the checks ([`Ctx::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mark(usize);
+
 pub(super) struct Ctx<'a> {
     pub(super) model: &'a Model,
     pub(super) options: &'a ValidateOptions,
@@ -239,6 +243,22 @@ impl<'a> Ctx<'a> {
             message,
         };
         self.found.push((loc.key(), severity, violation));
+    }
+
+    /// The point reached in the run of the checks, for [`run_as_at`](Self::run_as_at).
+    pub(super) fn mark(&self) -> Mark {
+        Mark(self.found.len())
+    }
+
+    /// Runs `check` now, its findings placed as if it had run at `mark`: before those of the
+    /// checks run since, where they tie with them.
+    pub(super) fn run_as_at(&mut self, mark: Mark, check: impl FnOnce(&mut Self)) {
+        let start = self.found.len();
+        check(self);
+        let added = self.found.len() - start;
+        if let Some(since) = self.found.get_mut(mark.0..) {
+            since.rotate_right(added);
+        }
     }
 
     /// The violations and the warnings, each in request order; ties keep the order the checks

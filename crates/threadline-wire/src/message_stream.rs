@@ -19,7 +19,7 @@
 
 use crate::accumulate::{AccumulateError, CompletedBlock, MessageAccumulator, StreamIncomplete};
 use crate::response::ResponseMessage;
-use crate::sse::{SseDecoder, SseError, SseEvent};
+use crate::sse::{SseDecoder, SseError, SseEventRef};
 use crate::stream_event::StreamEvent;
 
 /// A failure while reading a streamed response.
@@ -97,36 +97,18 @@ impl MessageStreamReader {
         chunk: &[u8],
         mut on_event: impl FnMut(&StreamEvent, Option<&CompletedBlock>),
     ) -> Result<(), StreamReadError> {
-        self.decoder.push(chunk);
-        while let Some(sse) = self.decoder.next_event()? {
-            self.apply(sse, &mut on_event)?;
-        }
-        Ok(())
-    }
-
-    fn apply(
-        &mut self,
-        sse: SseEvent,
-        on_event: &mut impl FnMut(&StreamEvent, Option<&CompletedBlock>),
-    ) -> Result<(), StreamReadError> {
-        let index = self.events;
-        self.events += 1;
-        // Pings carry nothing; skip them without parsing, as the SDKs do.
-        if sse.event.as_deref() == Some("ping") {
-            return Ok(());
-        }
-        let event =
-            StreamEvent::from_json(&sse.data).map_err(|source| StreamReadError::InvalidEvent {
-                index,
-                event: sse.event_type().to_owned(),
-                source,
-            })?;
-        let completed = self
-            .accumulator
-            .push(&event)
-            .map_err(|source| StreamReadError::Accumulate { index, source })?;
-        on_event(&event, completed.as_ref());
-        Ok(())
+        let MessageStreamReader {
+            decoder,
+            accumulator,
+            events,
+        } = self;
+        // Each event borrowed from the decoder's buffers: no copy of it is made.
+        decoder.push_each(chunk, |sse| {
+            let sse = sse?;
+            let index = *events;
+            *events += 1;
+            apply(accumulator, index, sse, &mut on_event)
+        })
     }
 
     /// Ends the input: the complete message, or why there is none (with the partial message).
@@ -155,6 +137,30 @@ impl MessageStreamReader {
         }
         Ok(self.accumulator.finish()?)
     }
+}
+
+/// Parses and accumulates event `index` of the stream.
+fn apply(
+    accumulator: &mut MessageAccumulator,
+    index: usize,
+    sse: SseEventRef<'_>,
+    on_event: &mut impl FnMut(&StreamEvent, Option<&CompletedBlock>),
+) -> Result<(), StreamReadError> {
+    // Pings carry nothing; skip them without parsing, as the SDKs do.
+    if sse.event == Some("ping") {
+        return Ok(());
+    }
+    let event =
+        StreamEvent::from_json(sse.data).map_err(|source| StreamReadError::InvalidEvent {
+            index,
+            event: sse.event_type().to_owned(),
+            source,
+        })?;
+    let completed = accumulator
+        .push(&event)
+        .map_err(|source| StreamReadError::Accumulate { index, source })?;
+    on_event(&event, completed.as_ref());
+    Ok(())
 }
 
 /// Reads a whole SSE body into its message.

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use memchr::{memchr, memchr2};
 
-use super::{SseError, SseEvent};
+use super::{SseError, SseEvent, SseEventRef};
 
 /// The default limit of [`SseDecoder::new`]: 16 MiB per event.
 pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
@@ -156,6 +156,70 @@ impl SseDecoder {
     /// Ignored after [`finish`](Self::finish) or once the decoder is
     /// poisoned.
     pub fn push(&mut self, chunk: &[u8]) {
+        self.push_into(chunk, &mut Queue);
+    }
+
+    /// Feeds the next chunk like [`push`](Self::push), and hands `on_event` what
+    /// [`next_event`](Self::next_event) would then return, in the same order: the events
+    /// still queued, then those of the chunk, until `next_event` would return `Ok(None)`
+    /// (an [`SseError::Poisoned`] is passed once, last). The events of the chunk are
+    /// borrowed from the decoder's buffers, which are reused: no allocation per event.
+    ///
+    /// The first error `on_event` returns stops the hand-over and is returned; the events
+    /// not yet handed over stay queued for [`next_event`](Self::next_event) or the next
+    /// `push_each`, exactly as after [`push`](Self::push).
+    ///
+    /// ```rust
+    /// use threadline_wire::sse::SseDecoder;
+    ///
+    /// let mut decoder = SseDecoder::new();
+    /// let mut seen = Vec::new();
+    /// decoder.push_each(b"event: a\ndata: 1\n\ndata: 2\n\n", |event| {
+    ///     let event = event?;
+    ///     seen.push((event.event_type().to_owned(), event.data.to_owned()));
+    ///     Ok::<(), threadline_wire::sse::SseError>(())
+    /// })?;
+    /// assert_eq!(seen, [("a".into(), "1".into()), ("message".into(), "2".into())]);
+    /// # Ok::<(), threadline_wire::sse::SseError>(())
+    /// ```
+    pub fn push_each<E>(
+        &mut self,
+        chunk: &[u8],
+        on_event: impl FnMut(Result<SseEventRef<'_>, SseError>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut sink = Callback {
+            on_event,
+            failed: None,
+        };
+        // What earlier chunks left queued comes first.
+        while sink.is_open()
+            && let Some(queued) = self.queue.pop_front()
+        {
+            match queued {
+                Ok(event) => sink.pass(Ok(event.borrowed())),
+                Err(error) => sink.pass(Err(error)),
+            }
+        }
+        // Events reach the sink directly only while nothing waits in the queue.
+        self.push_into(chunk, &mut sink);
+        while sink.is_open()
+            && let Some(queued) = self.queue.pop_front()
+        {
+            match queued {
+                Ok(event) => sink.pass(Ok(event.borrowed())),
+                Err(error) => sink.pass(Err(error)),
+            }
+        }
+        if sink.is_open() && self.poisoned {
+            sink.pass(Err(SseError::Poisoned));
+        }
+        match sink.failed {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn push_into(&mut self, chunk: &[u8], sink: &mut impl Sink) {
         if self.poisoned || self.finished || chunk.is_empty() {
             return;
         }
@@ -175,10 +239,10 @@ impl SseDecoder {
                 self.line_start = self.received;
             } else {
                 let head = std::mem::take(&mut self.line);
-                self.feed(&head);
+                self.feed(&head, sink);
             }
         }
-        self.feed(input);
+        self.feed(input, sink);
     }
 
     /// The next decoded event, `Ok(None)` if the input pushed so far
@@ -251,7 +315,7 @@ impl SseDecoder {
     }
 
     /// Parses `input`, the stream bytes from offset `self.received`.
-    fn feed(&mut self, mut input: &[u8]) {
+    fn feed(&mut self, mut input: &[u8], sink: &mut impl Sink) {
         let mut base = self.received;
         self.received += input.len() as u64;
         if self.skip_lf
@@ -289,12 +353,12 @@ impl SseDecoder {
                 return;
             }
             if self.line.is_empty() {
-                self.process_line(part);
+                self.process_line(part, sink);
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 reserve_bounded(&mut line, part.len(), self.max);
                 line.extend_from_slice(part);
-                self.process_line(&line);
+                self.process_line(&line, sink);
                 if !self.poisoned {
                     line.clear();
                     if line.capacity() > KEEP_LINE_CAPACITY {
@@ -343,9 +407,9 @@ impl SseDecoder {
 
     /// Handles one complete line, without its terminator. The caller checked
     /// it against the limit, so the data and event type stay within it.
-    fn process_line(&mut self, line: &[u8]) {
+    fn process_line(&mut self, line: &[u8], sink: &mut impl Sink) {
         let Some(&first) = line.first() else {
-            self.dispatch();
+            self.dispatch(sink);
             return;
         };
         if self.event_start.is_none() {
@@ -414,12 +478,41 @@ impl SseDecoder {
         }
     }
 
-    /// The blank line: queues the event if it has data, then resets it.
-    fn dispatch(&mut self) {
-        if let Some(result) = self.build_event() {
-            self.queue.push_back(result);
+    /// The blank line: hands the event to `sink` when it has data, is valid and nothing is
+    /// queued before it; else queues it (or its error). Then resets it.
+    fn dispatch(&mut self, sink: &mut impl Sink) {
+        let direct = sink.is_open()
+            && self.queue.is_empty()
+            && self.pending_error.is_none()
+            && self.has_data;
+        match direct.then(|| self.event_ref()).flatten() {
+            Some(event) => sink.pass(Ok(event)),
+            // Invalid UTF-8 too: `build_event` makes its error.
+            None => {
+                if let Some(result) = self.build_event() {
+                    self.queue.push_back(result);
+                }
+            }
         }
         self.reset_event();
+        // The data buffer is reused from event to event, but not kept when huge.
+        if self.data.capacity() > KEEP_LINE_CAPACITY {
+            self.data = Vec::new();
+        }
+    }
+
+    /// The current event, borrowed, when its event type and data are valid UTF-8.
+    fn event_ref(&self) -> Option<SseEventRef<'_>> {
+        let event = match self.has_event {
+            true => Some(std::str::from_utf8(&self.event).ok()?),
+            false => None,
+        };
+        Some(SseEventRef {
+            event,
+            data: std::str::from_utf8(&self.data).ok()?,
+            id: self.last_id.as_deref(),
+            retry: self.retry,
+        })
     }
 
     fn build_event(&mut self) -> Option<Result<SseEvent, SseError>> {
@@ -473,6 +566,46 @@ impl SseDecoder {
         self.retry = None;
         self.pending_error = None;
         self.event_start = None;
+    }
+}
+
+/// Where [`SseDecoder::feed`] hands the events it completes.
+trait Sink {
+    /// Whether an event may be handed over now (else it is queued).
+    fn is_open(&self) -> bool;
+    /// Hands over an event or an error, in stream order.
+    fn pass(&mut self, event: Result<SseEventRef<'_>, SseError>);
+}
+
+/// No sink: every event is queued ([`SseDecoder::push`]).
+struct Queue;
+
+impl Sink for Queue {
+    fn is_open(&self) -> bool {
+        false
+    }
+
+    fn pass(&mut self, _event: Result<SseEventRef<'_>, SseError>) {}
+}
+
+/// The caller's callback of [`SseDecoder::push_each`], closed by its first error.
+struct Callback<F, E> {
+    on_event: F,
+    failed: Option<E>,
+}
+
+impl<F, E> Sink for Callback<F, E>
+where
+    F: FnMut(Result<SseEventRef<'_>, SseError>) -> Result<(), E>,
+{
+    fn is_open(&self) -> bool {
+        self.failed.is_none()
+    }
+
+    fn pass(&mut self, event: Result<SseEventRef<'_>, SseError>) {
+        if let Err(error) = (self.on_event)(event) {
+            self.failed = Some(error);
+        }
     }
 }
 
@@ -539,6 +672,43 @@ mod tests {
         }
     }
 
+    /// [`decode_chunks`] through [`SseDecoder::push_each`], its callback failing at the
+    /// (1-based) hand-overs in `fail_at`: what it is handed (a `Poisoned` left out, as
+    /// `decode_chunks` stops there), then what `finish` returns.
+    fn decode_chunks_each<'a>(
+        max: usize,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+        fail_at: &[usize],
+    ) -> Decoded {
+        let mut decoder = SseDecoder::with_max_event_size(max);
+        let mut out = Vec::new();
+        let mut handed = 0;
+        for chunk in chunks {
+            let result = decoder.push_each(chunk, |event| {
+                handed += 1;
+                match event {
+                    Err(SseError::Poisoned) => {}
+                    other => out.push(other.map(SseEventRef::into_owned)),
+                }
+                if fail_at.contains(&handed) {
+                    Err(handed)
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(at) = result {
+                assert!(fail_at.contains(&at));
+            }
+        }
+        loop {
+            match decoder.finish() {
+                Ok(Some(event)) => out.push(Ok(event)),
+                Ok(None) | Err(SseError::Poisoned) => return out,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+    }
+
     /// Decodes `input` whole and at every single split point, checks that
     /// all agree, and returns the result.
     fn decode_every_split(input: &[u8]) -> Decoded {
@@ -555,6 +725,11 @@ mod tests {
             decode_chunks(DEFAULT_MAX_EVENT_SIZE, input.chunks(1)),
             whole,
             "byte by byte"
+        );
+        assert_eq!(
+            decode_chunks_each(DEFAULT_MAX_EVENT_SIZE, input.chunks(1), &[1]),
+            whole,
+            "byte by byte, borrowed"
         );
         whole
     }
@@ -941,6 +1116,61 @@ mod tests {
         chunks
     }
 
+    #[test]
+    fn push_each_passes_a_poisoned_decoder_once_per_call() {
+        let mut decoder = SseDecoder::with_max_event_size(8);
+        let mut seen = Vec::new();
+        let first = decoder.push_each(b"data: ok\n\ndata: far too long\n\n", |event| {
+            seen.push(event.map(SseEventRef::into_owned));
+            Ok::<(), ()>(())
+        });
+        assert_eq!(first, Ok(()));
+        assert_eq!(
+            seen,
+            [
+                Ok(data("ok")),
+                Err(SseError::EventTooLarge {
+                    limit: 8,
+                    offset: 10
+                }),
+                Err(SseError::Poisoned)
+            ]
+        );
+        seen.clear();
+        let again = decoder.push_each(b"data: x\n\n", |event| {
+            seen.push(event.map(SseEventRef::into_owned));
+            Err("stop")
+        });
+        assert_eq!(again, Err("stop"));
+        assert_eq!(seen, [Err(SseError::Poisoned)]);
+    }
+
+    #[test]
+    fn push_each_leaves_what_follows_a_failure_queued() {
+        let mut decoder = SseDecoder::new();
+        let mut seen = Vec::new();
+        let result = decoder.push_each(b"data: 1\n\ndata: 2\n\ndata: 3\n\n", |event| {
+            let event = event.map_err(|_| "decode")?;
+            seen.push(event.data.to_owned());
+            if event.data == "1" {
+                Err("stop")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(result, Err("stop"));
+        assert_eq!(seen, ["1"]);
+        assert_eq!(decoder.next_event(), Ok(Some(data("2"))));
+        decoder
+            .push_each(b"data: 4\n\n", |event| {
+                seen.push(event.map_err(|_| "decode")?.data.to_owned());
+                Ok::<(), &str>(())
+            })
+            .expect("no failure");
+        assert_eq!(seen, ["1", "3", "4"]);
+        assert_eq!(decoder.finish(), Ok(None));
+    }
+
     fn arb_text() -> impl Strategy<Value = String> {
         prop::collection::vec(
             prop_oneof![
@@ -1042,6 +1272,27 @@ mod tests {
             prop_assert_eq!(&chunked, &whole);
             let bytewise = decode_chunks(max, bytes.chunks(1));
             prop_assert_eq!(&bytewise, &whole);
+        }
+
+        /// `push_each` hands over what `push` then `next_event` return, in the same order,
+        /// whatever the chunking and wherever its callback fails.
+        #[test]
+        fn push_each_hands_over_what_next_event_returns(
+            bytes in prop::collection::vec(
+                prop_oneof![
+                    3 => any::<u8>(),
+                    6 => prop::sample::select(b"data:event:id:retry: 09\r\n\n\xEF\xBB\xBF\xFF".to_vec()),
+                ],
+                0..600,
+            ),
+            max in prop_oneof![0usize..80, Just(DEFAULT_MAX_EVENT_SIZE)],
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..16),
+            fail_at in prop::collection::vec(1usize..40, 0..6),
+        ) {
+            let chunks = cut(&bytes, &cuts);
+            let expected = decode_chunks(max, chunks.iter().map(Vec::as_slice));
+            let each = decode_chunks_each(max, chunks.iter().map(Vec::as_slice), &fail_at);
+            prop_assert_eq!(each, expected);
         }
     }
 }

@@ -104,4 +104,56 @@ impl SseEvent {
             _ => "message",
         }
     }
+
+    /// This event, borrowed.
+    pub fn borrowed(&self) -> SseEventRef<'_> {
+        SseEventRef {
+            event: self.event.as_deref(),
+            data: &self.data,
+            id: self.id.as_deref(),
+            retry: self.retry,
+        }
+    }
+}
+
+/// One decoded server-sent event, borrowed: what [`SseDecoder::push_each`] hands out, the
+/// fields of an [`SseEvent`] without their allocations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SseEventRef<'a> {
+    /// The value of the event's last `event` field, as written (possibly empty); `None` if
+    /// it had none.
+    pub event: Option<&'a str>,
+    /// The event's `data` lines, joined with `\n`.
+    pub data: &'a str,
+    /// The last event id in force when the event was dispatched.
+    pub id: Option<&'a str>,
+    /// The value of this event's `retry` field, if it had a valid one.
+    pub retry: Option<u64>,
+}
+
+impl SseEventRef<'_> {
+    /// The event type, with the WHATWG default: `"message"` when the event had no `event`
+    /// field or an empty one.
+    pub fn event_type(&self) -> &str {
+        match self.event {
+            Some(e) if !e.is_empty() => e,
+            _ => "message",
+        }
+    }
+
+    /// The event, owned.
+    pub fn into_owned(self) -> SseEvent {
+        SseEvent {
+            event: self.event.map(str::to_owned),
+            data: self.data.to_owned(),
+            id: self.id.map(str::to_owned),
+            retry: self.retry,
+        }
+    }
+}
+
+impl From<SseEventRef<'_>> for SseEvent {
+    fn from(event: SseEventRef<'_>) -> Self {
+        event.into_owned()
+    }
 }

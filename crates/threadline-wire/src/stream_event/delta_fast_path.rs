@@ -148,11 +148,51 @@ fn parse_string(data: &str, at: usize) -> Option<(String, usize)> {
     }
     let end = i + 1;
     let value = if escaped {
-        serde_json::from_str::<String>(data.get(at..end)?).ok()?
+        // serde_json decides what the plain unescaper leaves (surrogates, invalid escapes).
+        match unescape(data.get(at + 1..i)?) {
+            Some(value) => value,
+            None => serde_json::from_str::<String>(data.get(at..end)?).ok()?,
+        }
     } else {
         data.get(at + 1..i)?.to_owned()
     };
     Some((value, end))
+}
+
+/// The content of a JSON string (between its quotes, no raw control character) unescaped,
+/// when its escapes are the short ones or `\uXXXX` of a code point that is not a surrogate;
+/// `None` for anything else. Where it answers, serde_json answers the same (a property test
+/// holds them equal); it only spares a deserializer for the escaped deltas (a line break in
+/// the text is one).
+fn unescape(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
+        out.push_str(rest.get(..at)?);
+        let (c, len) = match rest.as_bytes().get(at + 1)? {
+            b'"' => ('"', 2),
+            b'\\' => ('\\', 2),
+            b'/' => ('/', 2),
+            b'b' => ('\u{8}', 2),
+            b'f' => ('\u{c}', 2),
+            b'n' => ('\n', 2),
+            b'r' => ('\r', 2),
+            b't' => ('\t', 2),
+            b'u' => {
+                let hex = rest.as_bytes().get(at + 2..at + 6)?;
+                let code = hex.iter().try_fold(0u32, |code, &digit| {
+                    Some(code * 16 + char::from(digit).to_digit(16)?)
+                })?;
+                // Surrogates (pairs or lone) are left to serde_json.
+                (char::from_u32(code)?, 6)
+            }
+            _ => return None,
+        };
+        out.push(c);
+        rest = rest.get(at + len..)?;
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -181,6 +221,17 @@ mod tests {
             let data = delta_json(3, kind, "a \"quoted\" line\nand é");
             let fast = parse(&data).expect("the API's own shape takes the fast path");
             assert_eq!(Some(fast), generic(&data), "{data}");
+        }
+    }
+
+    #[test]
+    fn unescapes_what_the_api_sends_without_serde_json() {
+        assert_eq!(
+            unescape(r#"a\n\n\"b\" \\ \/ \t\u00e9\u001F"#).as_deref(),
+            Some("a\n\n\"b\" \\ / \t\u{e9}\u{1f}")
+        );
+        for left in [r"\ud83d\ude00", r"\ud800", r"\q", r"\u12", r"\u+123", "a\\"] {
+            assert_eq!(unescape(left), None, "{left}");
         }
     }
 
@@ -232,7 +283,34 @@ mod tests {
         ]
     }
 
+    /// A JSON string's content: text, every escape, `\\u` with any four hex digits (any case,
+    /// surrogates included) and broken escapes.
+    fn arb_escaped() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-z é😀]{0,3}",
+            prop::sample::select(vec![
+                r#"\""#, r"\\", r"\/", r"\b", r"\f", r"\n", r"\r", r"\t", r"\q", r"\u12", r"\",
+            ])
+            .prop_map(str::to_owned),
+            "[0-9a-fA-FdD]{4}".prop_map(|hex| format!(r"\u{hex}")),
+            Just(r"\ud83d\ude00".to_owned()),
+        ];
+        prop::collection::vec(piece, 0..8).prop_map(|pieces| pieces.concat())
+    }
+
     proptest! {
+        /// A string the scanner reads whole is the string serde_json reads, whether the plain
+        /// unescaper or serde_json unescapes it.
+        #[test]
+        fn strings_read_as_serde_json_reads_them(raw in arb_escaped()) {
+            let quoted = format!("\"{raw}\"");
+            if let Some((value, end)) = parse_string(&quoted, 0)
+                && end == quoted.len()
+            {
+                prop_assert_eq!(Some(value), serde_json::from_str::<String>(&quoted).ok());
+            }
+        }
+
         /// Valid deltas of every kind take the fast path and parse as the generic parser
         /// parses them.
         #[test]
