@@ -128,9 +128,10 @@ impl UserContext {
 
     /// `messages` (a normalized request's) with the context in front: as the first block of
     /// the first message when that is a user message (which is what the API would make of two
-    /// user messages in a row), else as a user message of its own. A request that starts with
-    /// a `compaction` block keeps it first (the API refuses an on-demand block anywhere else,
-    /// and reads nothing before a threshold one): the context goes right after that message.
+    /// user messages in a row; after the tool results it opens with, which the API wants
+    /// first), else as a user message of its own. A request that starts with a `compaction`
+    /// block keeps it first (the API refuses an on-demand block anywhere else, and reads
+    /// nothing before a threshold one): the context goes right after that message.
     pub fn prepend_to(&self, mut messages: Vec<MessageParam>) -> Vec<MessageParam> {
         let Some(text) = self.text() else {
             return messages;
@@ -149,7 +150,12 @@ impl UserContext {
                         Content::Text(t) => vec![ContentBlock::text(t)],
                         Content::Blocks(blocks) => blocks,
                     };
-                blocks.insert(0, block);
+                // After the tool results a message opens with (the API wants them first).
+                let results = blocks
+                    .iter()
+                    .take_while(|b| matches!(b, ContentBlock::ToolResult(_)))
+                    .count();
+                blocks.insert(results, block);
                 first.content = Content::Blocks(blocks);
             }
             _ => messages.insert(at, MessageParam::user(vec![block])),
@@ -234,6 +240,17 @@ mod tests {
         let texts = text_of(&messages[1]);
         assert!(texts[0].starts_with("<system-reminder>"));
         assert_eq!(texts[1], "q");
+        // A threshold compaction answered with a tool call: its results stay first.
+        let result = threadline_message::tool_result_block("toolu_1", "ok".into(), false);
+        let with_results = context.prepend_to(vec![
+            MessageParam::assistant(vec![block.clone()]),
+            MessageParam::user(vec![result.clone()]),
+        ]);
+        let Content::Blocks(blocks) = &with_results[1].content else {
+            panic!("blocks");
+        };
+        assert_eq!(blocks[0], result);
+        assert!(matches!(&blocks[1], ContentBlock::Text(t) if t.text.starts_with("<system-reminder>")));
         let alone = context.prepend_to(compacted[..1].to_vec());
         assert_eq!(alone.len(), 2);
         assert_eq!(alone[0], compacted[0]);

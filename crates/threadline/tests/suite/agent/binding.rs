@@ -572,3 +572,46 @@ async fn a_background_compaction_swaps_exactly_the_sent_prefix() {
         "{refused}"
     );
 }
+
+/// A server-side compaction (`compact_20260112`) that comes with a tool call: the next
+/// request starts at the compaction block and the workspace's context goes after the tool
+/// results (which the API wants first), so the session goes on. (Found by the compaction
+/// bench: the context used to open the results' message.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_compaction_answered_with_a_tool_call_goes_on() {
+    let dir = workspace();
+    let step = think_and_read(0, "big.txt");
+    let mock = MockServer::start(Scenario::new([step]).repeating_last())
+        .await
+        .expect("mock");
+    let compaction = small_compaction(None).with_server(
+        CompactionMode::Server,
+        threadline::ServerCompaction::default().with_trigger(50_000),
+    );
+    let workspace_handle = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let mut agent = Agent::builder(client(&mock))
+        .model("claude-opus-4-8")
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .tool(ReadFile::new(workspace_handle))
+        .compaction(compaction)
+        .max_turns(22)
+        .today("2026-03-08")
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "Keep reading big.txt.").await;
+    assert!(
+        matches!(finished(&events).0, Terminal::MaxTurns { .. }),
+        "{:?}",
+        finished(&events).0
+    );
+    let requests = mock.requests();
+    assert!(requests.iter().all(|r| r.status == Some(200)));
+    let compacted = requests
+        .iter()
+        .position(|r| body(r)["messages"][0]["content"][0]["type"] == "compaction")
+        .expect("a request after the server compacted");
+    let first_user = &body(&requests[compacted])["messages"][1]["content"];
+    assert_eq!(first_user[0]["type"], "tool_result");
+    assert!(first_user.to_string().contains("2026-03-08"), "the context follows the results");
+}
