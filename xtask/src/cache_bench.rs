@@ -3,7 +3,9 @@
 //! (`crates/threadline-cache/examples/strategy_bench.rs`), threadline's planning against what
 //! the fixture transcripts recorded (`crates/threadline-cli/examples/plan_bench.rs`), and the
 //! context estimate's error against the usage they recorded (`estimate_mae_vs_recorded`,
-//! `crates/threadline-cli/examples/estimate_bench.rs`). Each prints one JSON object whose
+//! `crates/threadline-cli/examples/estimate_bench.rs`), and the cost of each compaction mode
+//! on one long session (`crates/threadline-cli/examples/compaction_bench.rs`). Each prints one
+//! JSON object whose
 //! `ratios` array holds `{name, value, what, better}` entries. They are printed as the
 //! criterion ratios are (`ratio <name> <value>` and an explanation line) and written to
 //! `target/bench-ratios.json` under `simulated`.
@@ -70,6 +72,7 @@ pub(crate) const EXAMPLES: &[(&str, &str, bool)] = &[
     ("threadline-cache", "strategy_bench", true),
     ("threadline-cli", "plan_bench", false),
     ("threadline-cli", "estimate_bench", false),
+    ("threadline-cli", "compaction_bench", false),
 ];
 
 /// Runs every example of [`EXAMPLES`] (release build) and returns their ratios, in order.

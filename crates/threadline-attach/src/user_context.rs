@@ -250,7 +250,9 @@ mod tests {
             panic!("blocks");
         };
         assert_eq!(blocks[0], result);
-        assert!(matches!(&blocks[1], ContentBlock::Text(t) if t.text.starts_with("<system-reminder>")));
+        assert!(
+            matches!(&blocks[1], ContentBlock::Text(t) if t.text.starts_with("<system-reminder>"))
+        );
         let alone = context.prepend_to(compacted[..1].to_vec());
         assert_eq!(alone.len(), 2);
         assert_eq!(alone[0], compacted[0]);

@@ -23,10 +23,11 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline::attach::Workspace;
 use threadline::client::{ApiKey, Auth, Client, ClientConfig};
+use threadline::message::{Message, SystemKind};
 use threadline::mock::{Block, MockConfig, MockServer, Scenario, Step};
 use threadline::tools::ReadFile;
-use threadline::wire::Usage;
 use threadline::wire::model::ModelTable;
+use threadline::wire::{ContentBlock, Usage};
 use threadline::{Agent, Compaction, CompactionMode, Event, ServerCompaction, Terminal};
 
 /// Tool turns per session.
@@ -96,12 +97,20 @@ async fn session(model: &'static str, mode: &'static str) -> Run {
         .build()
         .expect("agent");
     let events: Vec<Event> = agent.run("Keep reading data.txt.").collect().await;
+    // A compaction is a boundary (local, on demand) or a server-side block in an answer.
     let compactions = events
         .iter()
-        .filter(|e| {
-            let text = format!("{e:?}");
-            text.starts_with("Message(System") && text.contains("CompactBoundary")
-                || text.contains("Compaction(CompactionBlock")
+        .filter(|e| match e {
+            Event::Message(Message::System(s)) => {
+                matches!(s.kind, SystemKind::CompactBoundary { .. })
+            }
+            Event::Message(Message::Assistant(a)) => {
+                mode == "server"
+                    && a.content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::Compaction(_)))
+            }
+            _ => false,
         })
         .count();
     match events.last() {
@@ -127,16 +136,19 @@ async fn session(model: &'static str, mode: &'static str) -> Run {
         let billed = usage.billed();
         let r = billed.cache_read_input_tokens.unwrap_or(0);
         read += r;
-        input += billed.input_tokens.unwrap_or(0)
-            + billed.cache_creation_input_tokens.unwrap_or(0)
-            + r;
+        input +=
+            billed.input_tokens.unwrap_or(0) + billed.cache_creation_input_tokens.unwrap_or(0) + r;
     }
     Run {
         model,
         mode,
         requests,
         cost,
-        cache_read_share: if input == 0 { 0.0 } else { read as f64 / input as f64 },
+        cache_read_share: if input == 0 {
+            0.0
+        } else {
+            read as f64 / input as f64
+        },
         compactions,
     }
 }

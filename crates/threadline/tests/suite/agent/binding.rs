@@ -613,5 +613,8 @@ async fn a_server_compaction_answered_with_a_tool_call_goes_on() {
         .expect("a request after the server compacted");
     let first_user = &body(&requests[compacted])["messages"][1]["content"];
     assert_eq!(first_user[0]["type"], "tool_result");
-    assert!(first_user.to_string().contains("2026-03-08"), "the context follows the results");
+    assert!(
+        first_user.to_string().contains("2026-03-08"),
+        "the context follows the results"
+    );
 }
