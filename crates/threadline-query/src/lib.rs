@@ -144,7 +144,9 @@ pub use run::Run;
 /// The JSON Schema derive of typed tools' inputs (schemars 0.8), re-exported so the
 /// version always matches [`typed_tool`]'s bound.
 pub use schemars::{self, JsonSchema};
-pub use state::{CompactionTracking, RecoveryCounters, State, is_compact_boundary};
+pub use state::{
+    CompactionTracking, MAX_REFILLS_IN_A_ROW, RecoveryCounters, State, is_compact_boundary,
+};
 pub use subagent::{QueryFactory, SubagentConfig, SubagentType, TaskTool, agent_id};
 pub use terminal::Terminal;
 pub use threadline_wire::service::MessagesService;

@@ -306,7 +306,14 @@ where
         if self.q.cancel.is_cancelled() {
             return Err(Terminal::AbortedStreaming);
         }
+        let compactions = st.compaction.compactions;
         self.preprocess(st).await;
+        let refills = st.compaction.refills_in_a_row;
+        if st.compaction.compactions != compactions && refills >= crate::MAX_REFILLS_IN_A_ROW {
+            return Err(Terminal::CompactionThrashing {
+                compactions: refills,
+            });
+        }
         if let Some((tokens, limit)) = self.q.policy.blocking_limit(st.visible()) {
             return Err(Terminal::BlockingLimit { tokens, limit });
         }

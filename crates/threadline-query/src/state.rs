@@ -22,7 +22,16 @@ pub struct CompactionTracking {
     /// durable session's failover (at `CircuitBreaker::LIMIT` compaction stops being tried).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub failures_in_a_row: u32,
+    /// Compactions in a row each of which came within one turn of the one before: the
+    /// context refilled as soon as it was compacted. At [`MAX_REFILLS_IN_A_ROW`] the loop
+    /// stops ([`Terminal::CompactionThrashing`](crate::Terminal::CompactionThrashing))
+    /// instead of compacting every turn.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refills_in_a_row: u32,
 }
+
+/// Compactions in a row, each within one turn of the last, after which the loop stops.
+pub const MAX_REFILLS_IN_A_ROW: u32 = 3;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -161,9 +170,18 @@ impl State {
     /// Notes a message appended at `index`: a compaction boundary moves the visible window.
     pub(crate) fn note_appended(&mut self, index: usize) {
         if self.messages.get(index).is_some_and(is_compact_boundary) {
-            self.compaction.boundary = index + 1;
-            self.compaction.compactions += 1;
-            self.compaction.last_compaction_turn = Some(self.turn_count);
+            let tracking = &mut self.compaction;
+            tracking.boundary = index + 1;
+            tracking.compactions += 1;
+            let refilled = tracking
+                .last_compaction_turn
+                .is_some_and(|last| self.turn_count <= last.saturating_add(1));
+            tracking.refills_in_a_row = if refilled {
+                tracking.refills_in_a_row.saturating_add(1)
+            } else {
+                1
+            };
+            tracking.last_compaction_turn = Some(self.turn_count);
         }
     }
 }

@@ -59,6 +59,14 @@ pub enum Terminal {
         /// The resume attempts made.
         attempts: u32,
     },
+    /// The context refilled to the compaction threshold within one turn of each of the last
+    /// [`MAX_REFILLS_IN_A_ROW`](crate::MAX_REFILLS_IN_A_ROW) compactions (a tool returning
+    /// more than the window holds, say): the loop stops rather than pay for a compaction
+    /// every turn. The history holds the last compaction and normalizes to a valid request.
+    CompactionThrashing {
+        /// The compactions in a row.
+        compactions: u32,
+    },
     /// The run did not start: another run of the same session was in progress (the
     /// facade's `Agent` runs one at a time). Nothing was sent or appended. The loop itself
     /// never ends with it.
@@ -79,6 +87,7 @@ impl Terminal {
             Terminal::HookStopped { .. } => "hook_stopped",
             Terminal::Refused { .. } => "refused",
             Terminal::ContextWindowExceeded { .. } => "context_window_exceeded",
+            Terminal::CompactionThrashing { .. } => "compaction_thrashing",
             Terminal::Busy => "busy",
         }
     }
@@ -117,6 +126,10 @@ impl std::fmt::Display for Terminal {
             Terminal::ContextWindowExceeded { attempts } => {
                 write!(f, "context_window_exceeded ({attempts} resumes)")
             }
+            Terminal::CompactionThrashing { compactions } => write!(
+                f,
+                "compaction_thrashing (the context refilled after each of {compactions} compactions in a row)"
+            ),
             other => f.write_str(other.name()),
         }
     }
@@ -148,6 +161,7 @@ mod tests {
                 explanation: None,
             },
             Terminal::ContextWindowExceeded { attempts: 3 },
+            Terminal::CompactionThrashing { compactions: 3 },
             Terminal::Busy,
         ];
         for t in all {

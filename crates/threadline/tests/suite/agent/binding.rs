@@ -618,3 +618,34 @@ async fn a_server_compaction_answered_with_a_tool_call_goes_on() {
         "the context follows the results"
     );
 }
+
+/// A tool whose every result refills the window right after a compaction: three such
+/// compactions in a row end the run with a named terminal instead of a compaction per turn.
+#[tokio::test(flavor = "current_thread")]
+async fn compactions_that_refill_the_window_three_times_in_a_row_stop_the_run() {
+    let dir = workspace();
+    let answer = Answer {
+        thinking: "Once more.".to_owned(),
+        text: "Reading big.txt again.".to_owned(),
+        read: Some("big.txt"),
+    };
+    let mock = MockServer::start(Scenario::new([answer.step(0)]).repeating_last())
+        .await
+        .expect("mock");
+    let mut agent = binding_agent(&mock, dir.path(), small_compaction(Some(3_900)));
+    let events = run(&mut agent, "Keep reading big.txt.").await;
+    assert_eq!(
+        finished(&events).0,
+        Terminal::CompactionThrashing {
+            compactions: threadline::query::MAX_REFILLS_IN_A_ROW
+        }
+    );
+    assert_eq!(compactions(&events).len(), 3);
+    assert!(mock.requests().iter().all(|r| r.status == Some(200)));
+    // What is left is a valid session: the next run goes on from it.
+    let state = agent.state().clone();
+    let again = run(&mut agent, "Stop now.").await;
+    assert!(agent.state().messages.len() > state.messages.len());
+    assert!(mock.requests().iter().all(|r| r.status == Some(200)));
+    let _ = again;
+}
