@@ -649,3 +649,46 @@ async fn compactions_that_refill_the_window_three_times_in_a_row_stop_the_run() 
     assert!(mock.requests().iter().all(|r| r.status == Some(200)));
     let _ = again;
 }
+
+/// A session resumed over the threshold compacts before its first request: the first request
+/// the server sees is the summary request, and the next one is under the threshold.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_resumed_over_the_limit_compacts_before_its_first_request() {
+    let dir = workspace();
+    let big = std::fs::read_to_string(dir.path().join("big.txt")).expect("big");
+    let mut history = Vec::new();
+    for i in 0..4 {
+        history.push(Message::user_text(format!("Round {i}: what does the file hold?")));
+        history.push(Message::assistant(vec![threadline::wire::ContentBlock::text(
+            format!("It holds this ({i}):\n{big}"),
+        )]));
+    }
+    let mock = MockServer::start(Scenario::new([
+        Step::text("<summary>Four rounds about big.txt.</summary>"),
+        think_and_answer("Resumed."),
+    ]))
+    .await
+    .expect("mock");
+    let workspace_handle = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let mut agent = Agent::builder(client(&mock))
+        .model(MODEL)
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .tool(ReadFile::new(workspace_handle))
+        .compaction(small_compaction(Some(6_000)))
+        .history(history)
+        .today("2026-03-08")
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "Go on.").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|r| r.status == Some(200)));
+    let first = body(&requests[0]).to_string();
+    assert!(first.contains("BIG-FILE-LINE-0000"), "the summary request reads it all");
+    let second = body(&requests[1]).to_string();
+    assert!(second.contains("Four rounds about big.txt"));
+    assert!(second.matches("BIG-FILE-LINE-0000").count() <= 1, "{second}");
+}
