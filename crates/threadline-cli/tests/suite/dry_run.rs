@@ -228,3 +228,99 @@ steps:
     assert!(!after.contains("FIRST-LINE-0000"));
     assert!(after.contains("SECOND-LINE-0000"));
 }
+
+/// `run --compaction on-demand`: at the threshold the API's on-demand compaction writes the
+/// summary (the loop's request plus `compaction`, with its beta), and the next request starts
+/// with the signed block the mock returned, on a model that binds thinking to its prefix.
+#[test]
+fn run_compaction_on_demand_sends_the_compaction_request_then_starts_with_the_block() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = repository(dir.path());
+    std::fs::write(ws.join("first.txt"), text_file("FIRST", 400)).expect("first");
+    std::fs::write(ws.join("second.txt"), text_file("SECOND", 400)).expect("second");
+    let root = ws.to_str().expect("utf-8 path");
+    let prompt = "Read first.txt, then second.txt.";
+    let model = "claude-opus-5-5";
+    let dry = threadline(
+        &[
+            "run",
+            "--dry-run",
+            "--model",
+            model,
+            "--date",
+            DATE,
+            "--cwd",
+            root,
+            prompt,
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let overhead = threadline_compact::overhead_of(&request(stdout(&dry).trim_end()));
+    let threshold = (overhead + 7_500).to_string();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content: [{type: thinking, thinking: "First.", signature: s}, {type: tool_use, id: toolu_first, name: Read, input: {path: first.txt}}]
+  - kind: message
+    content: [{type: thinking, thinking: "Second.", signature: s}, {type: tool_use, id: toolu_second, name: Read, input: {path: second.txt}}]
+  - kind: message
+    content: [{type: text, text: "first.txt was read, then second.txt."}]
+  - kind: message
+    content: [{type: thinking, thinking: "Done.", signature: s}, {type: text, text: "Both are read."}]
+"#,
+    )
+    .expect("scenario");
+    let log = dir.path().join("requests.jsonl");
+    let mock = Mock::start_logged(&scenario, &log);
+    let live = threadline(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--model",
+            model,
+            "--date",
+            DATE,
+            "--cwd",
+            root,
+            "--autocompact-at",
+            &threshold,
+            "--compaction",
+            "on-demand",
+            prompt,
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&live), 0, "{}", stderr(&live));
+    assert!(
+        stdout(&live).contains("Both are read."),
+        "{}",
+        stdout(&live)
+    );
+    drop(mock);
+    let lines = log_lines(&log);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(lines.iter().all(|l| l["status"] == 200), "{lines:?}");
+    let compaction: Value = serde_json::from_str(logged_body(&lines[2])).expect("json");
+    assert_eq!(
+        compaction["compaction"],
+        serde_json::json!({"type": "summarize"})
+    );
+    assert!(
+        lines[2]["anthropic_beta"]
+            .as_str()
+            .is_some_and(|b| b.contains("compact-2026-09-04")),
+        "{}",
+        lines[2]["anthropic_beta"]
+    );
+    let after: Value = serde_json::from_str(logged_body(&lines[3])).expect("json");
+    let block = &after["messages"][0]["content"][0];
+    assert_eq!(block["type"], "compaction");
+    assert_eq!(block["content"], "first.txt was read, then second.txt.");
+    assert!(block["signature"].is_string());
+    assert!(!logged_body(&lines[3]).contains("FIRST-LINE-0000"));
+}

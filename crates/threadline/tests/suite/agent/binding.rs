@@ -658,10 +658,12 @@ async fn a_session_resumed_over_the_limit_compacts_before_its_first_request() {
     let big = std::fs::read_to_string(dir.path().join("big.txt")).expect("big");
     let mut history = Vec::new();
     for i in 0..4 {
-        history.push(Message::user_text(format!("Round {i}: what does the file hold?")));
-        history.push(Message::assistant(vec![threadline::wire::ContentBlock::text(
-            format!("It holds this ({i}):\n{big}"),
-        )]));
+        history.push(Message::user_text(format!(
+            "Round {i}: what does the file hold?"
+        )));
+        history.push(Message::assistant(vec![
+            threadline::wire::ContentBlock::text(format!("It holds this ({i}):\n{big}")),
+        ]));
     }
     let mock = MockServer::start(Scenario::new([
         Step::text("<summary>Four rounds about big.txt.</summary>"),
@@ -687,8 +689,14 @@ async fn a_session_resumed_over_the_limit_compacts_before_its_first_request() {
     assert_eq!(requests.len(), 2);
     assert!(requests.iter().all(|r| r.status == Some(200)));
     let first = body(&requests[0]).to_string();
-    assert!(first.contains("BIG-FILE-LINE-0000"), "the summary request reads it all");
+    assert!(
+        first.contains("BIG-FILE-LINE-0000"),
+        "the summary request reads it all"
+    );
     let second = body(&requests[1]).to_string();
     assert!(second.contains("Four rounds about big.txt"));
-    assert!(second.matches("BIG-FILE-LINE-0000").count() <= 1, "{second}");
+    assert!(
+        second.matches("BIG-FILE-LINE-0000").count() <= 1,
+        "{second}"
+    );
 }
