@@ -136,6 +136,34 @@ pub fn read_answer(answer: &ResponseMessage) -> Result<CompactionBlock, OnDemand
     }
 }
 
+/// What every swap appends first: the `compact_boundary` after `last_id` (the last message
+/// summarized) and the block alone in an assistant message; with the context's estimate
+/// before it.
+fn opening(
+    history: &[Message],
+    last_id: &threadline_message::MessageId,
+    block: CompactionBlock,
+    overhead: u64,
+    trigger: CompactTrigger,
+    now: SystemTime,
+) -> (Vec<Message>, u64) {
+    let pre_tokens = crate::estimate::estimate_context(history, overhead);
+    let messages = vec![
+        Message::system(SystemKind::CompactBoundary {
+            trigger,
+            pre_tokens,
+            last_message_id: Some(last_id.clone()),
+        })
+        .with_header(derived_header("compact-boundary", Some(last_id), now)),
+        Message::assistant(vec![ContentBlock::Compaction(block)]).with_header(derived_header(
+            "compaction-block",
+            Some(last_id),
+            now,
+        )),
+    ];
+    (messages, pre_tokens)
+}
+
 /// The history after an on-demand compaction of `history`'s visible part (what follows its
 /// last boundary): what to append to `history`. `overhead` is the system prompt's and
 /// tools' tokens, for the estimates.
@@ -150,20 +178,7 @@ pub fn swapped(
     let Some(last_id) = visible.last().map(Message::id) else {
         return Err(OnDemandError::NothingToCompact);
     };
-    let pre_tokens = crate::estimate::estimate_context(history, overhead);
-    let mut messages = vec![
-        Message::system(SystemKind::CompactBoundary {
-            trigger,
-            pre_tokens,
-            last_message_id: Some(last_id.clone()),
-        })
-        .with_header(derived_header("compact-boundary", Some(last_id), now)),
-        Message::assistant(vec![ContentBlock::Compaction(block)]).with_header(derived_header(
-            "compaction-block",
-            Some(last_id),
-            now,
-        )),
-    ];
+    let (mut messages, pre_tokens) = opening(history, last_id, block, overhead, trigger, now);
     let group = latest_prompt_group(visible);
     if let Some(group) = &group {
         messages.extend(visible[group.clone()].iter().cloned());
@@ -231,20 +246,7 @@ pub fn swapped_keeping(
     let Some(last_id) = visible[..cut].last().map(Message::id) else {
         return Err(OnDemandError::NothingToCompact);
     };
-    let pre_tokens = crate::estimate::estimate_context(history, overhead);
-    let mut messages = vec![
-        Message::system(SystemKind::CompactBoundary {
-            trigger,
-            pre_tokens,
-            last_message_id: Some(last_id.clone()),
-        })
-        .with_header(derived_header("compact-boundary", Some(last_id), now)),
-        Message::assistant(vec![ContentBlock::Compaction(block)]).with_header(derived_header(
-            "compaction-block",
-            Some(last_id),
-            now,
-        )),
-    ];
+    let (mut messages, pre_tokens) = opening(history, last_id, block, overhead, trigger, now);
     messages.extend(visible[cut..].iter().cloned());
     let post_tokens = overhead.saturating_add(estimate_messages(&messages));
     Ok(crate::Compacted {
