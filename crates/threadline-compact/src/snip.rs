@@ -61,33 +61,62 @@ fn units(history: &[Message]) -> Vec<(std::ops::Range<usize>, bool)> {
 
 /// Removes the units holding a message whose id is in `selection`, except the unit of the
 /// latest prompt, the last unit and compaction summaries.
+///
+/// Removing units can join what is left into other units (a hostile history's tool result
+/// before its call, a tombstone whose message went), so the removal is repeated on what
+/// stays, with the boundary it gets, until it removes nothing more: snipping the result
+/// again with the same selection changes nothing.
 pub fn snip(history: &[Message], selection: &BTreeSet<MessageId>) -> Snipped {
     let mut remove = vec![false; history.len()];
-    for (range, removable) in units(history) {
-        if removable
-            && history[range.clone()]
-                .iter()
-                .any(|m| selection.contains(m.id()))
-        {
-            remove[range].fill(true);
+    let mut staying: Vec<usize> = (0..history.len()).collect();
+    let mut view: Vec<Message> = history.to_vec();
+    // Each round removes at least one message more, or ends.
+    for _ in 0..=history.len() {
+        let mut changed = false;
+        for (range, removable) in units(&view) {
+            if removable
+                && view[range.clone()]
+                    .iter()
+                    .any(|m| selection.contains(m.id()))
+            {
+                for j in range.filter(|&j| j < staying.len()) {
+                    changed |= !std::mem::replace(&mut remove[staying[j]], true);
+                }
+            }
         }
+        if !changed {
+            break;
+        }
+        let settled = settle(history, &remove);
+        staying = (0..history.len()).filter(|&i| !settled[i]).collect();
+        view = staying.iter().map(|&i| history[i].clone()).collect();
+        // The boundary a removal appends (its figures do not change the units).
+        view.push(Message::system(SystemKind::MicrocompactBoundary {
+            cleared_tool_use_ids: Vec::new(),
+            tokens_saved: 0,
+        }));
     }
     split(history, &remove)
 }
 
-fn split(history: &[Message], remove: &[bool]) -> Snipped {
-    // A tombstone stays while the message it retracts stays, wherever the two stand.
+/// `remove` as a snip carries it out: a tombstone stays while the message it retracts stays,
+/// wherever the two stand.
+fn settle(history: &[Message], remove: &[bool]) -> Vec<bool> {
     let staying = history
         .iter()
         .zip(remove)
         .filter(|(_, gone)| !**gone)
         .map(|(m, _)| m);
     let keep_anyway: Vec<&Message> = crate::retractions::missing_tombstones(history, staying);
-    let remove: Vec<bool> = history
+    history
         .iter()
         .zip(remove)
         .map(|(m, gone)| *gone && !keep_anyway.iter().any(|t| std::ptr::eq(*t, m)))
-        .collect();
+        .collect()
+}
+
+fn split(history: &[Message], remove: &[bool]) -> Snipped {
+    let remove = settle(history, remove);
     let mut messages = Vec::with_capacity(history.len() + 1);
     let mut removed = Vec::new();
     let mut cleared = Vec::new();
