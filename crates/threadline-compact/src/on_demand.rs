@@ -164,6 +164,20 @@ fn opening(
     (messages, pre_tokens)
 }
 
+/// The result of a swap: one call, nothing dropped or re-attached, the context estimated
+/// after it.
+fn compacted(messages: Vec<Message>, pre_tokens: u64, overhead: u64) -> crate::Compacted {
+    let post_tokens = overhead.saturating_add(estimate_messages(&messages));
+    crate::Compacted {
+        messages,
+        pre_tokens,
+        post_tokens,
+        summary_attempts: 1,
+        dropped_messages: 0,
+        reattached: Vec::new(),
+    }
+}
+
 /// The history after an on-demand compaction of `history`'s visible part (what follows its
 /// last boundary): what to append to `history`. `overhead` is the system prompt's and
 /// tools' tokens, for the estimates.
@@ -192,15 +206,7 @@ pub fn swapped(
             )),
         );
     }
-    let post_tokens = overhead.saturating_add(estimate_messages(&messages));
-    Ok(crate::Compacted {
-        messages,
-        pre_tokens,
-        post_tokens,
-        summary_attempts: 1,
-        dropped_messages: 0,
-        reattached: Vec::new(),
-    })
+    Ok(compacted(messages, pre_tokens, overhead))
 }
 
 /// Where a keep-recent-turns compaction of `visible` (the messages after the last boundary)
@@ -248,15 +254,7 @@ pub fn swapped_keeping(
     };
     let (mut messages, pre_tokens) = opening(history, last_id, block, overhead, trigger, now);
     messages.extend(visible[cut..].iter().cloned());
-    let post_tokens = overhead.saturating_add(estimate_messages(&messages));
-    Ok(crate::Compacted {
-        messages,
-        pre_tokens,
-        post_tokens,
-        summary_attempts: 1,
-        dropped_messages: 0,
-        reattached: Vec::new(),
-    })
+    Ok(compacted(messages, pre_tokens, overhead))
 }
 
 #[cfg(test)]
