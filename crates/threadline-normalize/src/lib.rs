@@ -55,7 +55,8 @@
 //! 4. **merge assistant fragments** sharing an API message id, across tool-result messages;
 //! 5. **merge consecutive messages** of one role, tool results first, text blocks kept apart;
 //! 6. **thinking hygiene** — unsigned or misplaced thinking dropped, orphaned thinking-only
-//!    messages dropped except the latest, trailing thinking of a final assistant stripped;
+//!    messages dropped wherever they are (a later answer never changes what was sent before
+//!    it), trailing thinking of a final assistant stripped;
 //! 7. **empty content** — blank text removed, emptied assistants dropped, empty users given
 //!    [`EMPTY_PLACEHOLDER`];
 //! 8. **error results text-only** — images and documents removed from `is_error` results;

@@ -206,8 +206,9 @@ fn orphaned_and_misplaced_thinking() {
         shape(&out.messages),
         // The two adjacent assistants merge; the unsigned block goes, the merged message
         // starts with thinking so its other thinking stays.
-        "U: text(q) text(q2) | A: redacted text(answer) thinking | U: text(q3) | A: thinking | \
-         U: text(q4)"
+        // The latest assistant holds only thinking: dropped like the first, so the users
+        // around it join.
+        "U: text(q) text(q2) | A: redacted text(answer) thinking | U: text(q3) text(q4)"
     );
 }
 

@@ -22,22 +22,26 @@ use crate::report::{Pass, RepairKind, Report};
 ///    modification the API forbids, and the request would be rejected as it is;
 /// 4. an assistant message left with only thinking (and blank text, which
 ///    [`empty_content`](super::empty_content) would remove) is *orphaned thinking* and is
-///    dropped (`OrphanThinkingDropped`) — unless it is the latest assistant message, whose
-///    thinking blocks are never touched;
+///    dropped (`OrphanThinkingDropped`), wherever it is, the latest assistant message
+///    included. The decision depends on the message alone, never on what comes after it: a
+///    message kept while it was the latest and dropped once a later answer arrived would
+///    edit the prefix that later answer's thinking is bound to, which the models that bind
+///    thinking to its prefix refuse (docs/api-notes.md#thinking-bound-to-its-prefix).
+///    Dropping a whole message touches no block of the assistant message that is then the
+///    latest;
 /// 5. when the request ends with an assistant message (a prefill), the thinking blocks at
 ///    its end are stripped (`TrailingThinkingStripped`): a response cannot continue from
 ///    inside its own thinking. Thinking blocks followed by other content in that message are
 ///    left exactly as they are.
 ///
 /// Assumes fragments and consecutive messages merged. Guarantees: every assistant message
-/// with thinking starts with thinking; no thinking-only assistant message except the latest
-/// one; a final assistant message does not end with thinking; no two consecutive drafts of
-/// one role (user drafts that a drop made adjacent are merged again).
+/// with thinking starts with thinking; no thinking-only assistant message; a final
+/// assistant message does not end with thinking; no two consecutive drafts of one role
+/// (user drafts that a drop made adjacent are merged again).
 pub(crate) fn thinking_hygiene<'a>(
     mut drafts: Vec<Draft<'a>>,
     report: &mut Report,
 ) -> Vec<Draft<'a>> {
-    let latest = drafts.iter().rposition(Draft::is_assistant);
     let mut orphaned: Vec<usize> = Vec::new();
     for (n, draft) in drafts.iter_mut().enumerate() {
         if !draft.blocks.iter().any(ContentBlock::is_thinking) {
@@ -83,7 +87,7 @@ pub(crate) fn thinking_hygiene<'a>(
                 keep
             });
         }
-        if Some(n) != latest && is_thinking_only(&draft.blocks) {
+        if is_thinking_only(&draft.blocks) {
             report.push(
                 Pass::ThinkingHygiene,
                 RepairKind::OrphanThinkingDropped,
@@ -163,11 +167,25 @@ mod tests {
     }
 
     #[test]
-    fn the_latest_assistant_keeps_its_thinking() {
+    fn the_latest_thinking_only_assistant_goes_too() {
         let (out, report) =
             hygiene(&[user("q"), asst(vec![thinking("a"), redacted()]), user("q2")]);
-        assert_eq!(out, "U: text(q) | A: thinking redacted | U: text(q2)");
-        assert!(report.is_empty());
+        assert_eq!(out, "U: text(q) text(q2)");
+        assert_eq!(kinds(&report), [&RepairKind::OrphanThinkingDropped]);
+    }
+
+    /// Whether a thinking-only answer goes never depends on what comes after it: the same
+    /// history with a later answer appended normalizes to the same messages before it (a
+    /// later answer's thinking is bound to that prefix).
+    #[test]
+    fn a_later_answer_never_changes_what_came_before() {
+        let before = [user("q"), asst(vec![thinking("a"), text("  ")]), user("q2")];
+        let (short, _) = hygiene(&before);
+        let mut longer = before.to_vec();
+        longer.extend([asst(vec![thinking("b"), text("answer")]), user("q3")]);
+        let (long, _) = hygiene(&longer);
+        assert_eq!(short, "U: text(q) text(q2)");
+        assert!(long.starts_with(&short), "{long}");
     }
 
     #[test]

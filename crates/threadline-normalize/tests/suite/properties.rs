@@ -8,7 +8,12 @@
 //!   in `common::typed_user_texts` and `common::check_texts_kept`);
 //! * (d) every surviving `tool_use` has exactly one `tool_result`, first in the immediately
 //!   following message (`common::check_pairing`);
-//! * (e) normalizing twice gives byte-identical JSON.
+//! * (e) normalizing twice gives byte-identical JSON;
+//! * (f) an answer never edits what was sent before it: cut a session after a user message
+//!   that an assistant answer follows, and the normalized cut (`cache_control` aside) is
+//!   what the whole session's normalized messages start with, its last user message
+//!   possibly extended by what follows when the answer goes (`check_prefix_kept`). The
+//!   models that bind thinking to its prefix refuse a request that breaks it.
 //!
 //! The session operations' properties (fork, rewind) are in `properties/session_ops/mod.rs`.
 //!
@@ -61,6 +66,93 @@ fn check_all_with(
     Ok(())
 }
 
+/// Every message of `messages` as JSON without `cache_control` (markers move freely).
+fn without_markers(messages: &[threadline_wire::MessageParam]) -> Vec<serde_json::Value> {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("cache_control");
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    messages
+        .iter()
+        .map(|m| {
+            let mut value = serde_json::to_value(m).unwrap_or_default();
+            strip(&mut value);
+            value
+        })
+        .collect()
+}
+
+/// Property (f) at every cut of `session` after a user message an assistant follows.
+fn check_prefix_kept(session: &[Message], options: &Options) -> Result<(), String> {
+    let whole = normalize(session, options);
+    // The cap on images and documents per request omits the oldest once more arrive: an
+    // edit of what was sent, made on purpose (Claude Code does the same), so a session that
+    // goes over the cap is not an append-only one.
+    if whole
+        .report
+        .repairs
+        .iter()
+        .any(|r| matches!(r.kind, threadline_normalize::RepairKind::MediaDropped))
+    {
+        return Ok(());
+    }
+    let whole = without_markers(&whole.messages);
+    // A tombstone removes a message already sent: an edit, not an append; only the cuts
+    // after the last one are appended to.
+    let from = session
+        .iter()
+        .rposition(|m| matches!(m, Message::Tombstone(_)))
+        .map_or(1, |t| t + 1);
+    for cut in from..session.len() {
+        // A new answer: not a fragment of a response already begun (fragments of one
+        // response share its id, with tool results between them in Claude Code's
+        // transcripts).
+        let answered = matches!(session[cut - 1], Message::User(_))
+            && matches!(&session[cut], Message::Assistant(a)
+                if !session[..cut].iter().any(|m| matches!(m, Message::Assistant(b)
+                    if b.api_message_id.is_some() && b.api_message_id == a.api_message_id)));
+        if !answered {
+            continue;
+        }
+        let sent = normalize(&session[..cut], options);
+        // A tool result that had not come when the cut was sent was filled in as missing;
+        // a hostile session's late result then replaces it, as it should.
+        if sent.report.repairs.iter().any(|r| {
+            matches!(
+                r.kind,
+                threadline_normalize::RepairKind::SyntheticToolResult { .. }
+            )
+        }) {
+            continue;
+        }
+        let sent = without_markers(&sent.messages);
+        let Some((last, before)) = sent.split_last() else {
+            continue;
+        };
+        let kept = whole.len() >= sent.len()
+            && whole[..before.len()] == *before
+            && (whole[before.len()] == *last
+                || whole[before.len()]["content"]
+                    .as_array()
+                    .zip(last["content"].as_array())
+                    .is_some_and(|(grown, sent)| grown.starts_with(sent)));
+        if !kept {
+            return Err(format!(
+                "cut at {cut}: sent {}\nwhole {}",
+                serde_json::Value::from(sent.clone()),
+                serde_json::Value::from(whole.clone())
+            ));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     // 512 cases each by default; `PROPTEST_CASES` searches longer.
     #![proptest_config(ProptestConfig {
@@ -83,6 +175,22 @@ proptest! {
         match normalize_strict(&session, &options) {
             Ok(messages) => prop_assert_eq!(messages, normalize(&session, &options).messages),
             Err(error) => prop_assert!(false, "{error}"),
+        }
+    }
+
+    #[test]
+    fn an_answer_never_edits_what_was_sent_before_it(session in valid_session()) {
+        if let Err(problem) = check_prefix_kept(&session, &Options::default()) {
+            prop_assert!(false, "{problem}");
+        }
+    }
+
+    #[test]
+    fn an_answer_never_edits_what_was_sent_before_it_in_hostile_sessions(
+        session in hostile_session()
+    ) {
+        if let Err(problem) = check_prefix_kept(&session, &Options::default()) {
+            prop_assert!(false, "{problem}");
         }
     }
 
