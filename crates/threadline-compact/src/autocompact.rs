@@ -128,6 +128,16 @@ pub enum AutocompactError {
     /// There is nothing before the tail to summarize.
     #[error("nothing to compact: the whole context is the recent tail")]
     NothingToCompact,
+    /// What every compaction keeps (the system prompt and tools, the latest prompt, the
+    /// recent tail) is already at or over the limit: no summary of the rest can bring the
+    /// context under it, so none is asked for.
+    #[error("the part a compaction keeps is already {kept} tokens (limit {limit})")]
+    KeptTooLarge {
+        /// Estimated tokens of what would be kept.
+        kept: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The summary request stayed too long after dropping older rounds.
     #[error("the summary request is still too long after {retries} retries")]
     SummaryTooLong {
@@ -168,7 +178,9 @@ impl AutocompactError {
     pub fn counts_as_failure(&self) -> bool {
         !matches!(
             self,
-            AutocompactError::BreakerOpen { .. } | AutocompactError::NothingToCompact
+            AutocompactError::BreakerOpen { .. }
+                | AutocompactError::NothingToCompact
+                | AutocompactError::KeptTooLarge { .. }
         )
     }
 }
@@ -292,6 +304,21 @@ pub fn should_autocompact(history: &[Message], base: &MessagesRequest, limit: u6
     estimate_context(history, overhead_of(base)) >= limit
 }
 
+/// The estimated tokens of what a compaction of `visible` by `plan` keeps verbatim: the
+/// restated prompt and the tail (without its thinking on a model that binds thinking to its
+/// prefix, as it is carried).
+fn kept_tokens(visible: &[Message], plan: &crate::tail::TailPlan, model: &Model) -> u64 {
+    let restated = estimate_messages(&visible[plan.restated_prompt.clone()]);
+    let tail = &visible[plan.start..];
+    let tail = if crate::binding::binds_thinking(model) {
+        let carried: Vec<Message> = tail.iter().map(crate::binding::without_thinking).collect();
+        estimate_messages(&carried)
+    } else {
+        estimate_messages(tail)
+    };
+    restated.saturating_add(tail)
+}
+
 /// Runs one compaction of `history`; see the module docs. The breaker records the outcome.
 pub async fn autocompact(
     history: &[Message],
@@ -326,6 +353,13 @@ async fn compact_once(
     let plan = plan_tail(visible, &options.tail);
     if plan.start == 0 {
         return Err(AutocompactError::NothingToCompact);
+    }
+    let kept = kept_tokens(visible, &plan, context.model).saturating_add(overhead);
+    if kept >= context.limit {
+        return Err(AutocompactError::KeptTooLarge {
+            kept,
+            limit: context.limit,
+        });
     }
 
     // The summary, retrying with older rounds dropped while the request is too long.
@@ -505,6 +539,56 @@ mod tests {
         let mut breaker = CircuitBreaker::new();
         let future = autocompact(&[], summarizer, &context, &options, &mut breaker);
         assert_send(&future);
+    }
+
+    /// When what a compaction keeps (here the latest prompt, about 2,500 tokens) is already
+    /// over the limit, no summary is asked for, and the breaker does not count it: a
+    /// summary could not help, and pausing compaction over it would leave the session with
+    /// no way down at the blocking limit. Under a higher limit the same history compacts.
+    #[test]
+    fn a_kept_part_over_the_limit_asks_for_no_summary() {
+        let history = [
+            Message::user_text("the first task ".repeat(200)),
+            Message::assistant(vec![ContentBlock::text("done ".repeat(200))]),
+            Message::user_text("the latest task ".repeat(600)),
+        ];
+        let base = empty_base();
+        let context = send_check::context(&base);
+        let summarizer = crate::summarizer::ScriptedSummarizer::new([Ok(
+            "<summary>the first task is done</summary>".to_owned(),
+        )]);
+        let options = AutocompactOptions {
+            tail: TailOptions {
+                min_tokens: 100,
+                min_text_messages: 1,
+                max_tokens: 2_000,
+            },
+            ..AutocompactOptions::default()
+        };
+        let mut breaker = CircuitBreaker::new();
+        let run = |context: &CompactContext<'_>, breaker: &mut CircuitBreaker| {
+            futures::executor::block_on(autocompact(
+                &history,
+                &summarizer,
+                context,
+                &options,
+                breaker,
+            ))
+        };
+        let refused = run(&context, &mut breaker);
+        let Err(AutocompactError::KeptTooLarge { kept, limit }) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(kept >= limit && limit == 1_000, "{kept} {limit}");
+        assert!(summarizer.requests().is_empty());
+        assert_eq!(breaker.consecutive_failures(), 0);
+        let roomy = CompactContext {
+            limit: kept + 1_000,
+            ..context
+        };
+        let compacted = run(&roomy, &mut breaker).expect("compacts under a higher limit");
+        assert!(compacted.post_tokens < compacted.pre_tokens);
+        assert_eq!(summarizer.requests().len(), 1);
     }
 
     #[test]

@@ -141,10 +141,6 @@ where
         self
     }
 
-    fn limit(&self) -> u64 {
-        self.options.thresholds(&self.model).autocompact
-    }
-
     /// Runs the driver, its summary written by the model through the service; the breaker
     /// starts from the session's count of failures in a row, which it updates.
     async fn compact(
@@ -154,27 +150,42 @@ where
         base: &MessagesRequest,
         failures_in_a_row: &mut u32,
     ) -> Result<Compacted, PolicyError> {
-        let limit = self.limit();
-        let mut breaker = CircuitBreaker::with_failures(*failures_in_a_row);
+        let thresholds = self.options.thresholds(&self.model);
+        let mut options = self.options.autocompact;
+        let (limit, failures) = match kind {
+            Kind::Blocking => {
+                options.reattach = threadline_compact::ReattachOptions {
+                    max_files: 0,
+                    file_tokens: 0,
+                    total_tokens: 0,
+                };
+                let failures = (*failures_in_a_row).min(CircuitBreaker::LIMIT - 1);
+                (thresholds.blocking, failures)
+            }
+            Kind::Auto | Kind::Reactive(_) => (thresholds.autocompact, *failures_in_a_row),
+        };
+        let mut breaker = CircuitBreaker::with_failures(failures);
         let context = CompactContext {
             model: &self.model,
             base,
             limit,
             now: threadline_message::determinism::now(),
             trigger: match kind {
-                Kind::Auto => CompactTrigger::Auto,
+                Kind::Auto | Kind::Blocking => CompactTrigger::Auto,
                 Kind::Reactive(_) => CompactTrigger::Reactive,
             },
             files: &HistoryOnly,
         };
-        let options = &self.options.autocompact;
+        let options = &options;
         let summarizer = ServiceSummarizer {
             service: futures::lock::Mutex::new(&mut self.service),
         };
         let result = match kind {
-            Kind::Auto => autocompact(history, &summarizer, &context, options, &mut breaker)
-                .await
-                .map_err(|e| PolicyError::from_source("autocompact", e)),
+            Kind::Auto | Kind::Blocking => {
+                autocompact(history, &summarizer, &context, options, &mut breaker)
+                    .await
+                    .map_err(|e| PolicyError::from_source("autocompact", e))
+            }
             Kind::Reactive(error) => {
                 let mut guard = ReactiveGuard::new();
                 reactive_compact(
@@ -282,7 +293,13 @@ where
 /// Which driver to run.
 #[derive(Clone, Copy)]
 enum Kind<'e> {
+    /// At the autocompact threshold: the result must come under it.
     Auto,
+    /// At the blocking limit, the last chance before the run stops there: one attempt even
+    /// when the breaker has paused compaction, and a result under the blocking limit is
+    /// enough (what a compaction keeps may alone be over the threshold). No files are
+    /// re-attached, so the context is as small as the compaction can make it.
+    Blocking,
     Reactive(&'e ServiceError),
 }
 
@@ -406,17 +423,26 @@ where
                     ),
                 }
             }
-            self.compact(Kind::Auto, history, &base, input.failures_in_a_row)
+            // At the blocking limit the run would stop here: the last chance.
+            let kind = if thresholds.blocked(estimate).is_some() {
+                Kind::Blocking
+            } else {
+                Kind::Auto
+            };
+            self.compact(kind, history, &base, input.failures_in_a_row)
                 .await
                 .map(appended)
         })
     }
 
-    fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
+    fn blocking_limit(&self, history: &[Message]) -> Option<(u64, u64)> {
         if !self.options.enabled {
             return None;
         }
-        let tokens = estimate_context(visible, self.overhead);
+        // The whole history: given only what follows the boundary, the estimate would trust
+        // the usage of a carried-over answer, which counted the context before the
+        // compaction.
+        let tokens = estimate_context(history, self.overhead);
         self.options.thresholds(&self.model).blocked(tokens)
     }
 

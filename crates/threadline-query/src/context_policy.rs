@@ -161,9 +161,11 @@ pub trait ContextPolicy: Send {
         Box::pin(std::future::ready(Ok(StepOutcome::unchanged())))
     }
     /// `Some((tokens, limit))` when the visible history is over the hard limit and must not
-    /// be sent.
-    fn blocking_limit(&self, visible: &[Message]) -> Option<(u64, u64)> {
-        let _ = visible;
+    /// be sent. `history` is the whole history: the model sees what follows its last
+    /// `compact_boundary`, and the boundary tells which messages a compaction carried over
+    /// (whose usage reports describe the longer context before it).
+    fn blocking_limit(&self, history: &[Message]) -> Option<(u64, u64)> {
+        let _ = history;
         None
     }
     /// The cheapest prompt-too-long step: drop what was staged for removal. Unchanged means

@@ -314,7 +314,7 @@ where
                 compactions: refills,
             });
         }
-        if let Some((tokens, limit)) = self.q.policy.blocking_limit(st.visible()) {
+        if let Some((tokens, limit)) = self.q.policy.blocking_limit(&st.messages) {
             return Err(Terminal::BlockingLimit { tokens, limit });
         }
         let request = self.build_request(st);

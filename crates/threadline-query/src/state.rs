@@ -22,8 +22,8 @@ pub struct CompactionTracking {
     /// durable session's failover (at `CircuitBreaker::LIMIT` compaction stops being tried).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub failures_in_a_row: u32,
-    /// Compactions in a row each of which came within one turn of the one before: the
-    /// context refilled as soon as it was compacted. At [`MAX_REFILLS_IN_A_ROW`] the loop
+    /// Compactions in a row, within one run, each of which came within one turn of the one
+    /// before: the context refilled as soon as it was compacted. At [`MAX_REFILLS_IN_A_ROW`] the loop
     /// stops ([`Terminal::CompactionThrashing`](crate::Terminal::CompactionThrashing))
     /// instead of compacting every turn.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -159,6 +159,10 @@ impl State {
         self.max_output_tokens_override = None;
         // A deserialized state, or one whose messages the caller replaced: re-derive.
         self.compaction.boundary = boundary_after(&self.messages);
+        // Thrashing is counted within a run: a new prompt is the user's word to go on, and
+        // a run stopped for thrashing must not make every later run stop at its first
+        // compaction.
+        self.compaction.refills_in_a_row = 0;
     }
 
     /// Records a continuation.

@@ -291,7 +291,9 @@ fn check_compaction_for(
             };
         }
         Err(
-            e @ (AutocompactError::StillTooLarge { .. } | AutocompactError::NotShrinking { .. }),
+            e @ (AutocompactError::StillTooLarge { .. }
+            | AutocompactError::NotShrinking { .. }
+            | AutocompactError::KeptTooLarge { .. }),
         ) => {
             let mandatory = overhead + mandatory_tokens(session, &options, SUMMARY);
             return if mandatory >= limit - limit / 10 {

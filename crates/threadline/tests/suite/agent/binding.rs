@@ -292,11 +292,10 @@ fn session() -> impl proptest::strategy::Strategy<Value = Session> {
             1..4,
         ),
         proptest::bool::ANY,
-        // Above the largest round (a read of big.txt and the prompt before it, about 3,900
-        // tokens): below it, the tail every compaction keeps is already over the threshold,
-        // each compaction counts as failed and the loop stops at the blocking limit once
-        // compaction pauses (a dead end left open: a paused breaker is not retried).
-        4_000u64..5_500,
+        // Around the largest round (a read of big.txt and the prompt before it, about 3,900
+        // tokens): below it, what a compaction keeps is already over the threshold, and
+        // the session goes on to the blocking limit, where it compacts.
+        2_500u64..5_500,
     )
 }
 
@@ -659,12 +658,67 @@ async fn compactions_that_refill_the_window_three_times_in_a_row_stop_the_run() 
     );
     assert_eq!(compactions(&events).len(), 3);
     assert!(mock.requests().iter().all(|r| r.status == Some(200)));
-    // What is left is a valid session: the next run goes on from it.
+    // What is left is a valid session: the next run goes on from it, and counts its own
+    // refills (a run stopped for thrashing does not stop the next at its first compaction).
     let state = agent.state().clone();
-    let again = run(&mut agent, "Stop now.").await;
+    let again = run(&mut agent, "Go on reading.").await;
     assert!(agent.state().messages.len() > state.messages.len());
     assert!(mock.requests().iter().all(|r| r.status == Some(200)));
-    let _ = again;
+    assert_eq!(
+        finished(&again).0,
+        Terminal::CompactionThrashing {
+            compactions: threadline::query::MAX_REFILLS_IN_A_ROW
+        }
+    );
+    assert_eq!(compactions(&again).len(), 3);
+}
+
+/// Reads of big.txt (about 3,000 tokens each) under a threshold of 2,812: what a compaction
+/// keeps (the prompt and the latest read) is already over the threshold, so no summary is
+/// asked for there (it could not help) and the breaker is not tripped; at the blocking limit
+/// the loop compacts, the result under that limit being enough, and every prompt completes
+/// (it stopped at the blocking limit for good, compaction paused, before).
+#[tokio::test(flavor = "current_thread")]
+async fn a_kept_part_over_the_threshold_waits_for_the_blocking_limit_and_compacts_there() {
+    let dir = workspace();
+    let step = |i: usize, read: Option<&'static str>| {
+        Answer {
+            thinking: format!("Step {i}."),
+            text: format!("Answer {i}."),
+            read,
+        }
+        .step(i)
+    };
+    let mock = MockServer::start(Scenario::new([
+        step(0, Some("big.txt")),
+        step(1, Some("big.txt")),
+        step(2, Some("big.txt")),
+        step(3, Some("big.txt")),
+        step(4, Some("big.txt")),
+        step(5, None),
+        step(6, None),
+        step(7, None),
+    ]))
+    .await
+    .expect("mock");
+    let mut agent = binding_agent(&mock, dir.path(), small_compaction(Some(2_812)));
+    let mut compacted = 0;
+    let mut kept_too_large = 0;
+    for prompt in ["Read the files.", "And now?", "Done?"] {
+        let events = run(&mut agent, prompt).await;
+        assert_eq!(finished(&events).0, Terminal::Completed, "{prompt}");
+        compacted += compactions(&events).len();
+        kept_too_large += events
+            .iter()
+            .filter(|e| matches!(e, Event::Warning(w) if w.contains("a compaction keeps")))
+            .count();
+    }
+    assert!(compacted >= 1, "it compacted at the blocking limit");
+    assert!(
+        kept_too_large >= 1,
+        "no summary was asked for under the threshold"
+    );
+    assert!(mock.requests().iter().all(|r| r.status == Some(200)));
 }
 
 /// A session resumed over the threshold compacts before its first request: the first request
