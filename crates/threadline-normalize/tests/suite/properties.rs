@@ -103,13 +103,12 @@ fn check_prefix_kept(session: &[Message], options: &Options) -> Result<(), Strin
         return Ok(());
     }
     let whole = without_markers(&whole.messages);
-    // A tombstone removes a message already sent: an edit, not an append; only the cuts
-    // after the last one are appended to.
-    let from = session
-        .iter()
-        .rposition(|m| matches!(m, Message::Tombstone(_)))
-        .map_or(1, |t| t + 1);
-    for cut in from..session.len() {
+    // A tombstone removes a message (already sent, or, in a hostile session, one that comes
+    // after it): an edit, not an append.
+    if session.iter().any(|m| matches!(m, Message::Tombstone(_))) {
+        return Ok(());
+    }
+    for cut in 1..session.len() {
         // A new answer: not a fragment of a response already begun (fragments of one
         // response share its id, with tool results between them in Claude Code's
         // transcripts).
@@ -118,6 +117,15 @@ fn check_prefix_kept(session: &[Message], options: &Options) -> Result<(), Strin
                 if !session[..cut].iter().any(|m| matches!(m, Message::Assistant(b)
                     if b.api_message_id.is_some() && b.api_message_id == a.api_message_id)));
         if !answered {
+            continue;
+        }
+        // An answer the normalizer drops whole (nothing in it the API accepts) binds
+        // nothing: the next answer's cut checks what it leaves.
+        let with_answer = normalize(&session[..=cut], options).messages;
+        if with_answer
+            .last()
+            .is_none_or(|m| m.role != threadline_wire::Role::Assistant)
+        {
             continue;
         }
         let sent = normalize(&session[..cut], options);
