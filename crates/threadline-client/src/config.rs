@@ -129,7 +129,10 @@ impl RetryConfig {
     }
 }
 
-/// Bounds on what one response may make the client hold or read.
+/// The API's limit on a request body: 32 MiB.
+pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// Bounds on what one response may make the client hold or read, and on the body it sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -139,6 +142,11 @@ pub struct Limits {
     pub max_response_bytes: u64,
     /// The most bytes of an error body that are read (default 64 KiB).
     pub max_error_body_bytes: usize,
+    /// The largest request body sent (default 32 MiB, the API's limit): a larger one is not
+    /// sent and fails as the API would answer it, 413 `request_too_large`
+    /// ([`ServiceError::is_request_too_large`](threadline_wire::ServiceError::is_request_too_large)),
+    /// which the query loop recovers by compacting.
+    pub max_request_bytes: usize,
 }
 
 impl Default for Limits {
@@ -147,6 +155,7 @@ impl Default for Limits {
             max_event_bytes: threadline_wire::sse::DEFAULT_MAX_EVENT_SIZE,
             max_response_bytes: 256 * 1024 * 1024,
             max_error_body_bytes: 64 * 1024,
+            max_request_bytes: MAX_REQUEST_BYTES,
         }
     }
 }
@@ -230,6 +239,13 @@ impl ClientConfig {
     pub fn with_limits(mut self, max_event_bytes: usize, max_response_bytes: u64) -> Self {
         self.limits.max_event_bytes = max_event_bytes;
         self.limits.max_response_bytes = max_response_bytes;
+        self
+    }
+
+    /// These settings with another bound on the request body sent (default
+    /// [`MAX_REQUEST_BYTES`], the API's).
+    pub fn with_max_request_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_request_bytes = bytes;
         self
     }
 }

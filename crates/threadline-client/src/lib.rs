@@ -73,7 +73,7 @@ use threadline_wire::service::{
 use threadline_wire::{CountTokensRequest, MessagesRequest, ResponseMessage};
 use tower_layer::Layer;
 
-pub use config::{ClientConfig, Limits, RetryConfig, Timeouts};
+pub use config::{ClientConfig, Limits, MAX_REQUEST_BYTES, RetryConfig, Timeouts};
 pub use meter::{Meter, MeterLayer, MeterTotals, Metered};
 pub use secret::{ApiKey, Auth, InvalidApiKey};
 pub use threadline_wire::StreamEvent;

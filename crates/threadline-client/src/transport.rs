@@ -303,6 +303,9 @@ impl HttpTransport {
         request.stream = Some(true);
         let betas = threadline_wire::betas::header_value(&self.inner.betas, &request);
         let body = messages_body(&request)?;
+        if body.len() > self.inner.limits.max_request_bytes {
+            return Err(too_large(body.len(), self.inner.limits.max_request_bytes));
+        }
         let span = tracing::Span::current();
         let response = self
             .send(self.request(&self.inner.messages_url, body, betas))
@@ -574,6 +577,21 @@ pub fn messages_body(request: &MessagesRequest) -> Result<Vec<u8>, ServiceError>
         streamed.stream = Some(true);
         serialize(&streamed)
     }
+}
+
+/// The error for a body over `limit` bytes, not sent: the API's own answer to it (413
+/// `request_too_large`), saying that it was not sent.
+fn too_large(bytes: usize, limit: usize) -> ServiceError {
+    ServiceError::from_api_response(
+        413,
+        threadline_wire::ApiErrorResponse::new(
+            threadline_wire::ApiErrorType::RequestTooLarge,
+            format!(
+                "the request body is {bytes} bytes, over the limit of {limit} bytes (not sent)"
+            ),
+        ),
+        None,
+    )
 }
 
 #[cfg(test)]

@@ -67,10 +67,10 @@ impl ReactiveError {
     }
 }
 
-/// `None` when `error` is not a prompt-too-long error; otherwise its token counts, when the
-/// message gives them.
+/// `None` when `error` is not a refusal for size (prompt too long, or a body over the API's
+/// limit); otherwise its token counts, when the message gives them.
 fn prompt_too_long(error: &ServiceError) -> Option<Option<(u64, u64)>> {
-    error.is_prompt_too_long().then(|| error.prompt_too_long())
+    error.is_too_large().then(|| error.prompt_too_long())
 }
 
 /// The limit the compaction must get under: `limit` (the autocompact threshold), or lower

@@ -55,9 +55,10 @@ pub enum SummarizeError {
 }
 
 impl SummarizeError {
-    /// The error for a failed model call: prompt-too-long errors keep their token counts.
+    /// The error for a failed model call: prompt-too-long errors keep their token counts; a
+    /// body over the API's size limit is too long too (without counts).
     pub fn from_service(error: &ServiceError) -> Self {
-        if !error.is_prompt_too_long() {
+        if !error.is_too_large() {
             return SummarizeError::Failed {
                 message: error.to_string(),
             };

@@ -372,7 +372,8 @@ where
         if executor.has_tool_uses() {
             executor.abort(STREAM_FAILED);
             self.deliver_ready(st, executor);
-        } else if error.is_prompt_too_long() {
+        } else if error.is_too_large() {
+            // Too many tokens or too many bytes: the same ladder (a compaction shrinks both).
             return self.prompt_too_long(st, &error).await;
         } else if error.is_max_tokens() {
             // A service that reports the cut as an error: the same ladder.

@@ -8,7 +8,8 @@
 //!   (a higher output limit cannot help), then up to [`MAX_CONTEXT_WINDOW_RECOVERIES`]
 //!   [`RESUME_DIRECTLY`] meta messages, then `ContextWindowExceeded`.
 //! - `refusal`: the run ends (`Refused`); tool uses of the refused response get [`REFUSED`].
-//! - prompt too long: drain, then reactive compaction, then `PromptTooLong`.
+//! - prompt too long, or a body over the API's 32 MB (413 `request_too_large`): drain, then
+//!   reactive compaction, then `PromptTooLong`.
 //! - `pause_turn`: the paused response is sent back as it is, up to
 //!   [`MAX_PAUSE_TURN_RESUMES`] times in a row, then the run stops with what was produced.
 //! - a stream that fails or is aborted after tool uses were emitted: every tool use without

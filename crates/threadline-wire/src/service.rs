@@ -382,6 +382,21 @@ impl ServiceError {
         self.kind == ServiceErrorKind::Api && mentions_prompt_too_long(&self.message)
     }
 
+    /// Whether the API refused the request for its body's size: a 413 or an error of type
+    /// `request_too_large` (the body over the API's 32 MB).
+    pub fn is_request_too_large(&self) -> bool {
+        self.kind == ServiceErrorKind::Api
+            && (self.status == Some(413)
+                || matches!(self.api_error_type(), Some(ApiErrorType::RequestTooLarge)))
+    }
+
+    /// Whether the request was refused for its size, in tokens
+    /// ([`is_prompt_too_long`](Self::is_prompt_too_long)) or in bytes
+    /// ([`is_request_too_large`](Self::is_request_too_large)): what compaction answers.
+    pub fn is_too_large(&self) -> bool {
+        self.is_prompt_too_long() || self.is_request_too_large()
+    }
+
     /// For `prompt is too long: N tokens > M maximum`, the two counts `(N, M)`; `None` when
     /// the error is not [`is_prompt_too_long`](Self::is_prompt_too_long) or gives no counts.
     pub fn prompt_too_long(&self) -> Option<(u64, u64)> {
@@ -570,6 +585,28 @@ mod tests {
         ))
         .expect_err("over the bound");
         assert_eq!(error.kind(), ServiceErrorKind::Decode);
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_too_large_but_not_too_long() {
+        let body = api(
+            413,
+            ApiErrorType::RequestTooLarge,
+            "Request exceeds the maximum allowed number of bytes.",
+        );
+        assert!(body.is_request_too_large() && body.is_too_large());
+        assert!(!body.is_prompt_too_long());
+        assert_eq!(body.prompt_too_long(), None);
+        let tokens = api(400, ApiErrorType::InvalidRequest, "prompt is too long");
+        assert!(tokens.is_too_large() && !tokens.is_request_too_large());
+        let other = api(
+            400,
+            ApiErrorType::InvalidRequest,
+            "messages: at least one message",
+        );
+        assert!(!other.is_too_large());
+        let local = ServiceError::new(ServiceErrorKind::Connection, "request_too_large 413");
+        assert!(!local.is_too_large());
     }
 
     #[test]

@@ -362,3 +362,27 @@ async fn each_request_names_the_betas_its_body_needs_and_only_those() {
         ]
     );
 }
+
+/// A body over the client's bound (the API's 32 MiB by default; 50 kB here) is not sent: it
+/// fails as the API would answer it, 413 `request_too_large`, and the server sees nothing.
+#[tokio::test]
+async fn a_body_over_the_limit_is_not_sent_and_fails_as_the_api_would() {
+    let server = mock([Step::text("never")]).await;
+    let config = common::config(&server.base_url()).with_max_request_bytes(50_000);
+    let client = threadline_client::Client::new(config).expect("a valid configuration");
+    let mut large = request();
+    large.messages = vec![threadline_wire::MessageParam::user(vec![
+        ContentBlock::text("x".repeat(60_000)),
+    ])];
+    let error = client.message(large).await.expect_err("over the bound");
+    assert!(
+        error.is_request_too_large() && error.is_too_large(),
+        "{error}"
+    );
+    assert_eq!(error.status(), Some(413));
+    assert!(error.message().contains("not sent"), "{error}");
+    assert_eq!(server.request_count(), 0);
+    // Under the bound, the same client sends.
+    let answer = client.message(request()).await.expect("a message");
+    assert_eq!(answer.text(), "never");
+}

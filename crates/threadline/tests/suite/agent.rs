@@ -386,6 +386,50 @@ async fn prompt_too_long_is_recovered_by_a_reactive_compaction() {
     all_accepted(&mock);
 }
 
+/// A body over the API's size limit (the mock's, set to 40 kB here, 32 MB by default) is
+/// answered 413 `request_too_large`, and recovered like a prompt too long: a reactive
+/// compaction whose own summary request, too large as well, drops its oldest round first.
+#[tokio::test(flavor = "current_thread")]
+async fn a_body_over_the_size_limit_is_recovered_by_a_reactive_compaction() {
+    let dir = workspace();
+    let limits = threadline_mock::ServerLimits::default().with_max_body_bytes(40_000);
+    let scenario = Scenario::new([
+        read("big.txt"),
+        Step::text("First."),
+        read("big.txt"),
+        Step::text("Second."),
+        read("big.txt"),
+        Step::text("<summary>big.txt was read three times.</summary>"),
+        Step::text("Third."),
+    ]);
+    let mock = MockServer::start_with(MockConfig::new(scenario).with_limits(limits))
+        .await
+        .expect("mock");
+    let mut agent = agent(&mock, dir.path(), small_compaction(None));
+    for prompt in ["Read big.txt.", "Again.", "Once more."] {
+        let events = run(&mut agent, prompt).await;
+        assert_eq!(finished(&events).0, Terminal::Completed, "{prompt}");
+        if prompt == "Once more." {
+            assert_eq!(compactions(&events), [CompactTrigger::Reactive]);
+            assert_eq!(
+                finished(&events).1,
+                [Transition::NextTurn, Transition::ReactiveCompactRetry]
+            );
+        }
+    }
+    let statuses: Vec<Option<u16>> = mock.requests().iter().map(|r| r.status).collect();
+    // The main request and the first summary request are refused for their size; the
+    // summary request without its oldest round, and the retry, are accepted.
+    assert_eq!(
+        statuses.iter().filter(|s| **s == Some(413)).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.last(), Some(&Some(200)));
+    let last = mock.requests().last().map(|r| r.body_bytes).unwrap_or(0);
+    assert!(last < 40_000, "{last}");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_session_continues_across_runs_with_mentions_attached() {
     let dir = workspace();
