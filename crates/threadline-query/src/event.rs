@@ -12,6 +12,12 @@ use crate::transition::Transition;
 /// a caller may want to fail.
 pub const TRANSCRIPT_WARNING: &str = "transcript: ";
 
+/// How an [`Event::Warning`] saying that the API refused a thinking block as bound to a
+/// different conversation, and that the request is retried asking it to drop such blocks,
+/// begins (the API's error follows).
+pub const DROP_BLOCK_WARNING: &str =
+    "thinking binding: retrying with prefix_mismatch_behavior drop_block after: ";
+
 /// One event of a run, in the order things happened.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

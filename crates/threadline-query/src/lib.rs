@@ -126,7 +126,7 @@ pub use cache_planning::SharedPlanner;
 pub use compaction_policy::{CompactionMemory, CompactionPolicy};
 pub use config::QueryConfig;
 pub use context_policy::{ContextPolicy, NoPolicy, PolicyError, StepInput, StepOutcome};
-pub use event::{Event, Finished, RequestInfo, TRANSCRIPT_WARNING};
+pub use event::{DROP_BLOCK_WARNING, Event, Finished, RequestInfo, TRANSCRIPT_WARNING};
 /// The boxed future the hook traits return ([`ContextPolicy`], [`AttachmentHook`],
 /// [`StopHook`], [`PermissionCallback`]): `futures`' alias for
 /// `Pin<Box<dyn Future<Output = T> + Send + 'a>>`, re-exported so implementing a hook needs

@@ -16,6 +16,7 @@ use futures::stream::StreamExt as _;
 use threadline_message::{Level, Message, MessageId, SystemKind, TranscriptWriter};
 use threadline_normalize::Normalizer;
 use threadline_wire::accumulate::MessageAccumulator;
+use threadline_wire::request::ThinkingConfig;
 use threadline_wire::service::{EventStream, MessagesService, ServiceError, ServiceErrorKind};
 use threadline_wire::{ContentBlock, MessagesRequest, StopReason, StreamEvent};
 use tokio_util::sync::CancellationToken;
@@ -372,6 +373,18 @@ where
         if executor.has_tool_uses() {
             executor.abort(STREAM_FAILED);
             self.deliver_ready(st, executor);
+        } else if error.is_thinking_bound_elsewhere()
+            && !st.compaction.drop_unbound_thinking
+            && ThinkingConfig::dropping_unbound_blocks(self.q.config.thinking.as_ref()).is_some()
+        {
+            // The last resort: the API drops what it cannot verify (costing the re-thinking),
+            // reported, until the next compaction replaces the prefix.
+            st.compaction.drop_unbound_thinking = true;
+            self.emit(Event::Warning(format!(
+                "{}{error}",
+                crate::event::DROP_BLOCK_WARNING
+            )));
+            return Ok(Transition::ThinkingDropBlockRetry);
         } else if error.is_too_large() {
             // Too many tokens or too many bytes: the same ladder (a compaction shrinks both).
             return self.prompt_too_long(st, &error).await;
@@ -508,6 +521,10 @@ where
             .max_output_tokens_override
             .unwrap_or(self.q.config.max_tokens);
         let mut request = self.request.unshaped(messages, max_tokens);
+        if st.compaction.drop_unbound_thinking {
+            request.thinking = ThinkingConfig::dropping_unbound_blocks(request.thinking.as_ref())
+                .or(request.thinking);
+        }
         if let Some(changes) = &self.q.tool_changes {
             let model = self.q.config.models.resolve(&self.q.config.model);
             let compactions = st.compaction.compactions;

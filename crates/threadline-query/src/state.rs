@@ -28,6 +28,12 @@ pub struct CompactionTracking {
     /// instead of compacting every turn.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refills_in_a_row: u32,
+    /// Whether the API refused a thinking block of this context as bound to a different
+    /// conversation: until the next compaction boundary, every request asks the API to drop
+    /// such blocks (`thinking.block_binding.prefix_mismatch_behavior: "drop_block"`), the
+    /// last resort ([`Transition::ThinkingDropBlockRetry`](crate::Transition::ThinkingDropBlockRetry)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_unbound_thinking: bool,
 }
 
 /// Compactions in a row, each within one turn of the last, after which the loop stops.
@@ -186,6 +192,8 @@ impl State {
                 1
             };
             tracking.last_compaction_turn = Some(self.turn_count);
+            // The thinking bound to the replaced prefix is no longer sent.
+            tracking.drop_unbound_thinking = false;
         }
     }
 }

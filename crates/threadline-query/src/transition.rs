@@ -54,6 +54,11 @@ pub enum Transition {
     ///
     /// [`MAX_PAUSE_TURN_RESUMES`]: crate::recovery::MAX_PAUSE_TURN_RESUMES
     ServerCompactionPause,
+    /// The API refused a thinking block as bound to a different conversation (something
+    /// before it changed, on a model that binds thinking to its prefix): the request is
+    /// retried asking the API to drop such blocks, and so is every request until the next
+    /// compaction (once per context; a second refusal ends the run).
+    ThinkingDropBlockRetry,
 }
 
 impl Transition {
@@ -71,6 +76,7 @@ impl Transition {
             Transition::ContextWindowCompact => "context_window_compact",
             Transition::ContextWindowRecovery => "context_window_recovery",
             Transition::ServerCompactionPause => "server_compaction_pause",
+            Transition::ThinkingDropBlockRetry => "thinking_drop_block_retry",
         }
     }
 }

@@ -239,6 +239,27 @@ impl ThinkingConfig {
         })
     }
 
+    /// `thinking` asking the API to drop a thinking block whose prefix changed (and every
+    /// later one) instead of refusing the request (`block_binding.prefix_mismatch_behavior:
+    /// "drop_block"`): adaptive thinking with its other settings kept, or adaptive thinking
+    /// when `thinking` is absent (a refused thinking block shows it was on). `None` for
+    /// manual or disabled thinking, where the API takes no `block_binding`.
+    pub fn dropping_unbound_blocks(thinking: Option<&ThinkingConfig>) -> Option<ThinkingConfig> {
+        let mut options = match thinking {
+            None => ThinkingOptions {
+                display: None,
+                block_binding: None,
+                extra: crate::Extra::new(),
+            },
+            Some(ThinkingConfig::Adaptive(options)) => options.clone(),
+            Some(_) => return None,
+        };
+        options.block_binding = Some(BlockBinding::with_behavior(
+            PrefixMismatchBehavior::DropBlock,
+        ));
+        Some(ThinkingConfig::Adaptive(options))
+    }
+
     /// `thinking.block_binding.prefix_mismatch_behavior`, whatever the type.
     pub fn prefix_mismatch_behavior(&self) -> Option<&PrefixMismatchBehavior> {
         match self {

@@ -390,6 +390,13 @@ impl ServiceError {
                 || matches!(self.api_error_type(), Some(ApiErrorType::RequestTooLarge)))
     }
 
+    /// Whether the API refused a thinking block as bound to a different conversation (on a
+    /// model that binds thinking to its prefix, after something before the block changed):
+    /// the one place that recognizes the API's wording.
+    pub fn is_thinking_bound_elsewhere(&self) -> bool {
+        self.kind == ServiceErrorKind::Api && self.message.contains(BOUND_ELSEWHERE)
+    }
+
     /// Whether the request was refused for its size, in tokens
     /// ([`is_prompt_too_long`](Self::is_prompt_too_long)) or in bytes
     /// ([`is_request_too_large`](Self::is_request_too_large)): what compaction answers.
@@ -409,6 +416,9 @@ impl ServiceError {
 
 /// The API's wording of a prompt over the context window.
 const PROMPT_TOO_LONG: &str = "prompt is too long";
+
+/// The API's wording of a thinking block whose prefix changed.
+const BOUND_ELSEWHERE: &str = "The block is bound to a different conversation";
 
 fn mentions_prompt_too_long(message: &str) -> bool {
     message.contains(PROMPT_TOO_LONG)
@@ -585,6 +595,29 @@ mod tests {
         ))
         .expect_err("over the bound");
         assert_eq!(error.kind(), ServiceErrorKind::Decode);
+    }
+
+    #[test]
+    fn a_thinking_block_bound_elsewhere_is_recognized_by_the_apis_words() {
+        let refused = api(
+            400,
+            ApiErrorType::InvalidRequest,
+            "messages.2.content.0: Invalid `signature` in `thinking` block. The block is bound \
+             to a different conversation. Remove the block, or set \
+             `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\".",
+        );
+        assert!(refused.is_thinking_bound_elsewhere());
+        let tampered = api(
+            400,
+            ApiErrorType::InvalidRequest,
+            "messages.1.content.0: Invalid `signature` in `thinking` block",
+        );
+        assert!(!tampered.is_thinking_bound_elsewhere());
+        let local = ServiceError::new(
+            ServiceErrorKind::Connection,
+            "The block is bound to a different conversation",
+        );
+        assert!(!local.is_thinking_bound_elsewhere());
     }
 
     #[test]

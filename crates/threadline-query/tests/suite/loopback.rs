@@ -36,6 +36,7 @@
 //! | (a server-side `fallback` block)          | `a_fallback_block_is_sent_back_in_place`              |
 //! | (mid-conversation tool changes)           | `tool_changes::*` (`loopback/tool_changes.rs`)        |
 //! | `Transition::ServerCompactionPause`       | `server_compaction::a_paused_compaction_continues_the_turn` (and the trigger crossed twice: `server_compaction::the_trigger_is_crossed_twice_and_the_session_finishes`) |
+//! | `Transition::ThinkingDropBlockRetry`      | the facade's `agent::binding::a_thinking_block_bound_elsewhere_is_retried_with_drop_block_as_a_last_resort` (a binding model over the binding-enforcing mock) |
 //! | `Terminal::HookStopped`                   | `hook_stopped`, `hook_stopped_after_too_many_blocks`  |
 //! | (tool search, deferred tools)             | `tool_search::three_hundred_deferred_tools_the_model_searches_finds_and_calls_one`, `tool_search::a_search_beside_a_client_tool_is_answered_at_the_start_of_the_next_response` |
 //! | (cache diagnostics: `Event::CacheDiagnosis`) | `cache_diagnosis::*` (`loopback/cache_diagnosis.rs`) |

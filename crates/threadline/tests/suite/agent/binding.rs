@@ -771,3 +771,64 @@ async fn a_session_resumed_over_the_limit_compacts_before_its_first_request() {
         "{second}"
     );
 }
+
+/// The last resort: a history whose past was edited (here the first prompt, as a transcript
+/// edited by hand would be) draws the binding 400 on the next request; the loop retries once
+/// asking the API to drop what it cannot verify (`drop_block`, which the mock then applies
+/// and reports in `input_transformations`), says so, and keeps asking until the next
+/// compaction.
+#[tokio::test(flavor = "current_thread")]
+async fn a_thinking_block_bound_elsewhere_is_retried_with_drop_block_as_a_last_resort() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        think_and_answer("First."),
+        think_and_answer("Second."),
+        think_and_answer("Third."),
+    ]))
+    .await
+    .expect("mock");
+    let mut first = binding_agent(&mock, dir.path(), Compaction::default());
+    assert_eq!(
+        finished(&run(&mut first, "Hello").await).0,
+        Terminal::Completed
+    );
+    let mut history = first.state().messages;
+    let edited = history.iter_mut().find_map(|m| match m {
+        Message::User(u) => u.content.iter_mut().find_map(|b| match b {
+            threadline::wire::ContentBlock::Text(t) if t.text == "Hello" => Some(t),
+            _ => None,
+        }),
+        _ => None,
+    });
+    edited.expect("the first prompt").text = "Hello, edited".to_owned();
+    let workspace = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let mut agent = Agent::builder(client(&mock))
+        .model(MODEL)
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .tool(ReadFile::new(workspace))
+        .today("2026-03-08")
+        .history(history)
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "Go on.").await;
+    let (terminal, path) = finished(&events);
+    assert_eq!(terminal, Terminal::Completed);
+    assert_eq!(path, [Transition::ThinkingDropBlockRetry]);
+    assert!(events.iter().any(|e| matches!(e, Event::Warning(w)
+        if w.starts_with(threadline::query::DROP_BLOCK_WARNING)
+            && w.contains("bound to a different conversation"))));
+    let again = run(&mut agent, "And again.").await;
+    assert_eq!(finished(&again).0, Terminal::Completed);
+    let requests = mock.requests();
+    let statuses: Vec<Option<u16>> = requests.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(200), Some(400), Some(200), Some(200)]);
+    for request in &requests[2..] {
+        assert_eq!(
+            body(request)["thinking"]["block_binding"]["prefix_mismatch_behavior"],
+            "drop_block"
+        );
+        assert!(request.headers["anthropic-beta"].contains("thinking-binding-controls-2026-08-01"));
+    }
+    assert!(body(&requests[0])["thinking"].is_null());
+}
