@@ -144,7 +144,7 @@ pub struct Limits {
     pub max_error_body_bytes: usize,
     /// The largest request body sent (default 32 MiB, the API's limit): a larger one is not
     /// sent and fails as the API would answer it, 413 `request_too_large`
-    /// ([`ServiceError::is_request_too_large`](threadline_wire::ServiceError::is_request_too_large)),
+    /// ([`ServiceError::is_request_too_large`](threadline_wire::service::ServiceError::is_request_too_large)),
     /// which the query loop recovers by compacting.
     pub max_request_bytes: usize,
 }
