@@ -304,19 +304,15 @@ pub fn should_autocompact(history: &[Message], base: &MessagesRequest, limit: u6
     estimate_context(history, overhead_of(base)) >= limit
 }
 
-/// The estimated tokens of what a compaction of `visible` by `plan` keeps verbatim: the
-/// restated prompt and the tail (without its thinking on a model that binds thinking to its
-/// prefix, as it is carried).
-fn kept_tokens(visible: &[Message], plan: &crate::tail::TailPlan, model: &Model) -> u64 {
-    let restated = estimate_messages(&visible[plan.restated_prompt.clone()]);
-    let tail = &visible[plan.start..];
-    let tail = if crate::binding::binds_thinking(model) {
-        let carried: Vec<Message> = tail.iter().map(crate::binding::without_thinking).collect();
-        estimate_messages(&carried)
+/// The tail as a compaction carries it: on a model that binds thinking to its prefix, the
+/// tail's thinking would be refused after the new summary, so it goes and the rest of each
+/// message stays.
+fn carried_tail(tail: &[Message], model: &Model) -> Vec<Message> {
+    if crate::binding::binds_thinking(model) {
+        tail.iter().map(crate::binding::without_thinking).collect()
     } else {
-        estimate_messages(tail)
-    };
-    restated.saturating_add(tail)
+        tail.to_vec()
+    }
 }
 
 /// Runs one compaction of `history`; see the module docs. The breaker records the outcome.
@@ -354,7 +350,10 @@ async fn compact_once(
     if plan.start == 0 {
         return Err(AutocompactError::NothingToCompact);
     }
-    let kept = kept_tokens(visible, &plan, context.model).saturating_add(overhead);
+    let tail = carried_tail(&visible[plan.start..], context.model);
+    let kept = overhead
+        .saturating_add(estimate_messages(&visible[plan.restated_prompt.clone()]))
+        .saturating_add(estimate_messages(&tail));
     if kept >= context.limit {
         return Err(AutocompactError::KeptTooLarge {
             kept,
@@ -423,14 +422,7 @@ async fn compact_once(
         )),
     );
     messages.extend(visible[plan.restated_prompt.clone()].iter().cloned());
-    let tail = &visible[plan.start..];
-    // On a model that binds thinking to its prefix, the tail's thinking would be refused
-    // after the new summary: it goes, the rest of each message stays.
-    if crate::binding::binds_thinking(context.model) {
-        messages.extend(tail.iter().map(crate::binding::without_thinking));
-    } else {
-        messages.extend(tail.iter().cloned());
-    }
+    messages.extend(tail);
     // A kept message stays retracted when its tombstone stood among the summarized ones.
     let missing = crate::retractions::missing_tombstones(visible, &messages);
     let missing: Vec<Message> = missing.into_iter().cloned().collect();
@@ -444,7 +436,7 @@ async fn compact_once(
         .saturating_sub(before_reattach);
     let files = reattachments(
         &visible[..plan.start],
-        tail,
+        &visible[plan.start..],
         context.files,
         &options.reattach,
         room,
