@@ -21,11 +21,12 @@
 
 use threadline_message::Message;
 use threadline_wire::ContentBlock;
-use threadline_wire::model::{Capability, Model};
+use threadline_wire::model::Model;
 
-/// Whether `model` binds thinking blocks to their prefix (or may: the docs are silent).
+/// Whether `model` binds thinking blocks to their prefix (or may: the docs are silent);
+/// [`Model::binds_thinking`].
 pub fn binds_thinking(model: &Model) -> bool {
-    model.may_have(Capability::PrefixBoundThinking)
+    model.binds_thinking()
 }
 
 /// Whether local layers that edit messages already sent (the time-based microcompact, snip)

@@ -168,8 +168,14 @@ pub(crate) struct Shared {
     pub(crate) stderr: StderrTail,
     pub(crate) options: McpOptions,
     pub(crate) pid: Option<u32>,
-    /// Where the server's leaving is reported (see [`McpServer::connect_to`]), once.
-    pub(crate) changes: Mutex<Option<threadline_query::ToolChanges>>,
+    /// Where the server's leaving is reported (see [`McpServer::connect_to`]), once, and
+    /// the connection it reports.
+    pub(crate) changes: Mutex<
+        Option<(
+            threadline_query::ToolChanges,
+            threadline_query::ServerConnection,
+        )>,
+    >,
 }
 
 impl Shared {
@@ -180,8 +186,8 @@ impl Shared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(changes) = changes {
-            changes.disconnect_server(self.name.clone());
+        if let Some((changes, connection)) = changes {
+            changes.server_left(connection);
         }
     }
 }
@@ -261,14 +267,15 @@ impl McpServer {
     /// model with mid-conversation tool changes, else a changed `tools`), and withdraws them
     /// the same way when the server leaves: at once when a call finds the connection closed,
     /// otherwise within [`LEAVE_POLL`] of the exit (a task that ends when the server is
-    /// dropped). Needs a Tokio runtime.
+    /// dropped). A server connected again under the same name before that report keeps its
+    /// tools: the report withdraws only this connection's. Needs a Tokio runtime.
     pub fn connect_to(&self, changes: &threadline_query::ToolChanges) {
+        let connection = changes.connect_server(self.name(), self.tools());
         *self
             .shared
             .changes
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(changes.clone());
-        changes.connect_server(self.name(), self.tools());
+            .unwrap_or_else(PoisonError::into_inner) = Some((changes.clone(), connection));
         let weak = Arc::downgrade(&self.shared);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {

@@ -160,7 +160,9 @@ pub use tool::{
     ProgressSender, Tool, ToolContext, ToolEvent, ToolOutput, ToolSet, ToolStream,
     result as tool_result, with_progress as tool_with_progress,
 };
-pub use tool_changes::{ToolChangeVia, ToolChanges, ToolsChanged, offered as offered_tools};
+pub use tool_changes::{
+    ServerConnection, ToolChangeVia, ToolChanges, ToolsChanged, offered as offered_tools,
+};
 pub use transition::Transition;
 pub use typed::{
     FnTool, IntoToolOutput, Typed, TypedTool, call_typed, parse_args as parse_tool_args,

@@ -248,8 +248,9 @@ where
     fn new(mut q: Query<S>, out: mpsc::UnboundedSender<Event>) -> Driver<S> {
         let shaper = std::mem::replace(&mut q.shaper, Box::new(Unchanged));
         let planner = std::mem::replace(&mut q.planner, Box::new(Unchanged));
-        let request =
-            RequestBuilder::new(q.config.clone(), &q.tools).with_boxed_hooks(shaper, planner);
+        let request = RequestBuilder::new(q.config.clone(), &q.tools)
+            .with_boxed_hooks(shaper, planner)
+            .with_tool_changes(q.tool_changes.clone());
         let tools = Arc::new(q.tools.clone());
         Driver {
             q,

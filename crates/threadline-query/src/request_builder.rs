@@ -18,6 +18,7 @@ use crate::config::QueryConfig;
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
 use crate::state::loop_normalize_options;
 use crate::tool::ToolSet;
+use crate::tool_changes::ToolChanges;
 
 /// Assembles the requests of one loop. The loop owns one (built from its config, tools,
 /// shaper and cache planner) and hands it to its [`ContextPolicy`](crate::ContextPolicy) in
@@ -48,6 +49,12 @@ pub struct RequestBuilder {
     /// The tools of the last request the loop sent, when a mid-session change made them
     /// differ from `tools`.
     offered: Option<Vec<ToolDefinition>>,
+    /// The loop's mid-session tool changes, whose messages (announcements, thinking left out
+    /// after a changed `tools` on a binding model) the preview repeats.
+    changes: Option<ToolChanges>,
+    /// Whether a compaction happened since the last request the loop built: the changes'
+    /// placements then belong to the history before it, until the next request.
+    changes_stale: bool,
     shaper: Box<dyn RequestShaper>,
     planner: Box<dyn CachePlanner>,
 }
@@ -70,6 +77,8 @@ impl RequestBuilder {
             config,
             tools: definitions,
             offered: None,
+            changes: None,
+            changes_stale: false,
             shaper: Box::new(Unchanged),
             planner: Box::new(Unchanged),
         }
@@ -138,10 +147,17 @@ impl RequestBuilder {
         request
     }
 
+    /// The loop's mid-session tool changes, for the preview.
+    pub(crate) fn with_tool_changes(mut self, changes: Option<ToolChanges>) -> Self {
+        self.changes = changes;
+        self
+    }
+
     /// Records the tools a mid-session change left on the request the loop sends.
     pub(crate) fn note_offered(&mut self, request: &MessagesRequest) {
         let tools = request.tools.clone().unwrap_or_default();
         self.offered = (tools != self.tools).then_some(tools);
+        self.changes_stale = false;
     }
 
     /// Shapes and plans `request` (the loop's last two steps).
@@ -152,6 +168,7 @@ impl RequestBuilder {
 
     /// Forgets what the planner planned before (after a compaction).
     pub(crate) fn reset_planner(&mut self) {
+        self.changes_stale = true;
         self.planner.reset();
     }
 
@@ -165,6 +182,11 @@ impl RequestBuilder {
         let mut request = self.unshaped(messages, self.config.max_tokens);
         if let Some(offered) = &self.offered {
             request.tools = (!offered.is_empty()).then(|| offered.clone());
+        }
+        if let Some(changes) = &self.changes
+            && !self.changes_stale
+        {
+            changes.replay(&mut request);
         }
         self.shaper.shape(&mut request);
         self.planner.plan_unrecorded(&mut request);

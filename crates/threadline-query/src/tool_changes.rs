@@ -42,6 +42,17 @@ use crate::tool::{Tool as LoopTool, ToolSet};
 /// [`ToolsChanged`] event says where, in the words of `threadline-cache`'s break report
 /// (`tools.N: tools changed (`name`)`).
 ///
+/// On a model that binds thinking to its prefix ([`Model::binds_thinking`]: Haiku 5.5, which
+/// does not claim the feature) a changed set of non-deferred tools is an edit before every
+/// thinking block already written, and the API refuses a request that sends one back. So the
+/// request that changes them, and every later one until the next compaction, leaves the
+/// `thinking` and `redacted_thinking` blocks of the assistant messages before the change out
+/// (`text` and `tool_use` stay: the API's own advice for a changed prefix); thinking written
+/// after the change is bound to the new tools and is sent as usual. The event's
+/// [`thinking_left_out`](ToolsChanged::thinking_left_out) counts those messages.
+///
+/// [`Model::binds_thinking`]: threadline_wire::model::Model::binds_thinking
+///
 /// What the model is offered is the fold of the additions and removals over the request
 /// ([`offered_tools`](crate::offered_tools)); a `tool_use` of a withdrawn tool is answered with an error result (the
 /// executor no longer runs it), never dropped.
@@ -72,8 +83,19 @@ enum Op {
     Enable(Arc<dyn LoopTool>),
     Reoffer(String),
     Disable(String),
-    Connect(String, Vec<Arc<dyn LoopTool>>),
+    Connect(String, Vec<Arc<dyn LoopTool>>, ServerConnection),
     Disconnect(String),
+    Leave(ServerConnection),
+}
+
+/// One connection of a server, as [`ToolChanges::connect_server`] registered it: what
+/// [`ToolChanges::server_left`] withdraws, and only while it is the server's latest
+/// connection (a server restarted under the same name is not withdrawn by the old
+/// connection's late report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConnection {
+    server: String,
+    id: u64,
 }
 
 /// A `system` message of tool changes the loop placed: it goes right before the
@@ -101,8 +123,10 @@ struct Ledger {
     hidden: BTreeSet<String>,
     /// Tools added after the start, to run.
     added: BTreeMap<String, Arc<dyn LoopTool>>,
-    /// The tools of each connected server.
-    servers: BTreeMap<String, Vec<String>>,
+    /// The tools of each connected server, and its latest connection's id.
+    servers: BTreeMap<String, (u64, Vec<String>)>,
+    /// The last connection id handed out.
+    connections: u64,
     /// Announcements placed since the last compaction.
     announced: Vec<Announcement>,
     compactions: u32,
@@ -111,6 +135,12 @@ struct Ledger {
     server_compaction: Option<u64>,
     /// The `tools` of the last request (the fallback path compares against it).
     last_tools: Option<Vec<ToolDefinition>>,
+    /// On a model that binds thinking to its prefix: how many assistant messages, from the
+    /// request's start, were written before the non-deferred tools last changed; their
+    /// thinking is left out of every request until the next compaction.
+    unbound_before: usize,
+    /// Whether the last request announced changes in place (the model's feature).
+    in_place: bool,
 }
 
 impl ToolChanges {
@@ -129,11 +159,7 @@ impl ToolChanges {
 
     fn push(&self, op: Op) {
         let mut ledger = self.lock();
-        if ledger.pending.len() < ToolChanges::MAX_PENDING {
-            ledger.pending.push(op);
-        } else {
-            ledger.dropped += 1;
-        }
+        ledger.queue(op);
     }
 
     /// Offers `tool` from the next request on (declaring it if it is new).
@@ -152,19 +178,47 @@ impl ToolChanges {
     }
 
     /// A server connected: offers its `tools` (named as the model sees them) from the next
-    /// request on.
-    pub fn connect_server(&self, server: impl Into<String>, tools: Vec<Arc<dyn LoopTool>>) {
-        self.push(Op::Connect(server.into(), tools));
+    /// request on. A server already connected under that name is replaced (the tools it no
+    /// longer lists are withdrawn). The connection returned is what
+    /// [`server_left`](ToolChanges::server_left) takes.
+    pub fn connect_server(
+        &self,
+        server: impl Into<String>,
+        tools: Vec<Arc<dyn LoopTool>>,
+    ) -> ServerConnection {
+        let mut ledger = self.lock();
+        ledger.connections += 1;
+        let connection = ServerConnection {
+            server: server.into(),
+            id: ledger.connections,
+        };
+        ledger.queue(Op::Connect(
+            connection.server.clone(),
+            tools,
+            connection.clone(),
+        ));
+        connection
     }
 
-    /// A server went away: withdraws every tool it brought.
+    /// A server went away: withdraws every tool it brought, whichever connection it is.
     pub fn disconnect_server(&self, server: impl Into<String>) {
         self.push(Op::Disconnect(server.into()));
+    }
+
+    /// The connection `connection` ended: withdraws its server's tools, unless the server
+    /// has connected again since (its new connection's tools stay).
+    pub fn server_left(&self, connection: ServerConnection) {
+        self.push(Op::Leave(connection));
     }
 
     /// The names the model is offered now (sorted; pending changes not included).
     pub fn offered(&self) -> Vec<String> {
         self.lock().offered.iter().cloned().collect()
+    }
+
+    /// How many changes wait for the next request that ends with a user message.
+    pub fn pending(&self) -> usize {
+        self.lock().pending.len()
     }
 
     /// How many changes were dropped because [`ToolChanges::MAX_PENDING`] were already queued.
@@ -191,6 +245,7 @@ impl ToolChanges {
             ledger.collapse(after_compaction);
         }
         let in_place = model.supports(Feature::ToolChanges) && model.system_messages;
+        ledger.in_place = in_place;
         let ready = request
             .messages
             .last()
@@ -223,6 +278,7 @@ impl ToolChanges {
                 applied.changed = Some(ToolsChanged {
                     added,
                     removed,
+                    thinking_left_out: 0,
                     via: if in_place {
                         ToolChangeVia::SystemMessage
                     } else {
@@ -246,19 +302,24 @@ impl ToolChanges {
                 .cloned()
                 .collect()
         };
+        let plain_change = ledger
+            .last_tools
+            .as_deref()
+            .and_then(|previous| first_change(&plain(previous), &plain(&tools)));
         if in_place
             && let Some(changed) = &mut applied.changed
-            && let Some(previous) = ledger.last_tools.as_deref()
+            && let Some(first) = plain_change.clone()
         {
             // A tool declared plainly because nothing else was left undeferred: the cached
             // prefix (the undeferred tools) changed after all.
-            let plain = |tools: &[ToolDefinition]| -> Vec<ToolDefinition> {
-                tools.iter().filter(|t| !t.is_deferred()).cloned().collect()
+            changed.via = ToolChangeVia::ToolsArray {
+                first_changed: Some(first),
             };
-            if let Some(first) = first_change(&plain(previous), &plain(&tools)) {
-                changed.via = ToolChangeVia::ToolsArray {
-                    first_changed: Some(first),
-                };
+        }
+        if plain_change.is_some() && model.binds_thinking() {
+            ledger.unbound_before = assistants(&request.messages);
+            if let Some(changed) = &mut applied.changed {
+                changed.thinking_left_out = ledger.unbound_before;
             }
         }
         if let Some(ToolsChanged {
@@ -274,10 +335,34 @@ impl ToolChanges {
         }
         ledger.last_tools = Some(tools.clone());
         request.tools = (!tools.is_empty()).then_some(tools);
+        leave_thinking_out(&mut request.messages, ledger.unbound_before);
         if in_place {
             insert_announcements(&mut request.messages, &ledger.announced);
         }
         applied
+    }
+}
+
+impl ToolChanges {
+    /// Repeats on `request` (the loop's preview of its next request, for a summary or
+    /// compaction request) what the last request the loop built carried: its `tools`, the
+    /// announcements at their places, and the thinking left out after a changed `tools` on a
+    /// binding model. Pending changes are not applied. The ledger outlives a run (the
+    /// facade starts a loop per prompt with the same handle), so this holds for the first
+    /// preview of a run too. (Before the session's first request there is nothing to
+    /// repeat.)
+    pub(crate) fn replay(&self, request: &mut MessagesRequest) {
+        let ledger = self.lock();
+        if !ledger.started {
+            return;
+        }
+        if let Some(tools) = &ledger.last_tools {
+            request.tools = (!tools.is_empty()).then(|| tools.clone());
+        }
+        leave_thinking_out(&mut request.messages, ledger.unbound_before);
+        if ledger.in_place {
+            insert_announcements(&mut request.messages, &ledger.announced);
+        }
     }
 }
 
@@ -300,6 +385,10 @@ pub struct ToolsChanged {
     pub removed: Vec<String>,
     /// How the change reached the model.
     pub via: ToolChangeVia,
+    /// On a model that binds thinking to its prefix, when the non-deferred tools changed:
+    /// the assistant messages before the change, whose thinking this request and every
+    /// later one until the next compaction leave out (0 otherwise).
+    pub thinking_left_out: usize,
 }
 
 /// How a tool change reached the model.
@@ -337,6 +426,14 @@ impl ToolsChanged {
 }
 
 impl Ledger {
+    fn queue(&mut self, op: Op) {
+        if self.pending.len() < ToolChanges::MAX_PENDING {
+            self.pending.push(op);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
     fn start(&mut self, request: &MessagesRequest, compactions: u32) {
         if self.started {
             return;
@@ -360,6 +457,9 @@ impl Ledger {
     /// `after_assistants`-th assistant message).
     fn collapse(&mut self, after_assistants: usize) {
         self.announced.clear();
+        // A compaction's kept turns carry no thinking on a binding model, and what follows
+        // it was written under the current tools.
+        self.unbound_before = 0;
         let added: Vec<String> = self
             .offered
             .difference(&self.initially_offered)
@@ -432,7 +532,7 @@ impl Ledger {
                 }
             }
             Op::Disable(name) => self.withdraw(name),
-            Op::Connect(server, tools) => {
+            Op::Connect(server, tools, connection) => {
                 let mut names = Vec::with_capacity(tools.len());
                 for tool in tools {
                     let name = tool.name().to_owned();
@@ -446,18 +546,34 @@ impl Ledger {
                     .servers
                     .get(&server)
                     .into_iter()
-                    .flatten()
+                    .flat_map(|(_, tools)| tools)
                     .filter(|n| !names.contains(n))
                     .cloned()
                     .collect();
                 for name in gone {
                     self.withdraw(name);
                 }
-                self.servers.insert(server, names);
+                self.servers.insert(server, (connection.id, names));
             }
             Op::Disconnect(server) => {
-                for name in self.servers.remove(&server).unwrap_or_default() {
+                for name in self.servers.remove(&server).unwrap_or_default().1 {
                     self.withdraw(name);
+                }
+            }
+            Op::Leave(connection) => {
+                if self
+                    .servers
+                    .get(&connection.server)
+                    .is_some_and(|(id, _)| *id == connection.id)
+                {
+                    for name in self
+                        .servers
+                        .remove(&connection.server)
+                        .unwrap_or_default()
+                        .1
+                    {
+                        self.withdraw(name);
+                    }
                 }
             }
         }
@@ -532,6 +648,32 @@ fn last_compaction(messages: &[MessageParam]) -> (Option<u64>, usize) {
         }
     }
     found
+}
+
+/// The tools in the cached prefix (the non-deferred ones), in order.
+fn plain(tools: &[ToolDefinition]) -> Vec<ToolDefinition> {
+    tools.iter().filter(|t| !t.is_deferred()).cloned().collect()
+}
+
+/// Leaves the `thinking` and `redacted_thinking` blocks of the first `count` assistant
+/// messages out. (Normalization has dropped assistant messages that held only thinking, so
+/// none is emptied; one that would be keeps its blocks rather than become an empty message.)
+fn leave_thinking_out(messages: &mut [MessageParam], count: usize) {
+    if count == 0 {
+        return;
+    }
+    for message in messages
+        .iter_mut()
+        .filter(|m| m.role == Role::Assistant)
+        .take(count)
+    {
+        if let Content::Blocks(blocks) = &mut message.content
+            && blocks.iter().any(ContentBlock::is_thinking)
+            && blocks.iter().any(|b| !b.is_thinking())
+        {
+            blocks.retain(|b| !b.is_thinking());
+        }
+    }
 }
 
 fn assistants(messages: &[MessageParam]) -> usize {
@@ -727,6 +869,145 @@ mod tests {
         changes.apply(&mut compacted, model, 1, &base());
         assert_eq!(roles(&compacted), ["user", "system", "assistant", "user"]);
         assert_eq!(compacted.messages[1], second.messages[3]);
+    }
+
+    #[test]
+    fn a_late_leave_of_an_old_connection_keeps_the_servers_new_tools() {
+        // A server killed and restarted under the same name: the old connection's leaving
+        // may be noticed (by a poll) after the new one registered; it withdrew the new
+        // connection's tools.
+        let model = ModelTable::builtin().resolve("claude-opus-4-8").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        let old = changes.connect_server("calc", vec![Arc::new(Named("add"))]);
+        let new = changes.connect_server("calc", vec![Arc::new(Named("add"))]);
+        assert_ne!(old, new);
+        changes.server_left(old);
+        let mut second = request(vec![user("a"), assistant("b"), user("c")]);
+        changes.apply(&mut second, model, 0, &base());
+        assert!(changes.offered().contains(&"add".to_owned()));
+        // The latest connection's leaving withdraws them.
+        changes.server_left(new);
+        let mut third = request(vec![
+            user("a"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            user("e"),
+        ]);
+        let changed = changes
+            .apply(&mut third, model, 0, &base())
+            .changed
+            .expect("a change");
+        assert_eq!(changed.removed, ["add".to_owned()]);
+        assert!(!changes.offered().contains(&"add".to_owned()));
+    }
+
+    fn thinking_answer(thinking: &str, text: &str) -> MessageParam {
+        let thinking: ContentBlock = serde_json::from_value(
+            json!({"type": "thinking", "thinking": thinking, "signature": "sig"}),
+        )
+        .expect("thinking");
+        MessageParam::assistant(vec![thinking, ContentBlock::text(text)])
+    }
+
+    fn thinks(message: &MessageParam) -> bool {
+        matches!(&message.content, Content::Blocks(b) if b.iter().any(ContentBlock::is_thinking))
+    }
+
+    #[test]
+    fn a_changed_tools_on_a_binding_model_leaves_the_thinking_before_it_out_until_a_compaction() {
+        // Haiku 5.5 binds thinking to its prefix and does not claim tool changes in place: a
+        // server that connects changes `tools`, and the thinking written before that would
+        // be refused.
+        let model = ModelTable::builtin().resolve("claude-haiku-5-5").model();
+        assert!(model.binds_thinking() && !model.supports(Feature::ToolChanges));
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        changes.connect_server("docs", vec![Arc::new(Named("search"))]);
+        let history = vec![
+            user("a"),
+            thinking_answer("t1", "b"),
+            user("c"),
+            thinking_answer("t2", "d"),
+            user("e"),
+        ];
+        let mut second = request(history.clone());
+        let changed = changes
+            .apply(&mut second, model, 0, &base())
+            .changed
+            .expect("a change");
+        assert!(matches!(changed.via, ToolChangeVia::ToolsArray { .. }));
+        assert_eq!(changed.thinking_left_out, 2);
+        assert!(second.messages.iter().all(|m| !thinks(m)));
+        assert_eq!(second.messages.len(), history.len(), "no message goes");
+        // The next request leaves the same thinking out, and keeps what came after.
+        let mut third_history = history.clone();
+        third_history.extend([thinking_answer("t3", "f"), user("g")]);
+        let mut third = request(third_history);
+        let applied = changes.apply(&mut third, model, 0, &base());
+        assert!(applied.changed.is_none());
+        let thinking: Vec<bool> = third.messages.iter().map(thinks).collect();
+        assert_eq!(thinking, [false, false, false, false, false, true, false]);
+        // The preview of the next request repeats it.
+        let mut preview = request(history.clone());
+        changes.replay(&mut preview);
+        assert_eq!(preview.messages, second.messages);
+        assert_eq!(preview.tools, second.tools);
+        // After a compaction everything sent was written under the current tools.
+        let mut compacted = request(vec![user("summary"), thinking_answer("t4", "h"), user("i")]);
+        changes.apply(&mut compacted, model, 1, &base());
+        assert!(thinks(&compacted.messages[1]));
+        // A model that does not bind keeps its thinking through the same change.
+        let sonnet_4_5 = ModelTable::builtin().resolve("claude-sonnet-4-5").model();
+        let free = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        free.apply(&mut first, sonnet_4_5, 0, &base());
+        free.connect_server("docs", vec![Arc::new(Named("search"))]);
+        let mut second = request(history);
+        let changed = free
+            .apply(&mut second, sonnet_4_5, 0, &base())
+            .changed
+            .expect("a change");
+        assert_eq!(changed.thinking_left_out, 0);
+        assert!(thinks(&second.messages[1]));
+    }
+
+    #[test]
+    fn the_preview_repeats_the_announcements_and_tools_of_the_last_request() {
+        // Found by the facade's hostile binding property: the summary request lacked the
+        // announcement `system` message that came before bound thinking (refused), and, in
+        // the next run's first preview, had the announcement without the tool it names.
+        let model = ModelTable::builtin().resolve("claude-opus-5-5").model();
+        let changes = ToolChanges::new();
+        let mut first = request(vec![user("a")]);
+        changes.apply(&mut first, model, 0, &base());
+        changes.connect_server("docs", vec![Arc::new(Named("search"))]);
+        let mut second = request(vec![user("a"), thinking_answer("t1", "b"), user("c")]);
+        changes.apply(&mut second, model, 0, &base());
+        let history = vec![
+            user("a"),
+            thinking_answer("t1", "b"),
+            user("c"),
+            thinking_answer("t2", "d"),
+            user("e"),
+        ];
+        let mut sent = request(history.clone());
+        changes.apply(&mut sent, model, 0, &base());
+        let mut preview = request(history);
+        changes.replay(&mut preview);
+        assert_eq!(preview.messages, sent.messages);
+        assert_eq!(preview.tools, sent.tools);
+        assert_eq!(
+            roles(&preview),
+            ["user", "assistant", "user", "system", "assistant", "user"]
+        );
+        // Nothing before the session's first request.
+        let mut untouched = request(vec![user("a")]);
+        ToolChanges::new().replay(&mut untouched);
+        assert_eq!(untouched, request(vec![user("a")]));
     }
 
     #[test]
@@ -998,10 +1279,12 @@ mod tests {
                             Change::Enable(i) => changes.enable(Arc::new(Named(leak(NAMES[i])))),
                             Change::Disable(i) => changes.disable(NAMES[i]),
                             Change::Reoffer(i) => changes.reoffer(NAMES[i]),
-                            Change::Connect(a, b) => changes.connect_server(
-                                "srv",
-                                vec![Arc::new(Named(leak(NAMES[a]))), Arc::new(Named(leak(NAMES[b])))],
-                            ),
+                            Change::Connect(a, b) => {
+                                changes.connect_server(
+                                    "srv",
+                                    vec![Arc::new(Named(leak(NAMES[a]))), Arc::new(Named(leak(NAMES[b])))],
+                                );
+                            }
                             Change::Disconnect => changes.disconnect_server("srv"),
                         }
                     }

@@ -238,6 +238,14 @@ impl Model {
         self.claims(capability) || self.is_undocumented(capability)
     }
 
+    /// Whether the model binds the thinking blocks it wrote to the prefix they followed, or
+    /// may (its row claims [`Feature::PrefixBoundThinking`] or is silent on it): a block sent
+    /// back after `system`, the non-deferred tools or an earlier message changed is refused.
+    /// Every layer that would change the prefix asks this one question.
+    pub fn binds_thinking(&self) -> bool {
+        self.may_have(Capability::PrefixBoundThinking)
+    }
+
     /// Whether the documentation is silent on whether the model has `capability` (the row's
     /// `undocumented`; never for [`Capability::Unknown`]).
     pub fn is_undocumented(&self, capability: impl Into<Capability>) -> bool {

@@ -254,6 +254,9 @@ async fn a_server_connecting_mid_session_reaches_the_model_as_tool_additions() {
 /// `kill`: SIGKILLs the connected server and waits until its connection is closed.
 struct Kill {
     server: Arc<Mutex<Option<McpServer>>>,
+    /// When given, `kill` also waits until the server's leaving is queued there (the
+    /// connection's poll noticed it), so the next request withdraws its tools.
+    changes: Option<ToolChanges>,
 }
 
 impl Tool for Kill {
@@ -268,6 +271,7 @@ impl Tool for Kill {
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
         let server = self.server.lock().expect("lock").clone();
+        let changes = self.changes.clone();
         tool_result(async move {
             let Some(server) = server else {
                 return ToolOutput::error("not connected");
@@ -277,6 +281,16 @@ impl Tool for Kill {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             while !server.is_closed() {
                 tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            if let Some(changes) = changes {
+                let queued = async {
+                    while changes.pending() == 0 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                };
+                tokio::time::timeout(Duration::from_secs(30), queued)
+                    .await
+                    .expect("the leaving is noticed");
             }
             ToolOutput::text("killed")
         })
@@ -305,6 +319,7 @@ async fn a_server_that_dies_mid_session_has_its_tools_withdrawn_as_tool_removals
         })
         .with(Kill {
             server: Arc::clone(&slot),
+            changes: None,
         });
     let config = QueryConfig::new("claude-opus-4-8", 1024).with_system("MCP loopback.");
     let query = Query::new(client(&mock), config)
@@ -342,5 +357,83 @@ async fn a_server_that_dies_mid_session_has_its_tools_withdrawn_as_tool_removals
             .iter()
             .all(|n| !n.starts_with("mcp__calc__"))
     );
+    drop(slot);
+}
+
+/// A step that thinks, then calls `name`.
+fn think_then_call(i: usize, name: &str, input: Value) -> Step {
+    Step::message(vec![
+        Block::Thinking {
+            thinking: format!("Step {i}: call {name}."),
+            signature: format!("scenario-{i}"),
+        },
+        tool_use(&format!("toolu_{i}"), name, input),
+    ])
+}
+
+/// A real server connects, is SIGKILLed and connects again, on Haiku 5.5: a model that binds
+/// thinking to its prefix and does not claim tool changes in place, so each change is a
+/// changed `tools`. The mock enforces the binding; every request is accepted because the
+/// thinking written before a change is no longer sent, while the thinking after the last
+/// change is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_and_reconnected_on_a_binding_model_never_breaks_the_binding() {
+    let mock = mock([
+        think_then_call(1, "connect", json!({})),
+        think_then_call(2, "mcp__calc__add", json!({"a": 1, "b": 2})),
+        think_then_call(3, "kill", json!({})),
+        think_then_call(4, "connect", json!({})),
+        think_then_call(5, "mcp__calc__add", json!({"a": 3, "b": 4})),
+        Step::text("1 + 2 = 3 and 3 + 4 = 7."),
+    ])
+    .await;
+    let changes = ToolChanges::new();
+    let slot: Arc<Mutex<Option<McpServer>>> = Arc::default();
+    let tools = ToolSet::new()
+        .with(Connect {
+            changes: changes.clone(),
+            server: Arc::clone(&slot),
+        })
+        .with(Kill {
+            server: Arc::clone(&slot),
+            changes: Some(changes.clone()),
+        });
+    let config = QueryConfig::new("claude-haiku-5-5", 1024)
+        .with_system("MCP loopback.")
+        .with_thinking(threadline_wire::ThinkingConfig::adaptive(None));
+    let query = Query::new(client(&mock), config)
+        .with_tools(tools)
+        .with_tool_changes(changes.clone())
+        .with_permission(AllowAll);
+    let (terminal, bodies) = drive(query, &mock, 6).await;
+    assert!(matches!(terminal, Terminal::Completed), "{terminal:?}");
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    // The tools changed three times: connected, withdrawn, connected again.
+    assert_eq!(names(&bodies[0]), ["connect", "kill"]);
+    assert!(names(&bodies[1]).contains(&"mcp__calc__add".to_owned()));
+    assert!(!names(&bodies[3]).contains(&"mcp__calc__add".to_owned()));
+    assert!(names(&bodies[4]).contains(&"mcp__calc__add".to_owned()));
+    // The last request sends only the thinking written after the last change.
+    let thinking: Vec<bool> = bodies[5]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| {
+            m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|b| b["type"] == "thinking")
+        })
+        .collect();
+    assert_eq!(thinking, [false, false, false, false, true]);
     drop(slot);
 }

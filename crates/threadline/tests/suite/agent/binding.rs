@@ -4,7 +4,6 @@
 //! returned, byte for byte.
 
 use super::*;
-use proptest::strategy::Strategy as _;
 use threadline::CompactionMode;
 use threadline_mock::Block;
 
@@ -39,6 +38,16 @@ fn think_and_answer(text: &str) -> Step {
 }
 
 fn binding_agent(mock: &MockServer, dir: &Path, compaction: Compaction) -> Agent<Client> {
+    binding_agent_builder(mock, dir, compaction)
+        .build()
+        .expect("agent")
+}
+
+fn binding_agent_builder(
+    mock: &MockServer,
+    dir: &Path,
+    compaction: Compaction,
+) -> threadline::AgentBuilder<Client> {
     let workspace = Arc::new(Workspace::new(dir).expect("workspace"));
     Agent::builder(client(mock))
         .model(MODEL)
@@ -47,8 +56,6 @@ fn binding_agent(mock: &MockServer, dir: &Path, compaction: Compaction) -> Agent
         .tool(ReadFile::new(workspace))
         .compaction(compaction)
         .today("2026-03-08")
-        .build()
-        .expect("agent")
 }
 
 /// The one compaction block the session's messages hold.
@@ -212,13 +219,23 @@ async fn on_demand_compaction_without_a_summary_falls_back_to_the_local_autocomp
 }
 
 /// One scripted answer of a hostile session: it always thinks and says something, and may
-/// call the Read tool on one of the workspace's files (or on one that does not exist). (A
-/// summary request takes whichever answer comes next: its text is the summary.)
+/// call the Read tool on one of the workspace's files (or on one that does not exist), a tool
+/// of the `docs` server (connected or not), or `reconnect`, which restarts that server in the
+/// middle of the run. (A summary request takes whichever answer comes next: its text is the
+/// summary.)
 #[derive(Debug, Clone)]
 struct Answer {
     thinking: String,
     text: String,
-    read: Option<&'static str>,
+    call: Option<Call>,
+}
+
+/// The tool an answer calls.
+#[derive(Debug, Clone)]
+enum Call {
+    Read(&'static str),
+    Server(&'static str),
+    Reconnect,
 }
 
 impl Answer {
@@ -230,13 +247,17 @@ impl Answer {
         blocks.push(Block::Text {
             text: self.text.clone(),
         });
-        if let Some(path) = self.read {
-            blocks.push(Block::ToolUse {
-                id: None,
-                name: "Read".to_owned(),
-                input: json!({"path": path}),
-            });
-        }
+        let (name, input) = match self.call {
+            None => return Step::message(blocks),
+            Some(Call::Read(path)) => ("Read", json!({"path": path})),
+            Some(Call::Server(name)) => (name, json!({"q": "binding"})),
+            Some(Call::Reconnect) => ("reconnect", json!({})),
+        };
+        blocks.push(Block::ToolUse {
+            id: None,
+            name: name.to_owned(),
+            input,
+        });
         Step::message(blocks)
     }
 }
@@ -253,42 +274,135 @@ fn answer() -> impl proptest::strategy::Strategy<Value = Answer> {
         Just("\u{0}\u{1b}[2J\"quotes\" and \\backslashes\\".to_owned()),
         Just("emoji 🦀 and </summary> tags".to_owned()),
     ];
-    (
-        hostile_text.clone(),
-        hostile_text,
-        proptest::option::of(prop_oneof![
+    let call = prop_oneof![
+        4 => prop_oneof![
             Just("big.txt"),
             Just("medium.txt"),
             Just("notes.txt"),
             Just("missing.txt"),
-        ]),
+        ]
+        .prop_map(Call::Read),
+        1 => prop_oneof![Just("docs_search"), Just("docs_fetch")].prop_map(Call::Server),
+        1 => Just(Call::Reconnect),
+    ];
+    (
+        hostile_text.clone(),
+        hostile_text,
+        proptest::option::of(call),
     )
-        .prop_map(|(thinking, text, read)| Answer {
+        .prop_map(|(thinking, text, call)| Answer {
             thinking,
             text,
-            read,
+            call,
         })
 }
 
-/// A prompt of a hostile session: plain, or mentioning a file (an attachment), and whether
-/// the file read before it changed on disk first (a changed-file reminder).
+/// A tool of the `docs` server, or the `reconnect` tool (`server: None`) that restarts the
+/// server the way `threadline-mcp` reports it: a disconnect, then a connect whose tool list
+/// may differ.
+struct DocsTool {
+    name: &'static str,
+    changes: threadline::query::ToolChanges,
+    reconnects: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl threadline::query::Tool for DocsTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "A tool of the docs server."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"q": {"type": "string"}}})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+    fn call(
+        &self,
+        _input: Value,
+        _ctx: threadline::query::ToolContext,
+    ) -> threadline::query::ToolStream {
+        if self.name == "reconnect" {
+            let n = self
+                .reconnects
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.changes.disconnect_server("docs");
+            self.changes.connect_server(
+                "docs",
+                docs_tools(n.is_multiple_of(2), &self.changes, &self.reconnects),
+            );
+        }
+        let answer = format!("{} answered", self.name);
+        threadline::query::tool_result(async move { threadline::query::ToolOutput::text(answer) })
+    }
+}
+
+/// The `docs` server's tools: `docs_search`, and `docs_fetch` when `both`.
+fn docs_tools(
+    both: bool,
+    changes: &threadline::query::ToolChanges,
+    reconnects: &Arc<std::sync::atomic::AtomicUsize>,
+) -> Vec<Arc<dyn threadline::query::Tool>> {
+    let names: &[&'static str] = if both {
+        &["docs_search", "docs_fetch"]
+    } else {
+        &["docs_search"]
+    };
+    names
+        .iter()
+        .map(|name| {
+            Arc::new(DocsTool {
+                name,
+                changes: changes.clone(),
+                reconnects: Arc::clone(reconnects),
+            }) as Arc<dyn threadline::query::Tool>
+        })
+        .collect()
+}
+
+/// What happens to the `docs` server before a prompt.
+#[derive(Debug, Clone, Copy)]
+enum ServerChange {
+    /// It connects (again), listing one tool or both.
+    Connect { both: bool },
+    /// It goes away.
+    Disconnect,
+}
+
+/// A prompt of a hostile session: plain, or mentioning a file (an attachment), whether the
+/// file read before it changed on disk first (a changed-file reminder), and what the `docs`
+/// server did before it (a server reconnect).
 #[derive(Debug, Clone)]
 struct Prompt {
     mention: bool,
     edit_notes: bool,
+    server: Option<ServerChange>,
 }
 
-/// One hostile session: the answers, the prompts, the mode and the threshold.
-type Session = (Vec<Answer>, Vec<Prompt>, bool, u64);
+/// One hostile session: the model, the answers, the prompts, the mode and the threshold.
+/// The models are Opus 5.5, which takes tool changes as appended `system` messages, and
+/// Haiku 5.5, which does not claim them, so a server that comes or goes changes its `tools`.
+type Session = (&'static str, Vec<Answer>, Vec<Prompt>, bool, u64);
 
 fn session() -> impl proptest::strategy::Strategy<Value = Session> {
+    use proptest::prelude::*;
+    let server = proptest::option::of(prop_oneof![
+        proptest::bool::ANY.prop_map(|both| ServerChange::Connect { both }),
+        Just(ServerChange::Disconnect),
+    ]);
     (
+        prop_oneof![Just(MODEL), Just("claude-haiku-5-5")],
         proptest::collection::vec(answer(), 2..14),
         proptest::collection::vec(
-            (proptest::bool::ANY, proptest::bool::ANY).prop_map(|(mention, edit_notes)| Prompt {
-                mention,
-                edit_notes,
-            }),
+            (proptest::bool::ANY, proptest::bool::ANY, server).prop_map(
+                |(mention, edit_notes, server)| Prompt {
+                    mention,
+                    edit_notes,
+                    server,
+                },
+            ),
             1..4,
         ),
         proptest::bool::ANY,
@@ -300,7 +414,9 @@ fn session() -> impl proptest::strategy::Strategy<Value = Session> {
 }
 
 /// Runs one hostile session; `Ok(compactions)`, or the first request refused.
-fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Result<usize, String> {
+fn run_session(
+    (model, answers, prompts, on_demand, autocompact_at): &Session,
+) -> Result<Outcome, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -313,7 +429,7 @@ fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Resul
         think_and_read(1, "medium.txt"),
     ];
     steps.extend(answers.iter().enumerate().map(|(i, a)| a.step(i + 2)));
-    let (requests, compacted) = rt.block_on(async {
+    let (requests, outcome) = rt.block_on(async {
         let mock = MockServer::start(Scenario::new(steps)).await.expect("mock");
         let mode = if *on_demand {
             CompactionMode::OnDemand
@@ -321,9 +437,27 @@ fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Resul
             CompactionMode::Local
         };
         let compaction = small_compaction(Some(*autocompact_at)).with_mode(mode);
-        let mut agent = binding_agent(&mock, dir.path(), compaction);
-        let mut compacted = 0;
+        let changes = threadline::query::ToolChanges::new();
+        let reconnects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut agent = binding_agent_builder(&mock, dir.path(), compaction)
+            .model(*model)
+            .tool(DocsTool {
+                name: "reconnect",
+                changes: changes.clone(),
+                reconnects: Arc::clone(&reconnects),
+            })
+            .tool_changes(changes.clone())
+            .build()
+            .expect("agent");
+        let mut outcome = Outcome::default();
         for (i, prompt) in prompts.iter().enumerate() {
+            match prompt.server {
+                Some(ServerChange::Connect { both }) => {
+                    changes.connect_server("docs", docs_tools(both, &changes, &reconnects));
+                }
+                Some(ServerChange::Disconnect) => changes.disconnect_server("docs"),
+                None => {}
+            }
             if prompt.edit_notes {
                 std::fs::write(dir.path().join("notes.txt"), format!("NOTE {i}: changed\n"))
                     .expect("edit");
@@ -347,20 +481,49 @@ fn run_session((answers, prompts, on_demand, autocompact_at): &Session) -> Resul
                 ),
                 "run {i} ended {terminal:?}"
             );
-            compacted += compactions(&events).len();
+            outcome.compactions += compactions(&events).len();
+            for event in &events {
+                match event {
+                    Event::ToolsChanged(changed) => match changed.via {
+                        threadline::query::ToolChangeVia::SystemMessage => {
+                            outcome.announced += 1;
+                        }
+                        _ => outcome.thinking_left_out += changed.thinking_left_out,
+                    },
+                    Event::Warning(warning) => outcome.warnings.push(warning.clone()),
+                    _ => {}
+                }
+            }
         }
-        (mock.requests(), compacted)
+        (mock.requests(), outcome)
     });
     for (i, request) in requests.iter().enumerate() {
         if request.status.is_none_or(|s| s >= 400) {
-            return Err(format!("request {i} answered {:?}", request.status));
+            return Err(format!(
+                "request {i} answered {:?}; the loop's warnings: {:#?}",
+                request.status, outcome.warnings
+            ));
         }
     }
-    Ok(compacted)
+    Ok(outcome)
+}
+
+/// What one hostile session did.
+#[derive(Default)]
+struct Outcome {
+    compactions: usize,
+    /// Tool changes announced by an appended `system` message (Opus 5.5).
+    announced: usize,
+    /// Assistant messages whose thinking a changed `tools` left out (Haiku 5.5).
+    thinking_left_out: usize,
+    /// What the loop warned about (a refused summary request among them).
+    warnings: Vec<String>,
 }
 
 /// Hostile sessions on a binding model (thinking in every answer, tool rounds, missing
-/// files, mentions, files changed between prompts, hostile text; a summary request takes
+/// files, mentions, files changed between prompts, an MCP-like server that connects, goes
+/// away or restarts between prompts and in the middle of a tool round, hostile text; on Opus
+/// 5.5 and on Haiku 5.5, which does not claim tool changes in place; a summary request takes
 /// whichever answer comes next, a tool call included) against the mock that enforces the
 /// binding, compacted locally or on demand at a random small threshold: no request draws a
 /// 4xx (the mock refuses what `validate` or the binding refuses) and every run completes.
@@ -378,9 +541,14 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
         ..Config::default()
     });
     let compacting = std::cell::Cell::new(0u32);
+    let announcing = std::cell::Cell::new(0u32);
+    let leaving_thinking_out = std::cell::Cell::new(0u32);
     let result = runner.run(&session(), |session| {
-        let compactions = run_session(&session).map_err(TestCaseError::fail)?;
-        compacting.set(compacting.get() + u32::from(compactions > 0));
+        let outcome = run_session(&session).map_err(TestCaseError::fail)?;
+        compacting.set(compacting.get() + u32::from(outcome.compactions > 0));
+        announcing.set(announcing.get() + u32::from(outcome.announced > 0));
+        leaving_thinking_out
+            .set(leaving_thinking_out.get() + u32::from(outcome.thinking_left_out > 0));
         Ok(())
     });
     if let Err(failure) = result {
@@ -390,6 +558,13 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
         compacting.get() * 2 >= cases,
         "only {} of {cases} sessions compacted",
         compacting.get()
+    );
+    // The server's comings and goings reach the requests on both models: announced in place
+    // on Opus 5.5, a changed `tools` that leaves earlier thinking out on Haiku 5.5.
+    assert!(announcing.get() > 0, "no session announced a tool change");
+    assert!(
+        leaving_thinking_out.get() > 0,
+        "no session changed its tools after thinking on Haiku 5.5"
     );
 }
 
@@ -643,7 +818,7 @@ async fn compactions_that_refill_the_window_three_times_in_a_row_stop_the_run() 
     let answer = Answer {
         thinking: "Once more.".to_owned(),
         text: "Reading big.txt again.".to_owned(),
-        read: Some("big.txt"),
+        call: Some(Call::Read("big.txt")),
     };
     let mock = MockServer::start(Scenario::new([answer.step(0)]).repeating_last())
         .await
@@ -685,7 +860,7 @@ async fn a_kept_part_over_the_threshold_waits_for_the_blocking_limit_and_compact
         Answer {
             thinking: format!("Step {i}."),
             text: format!("Answer {i}."),
-            read,
+            call: read.map(Call::Read),
         }
         .step(i)
     };
