@@ -211,22 +211,23 @@ pub fn swapped(
 
 /// Where a keep-recent-turns compaction of `visible` (the messages after the last boundary)
 /// cuts: the start of the verbatim tail [`plan_tail`](crate::tail::plan_tail) would keep,
-/// moved back while the first kept message would have the role of the last summarized one or
-/// is not a user or assistant message (the API merges such a pair, and the kept thinking
-/// would no longer follow what it was written after). `None` when nothing would be
-/// summarized.
+/// moved back until the kept part starts with a user message that follows an assistant
+/// message and separates no tool use from its result. The API requires the first kept
+/// message to differ in role from the last summarized one, and the block itself is sent in
+/// an assistant message: a kept assistant message would merge with it, and its thinking
+/// would no longer come first. `None` when nothing would be summarized.
 pub fn keep_recent_cut(visible: &[Message], tail: &crate::TailOptions) -> Option<usize> {
-    let mut cut = crate::tail::plan_tail(visible, tail).start;
-    let role = |m: &Message| match m {
-        Message::User(_) => Some("user"),
-        Message::Assistant(_) => Some("assistant"),
-        _ => None,
+    let safe = crate::units::safe_cut_points(visible);
+    let mut cut = crate::tail::plan_tail(visible, tail)
+        .start
+        .min(visible.len());
+    let starts_a_user_turn = |cut: usize| {
+        cut < visible.len()
+            && matches!(visible[cut], Message::User(_))
+            && matches!(visible[cut - 1], Message::Assistant(_))
+            && safe[cut]
     };
-    while cut > 0 {
-        let (last, first) = (role(&visible[cut - 1]), role(&visible[cut]));
-        if first.is_some() && last.is_some() && first != last {
-            break;
-        }
+    while cut > 0 && !starts_a_user_turn(cut) {
         cut -= 1;
     }
     (cut > 0).then_some(cut)
@@ -357,6 +358,53 @@ mod tests {
             error.to_string(),
             "on-demand compaction answered with 1 block(s) (text), stop reason end_turn instead of one signed compaction block"
         );
+    }
+
+    #[test]
+    fn the_kept_turns_start_with_a_user_message_after_an_assistant_message() {
+        // A tail that would start with an assistant message (the last round's call) moves back
+        // to the prompt before it: the block is sent in an assistant message, and a kept
+        // assistant message would merge with it (found by a loop test: the kept thinking no
+        // longer came first).
+        let mut b = SessionBuilder::new();
+        b.user("first task");
+        let m = b.response_id();
+        b.assistant(&m, vec![text("done")]);
+        b.user("fix the parser");
+        let m = b.response_id();
+        let thinking = b.thinking("read it first");
+        b.assistant(
+            &m,
+            vec![thinking, tool_use("t1", "Read", json!({"path": "a"}))],
+        );
+        b.tool_results(vec![threadline_message::tool_result_block(
+            "t1",
+            "contents".into(),
+            false,
+        )]);
+        let history = b.into_messages();
+        let tail = crate::TailOptions {
+            min_tokens: 1,
+            min_text_messages: 0,
+            max_tokens: 100_000,
+        };
+        let planned = crate::tail::plan_tail(&history, &tail).start;
+        let cut = keep_recent_cut(&history, &tail).expect("a cut");
+        assert!(cut <= planned);
+        assert!(matches!(history[cut], Message::User(_)));
+        assert!(matches!(history[cut - 1], Message::Assistant(_)));
+        assert_eq!(cut, 2, "the latest prompt starts the kept turns");
+        // Nothing before the first prompt to summarize: no cut.
+        let mut b = SessionBuilder::new();
+        b.user("only task");
+        let m = b.response_id();
+        b.assistant(&m, vec![tool_use("t1", "Read", json!({"path": "a"}))]);
+        b.tool_results(vec![threadline_message::tool_result_block(
+            "t1",
+            "contents".into(),
+            false,
+        )]);
+        assert_eq!(keep_recent_cut(&b.into_messages(), &tail), None);
     }
 
     #[test]
