@@ -187,6 +187,14 @@ fn server_result_positions(blocks: &[ContentBlock]) -> Option<IdMap<'_, usize>> 
     Some(positions)
 }
 
+/// Whether `blocks` hold a server tool use (or MCP tool use) named `id`.
+fn used_here(blocks: &[ContentBlock], id: &str) -> bool {
+    blocks.iter().any(|b| match b {
+        ContentBlock::ServerToolUse(u) | ContentBlock::McpToolUse(u) => u.id == id,
+        _ => false,
+    })
+}
+
 /// Whether the server tool use `id` at position `k` has its result later in its message.
 fn resolved(positions: Option<&IdMap<'_, usize>>, id: &str, k: usize) -> bool {
     positions
@@ -304,9 +312,11 @@ fn clean_assistant(
                 kept_server_ids.insert(&mcp_use.id);
             }
             other => {
+                // A carried call's result is kept where it opens a later message, never
+                // before the call in the call's own message (a result before its use).
                 if let Some(id) = server_result_id(other)
                     && !kept_server_ids.contains(id)
-                    && !carried.contains(id)
+                    && (!carried.contains(id) || used_here(&draft.blocks, id))
                 {
                     keep[k] = false;
                     push(RepairKind::OrphanServerToolResultRemoved {
