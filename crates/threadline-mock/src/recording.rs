@@ -93,6 +93,7 @@ mod tests {
             body: Some(json!({"n": n})),
             body_bytes,
             status: Some(200),
+            refusal: None,
         }
     }
 

@@ -63,6 +63,8 @@ pub struct RecordedRequest {
     pub body_bytes: usize,
     /// What the mock answered (the status, or `None` for a reset).
     pub status: Option<u16>,
+    /// The error message of a request the mock refused (a failed check), as it answered it.
+    pub refusal: Option<String>,
 }
 
 /// How to run a mock server.
@@ -583,6 +585,7 @@ async fn answer_request(
         body: None,
         body_bytes: 0,
         status: None,
+        refusal: None,
     };
     let request_id = state.next_id("req");
     let declared = parts
@@ -653,6 +656,7 @@ async fn answer_request(
         record.body = serde_json::from_slice(bytes).ok();
     }
     record.status = answer.as_ref().ok().map(|r| r.status().as_u16());
+    record.refusal = outcome.refused.clone();
     log(&record, Some(bytes), &outcome);
     state.recording().push(record);
     answer
