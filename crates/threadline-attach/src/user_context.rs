@@ -131,7 +131,13 @@ impl UserContext {
     /// user messages in a row; after the tool results it opens with, which the API wants
     /// first), else as a user message of its own. A request that starts with a `compaction`
     /// block keeps it first (the API refuses an on-demand block anywhere else, and reads
-    /// nothing before a threshold one): the context goes right after that message.
+    /// nothing before a threshold one): the context goes right after that message, or, when
+    /// a later user message holds the note a swap ends with
+    /// ([`CONTINUE_AFTER_SUMMARY`](threadline_message::CONTINUE_AFTER_SUMMARY)), into the
+    /// first such message: the turns between the block and it were kept verbatim, and
+    /// putting anything in front of them would edit what their thinking is bound to. Each
+    /// rule looks only at messages before the place it picks, so the place stays the same as
+    /// the conversation grows.
     pub fn prepend_to(&self, mut messages: Vec<MessageParam>) -> Vec<MessageParam> {
         let Some(text) = self.text() else {
             return messages;
@@ -142,7 +148,21 @@ impl UserContext {
                 && matches!(&m.content, Content::Blocks(b)
                     if matches!(b.first(), Some(ContentBlock::Compaction(_))))
         });
-        let at = usize::from(starts_with_compaction);
+        let note = ContentBlock::text(threadline_message::CONTINUE_AFTER_SUMMARY);
+        let at = if starts_with_compaction {
+            messages
+                .iter()
+                .position(|m| {
+                    m.role == Role::User
+                        && match &m.content {
+                            Content::Blocks(b) => b.contains(&note),
+                            Content::Text(t) => t == threadline_message::CONTINUE_AFTER_SUMMARY,
+                        }
+                })
+                .unwrap_or(1)
+        } else {
+            0
+        };
         match messages.get_mut(at) {
             Some(first) if first.role == Role::User => {
                 let mut blocks =
@@ -259,5 +279,42 @@ mod tests {
         assert_eq!(alone[1].role, Role::User);
         assert_eq!(UserContext::new().prepend_to(Vec::new()), Vec::new());
         assert_eq!(UserContext::new().with("blank", " ").text(), None);
+    }
+
+    #[test]
+    fn after_kept_turns_the_context_goes_into_the_note_that_follows_them() {
+        // A keep-recent-turns swap: the block, the kept turns as they were sent, then the
+        // note. In front of the kept prompt the context would edit it (its thinking is bound
+        // to it), so it goes into the note's message, and stays there as the turn goes on.
+        let context = UserContext::new().with("currentDate", "today");
+        let block: ContentBlock = serde_json::from_value(
+            serde_json::json!({"type": "compaction", "content": "s", "signature": "sig"}),
+        )
+        .expect("block");
+        let result = threadline_message::tool_result_block("toolu_1", "ok".into(), false);
+        let note = ContentBlock::text(threadline_message::CONTINUE_AFTER_SUMMARY);
+        let kept = vec![
+            MessageParam::assistant(vec![block]),
+            MessageParam::user(vec![ContentBlock::text("kept prompt")]),
+            MessageParam::assistant(vec![ContentBlock::text("kept answer")]),
+            MessageParam::user(vec![result.clone(), note.clone()]),
+        ];
+        let messages = context.prepend_to(kept.clone());
+        assert_eq!(messages[..3], kept[..3], "the kept turns are untouched");
+        let Content::Blocks(blocks) = &messages[3].content else {
+            panic!("blocks");
+        };
+        assert_eq!(blocks[0], result);
+        assert!(
+            matches!(&blocks[1], ContentBlock::Text(t) if t.text.starts_with("<system-reminder>"))
+        );
+        assert_eq!(blocks[2], note);
+        // Later turns do not move it.
+        let mut grown = kept.clone();
+        grown.push(MessageParam::assistant(vec![ContentBlock::text("more")]));
+        grown.push(MessageParam::user(vec![note.clone()]));
+        let later = context.prepend_to(grown);
+        assert_eq!(later[..4], messages[..]);
+        assert_eq!(later[5], MessageParam::user(vec![note]));
     }
 }

@@ -30,9 +30,7 @@ use crate::estimate::estimate_messages;
 use crate::stamp::derived_header;
 use crate::units::{latest_prompt_group, since_last_boundary};
 
-/// The user text that follows a restated prompt when the turn had gone on past it.
-pub const CONTINUE_AFTER_SUMMARY: &str = "The conversation so far was summarized above to save \
-context. Continue the task from where the summary leaves off; do not start it over.";
+pub use threadline_message::CONTINUE_AFTER_SUMMARY;
 
 /// The longest `instructions` the API accepts, in characters.
 pub const MAX_INSTRUCTIONS_CHARS: usize = 16_384;
@@ -230,7 +228,26 @@ pub fn keep_recent_cut(visible: &[Message], tail: &crate::TailOptions) -> Option
     while cut > 0 && !starts_a_user_turn(cut) {
         cut -= 1;
     }
-    (cut > 0).then_some(cut)
+    (cut > 0 && cut >= floor(visible)).then_some(cut)
+}
+
+/// The smallest cut that leaves something to summarize and keeps the older part a prefix of
+/// what was sent: after an earlier swap's block, past the user message holding the note
+/// that swap ended with (the workspace context went there, and an older part cut before it
+/// would place the context elsewhere), or past the first user message when there is no note.
+fn floor(visible: &[Message]) -> usize {
+    let leading_block = matches!(visible.first(), Some(Message::Assistant(a))
+        if matches!(a.content.first(), Some(ContentBlock::Compaction(_))));
+    if !leading_block {
+        return 1;
+    }
+    let note = ContentBlock::text(CONTINUE_AFTER_SUMMARY);
+    let user = |m: &Message| matches!(m, Message::User(_));
+    visible
+        .iter()
+        .position(|m| matches!(m, Message::User(u) if u.content.contains(&note)))
+        .or_else(|| visible.iter().position(user))
+        .map_or(visible.len(), |i| i + 1)
 }
 
 /// The history after a keep-recent-turns compaction: what to append to `history`. The block
@@ -238,7 +255,9 @@ pub fn keep_recent_cut(visible: &[Message], tail: &crate::TailOptions) -> Option
 /// sent that request); `visible[cut..]` follows it verbatim, thinking included, so that each
 /// kept thinking block still follows what it was written after (the API's keep-recent-turns
 /// rules: nothing between the block and the kept turns, the kept turns unchanged, `system`
-/// and tools unchanged). A background compaction is the same swap: `cut` is the number of
+/// and tools unchanged). [`CONTINUE_AFTER_SUMMARY`] follows the kept turns: the user message
+/// the workspace context goes into (`threadline_attach::UserContext::prepend_to`), which no
+/// request sent before. A background compaction is the same swap: `cut` is the number of
 /// messages the compaction request held, and what was appended since is kept.
 pub fn swapped_keeping(
     history: &[Message],
@@ -255,6 +274,15 @@ pub fn swapped_keeping(
     };
     let (mut messages, pre_tokens) = opening(history, last_id, block, overhead, trigger, now);
     messages.extend(visible[cut..].iter().cloned());
+    // After the kept turns, the note: where the workspace context goes (the kept turns are
+    // sent as they were, and a context put in front of them would edit them).
+    messages.push(
+        Message::user_text(CONTINUE_AFTER_SUMMARY).with_header(derived_header(
+            "compact-continue",
+            Some(last_id),
+            now,
+        )),
+    );
     Ok(compacted(messages, pre_tokens, overhead))
 }
 

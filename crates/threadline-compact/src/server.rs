@@ -51,6 +51,12 @@ pub struct ServerCompaction {
     /// Stop with `stop_reason: compaction` right after the summary (the loop continues the
     /// turn: `Transition::ServerCompactionPause`).
     pub pause_after_compaction: bool,
+    /// On-demand compaction ([`CompactionMode::OnDemand`]) summarizes only the older part
+    /// and keeps the recent turns verbatim after the block, thinking included (from the
+    /// prompt that starts the tail the local autocompact would keep,
+    /// [`keep_recent_cut`](crate::on_demand::keep_recent_cut)): the API's keep-recent-turns.
+    /// Off by default: the whole history is summarized.
+    pub keep_recent_turns: bool,
 }
 
 impl Default for ServerCompaction {
@@ -59,6 +65,7 @@ impl Default for ServerCompaction {
             trigger_input_tokens: DEFAULT_TRIGGER_INPUT_TOKENS,
             instructions: None,
             pause_after_compaction: false,
+            keep_recent_turns: false,
         }
     }
 }
@@ -74,6 +81,13 @@ impl ServerCompaction {
     /// With summarisation instructions (they replace the API's prompt).
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Keeping the recent turns verbatim after an on-demand compaction's block, or not
+    /// ([`ServerCompaction::keep_recent_turns`]).
+    pub fn keeping_recent_turns(mut self, keep: bool) -> Self {
+        self.keep_recent_turns = keep;
         self
     }
 

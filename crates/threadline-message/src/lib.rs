@@ -39,8 +39,8 @@ pub use claude_code::{
 };
 pub use header::{Header, MessageId, Timestamp};
 pub use message::{
-    AssistantMessage, AttachmentMessage, MISSING_TOOL_RESULT, Message, ProgressMessage,
-    SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
+    AssistantMessage, AttachmentMessage, CONTINUE_AFTER_SUMMARY, MISSING_TOOL_RESULT, Message,
+    ProgressMessage, SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
 pub use response_usage::UsageTotals;
 pub use session_ops::{Forked, Rewound, SessionInfo, SessionOpError, fork, rewind, summarize};

@@ -140,6 +140,13 @@ pub enum Message {
     ToolUseSummary(ToolUseSummary),
 }
 
+/// The user text that follows what a server compaction kept (a restated prompt when the turn
+/// had gone on past it, or the turns kept verbatim). It also marks where the workspace
+/// context goes after the compaction block: in the user message holding it, which no
+/// request before the swap sent.
+pub const CONTINUE_AFTER_SUMMARY: &str = "The conversation so far was summarized above to save \
+context. Continue the task from where the summary leaves off; do not start it over.";
+
 /// The text of the synthetic result given to a tool use whose result is missing.
 pub const MISSING_TOOL_RESULT: &str =
     "[Tool result missing: the tool call was interrupted before it produced a result]";

@@ -22,7 +22,7 @@ use threadline_compact::{
 use threadline_message::{CompactTrigger, Message};
 use threadline_wire::model::Model;
 use threadline_wire::service::{CountTokens as _, MessagesService, ServiceError};
-use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest, ResponseMessage};
+use threadline_wire::{ContentBlock, CountTokensRequest, MessagesRequest, ResponseMessage, Role};
 
 use crate::config::QueryConfig;
 use crate::context_policy::{ContextPolicy, PolicyError, StepInput, StepOutcome};
@@ -213,20 +213,34 @@ where
 {
     /// On-demand compaction of `history` (`threadline_compact::on_demand`): `base`, the
     /// request the loop would send now, with the `compaction` field, through the loop's own
-    /// service; the answer's signed block starts the new history.
+    /// service; the answer's signed block starts the new history. With `older` (the cut of
+    /// a keep-recent-turns compaction and the loop's request for the messages before it),
+    /// that request is sent instead and the messages from the cut on follow the block.
     async fn on_demand(
         &mut self,
         history: &[Message],
         base: &MessagesRequest,
+        older: Option<(usize, MessagesRequest)>,
     ) -> Result<Compacted, OnDemandError> {
         let instructions = self.options.server.instructions.as_deref();
-        let request = on_demand::compaction_request(base, instructions);
+        let summarized = older.as_ref().map_or(base, |(_, older)| older);
+        let request = on_demand::compaction_request(summarized, instructions);
         let answer = answer_message(&mut self.service, request)
             .await
             .map_err(|e| OnDemandError::Failed {
                 message: e.to_string(),
             })?;
         let block = on_demand::read_answer(&answer)?;
+        if let Some((cut, _)) = older {
+            return on_demand::swapped_keeping(
+                history,
+                cut,
+                block,
+                overhead_of(base),
+                CompactTrigger::Auto,
+                threadline_message::determinism::now(),
+            );
+        }
         on_demand::swapped(
             history,
             block,
@@ -408,9 +422,27 @@ where
             if !reached {
                 return Ok(StepOutcome::unchanged());
             }
-            let history: &[Message] = input.history;
             if self.options.mode.choose(&self.model).on_demand {
-                match self.on_demand(history, &base).await {
+                // Keep-recent-turns: the request holds only the older part, and the kept
+                // turns follow the block verbatim. Not past a mid-conversation `system`
+                // message (a tool change's announcement): after the swap the loop announces
+                // the net change once, which would land among the kept turns and edit what
+                // their thinking is bound to; the whole history is summarized then.
+                let announced = base.messages.iter().any(|m| m.role == Role::System);
+                let keep = (self.options.server.keep_recent_turns && !announced)
+                    .then(|| {
+                        on_demand::keep_recent_cut(
+                            &input.history[start..],
+                            &self.options.autocompact.tail,
+                        )
+                    })
+                    .flatten();
+                let older = keep.map(|cut| {
+                    let older = input.request.preview(&input.history[start..start + cut]);
+                    (cut, older)
+                });
+                let history: &[Message] = input.history;
+                match self.on_demand(history, &base, older).await {
                     Ok(compacted) => {
                         *input.failures_in_a_row = 0;
                         return Ok(appended(compacted));
@@ -423,6 +455,7 @@ where
                     ),
                 }
             }
+            let history: &[Message] = input.history;
             // At the blocking limit the run would stop here: the last chance.
             let kind = if thresholds.blocked(estimate).is_some() {
                 Kind::Blocking

@@ -695,15 +695,20 @@ fn insert_announcements(messages: &mut Vec<MessageParam>, announced: &[Announcem
         .filter(|(_, m)| m.role == Role::Assistant)
         .map(|(i, _)| i)
         .collect();
+    // Past the last assistant message an announcement goes at the end, after the user message
+    // it followed; a request that ends before that message (a preview of an older part)
+    // leaves it out.
+    let ends_with_user = messages.last().is_some_and(|m| m.role == Role::User);
     let mut placed: Vec<(usize, MessageParam)> = announced
         .iter()
-        .map(|a| {
-            let at = assistant_at
-                .get(a.after_assistants)
-                .copied()
-                .unwrap_or(messages.len());
+        .filter_map(|a| {
+            let at = match assistant_at.get(a.after_assistants) {
+                Some(&at) => at,
+                None if ends_with_user => messages.len(),
+                None => return None,
+            };
             let message = MessageParam::new(Role::System, Content::Blocks(a.blocks.clone()));
-            (at, message)
+            Some((at, message))
         })
         .collect();
     // From the back, so earlier positions stay right; announcements at one place keep their

@@ -182,6 +182,91 @@ async fn a_long_thinking_session_on_a_binding_model_compacts_on_demand() {
     }
 }
 
+/// The loop's keep-recent-turns: the compaction request holds only the older part (up to
+/// the latest prompt, a prefix of the request before it), and the next request is the block,
+/// then the kept turns as the loop sent them, thinking included, then the note with the
+/// workspace context (in front of the kept turns it would edit them); the mock, which checks
+/// each kept thinking block against the chain the block recorded, accepts every request.
+#[tokio::test(flavor = "current_thread")]
+async fn an_on_demand_compaction_in_the_loop_keeps_the_recent_turns_with_their_thinking() {
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        think_and_read(0, "big.txt"),
+        think_and_answer("big.txt is read."),
+        think_and_read(1, "medium.txt"),
+        Step::text("The user had big.txt read."),
+        think_and_answer("medium.txt is read."),
+        think_and_answer("You are welcome."),
+    ]))
+    .await
+    .expect("mock");
+    let compaction = small_compaction(Some(3_900)).with_server(
+        CompactionMode::OnDemand,
+        threadline::ServerCompaction::default().keeping_recent_turns(true),
+    );
+    let mut agent = binding_agent(&mock, dir.path(), compaction);
+    let first = run(&mut agent, "Read big.txt.").await;
+    assert_eq!(finished(&first).0, Terminal::Completed);
+    let events = run(&mut agent, "Now medium.txt.").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    let last = run(&mut agent, "Thanks.").await;
+    assert_eq!(finished(&last).0, Terminal::Completed);
+    let requests = mock.requests();
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.status, Some(200), "request {i}: {:?}", request.body);
+        let dropped = body(request)
+            .get("thinking")
+            .and_then(|t| t.get("block_binding"));
+        assert!(dropped.is_none(), "request {i} needed drop_block");
+    }
+    assert_eq!(requests.len(), 6);
+    let plain = |v: &Value| threadline::wire::cache_control::without_cache_control(v);
+    let messages = |i: usize| -> Vec<Value> {
+        plain(&body(&requests[i])["messages"])
+            .as_array()
+            .expect("list")
+            .clone()
+    };
+    // The compaction request: the older part, a prefix of the request before it that ends
+    // before the latest prompt.
+    assert_eq!(
+        body(&requests[3])["compaction"],
+        json!({"type": "summarize"})
+    );
+    let (before, asked) = (messages(2), messages(3));
+    assert!(
+        asked.len() < before.len(),
+        "only the older part is summarized"
+    );
+    assert_eq!(&before[..asked.len()], &asked[..]);
+    assert!(!json!(asked).to_string().contains("Now medium.txt."));
+    // The next request: the block, then the kept turns as they were sent, thinking and all.
+    let block = on_demand_block(&events);
+    let after = messages(4);
+    assert_eq!(after[0]["role"], "assistant");
+    assert_eq!(after[0]["content"], json!([block]));
+    let kept = &before[asked.len()..];
+    assert_eq!(&after[1..=kept.len()], kept);
+    assert_eq!(after[2]["content"][0]["type"], "thinking", "{after:?}");
+    // The workspace context is in the message that holds the note, after the kept turns.
+    let note = after
+        .iter()
+        .position(|m| m.to_string().contains("summarized above to save"))
+        .expect("the note");
+    assert!(note > kept.len());
+    assert!(after[note].to_string().contains("currentDate"));
+    assert!(!json!(after[..note]).to_string().contains("currentDate"));
+    assert!(
+        !body(&requests[4])
+            .to_string()
+            .contains("BIG-FILE-LINE-0000")
+    );
+    // The request after that extends it.
+    let next = messages(5);
+    assert_eq!(&next[..after.len()], &after[..]);
+}
+
 /// Where the API gives no summary (`max_tokens`), the local autocompact runs instead.
 #[tokio::test(flavor = "current_thread")]
 async fn on_demand_compaction_without_a_summary_falls_back_to_the_local_autocompact() {
@@ -381,10 +466,21 @@ struct Prompt {
     server: Option<ServerChange>,
 }
 
-/// One hostile session: the model, the answers, the prompts, the mode and the threshold.
-/// The models are Opus 5.5, which takes tool changes as appended `system` messages, and
-/// Haiku 5.5, which does not claim them, so a server that comes or goes changes its `tools`.
-type Session = (&'static str, Vec<Answer>, Vec<Prompt>, bool, u64);
+/// One hostile session: the model, the answers, the prompts, the compaction and the
+/// threshold. The models are Opus 5.5, which takes tool changes as appended `system`
+/// messages, and Haiku 5.5, which does not claim them, so a server that comes or goes
+/// changes its `tools`.
+type Session = (&'static str, Vec<Answer>, Vec<Prompt>, Compacting, u64);
+
+/// How a hostile session compacts.
+#[derive(Debug, Clone, Copy)]
+enum Compacting {
+    Local,
+    /// On demand, summarizing the whole history.
+    OnDemand,
+    /// On demand, keeping the recent turns verbatim.
+    KeepingRecentTurns,
+}
 
 fn session() -> impl proptest::strategy::Strategy<Value = Session> {
     use proptest::prelude::*;
@@ -405,7 +501,11 @@ fn session() -> impl proptest::strategy::Strategy<Value = Session> {
             ),
             1..4,
         ),
-        proptest::bool::ANY,
+        prop_oneof![
+            Just(Compacting::Local),
+            Just(Compacting::OnDemand),
+            Just(Compacting::KeepingRecentTurns),
+        ],
         // Around the largest round (a read of big.txt and the prompt before it, about 3,900
         // tokens): below it, what a compaction keeps is already over the threshold, and
         // the session goes on to the blocking limit, where it compacts.
@@ -415,7 +515,7 @@ fn session() -> impl proptest::strategy::Strategy<Value = Session> {
 
 /// Runs one hostile session; `Ok(compactions)`, or the first request refused.
 fn run_session(
-    (model, answers, prompts, on_demand, autocompact_at): &Session,
+    (model, answers, prompts, compacting, autocompact_at): &Session,
 ) -> Result<Outcome, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -431,12 +531,15 @@ fn run_session(
     steps.extend(answers.iter().enumerate().map(|(i, a)| a.step(i + 2)));
     let (requests, outcome) = rt.block_on(async {
         let mock = MockServer::start(Scenario::new(steps)).await.expect("mock");
-        let mode = if *on_demand {
-            CompactionMode::OnDemand
-        } else {
-            CompactionMode::Local
+        let (mode, keep) = match compacting {
+            Compacting::Local => (CompactionMode::Local, false),
+            Compacting::OnDemand => (CompactionMode::OnDemand, false),
+            Compacting::KeepingRecentTurns => (CompactionMode::OnDemand, true),
         };
-        let compaction = small_compaction(Some(*autocompact_at)).with_mode(mode);
+        let compaction = small_compaction(Some(*autocompact_at)).with_server(
+            mode,
+            threadline::ServerCompaction::default().keeping_recent_turns(keep),
+        );
         let changes = threadline::query::ToolChanges::new();
         let reconnects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut agent = binding_agent_builder(&mock, dir.path(), compaction)
@@ -499,12 +602,43 @@ fn run_session(
     });
     for (i, request) in requests.iter().enumerate() {
         if request.status.is_none_or(|s| s >= 400) {
+            // What the validator says of it (empty: the binding refused it).
+            let violations: Vec<String> = request
+                .body
+                .as_ref()
+                .and_then(|b| serde_json::from_value::<MessagesRequest>(b.clone()).ok())
+                .map(|r| {
+                    let table = threadline::wire::model::ModelTable::builtin();
+                    threadline::validate::validate(&r, table.resolve(&r.model).model())
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
             return Err(format!(
-                "request {i} answered {:?}; the loop's warnings: {:#?}",
-                request.status, outcome.warnings
+                "request {i} answered {:?}: {:?}; the validator: {violations:#?}; the loop's \
+                 warnings: {:#?}",
+                request.status, request.refusal, outcome.warnings
             ));
         }
     }
+    // Kept turns sent with their thinking after an on-demand block (keep-recent-turns).
+    let mut outcome = outcome;
+    outcome.kept_thinking = requests.iter().any(|r| {
+        let Some(messages) = r.body.as_ref().and_then(|b| b["messages"].as_array()) else {
+            return false;
+        };
+        messages
+            .first()
+            .is_some_and(|m| m["content"][0]["type"] == "compaction")
+            && messages[1..]
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .any(|m| m["content"][0]["type"] == "thinking")
+            && r.body
+                .as_ref()
+                .is_some_and(|b| b.get("compaction").is_none())
+    });
     Ok(outcome)
 }
 
@@ -518,6 +652,8 @@ struct Outcome {
     thinking_left_out: usize,
     /// What the loop warned about (a refused summary request among them).
     warnings: Vec<String>,
+    /// Whether a request after an on-demand block sent kept turns with their thinking.
+    kept_thinking: bool,
 }
 
 /// Hostile sessions on a binding model (thinking in every answer, tool rounds, missing
@@ -525,7 +661,8 @@ struct Outcome {
 /// away or restarts between prompts and in the middle of a tool round, hostile text; on Opus
 /// 5.5 and on Haiku 5.5, which does not claim tool changes in place; a summary request takes
 /// whichever answer comes next, a tool call included) against the mock that enforces the
-/// binding, compacted locally or on demand at a random small threshold: no request draws a
+/// binding, compacted locally, on demand or on demand keeping the recent turns, at a random
+/// small threshold: no request draws a
 /// 4xx (the mock refuses what `validate` or the binding refuses) and every run completes.
 /// Most sessions compact (a compaction that cannot shrink the context enough is skipped, as
 /// designed), so at least half of them must have.
@@ -543,12 +680,14 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
     let compacting = std::cell::Cell::new(0u32);
     let announcing = std::cell::Cell::new(0u32);
     let leaving_thinking_out = std::cell::Cell::new(0u32);
+    let keeping_thinking = std::cell::Cell::new(0u32);
     let result = runner.run(&session(), |session| {
         let outcome = run_session(&session).map_err(TestCaseError::fail)?;
         compacting.set(compacting.get() + u32::from(outcome.compactions > 0));
         announcing.set(announcing.get() + u32::from(outcome.announced > 0));
         leaving_thinking_out
             .set(leaving_thinking_out.get() + u32::from(outcome.thinking_left_out > 0));
+        keeping_thinking.set(keeping_thinking.get() + u32::from(outcome.kept_thinking));
         Ok(())
     });
     if let Err(failure) = result {
@@ -565,6 +704,11 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
     assert!(
         leaving_thinking_out.get() > 0,
         "no session changed its tools after thinking on Haiku 5.5"
+    );
+    // And keep-recent-turns kept thinking past a block in some session.
+    assert!(
+        keeping_thinking.get() > 0,
+        "no session sent kept turns' thinking after an on-demand block"
     );
 }
 
