@@ -251,6 +251,28 @@ where
     }
 }
 
+/// Whether `older` (the request for the messages before a keep-recent cut) is what `base`
+/// (the request for all of them) starts with, message for message (cache markers aside),
+/// ending with an assistant message that a user message follows: the kept turns then start
+/// at a message `base` sends as it is. Normalization can blur a cut (an answer it drops
+/// merges the user messages around it; the workspace context goes where the whole request
+/// puts it): such a cut is not taken, and the whole history is summarized instead.
+fn sent_as_a_prefix(older: &MessagesRequest, base: &MessagesRequest) -> bool {
+    let (older, all) = (&older.messages, &base.messages);
+    let plain = |m: &threadline_wire::MessageParam| {
+        serde_json::to_value(m)
+            .map(|v| threadline_wire::cache_control::without_cache_control(&v))
+            .ok()
+    };
+    older.len() < all.len()
+        && older.last().is_some_and(|m| m.role == Role::Assistant)
+        && all[older.len()].role == Role::User
+        && older
+            .iter()
+            .zip(all)
+            .all(|(a, b)| plain(a).is_some() && plain(a) == plain(b))
+}
+
 /// Writes the summary with a model call through the loop's own service (the policy's
 /// service, borrowed for the compaction). The async lock only serializes calls: the driver
 /// makes one at a time.
@@ -437,10 +459,12 @@ where
                         )
                     })
                     .flatten();
-                let older = keep.map(|cut| {
-                    let older = input.request.preview(&input.history[start..start + cut]);
-                    (cut, older)
-                });
+                let older = keep
+                    .map(|cut| {
+                        let older = input.request.preview(&input.history[start..start + cut]);
+                        (cut, older)
+                    })
+                    .filter(|(_, older)| sent_as_a_prefix(older, &base));
                 let history: &[Message] = input.history;
                 match self.on_demand(history, &base, older).await {
                     Ok(compacted) => {

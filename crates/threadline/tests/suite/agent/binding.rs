@@ -712,6 +712,43 @@ fn hostile_sessions_on_a_binding_model_never_draw_a_refusal() {
     );
 }
 
+/// Found by the hostile property (seed 186822926 at 2,048 cases), shrunk: after a local
+/// compaction whose restated answers were blank (so normalization merged the summary with
+/// the prompt after them), a keep-recent cut between the two split a message the API had
+/// received whole, and the kept thinking was refused. Such a cut is not taken now.
+#[test]
+fn a_keep_recent_cut_inside_a_merged_message_is_not_taken() {
+    let answer = |thinking: &str, text: &str, read: bool| Answer {
+        thinking: thinking.to_owned(),
+        text: text.to_owned(),
+        call: read.then_some(Call::Read("big.txt")),
+    };
+    let plain = || Prompt {
+        mention: false,
+        edit_notes: false,
+        server: None,
+    };
+    let session: Session = (
+        MODEL,
+        vec![
+            answer("a", " ", false),
+            answer("a", "a", true),
+            answer("a", "a", false),
+            answer(" ", "a", true),
+            answer("a", "a", false),
+            answer("a", " ", false),
+            answer("a", " ", true),
+            answer("a", "a", false),
+        ],
+        vec![plain(), plain(), plain()],
+        Compacting::KeepingRecentTurns,
+        2_500,
+    );
+    if let Err(refused) = run_session(&session) {
+        panic!("{refused}");
+    }
+}
+
 /// A conversation driven by hand through the client, its requests built from the history as
 /// the loop builds them (normalized from the last boundary on), for the keep-recent-turns and
 /// background swaps of `threadline_compact::on_demand`.
