@@ -295,6 +295,16 @@ fn clean_assistant(
                     block_type: block.tag().to_owned(),
                 });
             }
+            ContentBlock::ServerToolUse(server_use)
+                if kept_server_ids.contains(server_use.id.as_str()) =>
+            {
+                // The same call again later in its message (a carried copy the duplicate scan
+                // does not count, having no result after it): the first one stays.
+                keep[k] = false;
+                push(RepairKind::DuplicateToolUseRemoved {
+                    id: server_use.id.clone(),
+                });
+            }
             ContentBlock::ServerToolUse(server_use) => {
                 if pending_ok
                     || resolved(positions.as_ref(), &server_use.id, k)
