@@ -270,7 +270,7 @@ fn sent_as_a_prefix(older: &MessagesRequest, base: &MessagesRequest) -> bool {
         && older
             .iter()
             .zip(all)
-            .all(|(a, b)| plain(a).is_some() && plain(a) == plain(b))
+            .all(|(a, b)| matches!((plain(a), plain(b)), (Some(a), Some(b)) if a == b))
 }
 
 /// Writes the summary with a model call through the loop's own service (the policy's
