@@ -197,6 +197,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "loop overhead of one turn (prompt, tool use, instant tool, answer: two model calls against a zero-latency service) at a 100k-message history vs at 1k (ours_time / baseline_time; each request owns a clone of the normalized messages, so it grows with the history)",
     },
     RatioSpec {
+        name: "loop_turn_400_vs_50",
+        group: "loop_turn_8k_results",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "the loop's per-turn cost as the facade runs it (a new loop per prompt over one shared cache planner: process the answer, run a tool returning an 8 KB file, build, plan and serialize the next request) at 400 turns of history vs at 50 (ours_time / baseline_time; goal <= 1.5, issue 31)",
+    },
+    RatioSpec {
         name: "query_turn_100k_vs_request_clones",
         group: "query_turn_vs_request_clones",
         ours: "ours",

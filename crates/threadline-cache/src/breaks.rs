@@ -280,6 +280,8 @@ fn divergence_of(old: &Prefix, new: &Prefix, next: &MessagesRequest) -> Option<C
 #[derive(Debug, Clone, Default)]
 pub struct RequestDivergence {
     previous: Option<Prefix>,
+    /// The previous request's messages as flattened, reused for those the next one repeats.
+    memo: crate::memo::PrefixMemo,
 }
 
 impl RequestDivergence {
@@ -291,7 +293,13 @@ impl RequestDivergence {
     /// Sees `request` (the one about to be sent): `None` when it is the first one seen,
     /// else `Some` of its divergence from the previous one (`Some(None)`: none).
     pub fn observe(&mut self, request: &MessagesRequest) -> Option<Option<CacheBreak>> {
-        let new = Prefix::of(request, &Estimate, UnseenPrefix::default());
+        let new = Prefix::of_in_memoized(
+            request,
+            &Estimate,
+            UnseenPrefix::default(),
+            threadline_wire::model::ModelTable::builtin(),
+            &mut self.memo,
+        );
         let found = self
             .previous
             .as_ref()

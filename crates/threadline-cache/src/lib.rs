@@ -11,6 +11,8 @@
 //! * [`session`] — the same planning and simulation for the requests of one growing
 //!   conversation, redoing only what changed since the previous request (a session replayed
 //!   in time proportional to its size).
+//! * [`memo`] — what flattening each message gave, kept so that the next request of a
+//!   conversation flattens only the messages that changed (the planner keeps one).
 //! * [`breaks`] — the first block that changed between two requests, and why; the simulator
 //!   adds expiry, lookback and minimum-length misses.
 //! * [`oracle`] — the best hit ratio any placement could reach for a session (the benchmark's
@@ -44,6 +46,7 @@
 pub mod automatic;
 pub mod breaks;
 mod cache_table;
+pub mod memo;
 pub mod oracle;
 pub mod planner;
 pub mod prefix;
@@ -55,6 +58,7 @@ pub mod tools;
 
 pub use automatic::Automatic;
 pub use breaks::{Agreement, BreakCause, CacheBreak, Prediction, diff};
+pub use memo::PrefixMemo;
 pub use planner::{LookbackAware, Mark, Plan, Planner, Seed, Stable1h, Strategy};
 pub use prefix::{Location, Prefix, Ttl, UnseenPrefix};
 pub use session::SessionSimulator;

@@ -35,6 +35,7 @@
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::SharedModelTable;
 
+use crate::memo::{MemoUse, PrefixMemo};
 use crate::prefix::{Location, Prefix, Ttl, clear_markers, set_marker};
 use crate::tokens::{Estimate, TokenCounter};
 
@@ -259,6 +260,9 @@ pub struct Planner {
     keep_previous_mark: bool,
     /// Where the requests' models are looked up (the built-in table by default).
     models: SharedModelTable,
+    /// What flattening the last planned request's messages gave, reused for the messages the
+    /// next request repeats unchanged.
+    memo: PrefixMemo,
 }
 
 impl Default for Planner {
@@ -277,6 +281,7 @@ impl Planner {
             written: Vec::new(),
             keep_previous_mark: false,
             models: SharedModelTable::builtin(),
+            memo: PrefixMemo::new(),
         }
     }
 
@@ -324,6 +329,8 @@ impl Planner {
             written: self.written.clone(),
             keep_previous_mark: true,
             models: self.models.clone(),
+            // A fork's first request flattens its messages once (no copy of this memo).
+            memo: PrefixMemo::new(),
         }
     }
 
@@ -331,6 +338,7 @@ impl Planner {
     pub fn reset(&mut self) {
         self.previous = None;
         self.written.clear();
+        self.memo.clear();
     }
 
     /// The markers [`plan`](Self::plan) would place on `request`, placed, without recording
@@ -338,7 +346,8 @@ impl Planner {
     /// conversation that is not its next request (the autocompact summary request, a dry
     /// run), whose markers land as the next request's would.
     pub fn plan_unrecorded(&self, request: &mut MessagesRequest) -> Plan {
-        let (_, marks, locations) = self.mark(request, self.keep_previous_mark);
+        let (_, marks, locations) =
+            self.mark(request, self.keep_previous_mark, MemoUse::Read(&self.memo));
         Plan { marks, locations }
     }
 
@@ -348,16 +357,18 @@ impl Planner {
         &self,
         request: &mut MessagesRequest,
         keep: bool,
+        memo: MemoUse<'_>,
     ) -> (Prefix, Vec<Mark>, Vec<Location>) {
         clear_markers(request);
         if let Some(ttl) = self.strategy.automatic() {
             request.set_cache_control(ttl.marker());
         }
-        let prefix = Prefix::of_in(
+        let prefix = Prefix::flatten(
             request,
             &Estimate as &dyn TokenCounter,
             Default::default(),
             &self.models,
+            memo,
         );
         let budget = MAX_MARKERS - usize::from(request.cache_control.is_some());
         let input = StrategyInput {
@@ -395,7 +406,9 @@ impl Planner {
     /// Replaces the markers of `request` with the strategy's, under the API's rules.
     pub fn plan(&mut self, request: &mut MessagesRequest) -> Plan {
         let keep = std::mem::take(&mut self.keep_previous_mark);
-        let (prefix, applied, locations) = self.mark(request, keep);
+        let mut memo = std::mem::take(&mut self.memo);
+        let (prefix, applied, locations) = self.mark(request, keep, MemoUse::Update(&mut memo));
+        self.memo = memo;
         // The automatic marker writes where it lands, as an explicit one would.
         let automatic = prefix
             .automatic

@@ -17,6 +17,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use threadline_wire::content::Content;
 use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition};
 
+use crate::memo::{BlockFacts, MemoUse, MessageFacts, PrefixMemo};
 use crate::tokens::{Piece, TokenCounter};
 
 /// Where a piece sits in the request.
@@ -263,6 +264,102 @@ pub struct UnseenPrefix {
     pub generation: u64,
 }
 
+/// The pieces being built, with the running prefix hash and token count.
+struct Flat {
+    pieces: Vec<PrefixPiece>,
+    state: u64,
+    cumulative: u64,
+}
+
+impl Flat {
+    fn push(
+        &mut self,
+        location: Location,
+        own_hash: u64,
+        tokens: u64,
+        marker: Option<Ttl>,
+        eligible: bool,
+        thinking: bool,
+    ) {
+        self.state = mix(self.state, own_hash);
+        // Saturating: an unseen prefix inferred from a hostile recorded usage may be huge.
+        self.cumulative = self.cumulative.saturating_add(tokens);
+        self.pieces.push(PrefixPiece {
+            location,
+            own_hash,
+            prefix_hash: self.state,
+            tokens,
+            cumulative_tokens: self.cumulative,
+            marker,
+            eligible,
+            thinking,
+        });
+    }
+
+    /// The pieces of message `message` (`param`), from what its blocks gave; its thinking
+    /// left out when the model strips it (`stripped`).
+    fn push_message(
+        &mut self,
+        message: usize,
+        param: &threadline_wire::MessageParam,
+        facts: &[BlockFacts],
+        stripped: bool,
+    ) {
+        for (index, fact) in facts.iter().enumerate() {
+            if stripped && fact.thinking {
+                // The API drops it: not part of the prompt.
+                continue;
+            }
+            // String content is one text block, which carries no marker.
+            let marker = match &param.content {
+                Content::Text(_) => None,
+                Content::Blocks(blocks) => blocks.get(index).and_then(block_marker),
+            };
+            self.push(
+                Location::Message {
+                    message,
+                    block: index,
+                },
+                fact.own_hash,
+                fact.tokens,
+                marker,
+                fact.eligible,
+                fact.thinking,
+            );
+        }
+    }
+}
+
+/// What each block of `param` gives when flattened: its own hash (with the message's role,
+/// and whether it starts the message), its tokens by `counter`, whether a marker may go on
+/// it, whether it is thinking.
+fn message_facts(
+    param: &threadline_wire::MessageParam,
+    counter: &dyn TokenCounter,
+) -> Vec<BlockFacts> {
+    let role = hash_of(&param.role);
+    let fact = |index: usize, block: &ContentBlock| {
+        let mut own = mix(piece_hash(Piece::Block(block)), role);
+        if index == 0 {
+            own = mix(own, 0x6d73_6773_7461_7274);
+        }
+        BlockFacts {
+            own_hash: own,
+            tokens: counter.count(Piece::Block(block), own),
+            eligible: is_eligible(block),
+            thinking: block.is_thinking(),
+        }
+    };
+    match &param.content {
+        Content::Text(text) => vec![fact(0, &ContentBlock::text(text.clone()))],
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .enumerate()
+            .map(|(index, block)| fact(index, block))
+            .collect(),
+    }
+}
+
 impl Prefix {
     /// Flattens `request`, counting tokens with `counter`. The unseen prefix, when not empty,
     /// comes first as one or two pieces (the warm part, then the rest), each with a marker,
@@ -288,30 +385,34 @@ impl Prefix {
         unseen: UnseenPrefix,
         models: &threadline_wire::model::ModelTable,
     ) -> Prefix {
-        let mut pieces = Vec::new();
-        let mut state = mix(0x7468_7265_6164, hash_of(&request.model));
-        let mut cumulative = 0u64;
-        let mut push = |pieces: &mut Vec<PrefixPiece>,
-                        state: &mut u64,
-                        location: Location,
-                        own_hash: u64,
-                        tokens: u64,
-                        marker: Option<Ttl>,
-                        eligible: bool,
-                        thinking: bool| {
-            *state = mix(*state, own_hash);
-            // Saturating: an unseen prefix inferred from a hostile recorded usage may be huge.
-            cumulative = cumulative.saturating_add(tokens);
-            pieces.push(PrefixPiece {
-                location,
-                own_hash,
-                prefix_hash: *state,
-                tokens,
-                cumulative_tokens: cumulative,
-                marker,
-                eligible,
-                thinking,
-            });
+        Prefix::flatten(request, counter, unseen, models, MemoUse::None)
+    }
+
+    /// [`Prefix::of_in`], reusing what `memo` holds of the messages that are equal to the
+    /// last request's at the same index, then keeping this request's messages in it: the
+    /// same result as [`Prefix::of_in`], for the cost of the messages that changed (plus a
+    /// comparison of the others). The memo must be used with one `counter` only.
+    pub fn of_in_memoized(
+        request: &MessagesRequest,
+        counter: &dyn TokenCounter,
+        unseen: UnseenPrefix,
+        models: &threadline_wire::model::ModelTable,
+        memo: &mut PrefixMemo,
+    ) -> Prefix {
+        Prefix::flatten(request, counter, unseen, models, MemoUse::Update(memo))
+    }
+
+    pub(crate) fn flatten(
+        request: &MessagesRequest,
+        counter: &dyn TokenCounter,
+        unseen: UnseenPrefix,
+        models: &threadline_wire::model::ModelTable,
+        memo: MemoUse<'_>,
+    ) -> Prefix {
+        let mut flat = Flat {
+            pieces: Vec::new(),
+            state: mix(0x7468_7265_6164, hash_of(&request.model)),
+            cumulative: 0,
         };
         let warm = unseen.warm_tokens.min(unseen.tokens);
         let parts = [warm, unseen.tokens - warm];
@@ -322,21 +423,12 @@ impl Prefix {
                     own = mix(own, unseen.generation);
                 }
                 let marker = unseen.marked.then_some(unseen.ttl);
-                push(
-                    &mut pieces,
-                    &mut state,
-                    Location::Unseen { index },
-                    own,
-                    tokens,
-                    marker,
-                    false,
-                    true,
-                );
+                flat.push(Location::Unseen { index }, own, tokens, marker, false, true);
             }
         }
         if unseen.generation > 0 && parts[1] == 0 {
             // Nothing unseen after the warm part: the re-rendered part starts right after it.
-            state = mix(state, mix(DYNAMIC_SALT, unseen.generation));
+            flat.state = mix(flat.state, mix(DYNAMIC_SALT, unseen.generation));
         }
         for (index, tool) in request.tools.iter().flatten().enumerate() {
             if is_deferred(tool) {
@@ -347,9 +439,7 @@ impl Prefix {
             bare.clear_cache_control();
             let own = piece_hash(Piece::Tool(&bare));
             let tokens = counter.count(Piece::Tool(&bare), own);
-            push(
-                &mut pieces,
-                &mut state,
+            flat.push(
                 Location::Tool { index },
                 own,
                 tokens,
@@ -358,7 +448,7 @@ impl Prefix {
                 true,
             );
         }
-        state = mix(state, hash_of(&request.tool_choice));
+        flat.state = mix(flat.state, hash_of(&request.tool_choice));
         let system = request
             .system
             .as_ref()
@@ -368,9 +458,7 @@ impl Prefix {
             let own = piece_hash(Piece::System(block));
             let tokens = counter.count(Piece::System(block), own);
             let marker = block.cache_control.as_deref().map(Ttl::of);
-            push(
-                &mut pieces,
-                &mut state,
+            flat.push(
                 Location::System { index },
                 own,
                 tokens,
@@ -379,49 +467,63 @@ impl Prefix {
                 true,
             );
         }
-        state = mix(
-            state,
+        flat.state = mix(
+            flat.state,
             mix(
                 hash_of(&request.thinking),
                 hash_of(&request.output_config.as_ref().map(|o| &o.effort)),
             ),
         );
         let strip_before = strips_prior_thinking_in(request, models);
-        for (message, param) in request.messages.iter().enumerate() {
-            let blocks = match &param.content {
-                Content::Text(text) => vec![ContentBlock::text(text.clone())],
-                Content::Blocks(blocks) => blocks.clone(),
-            };
-            let role = hash_of(&param.role);
-            let stripped = strip_before.is_some_and(|end| message < end)
-                && param.role == threadline_wire::Role::Assistant;
-            for (index, block) in blocks.iter().enumerate() {
-                if stripped && block.is_thinking() {
-                    // The API drops it: not part of the prompt.
-                    continue;
+        let stripped = |message: usize, param: &threadline_wire::MessageParam| {
+            strip_before.is_some_and(|end| message < end)
+                && param.role == threadline_wire::Role::Assistant
+        };
+        match memo {
+            MemoUse::Update(memo) => {
+                let mut old = std::mem::take(&mut memo.messages).into_iter();
+                let mut kept = Vec::with_capacity(request.messages.len());
+                for (message, param) in request.messages.iter().enumerate() {
+                    let facts = match old.next() {
+                        Some(previous) if previous.message == *param => previous,
+                        _ => MessageFacts {
+                            message: param.clone(),
+                            blocks: message_facts(param, counter),
+                        },
+                    };
+                    flat.push_message(message, param, &facts.blocks, stripped(message, param));
+                    kept.push(facts);
                 }
-                let mut own = mix(piece_hash(Piece::Block(block)), role);
-                if index == 0 {
-                    own = mix(own, 0x6d73_6773_7461_7274);
+                memo.messages = kept;
+            }
+            MemoUse::Read(memo) => {
+                for (message, param) in request.messages.iter().enumerate() {
+                    match memo.get(message, param) {
+                        Some(facts) => {
+                            flat.push_message(message, param, facts, stripped(message, param))
+                        }
+                        None => flat.push_message(
+                            message,
+                            param,
+                            &message_facts(param, counter),
+                            stripped(message, param),
+                        ),
+                    }
                 }
-                let tokens = counter.count(Piece::Block(block), own);
-                push(
-                    &mut pieces,
-                    &mut state,
-                    Location::Message {
+            }
+            MemoUse::None => {
+                for (message, param) in request.messages.iter().enumerate() {
+                    flat.push_message(
                         message,
-                        block: index,
-                    },
-                    own,
-                    tokens,
-                    block_marker(block),
-                    is_eligible(block),
-                    block.is_thinking(),
-                );
+                        param,
+                        &message_facts(param, counter),
+                        stripped(message, param),
+                    );
+                }
             }
         }
         Prefix {
-            pieces,
+            pieces: flat.pieces,
             automatic: request.cache_control.as_deref().map(Ttl::of),
         }
     }

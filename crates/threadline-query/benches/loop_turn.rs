@@ -15,8 +15,16 @@
 //!   calls must do because the service contract takes `MessagesRequest` by value. The first
 //!   ratio grows with the history because of this floor; this one says how much of the turn
 //!   is anything else.
+//!
+//! * `loop_turn_8k_results` — the loop's per-turn cost as the facade runs it (a new loop per
+//!   prompt sharing one cache planner, `SharedPlanner::default()`): process the model's
+//!   answer, run a trivial tool whose result is an 8 KB file, build the next request, place
+//!   its markers and serialize it to the bytes the client would send. `ours` with a history
+//!   of 400 such turns, `baseline` with 50; the history is put back to its starting size
+//!   (untimed) when it has grown by a quarter.
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,7 +32,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use threadline_message::Message;
-use threadline_query::{Event, Query, QueryConfig, State};
+use threadline_query::{Event, Query, QueryConfig, SharedPlanner, State};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::service::{EventStream, ServiceError};
 use threadline_wire::{MessagesRequest, StreamEvent};
@@ -195,5 +203,122 @@ fn versus_clone_floor(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, query_turn, versus_clone_floor);
+/// Answers like [`Canned`], after serializing the request to the bytes a client would send.
+struct Serializing {
+    calls: u64,
+}
+
+impl tower_service::Service<MessagesRequest> for Serializing {
+    type Response = EventStream;
+    type Error = ServiceError;
+    type Future = futures::future::Ready<Result<EventStream, ServiceError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+        let body = serde_json::to_vec(&request).expect("a request serializes");
+        black_box(body.len());
+        self.calls += 1;
+        let turn = self.calls / 2;
+        let events = if self.calls % 2 == 1 {
+            tool_use_response(turn)
+        } else {
+            text_response(turn)
+        };
+        futures::future::ready(Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed()))
+    }
+}
+
+/// A tool returning the same 8 KB file every call (text with quotes, backslashes and
+/// newlines, which the serializer escapes, like source code).
+struct ReadFile(Arc<str>);
+
+impl ReadFile {
+    fn new() -> ReadFile {
+        let line = "    let path = \"src/lib.rs\"; // a \\ line of code\n";
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 8 * 1024 {
+            text.push_str(&format!("{i:>5} {line}"));
+            i += 1;
+        }
+        ReadFile(text.into())
+    }
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &str {
+        "noop"
+    }
+    fn description(&self) -> &str {
+        "Reads the file."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"x": {"type": "integer"}}})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
+        tool_result(std::future::ready(ToolOutput::text(self.0.to_string())))
+    }
+}
+
+/// One facade-like run: a new loop over the shared planner, prompt, a Read of 8 KB, answer.
+fn planned_turn(state: State, calls: &mut u64, planner: &SharedPlanner, file: &Arc<str>) -> State {
+    let service = Serializing { calls: *calls };
+    let query = Query::new(service, QueryConfig::new(MODEL, 1024))
+        .with_tool(ReadFile(Arc::clone(file)))
+        .with_cache_planner(planner.clone());
+    let run = query.run(state, vec![Message::user_text("Read it again.")]);
+    let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
+    *calls += 2;
+    match last {
+        Some(Event::Finished(finished)) => finished.state,
+        _ => panic!("the run ends with Finished"),
+    }
+}
+
+fn loop_turn_8k_results(c: &mut Criterion) {
+    let mut g = c.benchmark_group("loop_turn_8k_results");
+    g.sample_size(10);
+    let file = ReadFile::new().0;
+    for (name, turns) in [("baseline", 50usize), ("ours", 400)] {
+        let planner = SharedPlanner::default();
+        let mut calls = 0u64;
+        let mut warm = State::new(Vec::new());
+        for _ in 0..turns {
+            warm = planned_turn(warm, &mut calls, &planner, &file);
+        }
+        let start_len = warm.messages.len();
+        let grown = start_len + start_len / 4;
+        let mut state = Some(warm.clone());
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut current = state.take().expect("state");
+                    if current.messages.len() >= grown {
+                        current = warm.clone();
+                    }
+                    let start = Instant::now();
+                    let next = planned_turn(current, &mut calls, &planner, &file);
+                    timed += start.elapsed();
+                    state = Some(next);
+                }
+                timed
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    query_turn,
+    versus_clone_floor,
+    loop_turn_8k_results
+);
 criterion_main!(benches);

@@ -376,6 +376,165 @@ proptest! {
     }
 }
 
+/// One step of a hostile request sequence for the memo property.
+#[derive(Debug, Clone)]
+enum Step {
+    /// The next `n` messages of the session are appended.
+    Grow(usize),
+    /// The message at (index modulo the length) gets one more text block.
+    Edit(usize),
+    /// The message at (index modulo the length) is removed.
+    Remove(usize),
+    /// The message at (index modulo the length) swaps role.
+    SwapRole(usize),
+    /// The messages at two indices swap places.
+    Swap(usize, usize),
+    /// The model changes (one that keeps earlier thinking, one that strips it).
+    Model(bool),
+    /// A caller's marker on the last eligible block of the message at (index modulo the
+    /// length).
+    Marker(usize),
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let step = prop_oneof![
+        4 => (1usize..6).prop_map(Step::Grow),
+        1 => any::<usize>().prop_map(Step::Edit),
+        1 => any::<usize>().prop_map(Step::Remove),
+        1 => any::<usize>().prop_map(Step::SwapRole),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Step::Swap(a, b)),
+        1 => any::<bool>().prop_map(Step::Model),
+        1 => any::<usize>().prop_map(Step::Marker),
+    ];
+    proptest::collection::vec(step, 1..24)
+}
+
+/// Applies `step` to `messages` (taking appended messages from `rest`).
+fn apply(
+    step: &Step,
+    messages: &mut Vec<threadline_wire::MessageParam>,
+    rest: &mut std::vec::IntoIter<threadline_wire::MessageParam>,
+    model: &mut &'static str,
+) {
+    use threadline_wire::Role;
+    let n = messages.len();
+    match *step {
+        Step::Grow(k) => messages.extend(rest.by_ref().take(k)),
+        Step::Edit(i) if n > 0 => {
+            let m = &mut messages[i % n];
+            let mut blocks = match std::mem::replace(&mut m.content, Content::Blocks(Vec::new())) {
+                Content::Text(text) => vec![ContentBlock::text(text)],
+                Content::Blocks(blocks) => blocks,
+            };
+            blocks.push(ContentBlock::text("edited"));
+            m.content = Content::Blocks(blocks);
+        }
+        Step::Remove(i) if n > 0 => {
+            messages.remove(i % n);
+        }
+        Step::SwapRole(i) if n > 0 => {
+            let m = &mut messages[i % n];
+            m.role = if m.role == Role::User {
+                Role::Assistant
+            } else {
+                Role::User
+            };
+        }
+        Step::Swap(a, b) if n > 0 => messages.swap(a % n, b % n),
+        Step::Model(keeps) => {
+            *model = if keeps {
+                sessions::MODEL
+            } else {
+                "claude-next"
+            }
+        }
+        Step::Marker(i) if n > 0 => {
+            if let Content::Blocks(blocks) = &mut messages[i % n].content
+                && let Some(block) = blocks
+                    .iter_mut()
+                    .rev()
+                    .find(|b| threadline_cache::prefix::is_eligible(b))
+                && let Some(slot) = block.cache_control_mut()
+            {
+                *slot = Some(Box::new(CacheControl::ephemeral()));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The planner's memo and [`threadline_cache::Prefix::of_in_memoized`] never change a result:
+/// over a sequence of requests that grow, edit, remove, reorder and re-role messages, switch
+/// between a model that keeps earlier thinking and one that strips it, and carry callers'
+/// markers, each planned request's flattened form (what the strategy saw, with the markers
+/// placed) is what flattening the sent request from scratch gives, and a memoized flattening
+/// of the raw request equals a fresh one.
+fn memo_run(
+    session: Vec<threadline_message::Message>,
+    steps: Vec<Step>,
+    setup: Setup,
+) -> Result<(), String> {
+    use threadline_cache::{Estimate, Prefix, PrefixMemo};
+    let normalized = normalize(&session, &Options::default()).messages;
+    let mut rest = normalized.into_iter();
+    let mut messages: Vec<_> = rest.by_ref().take(2).collect();
+    let mut model: &'static str = sessions::MODEL;
+    let mut planner = Planner::default();
+    let mut memo = PrefixMemo::new();
+    let table = ModelTable::builtin();
+    for (i, step) in steps.iter().enumerate() {
+        apply(step, &mut messages, &mut rest, &mut model);
+        let mut request = request_for(messages.clone(), &setup);
+        request.model = model.to_owned();
+        let fresh = Prefix::of_in(&request, &Estimate, Default::default(), table);
+        let memoized =
+            Prefix::of_in_memoized(&request, &Estimate, Default::default(), table, &mut memo);
+        if memoized != fresh {
+            return Err(format!(
+                "step {i} ({step:?}): the memoized flattening differs"
+            ));
+        }
+        if memo.len() != request.messages.len() {
+            return Err(format!(
+                "step {i}: the memo holds {} messages, not {}",
+                memo.len(),
+                request.messages.len()
+            ));
+        }
+        let mut unrecorded = request.clone();
+        planner.plan_unrecorded(&mut unrecorded);
+        planner.plan(&mut request);
+        if unrecorded != request {
+            return Err(format!(
+                "step {i} ({step:?}): plan_unrecorded placed other markers than plan"
+            ));
+        }
+        let sent = Prefix::of_in(&request, &Estimate, Default::default(), table);
+        if planner.planned_prefix() != Some(&sent) {
+            return Err(format!(
+                "step {i} ({step:?}): the planner's view is not the sent request's"
+            ));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(128),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_memo_never_changes_a_flattening_or_a_plan(
+        session in hostile_session(),
+        steps in steps(),
+        setup in setup(),
+    ) {
+        memo_run(session, steps, setup).map_err(TestCaseError::fail)?;
+    }
+}
+
 #[test]
 fn plain_planned_requests_have_no_violation() {
     let model = ModelTable::builtin().resolve(sessions::MODEL).model();
