@@ -206,6 +206,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "the loop's per-turn cost as the facade runs it (a new loop per prompt over one shared cache planner: process the answer, run a tool returning an 8 KB file, build, plan and serialize the next request) at 400 turns of history vs at 50 (ours_time / baseline_time; goal <= 1.5, issue 31)",
     },
     RatioSpec {
+        name: "request_body_vs_memcpy",
+        group: "request_body_4mb",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "the client's body of a 4 MB request (500 turns of 8 KB tool results) assembled from the previous request's fragments (compare each message, splice the kept bytes, serialize what is new) vs copying 4 MB (ours_time / baseline_time; goal <= 3, issue 31)",
+    },
+    RatioSpec {
         name: "query_turn_100k_vs_request_clones",
         group: "query_turn_vs_request_clones",
         ours: "ours",

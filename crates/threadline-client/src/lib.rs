@@ -12,7 +12,8 @@
 //!   `x-should-retry`;
 //! - [`timeout`]: the first event within a deadline, no gap between events longer than another
 //!   (the connect timeout is the connector's);
-//! - [`HttpTransport`]: one HTTP exchange, the body decoded incrementally and yielded as it
+//! - [`HttpTransport`]: one HTTP exchange (its body assembled from the serialized messages of
+//!   the last requests, [`BodyFragments`]), the body decoded incrementally and yielded as it
 //!   arrives.
 //!
 //! Over it, at the caller's choice, [`meter`]: a [`MeterLayer`] counting requests, tokens and
@@ -54,6 +55,7 @@
 //! [service contract]: threadline_wire::service
 #![forbid(unsafe_code)]
 
+pub mod body;
 pub mod concurrency;
 pub mod config;
 mod events;
@@ -73,6 +75,7 @@ use threadline_wire::service::{
 use threadline_wire::{CountTokensRequest, MessagesRequest, ResponseMessage};
 use tower_layer::Layer;
 
+pub use body::BodyFragments;
 pub use config::{ClientConfig, Limits, MAX_REQUEST_BYTES, RetryConfig, Timeouts};
 pub use meter::{Meter, MeterLayer, MeterTotals, Metered};
 pub use secret::{ApiKey, Auth, InvalidApiKey};

@@ -55,6 +55,8 @@ struct Inner {
     limits: Limits,
     connect_timeout: Duration,
     redactor: Redactor,
+    /// The serialized messages of the last requests, from which the next body is assembled.
+    bodies: std::sync::Mutex<crate::body::BodyFragments>,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -158,6 +160,7 @@ impl HttpTransport {
                 limits: config.limits,
                 connect_timeout: config.timeouts.connect,
                 redactor: Redactor::for_auth(&config.auth),
+                bodies: Default::default(),
             }),
         })
     }
@@ -196,12 +199,7 @@ impl HttpTransport {
     }
 
     async fn count_tokens_once(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
-        let body = serde_json::to_vec(request).map_err(|e| {
-            ServiceError::new(
-                ServiceErrorKind::Decode,
-                format!("cannot serialize the request: {e}"),
-            )
-        })?;
+        let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
         let http_request = self.request(&self.inner.count_tokens_url, body, betas);
         let response = self.send(http_request).await?;
@@ -302,7 +300,13 @@ impl HttpTransport {
     ) -> Result<EventStream, ServiceError> {
         request.stream = Some(true);
         let betas = threadline_wire::betas::header_value(&self.inner.betas, &request);
-        let body = messages_body(&request)?;
+        let body = self
+            .inner
+            .bodies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .body(&mut request)
+            .map_err(cannot_serialize)?;
         if body.len() > self.inner.limits.max_request_bytes {
             return Err(too_large(body.len(), self.inner.limits.max_request_bytes));
         }
@@ -562,14 +566,8 @@ impl tower_service::Service<MessagesRequest> for HttpTransport {
 /// assert!(text.contains("\"stream\":true"));
 /// ```
 pub fn messages_body(request: &MessagesRequest) -> Result<Vec<u8>, ServiceError> {
-    let serialize = |request: &MessagesRequest| {
-        serde_json::to_vec(request).map_err(|e| {
-            ServiceError::new(
-                ServiceErrorKind::Decode,
-                format!("cannot serialize the request: {e}"),
-            )
-        })
-    };
+    let serialize =
+        |request: &MessagesRequest| serde_json::to_vec(request).map_err(cannot_serialize);
     if request.stream == Some(true) {
         serialize(request)
     } else {
@@ -591,6 +589,14 @@ fn too_large(bytes: usize, limit: usize) -> ServiceError {
             ),
         ),
         None,
+    )
+}
+
+/// The error for a request that does not serialize.
+fn cannot_serialize(e: serde_json::Error) -> ServiceError {
+    ServiceError::new(
+        ServiceErrorKind::Decode,
+        format!("cannot serialize the request: {e}"),
     )
 }
 

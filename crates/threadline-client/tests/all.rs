@@ -2,6 +2,8 @@
 //! was a test binary of its own (its documentation says what it tests), and `common` holds the
 //! helpers they share.
 
+#[path = "suite/body_fragments.rs"]
+mod body_fragments;
 #[path = "suite/common/mod.rs"]
 mod common;
 #[path = "suite/e2e.rs"]

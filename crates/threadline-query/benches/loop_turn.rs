@@ -19,7 +19,8 @@
 //! * `loop_turn_8k_results` — the loop's per-turn cost as the facade runs it (a new loop per
 //!   prompt sharing one cache planner, `SharedPlanner::default()`): process the model's
 //!   answer, run a trivial tool whose result is an 8 KB file, build the next request, place
-//!   its markers and serialize it to the bytes the client would send. `ours` with a history
+//!   its markers and serialize it to the bytes the client sends (`BodyFragments`, as
+//!   `threadline-client` assembles them). `ours` with a history
 //!   of 400 such turns, `baseline` with 50; the history is put back to its starting size
 //!   (untimed) when it has grown by a quarter.
 
@@ -203,9 +204,11 @@ fn versus_clone_floor(c: &mut Criterion) {
     g.finish();
 }
 
-/// Answers like [`Canned`], after serializing the request to the bytes a client would send.
+/// Answers like [`Canned`], after serializing the request to the bytes the client sends
+/// (assembled from the fragments of the previous requests, as `threadline-client` does).
 struct Serializing {
     calls: u64,
+    bodies: Arc<std::sync::Mutex<threadline_client::BodyFragments>>,
 }
 
 impl tower_service::Service<MessagesRequest> for Serializing {
@@ -217,8 +220,13 @@ impl tower_service::Service<MessagesRequest> for Serializing {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: MessagesRequest) -> Self::Future {
-        let body = serde_json::to_vec(&request).expect("a request serializes");
+    fn call(&mut self, mut request: MessagesRequest) -> Self::Future {
+        let body = self
+            .bodies
+            .lock()
+            .expect("not poisoned")
+            .body(&mut request)
+            .expect("a request serializes");
         black_box(body.len());
         self.calls += 1;
         let turn = self.calls / 2;
@@ -267,8 +275,17 @@ impl Tool for ReadFile {
 }
 
 /// One facade-like run: a new loop over the shared planner, prompt, a Read of 8 KB, answer.
-fn planned_turn(state: State, calls: &mut u64, planner: &SharedPlanner, file: &Arc<str>) -> State {
-    let service = Serializing { calls: *calls };
+fn planned_turn(
+    state: State,
+    calls: &mut u64,
+    planner: &SharedPlanner,
+    bodies: &Arc<std::sync::Mutex<threadline_client::BodyFragments>>,
+    file: &Arc<str>,
+) -> State {
+    let service = Serializing {
+        calls: *calls,
+        bodies: Arc::clone(bodies),
+    };
     let query = Query::new(service, QueryConfig::new(MODEL, 1024))
         .with_tool(ReadFile(Arc::clone(file)))
         .with_cache_planner(planner.clone());
@@ -287,10 +304,11 @@ fn loop_turn_8k_results(c: &mut Criterion) {
     let file = ReadFile::new().0;
     for (name, turns) in [("baseline", 50usize), ("ours", 400)] {
         let planner = SharedPlanner::default();
+        let bodies = Arc::default();
         let mut calls = 0u64;
         let mut warm = State::new(Vec::new());
         for _ in 0..turns {
-            warm = planned_turn(warm, &mut calls, &planner, &file);
+            warm = planned_turn(warm, &mut calls, &planner, &bodies, &file);
         }
         let start_len = warm.messages.len();
         let grown = start_len + start_len / 4;
@@ -304,7 +322,7 @@ fn loop_turn_8k_results(c: &mut Criterion) {
                         current = warm.clone();
                     }
                     let start = Instant::now();
-                    let next = planned_turn(current, &mut calls, &planner, &file);
+                    let next = planned_turn(current, &mut calls, &planner, &bodies, &file);
                     timed += start.elapsed();
                     state = Some(next);
                 }
