@@ -158,19 +158,20 @@ impl BodyFragments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use threadline_wire::ContentBlock;
+    use threadline_wire::content::Content;
+    use threadline_wire::{ContentBlock, Role};
 
     fn request(texts: &[&str]) -> MessagesRequest {
         let messages = texts
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let block = vec![ContentBlock::text(*t)];
-                if i % 2 == 0 {
-                    MessageParam::user(block)
+                let role = if i % 2 == 0 {
+                    Role::User
                 } else {
-                    MessageParam::assistant(block)
-                }
+                    Role::Assistant
+                };
+                MessageParam::new(role, Content::Blocks(vec![ContentBlock::text(*t)]))
             })
             .collect();
         MessagesRequest::new("claude-sonnet-4-5", 1024, messages).with_stream(true)

@@ -72,9 +72,12 @@ fn text_response(turn: u64) -> Vec<StreamEvent> {
     ])
 }
 
-/// Answers canned events at once: a tool use on odd calls, text on even ones.
+/// Answers canned events at once: a tool use on odd calls, text on even ones. With
+/// `bodies`, each request is first serialized to the bytes the client sends (assembled from
+/// the fragments of the previous requests, as `threadline-client` does).
 struct Canned {
     calls: u64,
+    bodies: Option<Arc<std::sync::Mutex<threadline_client::BodyFragments>>>,
 }
 
 impl tower_service::Service<MessagesRequest> for Canned {
@@ -86,8 +89,16 @@ impl tower_service::Service<MessagesRequest> for Canned {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: MessagesRequest) -> Self::Future {
+    fn call(&mut self, mut request: MessagesRequest) -> Self::Future {
         black_box(request.messages.len());
+        if let Some(bodies) = &self.bodies {
+            let body = bodies
+                .lock()
+                .expect("not poisoned")
+                .body(&mut request)
+                .expect("a request serializes");
+            black_box(body.len());
+        }
         self.calls += 1;
         let turn = self.calls / 2;
         let events = if self.calls % 2 == 1 {
@@ -99,7 +110,8 @@ impl tower_service::Service<MessagesRequest> for Canned {
     }
 }
 
-struct Noop;
+/// A tool that returns its text at once.
+struct Noop(Arc<str>);
 
 impl Tool for Noop {
     fn name(&self) -> &str {
@@ -115,7 +127,7 @@ impl Tool for Noop {
         true
     }
     fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
-        tool_result(std::future::ready(ToolOutput::text("ok")))
+        tool_result(std::future::ready(ToolOutput::text(self.0.to_string())))
     }
 }
 
@@ -129,8 +141,11 @@ fn history(n: usize) -> Vec<Message> {
 
 /// One run: prompt, tool use, result, answer. Returns the state.
 fn turn(state: State, calls: &mut u64) -> State {
-    let service = Canned { calls: *calls };
-    let query = Query::new(service, QueryConfig::new(MODEL, 1024)).with_tool(Noop);
+    let service = Canned {
+        calls: *calls,
+        bodies: None,
+    };
+    let query = Query::new(service, QueryConfig::new(MODEL, 1024)).with_tool(Noop("ok".into()));
     let run = query.run(state, vec![Message::user_text("Check it again.")]);
     let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
     *calls += 2;
@@ -204,74 +219,17 @@ fn versus_clone_floor(c: &mut Criterion) {
     g.finish();
 }
 
-/// Answers like [`Canned`], after serializing the request to the bytes the client sends
-/// (assembled from the fragments of the previous requests, as `threadline-client` does).
-struct Serializing {
-    calls: u64,
-    bodies: Arc<std::sync::Mutex<threadline_client::BodyFragments>>,
-}
-
-impl tower_service::Service<MessagesRequest> for Serializing {
-    type Response = EventStream;
-    type Error = ServiceError;
-    type Future = futures::future::Ready<Result<EventStream, ServiceError>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ServiceError>> {
-        Poll::Ready(Ok(()))
+/// An 8 KB file (text with quotes, backslashes and newlines, which the serializer escapes,
+/// like source code).
+fn eight_kb_file() -> Arc<str> {
+    let line = "    let path = \"src/lib.rs\"; // a \\ line of code\n";
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 8 * 1024 {
+        text.push_str(&format!("{i:>5} {line}"));
+        i += 1;
     }
-
-    fn call(&mut self, mut request: MessagesRequest) -> Self::Future {
-        let body = self
-            .bodies
-            .lock()
-            .expect("not poisoned")
-            .body(&mut request)
-            .expect("a request serializes");
-        black_box(body.len());
-        self.calls += 1;
-        let turn = self.calls / 2;
-        let events = if self.calls % 2 == 1 {
-            tool_use_response(turn)
-        } else {
-            text_response(turn)
-        };
-        futures::future::ready(Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed()))
-    }
-}
-
-/// A tool returning the same 8 KB file every call (text with quotes, backslashes and
-/// newlines, which the serializer escapes, like source code).
-struct ReadFile(Arc<str>);
-
-impl ReadFile {
-    fn new() -> ReadFile {
-        let line = "    let path = \"src/lib.rs\"; // a \\ line of code\n";
-        let mut text = String::new();
-        let mut i = 0;
-        while text.len() < 8 * 1024 {
-            text.push_str(&format!("{i:>5} {line}"));
-            i += 1;
-        }
-        ReadFile(text.into())
-    }
-}
-
-impl Tool for ReadFile {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Reads the file."
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"x": {"type": "integer"}}})
-    }
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-    fn call(&self, _input: Value, _ctx: ToolContext) -> ToolStream {
-        tool_result(std::future::ready(ToolOutput::text(self.0.to_string())))
-    }
+    text.into()
 }
 
 /// One facade-like run: a new loop over the shared planner, prompt, a Read of 8 KB, answer.
@@ -282,12 +240,12 @@ fn planned_turn(
     bodies: &Arc<std::sync::Mutex<threadline_client::BodyFragments>>,
     file: &Arc<str>,
 ) -> State {
-    let service = Serializing {
+    let service = Canned {
         calls: *calls,
-        bodies: Arc::clone(bodies),
+        bodies: Some(Arc::clone(bodies)),
     };
     let query = Query::new(service, QueryConfig::new(MODEL, 1024))
-        .with_tool(ReadFile(Arc::clone(file)))
+        .with_tool(Noop(Arc::clone(file)))
         .with_cache_planner(planner.clone());
     let run = query.run(state, vec![Message::user_text("Read it again.")]);
     let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
@@ -301,7 +259,7 @@ fn planned_turn(
 fn loop_turn_8k_results(c: &mut Criterion) {
     let mut g = c.benchmark_group("loop_turn_8k_results");
     g.sample_size(10);
-    let file = ReadFile::new().0;
+    let file = eight_kb_file();
     for (name, turns) in [("baseline", 50usize), ("ours", 400)] {
         let planner = SharedPlanner::default();
         let bodies = Arc::default();
