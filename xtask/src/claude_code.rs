@@ -801,19 +801,7 @@ fn run_scenario(
     // A repository of its own: the workspace lies inside this repository's checkout, whose
     // git status Claude Code would otherwise read into its requests (and whose main checkout
     // it would name a memory directory after).
-    let git = Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(&workspace)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .context(|| "claude-code: cannot run git init".to_owned())?;
-    if !git.success() {
-        return Err(Failure::new(format!(
-            "claude-code: git init in {} failed ({git})",
-            workspace.display()
-        )));
-    }
+    git_init(&workspace, &home)?;
     let steps = scenario
         .steps
         .replace("{WORKSPACE}", &workspace.to_string_lossy());
@@ -842,24 +830,8 @@ fn run_scenario(
             };
             command.args(["--resume", &session]);
         }
-        command
-            .current_dir(&workspace)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", &mock.base_url)
-            .env("ANTHROPIC_API_KEY", "sk-ant-dummy")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("TMPDIR", &tmp)
-            .env("CLAUDE_CODE_TMPDIR", &tmp)
-            .envs(scenario.env.iter().copied());
-        if is_root() {
-            // --dangerously-skip-permissions is refused as root outside a sandbox.
-            command.env("IS_SANDBOX", "1");
-        }
+        offline(&mut command, &workspace, &home, &tmp, &mock.base_url);
+        command.envs(scenario.env.iter().copied());
         let stem = format!("{n:02}-{}", invocation.label);
         let stream_path = dir.join(format!("{stem}.stream.jsonl"));
         let exit = run_with_timeout(
@@ -867,7 +839,8 @@ fn run_scenario(
             &stream_path,
             &dir.join(format!("{stem}.stderr")),
             INVOCATION_TIMEOUT,
-        )?;
+        )?
+        .code;
         let stream = read_text(&stream_path)?;
         outcomes.push(read_stream(invocation.label, exit, &stream));
     }
@@ -1065,6 +1038,53 @@ fn session_transcripts(projects: &Path) -> XResult<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Makes `workspace` a git repository of its own (`HOME` is `home`, no system config).
+pub(crate) fn git_init(workspace: &Path, home: &Path) -> XResult<()> {
+    let git = Command::new("git")
+        .args(["init", "-q", "-b", "main"])
+        .current_dir(workspace)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .context(|| "claude-code: cannot run git init".to_owned())?;
+    if !git.success() {
+        return Err(Failure::new(format!(
+            "claude-code: git init in {} failed ({git})",
+            workspace.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `command` (Claude Code) in `workspace`, offline: only `PATH`, a fresh `HOME` and
+/// `TMPDIR`, `ANTHROPIC_BASE_URL` = `base_url`, a dummy key, and autoupdate, telemetry,
+/// error reporting and nonessential traffic off.
+pub(crate) fn offline(
+    command: &mut Command,
+    workspace: &Path,
+    home: &Path,
+    tmp: &Path,
+    base_url: &str,
+) {
+    command
+        .current_dir(workspace)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-dummy")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("TMPDIR", tmp)
+        .env("CLAUDE_CODE_TMPDIR", tmp);
+    if is_root() {
+        // --dangerously-skip-permissions is refused as root outside a sandbox.
+        command.env("IS_SANDBOX", "1");
+    }
+}
+
 /// Whether this process runs as root (Claude Code refuses
 /// `--dangerously-skip-permissions` as root unless `IS_SANDBOX=1`).
 fn is_root() -> bool {
@@ -1075,13 +1095,13 @@ fn is_root() -> bool {
 }
 
 /// Runs `command` with stdout to `stdout` and stderr to `stderr`, killing it after `timeout`;
-/// its exit code (`None` when killed or ended by a signal).
-fn run_with_timeout(
+/// how it ended.
+pub(crate) fn run_with_timeout(
     mut command: Command,
     stdout: &Path,
     stderr: &Path,
     timeout: Duration,
-) -> XResult<Option<i32>> {
+) -> XResult<Finished> {
     let out =
         std::fs::File::create(stdout).context(|| format!("cannot create {}", stdout.display()))?;
     let err =
@@ -1093,13 +1113,22 @@ fn run_with_timeout(
         .spawn()
         .context(|| "claude-code: cannot start claude".to_owned())?;
     let deadline = Instant::now() + timeout;
+    let cpu_before = children_cpu();
+    let mut peak_rss_kib = None;
     loop {
         if let Some(status) = child
             .try_wait()
             .context(|| "claude-code: wait".to_owned())?
         {
-            return Ok(status.code());
+            return Ok(Finished {
+                code: status.code(),
+                cpu: children_cpu()
+                    .zip(cpu_before)
+                    .map(|(after, before)| after.saturating_sub(before)),
+                peak_rss_kib,
+            });
         }
+        peak_rss_kib = peak_rss_kib.max(high_water_mark_kib(child.id()));
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
@@ -1112,10 +1141,50 @@ fn run_with_timeout(
                 timeout.as_secs(),
                 one_line(&tail)
             );
-            return Ok(None);
+            return Ok(Finished {
+                code: None,
+                cpu: None,
+                peak_rss_kib,
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// How a child run by [`run_with_timeout`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// The exit code (`None` when killed or ended by a signal).
+    pub(crate) code: Option<i32>,
+    /// User plus system CPU time of the child and the children it waited for (`None` when it
+    /// was killed, or off Linux).
+    pub(crate) cpu: Option<Duration>,
+    /// The highest resident set size seen (`VmHWM`, sampled every 50 ms; `None` off Linux).
+    pub(crate) peak_rss_kib: Option<u64>,
+}
+
+/// The CPU time (user plus system) of this process's children that it has waited for
+/// (`cutime` and `cstime` of `/proc/self/stat`, in clock ticks of 10 ms).
+fn children_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    // `cutime` and `cstime` are fields 16 and 17 (from 1), so 13 and 14 after `state` (3).
+    let ticks: u64 = fields.get(13)?.parse::<u64>().ok()? + fields.get(14)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// The peak resident set size of process `pid` so far (`VmHWM` of `/proc/PID/status`).
+fn high_water_mark_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ mod record;
 mod restate_server;
 mod soak;
 mod sources;
+mod turn_cost;
 mod util;
 
 use std::path::PathBuf;
@@ -85,6 +86,9 @@ enum Command {
     /// seeds and four times the cases (before stopping work; a failure's case is saved as a
     /// regression CI replays).
     Soak(soak::SoakArgs),
+    /// Measure the per-turn overhead, CPU and memory of threadline and of the pinned Claude
+    /// Code against one scripted model on loopback (a Read of an 8 KB file every turn).
+    TurnCost(turn_cost::TurnCostArgs),
     /// Run every CI step (the same sequence as `.ci/run`), stopping at the first failure.
     Ci,
 }
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         Command::ClaudeCodeInstall => claude_code::run_install(&util::repo_root()),
         Command::ClaudeCode(args) => claude_code::run(&util::repo_root(), &args),
         Command::Soak(args) => soak::run(&util::repo_root(), &args),
+        Command::TurnCost(args) => turn_cost::run(&util::repo_root(), &args),
         Command::Ci => ci::run(),
     };
     match result {
