@@ -519,12 +519,8 @@ fn memo_run(
     Ok(())
 }
 
+// The default configuration: 256 cases, or `PROPTEST_CASES`.
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(128),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn the_memo_never_changes_a_flattening_or_a_plan(
         session in hostile_session(),

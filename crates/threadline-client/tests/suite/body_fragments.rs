@@ -61,12 +61,8 @@ fn check(
     Ok(())
 }
 
+// The default configuration: 256 cases, or `PROPTEST_CASES`.
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn the_assembled_body_is_the_serialized_request_byte_for_byte(
         requests in prop::collection::vec(messages_request(), 1..7),
