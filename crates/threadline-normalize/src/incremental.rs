@@ -555,7 +555,7 @@ impl Run {
         let tail = messages.get(start..).unwrap_or_default();
         let mut report = Report::default();
         let mut media = Vec::new();
-        let mut drafts = run_drafts(tail, options, &mut report, |drafts| {
+        let mut drafts = run_drafts(tail, options, &mut report, start == 0, |drafts| {
             for draft in drafts {
                 let origin = start + draft.origin.unwrap_or(0);
                 tag_media(&mut draft.blocks, origin, &mut media);

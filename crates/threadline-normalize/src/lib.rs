@@ -66,7 +66,11 @@
 //!     server tool uses removed, results moved first, invalid ids rewritten.
 //!
 //! Finally the end is settled: a final assistant message (a prefill) loses trailing thinking
-//! and trailing whitespace, and an empty request gets one placeholder user message.
+//! and trailing whitespace, and an empty request gets one placeholder user message. Then the
+//! start: a request whose first message is an assistant message (other than an on-demand
+//! compaction block, which must be first) gets that placeholder user message before it, so
+//! that the request before the first answer (the placeholder alone, when nothing before the
+//! answer reaches the API) is still what every later request starts with.
 //!
 //! # Guarantees
 //!

@@ -24,9 +24,10 @@ use threadline_message::Message;
 
 use crate::draft::Draft;
 use crate::passes::{
-    drop_non_api, empty_content, ensure_tool_result_pairing, error_results_text_only, media_cap,
-    merge_assistant_fragments, merge_consecutive_users, render_attachments, reorder_attachments,
-    strip_final_trailing_thinking, thinking_hygiene, trim_final_assistant,
+    drop_non_api, empty_content, ensure_tool_result_pairing, error_results_text_only,
+    lead_with_user, media_cap, merge_assistant_fragments, merge_consecutive_users,
+    render_attachments, reorder_attachments, strip_final_trailing_thinking, thinking_hygiene,
+    trim_final_assistant,
 };
 use crate::report::Report;
 use crate::{Normalized, Options};
@@ -34,7 +35,7 @@ use crate::{Normalized, Options};
 /// Runs the pipeline over `messages`.
 pub(crate) fn run(messages: &[Message], options: &Options) -> Normalized {
     let mut report = Report::default();
-    let drafts = run_drafts(messages, options, &mut report, |_| {});
+    let drafts = run_drafts(messages, options, &mut report, true, |_| {});
     Normalized {
         messages: drafts.into_iter().map(Draft::into_param).collect(),
         report,
@@ -48,6 +49,7 @@ pub(crate) fn run_drafts<'a>(
     messages: &'a [Message],
     options: &Options,
     report: &mut Report,
+    at_start: bool,
     before_media_cap: impl FnOnce(&mut [Draft<'a>]),
 ) -> Vec<Draft<'a>> {
     let order = reorder_attachments(messages);
@@ -65,6 +67,9 @@ pub(crate) fn run_drafts<'a>(
     media_cap(&mut drafts, options.media_limit, report);
     let mut drafts = ensure_tool_result_pairing(drafts, options.resume_paused_turn, report);
     settle(&mut drafts, report);
+    if at_start {
+        lead_with_user(&mut drafts, report);
+    }
     drafts
 }
 
@@ -91,6 +96,35 @@ mod tests {
 
     fn params(drafts: Vec<Draft<'_>>) -> Vec<MessageParam> {
         drafts.into_iter().map(Draft::into_param).collect()
+    }
+
+    #[test]
+    fn a_request_never_starts_with_an_answer_but_with_the_placeholder_it_was_sent_as() {
+        // Nothing the API accepts before the first answer: the request before it was the
+        // placeholder alone, and every later request keeps it first (soak seed
+        // 2500797300685644920: a compact boundary, then a virtual user message).
+        let options = Options::default();
+        let placeholder = format!("U: text({})", crate::EMPTY_PLACEHOLDER);
+        assert_eq!(shape(&run(&[], &options).messages), placeholder);
+        let answered = [asst_text("A."), user("q")];
+        let out = run(&answered, &options);
+        assert_eq!(
+            shape(&out.messages),
+            format!("{placeholder} | A: text(A.) | U: text(q)")
+        );
+        assert_eq!(
+            out.report
+                .count(|k| *k == crate::RepairKind::PlaceholderInserted),
+            1
+        );
+        // An on-demand compaction block must stay first.
+        let block = serde_json::from_value(serde_json::json!({"content": "S", "signature": "sig"}))
+            .expect("a block");
+        let compacted = [
+            asst(vec![threadline_wire::ContentBlock::Compaction(block)]),
+            user("q"),
+        ];
+        assert!(shape(&run(&compacted, &options).messages).starts_with("A: "));
     }
 
     #[test]

@@ -134,6 +134,29 @@ pub(crate) fn trim_final_assistant(drafts: &mut Vec<Draft<'_>>, report: &mut Rep
     }
 }
 
+/// A request whose first message is an assistant message gets a leading user message holding
+/// [`EMPTY_PLACEHOLDER`] (`PlaceholderInserted`), unless that message opens with an on-demand
+/// compaction block, which must come first.
+///
+/// A history with nothing the API accepts before its first answer was sent as the placeholder
+/// alone ([`trim_final_assistant`]); the answer to it must find that placeholder still first,
+/// or the request edits what the answer's thinking is bound to. The decision reads the first
+/// message only, so appending never changes it. Only at the start of the array: a tail the
+/// incremental normalizer re-runs from an assistant message is not a request's start.
+pub(crate) fn lead_with_user(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
+    let Some(first) = drafts.first() else {
+        return;
+    };
+    if !first.is_assistant() || matches!(first.blocks.first(), Some(ContentBlock::Compaction(_))) {
+        return;
+    }
+    drafts.insert(
+        0,
+        Draft::user(vec![ContentBlock::text(EMPTY_PLACEHOLDER)], None),
+    );
+    report.push(Pass::EmptyContent, RepairKind::PlaceholderInserted, None);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
