@@ -16,18 +16,18 @@
 //!
 //! Then the end of the request is settled, because passes 7 and 10 can change which message
 //! is last: a final assistant message loses its trailing thinking (pass 6's rule 5) and its
-//! trailing whitespace, and is dropped when nothing is left; an empty request gets one
-//! placeholder user message. The order is tested below: each test runs two passes swapped and
+//! trailing whitespace, and is dropped when nothing is left. Last, the request starts with a
+//! user message: the placeholder goes first when it is empty or opens with an answer (at the
+//! array's start only, see `start_with_user`). The order is tested below: each test runs two passes swapped and
 //! shows what goes wrong.
 
 use threadline_message::Message;
 
 use crate::draft::Draft;
 use crate::passes::{
-    drop_non_api, empty_content, ensure_tool_result_pairing, error_results_text_only,
-    lead_with_user, media_cap, merge_assistant_fragments, merge_consecutive_users,
-    render_attachments, reorder_attachments, strip_final_trailing_thinking, thinking_hygiene,
-    trim_final_assistant,
+    drop_non_api, empty_content, ensure_tool_result_pairing, error_results_text_only, media_cap,
+    merge_assistant_fragments, merge_consecutive_users, render_attachments, reorder_attachments,
+    start_with_user, strip_final_trailing_thinking, thinking_hygiene, trim_final_assistant,
 };
 use crate::report::Report;
 use crate::{Normalized, Options};
@@ -68,14 +68,14 @@ pub(crate) fn run_drafts<'a>(
     let mut drafts = ensure_tool_result_pairing(drafts, options.resume_paused_turn, report);
     settle(&mut drafts, report);
     if at_start {
-        lead_with_user(&mut drafts, report);
+        start_with_user(&mut drafts, report);
     }
     drafts
 }
 
 /// Settles the end of the request (see the module documentation); repeats until nothing
 /// changes, which takes at most a few rounds: each round that changes something removes a
-/// block, a message, or adds the one placeholder.
+/// block or a message.
 fn settle(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
     loop {
         let before = report.len();
@@ -96,35 +96,6 @@ mod tests {
 
     fn params(drafts: Vec<Draft<'_>>) -> Vec<MessageParam> {
         drafts.into_iter().map(Draft::into_param).collect()
-    }
-
-    #[test]
-    fn a_request_never_starts_with_an_answer_but_with_the_placeholder_it_was_sent_as() {
-        // Nothing the API accepts before the first answer: the request before it was the
-        // placeholder alone, and every later request keeps it first (soak seed
-        // 2500797300685644920: a compact boundary, then a virtual user message).
-        let options = Options::default();
-        let placeholder = format!("U: text({})", crate::EMPTY_PLACEHOLDER);
-        assert_eq!(shape(&run(&[], &options).messages), placeholder);
-        let answered = [asst_text("A."), user("q")];
-        let out = run(&answered, &options);
-        assert_eq!(
-            shape(&out.messages),
-            format!("{placeholder} | A: text(A.) | U: text(q)")
-        );
-        assert_eq!(
-            out.report
-                .count(|k| *k == crate::RepairKind::PlaceholderInserted),
-            1
-        );
-        // An on-demand compaction block must stay first.
-        let block = serde_json::from_value(serde_json::json!({"content": "S", "signature": "sig"}))
-            .expect("a block");
-        let compacted = [
-            asst(vec![threadline_wire::ContentBlock::Compaction(block)]),
-            user("q"),
-        ];
-        assert!(shape(&run(&compacted, &options).messages).starts_with("A: "));
     }
 
     #[test]

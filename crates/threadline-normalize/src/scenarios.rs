@@ -297,12 +297,22 @@ fn local_commands_reach_the_model_as_user_text() {
 #[test]
 fn an_assistant_first_array_and_empty_input() {
     // The API accepts an assistant-first array, but the request sent before that answer was
-    // the placeholder alone: it stays first (see `lead_with_user`).
+    // the placeholder alone: it stays first (see `start_with_user`).
     let out = check(&[asst_text("hello"), results(&["t0"]), user("hi")]);
     assert_eq!(
         shape(&out.messages),
         format!("U: text({EMPTY_PLACEHOLDER}) | A: text(hello) | U: text(hi)")
     );
+    assert_eq!(
+        out.report.count(|k| *k == RepairKind::PlaceholderInserted),
+        1
+    );
+    // An on-demand compaction block must stay first (soak seed 2500797300685644920 found the
+    // edit: a compact boundary, then a virtual user message, then the answer).
+    let block =
+        serde_json::from_value(json!({"content": "S", "signature": "sig"})).expect("a block");
+    let compacted = [asst(vec![ContentBlock::Compaction(block)]), user("q")];
+    assert!(shape(&check(&compacted).messages).starts_with("A: "));
     let out = check(&[]);
     assert_eq!(
         shape(&out.messages),

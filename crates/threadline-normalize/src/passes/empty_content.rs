@@ -95,9 +95,7 @@ pub(crate) fn fill_empty_users(drafts: &mut [Draft<'_>], pass: Pass, report: &mu
 
 /// Settles the end of the request after the last pass: a final assistant message loses its
 /// trailing whitespace (`TrailingWhitespaceTrimmed`; prefill models reject "final assistant
-/// content cannot end with trailing whitespace") and is dropped when nothing is left; a
-/// request with no message at all gets one user message holding [`EMPTY_PLACEHOLDER`] (the
-/// API rejects an empty `messages`).
+/// content cannot end with trailing whitespace") and is dropped when nothing is left.
 pub(crate) fn trim_final_assistant(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
     if let Some(last) = drafts.last_mut().filter(|d| d.is_assistant()) {
         while let Some(ContentBlock::Text(text)) = last.blocks.last_mut() {
@@ -125,36 +123,29 @@ pub(crate) fn trim_final_assistant(drafts: &mut Vec<Draft<'_>>, report: &mut Rep
             drafts.pop();
         }
     }
-    if drafts.is_empty() {
-        drafts.push(Draft::user(
-            vec![ContentBlock::text(EMPTY_PLACEHOLDER)],
-            None,
-        ));
-        report.push(Pass::EmptyContent, RepairKind::PlaceholderInserted, None);
-    }
 }
 
-/// A request whose first message is an assistant message gets a leading user message holding
-/// [`EMPTY_PLACEHOLDER`] (`PlaceholderInserted`), unless that message opens with an on-demand
-/// compaction block, which must come first.
+/// The request starts with a user message: one with no message at all gets a user message
+/// holding [`EMPTY_PLACEHOLDER`] (`PlaceholderInserted`; the API rejects an empty `messages`),
+/// and so does one whose first message is an assistant message, before it, unless that
+/// message opens with an on-demand compaction block, which must come first.
 ///
 /// A history with nothing the API accepts before its first answer was sent as the placeholder
-/// alone ([`trim_final_assistant`]); the answer to it must find that placeholder still first,
-/// or the request edits what the answer's thinking is bound to. The decision reads the first
-/// message only, so appending never changes it. Only at the start of the array: a tail the
-/// incremental normalizer re-runs from an assistant message is not a request's start.
-pub(crate) fn lead_with_user(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
-    let Some(first) = drafts.first() else {
-        return;
-    };
-    if !first.is_assistant() || matches!(first.blocks.first(), Some(ContentBlock::Compaction(_))) {
-        return;
+/// alone; the answer to it must find that placeholder still first, or the request edits what
+/// the answer's thinking is bound to. The decision reads the first message only, so appending
+/// never changes it. Only at the start of the array: a tail the incremental normalizer
+/// re-runs from an assistant message is not a request's start.
+pub(crate) fn start_with_user(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
+    let needed = drafts.first().is_none_or(|first| {
+        first.is_assistant() && !matches!(first.blocks.first(), Some(ContentBlock::Compaction(_)))
+    });
+    if needed {
+        drafts.insert(
+            0,
+            Draft::user(vec![ContentBlock::text(EMPTY_PLACEHOLDER)], None),
+        );
+        report.push(Pass::EmptyContent, RepairKind::PlaceholderInserted, None);
     }
-    drafts.insert(
-        0,
-        Draft::user(vec![ContentBlock::text(EMPTY_PLACEHOLDER)], None),
-    );
-    report.push(Pass::EmptyContent, RepairKind::PlaceholderInserted, None);
 }
 
 #[cfg(test)]
@@ -250,6 +241,7 @@ mod tests {
         let mut report = Report::default();
         let mut out = Vec::new();
         trim_final_assistant(&mut out, &mut report);
+        start_with_user(&mut out, &mut report);
         assert_eq!(drafts_shape(&out), "U: text((no content))");
     }
 }

@@ -13,7 +13,7 @@ pub(crate) mod reorder_attachments;
 pub(crate) mod thinking_hygiene;
 
 pub(crate) use drop_non_api::drop_non_api;
-pub(crate) use empty_content::{empty_content, lead_with_user, trim_final_assistant};
+pub(crate) use empty_content::{empty_content, start_with_user, trim_final_assistant};
 pub(crate) use ensure_tool_result_pairing::ensure_tool_result_pairing;
 pub(crate) use error_results_text_only::error_results_text_only;
 pub(crate) use media_cap::media_cap;
