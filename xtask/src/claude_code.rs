@@ -1056,7 +1056,7 @@ pub(crate) fn git_init(workspace: &Path, home: &Path) -> XResult<()> {
     Ok(())
 }
 
-/// Runs `command` (Claude Code) in `workspace`, offline: only `PATH`, a fresh `HOME` and
+/// Sets `command` (Claude Code) to run in `workspace`, offline: only `PATH`, a fresh `HOME` and
 /// `TMPDIR`, `ANTHROPIC_BASE_URL` = `base_url`, a dummy key, and autoupdate, telemetry,
 /// error reporting and nonessential traffic off.
 pub(crate) fn offline(

@@ -63,9 +63,6 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// The prompt both agents get.
 const PROMPT: &str = "Read the files under files/ one at a time, in order, until told to stop.";
 
-/// How many answers the server gave: each answer's id is its own.
-static ANSWERS: AtomicUsize = AtomicUsize::new(0);
-
 /// Where the runs and the report are kept, relative to the repository root.
 const RUNS: &str = "target/turn-cost";
 
@@ -84,6 +81,8 @@ struct Exchange {
 struct Script {
     /// Turns of the current run: Read calls before the final text.
     turns: AtomicUsize,
+    /// How many answers it gave: each answer's id is its own.
+    answers: AtomicUsize,
     /// The directory holding the files, as the Read calls name them.
     files: PathBuf,
     log: Mutex<Vec<Exchange>>,
@@ -277,7 +276,10 @@ fn answer(request: &Request, script: &Script) -> (bool, Vec<u8>) {
         "end_turn"
     };
     // Each answer its own id: both agents merge answers that share one (a split message).
-    let id = format!("msg_turncost_{}", ANSWERS.fetch_add(1, Ordering::SeqCst));
+    let id = format!(
+        "msg_turncost_{}",
+        script.answers.fetch_add(1, Ordering::SeqCst)
+    );
     let response = if body["stream"] == true {
         http(
             200,
@@ -547,6 +549,7 @@ pub(crate) fn run(root: &Path, args: &TurnCostArgs) -> XResult<()> {
 
     let script = Arc::new(Script {
         turns: AtomicUsize::new(0),
+        answers: AtomicUsize::new(0),
         files: files.clone(),
         log: Mutex::new(Vec::new()),
     });
@@ -672,6 +675,7 @@ mod tests {
     fn script(turns: usize) -> Script {
         Script {
             turns: AtomicUsize::new(turns),
+            answers: AtomicUsize::new(0),
             files: PathBuf::from("/ws/files"),
             log: Mutex::new(Vec::new()),
         }
