@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the MCP servers the threadline-mcp tests start, pinned, into target/test-servers/:
+# Installs the MCP servers the threadline-mcp tests start and the official Python SDK the
+# threadline-mock tests drive, pinned, into target/test-servers/:
 #   npm/node_modules/@modelcontextprotocol/server-everything  (xtask/test-servers/package-lock.json)
-#   venv/ with the Python `mcp` SDK                          (xtask/test-servers/requirements.txt)
+#   venv/ with the Python `mcp` SDK and `anthropic[bedrock,vertex]` (xtask/test-servers/requirements.txt)
 # Idempotent: a stamp per part records the pin it installed. Run by `cargo xtask mcp-servers`
 # and by `cargo xtask ci` before the tests.
 set -euo pipefail

@@ -16,7 +16,8 @@
 //!    `cargo install cargo-deny --locked` if missing)
 //! 7. `cargo xtask fixtures --check` (run in-process)
 //! 8. `cargo xtask mcp-servers` (run in-process): the pinned MCP servers threadline-mcp's
-//!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK), then
+//!    tests start (npm `@modelcontextprotocol/server-everything`, the Python `mcp` SDK) and the
+//!    official Python SDK threadline-mock's platform tests drive (`anthropic[bedrock,vertex]`), then
 //!    `cargo xtask restate-server`: the pinned Restate server threadline-restate's tests start
 //! 9. `cargo nextest run --workspace` (but the durable end-to-end tests, step 14), or
 //!    `cargo test --workspace` without nextest

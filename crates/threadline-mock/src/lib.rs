@@ -1,8 +1,17 @@
 //! A mock Anthropic Messages API on loopback: a real HTTP server (hyper, HTTP/1.1 and HTTP/2)
 //! for tests, benchmarks and offline demos.
 //!
-//! It serves `POST /v1/messages` (streamed or not) and `POST /v1/messages/count_tokens`. Every
-//! request is checked as the API checks it — a credential (`x-api-key` or a bearer token,
+//! It serves `POST /v1/messages` (streamed or not) and `POST /v1/messages/count_tokens`, and
+//! the same API as the cloud platforms serve it, all at once: Amazon Bedrock's InvokeModel
+//! (`/model/{id}/invoke`, `/model/{id}/invoke-with-response-stream`: SigV4 checked against
+//! test credentials, [`MOCK_AWS_ACCESS_KEY_ID`] by default, or a bearer; the body's
+//! `anthropic_version` and `anthropic_beta`; AWS errors; the AWS event stream), Google Vertex
+//! AI (`/v1/projects/{p}/locations/{r}/publishers/anthropic/models/{m}:rawPredict` and
+//! `:streamRawPredict`: a bearer; `anthropic_version` in the body; Google's error envelope for
+//! authentication and unknown models) and Microsoft Foundry (`/anthropic/v1/messages`: an
+//! `api-key`). Each front turns its platform's request into the API's, which is then checked
+//! and answered as below; what a platform does not offer is refused in its words (on-demand
+//! compaction on Bedrock, say). Every request is checked as the API checks it — a credential (`x-api-key` or a bearer token,
 //! else 401), `anthropic-version` (else 400), a known model (else 404 `model: <id>`), and
 //! [`threadline_validate::validate()`] (else the API's exact 400 envelope) — and recorded for tests
 //! to inspect. Valid requests are answered from a [`Scenario`]: scripted messages (text,
@@ -102,6 +111,7 @@ mod context_edits;
 pub mod diagnostics;
 mod limits;
 mod on_demand_compaction;
+mod platforms;
 mod recording;
 pub mod request_log;
 mod respond;
@@ -116,6 +126,11 @@ pub mod tool_search;
 pub mod usage;
 
 pub use limits::ServerLimits;
+pub use platforms::bedrock::{
+    BEDROCK_ANTHROPIC_VERSION, SIGNING_SERVICE as BEDROCK_SIGNING_SERVICE,
+};
+pub use platforms::vertex::VERTEX_ANTHROPIC_VERSION;
+pub use platforms::{MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, PlatformCredentials};
 pub use routes::Route;
 pub use scenario::{
     AnswerBy, Block, ErrorStep, FixtureStep, MessageStep, Scenario, ScenarioError, Step,

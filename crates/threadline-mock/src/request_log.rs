@@ -1,5 +1,6 @@
-//! The request log: one JSON line per request on `/v1/messages` and
-//! `/v1/messages/count_tokens`, appended to a file as each request is answered, for a process
+//! The request log: one JSON line per request on the messages and token-count paths of every
+//! platform's front (`/v1/messages`, `/v1/messages/count_tokens`, Bedrock's, Vertex's,
+//! Foundry's: [`MockServer`](crate::MockServer)), appended to a file as each request is answered, for a process
 //! other than the test that started the mock (an orchestrator killing workers) to read what
 //! the mock received and answered.
 //!
@@ -18,7 +19,8 @@
 //! | `body_bytes` | the body's size (for a body refused unread, the bytes read before) |
 //! | `body_omitted` | `not_read` (refused or cut before its end), `too_large` (past `max_recorded_bytes`), `not_utf8` |
 //! | `body_sha256` | lower-case hex SHA-256 of the exact body bytes; `null` when not read whole |
-//! | `method`, `path` | `POST`, `/v1/messages` or `/v1/messages/count_tokens` |
+//! | `method`, `path` | `POST` and the path as received (`/v1/messages`, `/model/{id}/invoke-with-response-stream`, …) |
+//! | `platform` | the front the path belongs to: `anthropic`, `bedrock`, `vertex` or `foundry` |
 //! | `refused` | the error message the mock answered when it refused the request itself (a failed check, `model: <id>` for an unknown model, a missing credential or version, a body too large, overload); `null` when it did not (a scripted `error` step is `answer: "error"`) |
 //! | `request_id` | the `request-id` the mock answered with |
 //! | `route` | the index of the route (in the scenario's `routes`) that answered; `null`: the main steps |
@@ -83,7 +85,7 @@ pub(crate) struct Entry<'a> {
 
 /// Whether the log records requests to `path`.
 pub(crate) fn logs_path(path: &str) -> bool {
-    path == "/v1/messages" || path == "/v1/messages/count_tokens"
+    crate::platforms::Front::of("POST", path).is_some()
 }
 
 /// The lower-case hex SHA-256 of `bytes`.
@@ -110,6 +112,7 @@ pub(crate) fn line(seq: u64, entry: &Entry<'_>) -> Value {
         "request_id": entry.request_id,
         "method": entry.method,
         "path": entry.path,
+        "platform": crate::platforms::Front::of(entry.method, entry.path).map(|f| f.platform()),
         "status": entry.status,
         "route": chosen.and_then(|c| c.route),
         "step": chosen.map(|c| c.step),
@@ -270,7 +273,7 @@ mod tests {
             line,
             json!({
                 "seq": 4, "request_id": "req_1", "method": "POST", "path": "/v1/messages",
-                "status": 200, "route": 1, "step": 2, "answer_by": "turn", "answer": "message",
+                "platform": "anthropic", "status": 200, "route": 1, "step": 2, "answer_by": "turn", "answer": "message",
                 "body_bytes": 15, "body_sha256": sha256_hex(body),
                 "body": r#"{"b":1,  "a":2}"#, "usage": {"input_tokens": 3},
                 "anthropic_beta": "effort-2025-11-24,thinking-display-updates-2026-08-18",

@@ -27,6 +27,7 @@ use tokio::task::JoinSet;
 use crate::body::{BodyRefused, read_body};
 use crate::connections::{Connections, RequestGuard, Slot};
 use crate::limits::{MAX_HTTP2_STREAMS, ServerLimits};
+use crate::platforms::{Admitted, Front, PlatformCredentials};
 use crate::recording::Recording;
 use crate::request_log::{Chosen, Entry, Outcome, RequestLog};
 use crate::respond::{self, Ending};
@@ -83,6 +84,9 @@ pub struct MockConfig {
     /// The models served (see [`with_models`](Self::with_models)); the built-in table by
     /// default.
     pub models: &'static ModelTable,
+    /// The credentials the cloud platforms' fronts accept (see
+    /// [`with_platform_credentials`](Self::with_platform_credentials)).
+    pub platforms: PlatformCredentials,
 }
 
 impl std::fmt::Debug for MockConfig {
@@ -107,7 +111,17 @@ impl MockConfig {
             limits: ServerLimits::default(),
             record_log: None,
             models: ModelTable::builtin(),
+            platforms: PlatformCredentials::default(),
         }
+    }
+
+    /// This configuration accepting these credentials on the cloud platforms' fronts (by
+    /// default the AWS test pair [`MOCK_AWS_ACCESS_KEY_ID`](crate::MOCK_AWS_ACCESS_KEY_ID) /
+    /// [`MOCK_AWS_SECRET_ACCESS_KEY`](crate::MOCK_AWS_SECRET_ACCESS_KEY), and any non-empty
+    /// Vertex token or Foundry key).
+    pub fn with_platform_credentials(mut self, credentials: PlatformCredentials) -> Self {
+        self.platforms = credentials;
+        self
     }
 
     /// This configuration serving the models of `table` (the built-in table extended by a
@@ -169,6 +183,8 @@ struct State {
     log: Option<RequestLog>,
     /// The models served.
     models: &'static ModelTable,
+    /// The credentials each platform's front accepts.
+    platforms: PlatformCredentials,
 }
 
 /// The step chosen for a request, and how its ids are made.
@@ -320,6 +336,7 @@ impl MockServer {
             fingerprints: Default::default(),
             log,
             models: config.models,
+            platforms: config.platforms,
         });
         let connections = Connections::new(state.limits.max_connections);
         let task = tokio::spawn(accept_loop(
@@ -457,7 +474,7 @@ pub(crate) type MockBody = http_body_util::combinators::BoxBody<Bytes, Abort>;
 #[non_exhaustive]
 pub struct Abort;
 
-fn full(bytes: impl Into<Bytes>) -> MockBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> MockBody {
     Full::new(bytes.into())
         .map_err(|e: Infallible| match e {})
         .boxed()
@@ -492,7 +509,7 @@ fn json_response(status: StatusCode, request_id: &str, body: Vec<u8>) -> Respons
     response
 }
 
-fn api_error(kind: ApiErrorType, message: &str, request_id: &str) -> Response<MockBody> {
+pub(crate) fn api_error(kind: ApiErrorType, message: &str, request_id: &str) -> Response<MockBody> {
     let status = StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
     json_response(
         status,
@@ -518,7 +535,10 @@ fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
         .iter()
         .map(|(name, value)| {
             let name = name.as_str().to_owned();
-            let value = if name == "x-api-key" || name == "authorization" {
+            let value = if matches!(
+                name.as_str(),
+                "x-api-key" | "api-key" | "authorization" | "x-amz-security-token"
+            ) {
                 "[redacted]".to_owned()
             } else {
                 String::from_utf8_lossy(value.as_bytes()).into_owned()
@@ -680,27 +700,39 @@ async fn answer(
         outcome.refused = Some(message.to_owned());
         (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
     };
-    let path = parts.uri.path();
-    let count_tokens = match (parts.method.as_str(), path) {
-        ("POST", "/v1/messages") => false,
-        ("POST", "/v1/messages/count_tokens") => true,
-        _ => return rejected(ApiErrorType::NotFound, "Not Found"),
+    let Some(front) = Front::of(parts.method.as_str(), parts.uri.path()) else {
+        return rejected(ApiErrorType::NotFound, "Not Found");
     };
-    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-    let has_key = header("x-api-key").is_some_and(|k| !k.is_empty())
-        || header("authorization").is_some_and(|a| a.starts_with("Bearer "));
-    if !has_key {
-        return rejected(ApiErrorType::Authentication, "x-api-key header is required");
+    let admitted = match front.admit(&state.platforms, state.models, parts, bytes, request_id) {
+        Ok(admitted) => admitted,
+        Err(refusal) => {
+            outcome.refused = Some(refusal.message);
+            return (Ok(*refusal.response), Verdict::Rejected);
+        }
+    };
+    let (answer, verdict) = answer_admitted(state, &admitted, request_id, outcome);
+    match answer {
+        Ok(response) => (Ok(front.respond(response, request_id).await), verdict),
+        Err(abort) => (Err(abort), verdict),
     }
-    if header("anthropic-version").is_none() {
-        return rejected(
-            ApiErrorType::InvalidRequest,
-            "anthropic-version: header is required",
-        );
-    }
-    let options =
-        ValidateOptions::default().with_beta_header(header("anthropic-beta").unwrap_or(""));
-    if count_tokens {
+}
+
+/// The answer to a request a platform's front admitted: the canonical request checked as the
+/// API checks it and answered from the scenario.
+fn answer_admitted(
+    state: &State,
+    admitted: &Admitted,
+    request_id: &str,
+    outcome: &mut Outcome,
+) -> (Result<Response<MockBody>, Abort>, Verdict) {
+    let mut rejected = |kind, message: &str| {
+        outcome.refused = Some(message.to_owned());
+        (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
+    };
+    let bytes = admitted.body.as_slice();
+    let beta = admitted.beta.as_str();
+    let options = ValidateOptions::default().with_beta_header(beta);
+    if admitted.count_tokens {
         let request = match accepted::<CountTokensRequest>(
             state.models,
             bytes,
@@ -747,7 +779,6 @@ async fn answer(
         let answer = coded_api_error(refusal.kind, &refusal.message, refusal.code, request_id);
         return (Ok(answer), Verdict::Rejected);
     }
-    let beta = header("anthropic-beta").unwrap_or("");
     let (request, bound) = match crate::thinking_binding::check(request, state.models, beta) {
         Ok(checked) => checked,
         Err(message) => return rejected(ApiErrorType::InvalidRequest, &message),
@@ -795,7 +826,7 @@ async fn answer(
                 state,
                 &step,
                 &request,
-                (bytes.len(), header("anthropic-beta").unwrap_or("")),
+                (bytes.len(), beta),
                 (request_id, &ids),
                 &bound,
             );

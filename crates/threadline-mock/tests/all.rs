@@ -4,6 +4,8 @@
 
 #[path = "suite/on_demand_compaction.rs"]
 mod on_demand_compaction;
+#[path = "suite/platforms.rs"]
+mod platforms;
 #[path = "suite/server.rs"]
 mod server;
 #[path = "suite/thinking_binding.rs"]
