@@ -34,6 +34,9 @@ pub struct ClientConfig {
     /// Speak HTTP/2 without negotiating it (for `http://` servers that support it, such as
     /// the mock). Over `https://`, HTTP/2 or HTTP/1.1 is negotiated with ALPN either way.
     pub http2_prior_knowledge: bool,
+    /// The platform the requests go to (the Claude API by default): its paths, body fields,
+    /// credential and stream framing ([`Provider`](crate::Provider)).
+    pub provider: crate::provider::Provider,
 }
 
 /// How long the client waits.
@@ -173,7 +176,16 @@ impl ClientConfig {
             max_concurrent_requests: 64,
             limits: Limits::default(),
             http2_prior_knowledge: false,
+            provider: crate::provider::Provider::Anthropic,
         }
+    }
+
+    /// These settings for another platform (the base URL stays: set it with
+    /// [`with_base_url`](Self::with_base_url), e.g. to
+    /// [`Provider::default_base_url`](crate::Provider::default_base_url)).
+    pub fn with_provider(mut self, provider: crate::provider::Provider) -> Self {
+        self.provider = provider;
+        self
     }
 
     /// These settings speaking HTTP/2 from the first byte (no HTTP/1.1 fallback).

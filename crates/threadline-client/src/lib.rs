@@ -19,6 +19,11 @@
 //! Over it, at the caller's choice, [`meter`]: a [`MeterLayer`] counting requests, tokens and
 //! the cost by the model table into a shared [`Meter`].
 //!
+//! The same client speaks to Amazon Bedrock, Google Vertex AI and Microsoft Foundry
+//! ([`Provider`], set with [`ClientConfig::with_provider`]): the platform's path, body fields,
+//! credential ([`Auth::Aws`] signs each attempt with SigV4) and stream framing (Bedrock's AWS
+//! event stream) are the provider's; the events, errors, retries and guarantees are the same.
+//!
 //! The API key never appears in logs, `Debug`, `Display` or errors ([`ApiKey`]), not even when
 //! a server echoes it back: every error built from a response, a header or a transport
 //! failure has the key (and any `sk-ant-` shaped secret) redacted before it is logged or
@@ -60,6 +65,7 @@ pub mod concurrency;
 pub mod config;
 mod events;
 pub mod meter;
+pub mod provider;
 pub mod retry;
 mod secret;
 pub mod timeout;
@@ -78,7 +84,8 @@ use tower_layer::Layer;
 pub use body::BodyFragments;
 pub use config::{ClientConfig, Limits, MAX_REQUEST_BYTES, RetryConfig, Timeouts};
 pub use meter::{Meter, MeterLayer, MeterTotals, Metered};
-pub use secret::{ApiKey, Auth, InvalidApiKey};
+pub use provider::Provider;
+pub use secret::{ApiKey, Auth, AwsCredentials, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
 #[cfg(feature = "compact")]
 pub use token_counter::ClientTokenCounter;

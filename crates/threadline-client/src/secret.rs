@@ -68,6 +68,11 @@ impl ApiKey {
         self.0.as_bytes()
     }
 
+    /// The key as text, for a signer that takes it so (an AWS secret: visible ASCII).
+    pub(crate) fn secret_str(&self) -> Option<&str> {
+        self.0.to_str().ok()
+    }
+
     pub(crate) fn header_value(&self) -> &HeaderValue {
         &self.0
     }
@@ -94,21 +99,96 @@ impl fmt::Display for ApiKey {
     }
 }
 
+/// AWS credentials for SigV4 signing (Amazon Bedrock): an access key id, its secret and, for
+/// temporary credentials, a session token. The secret and the token never print; the access
+/// key id, which AWS itself puts in every signed request, does.
+///
+/// ```
+/// use threadline_client::AwsCredentials;
+/// let credentials = AwsCredentials::new("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", None)?;
+/// assert_eq!(
+///     format!("{credentials:?}"),
+///     r#"AwsCredentials { access_key_id: "AKIDEXAMPLE", secret_access_key: [redacted], session_token: None }"#
+/// );
+/// # Ok::<(), threadline_client::InvalidApiKey>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    access_key_id: String,
+    secret_access_key: ApiKey,
+    session_token: Option<ApiKey>,
+}
+
+impl AwsCredentials {
+    /// Credentials from their parts (surrounding whitespace trimmed). Fails when a part holds
+    /// what a header cannot carry; the error holds none of them.
+    pub fn new(
+        access_key_id: &str,
+        secret_access_key: &str,
+        session_token: Option<&str>,
+    ) -> Result<Self, InvalidApiKey> {
+        let access_key_id = access_key_id.trim();
+        if access_key_id.is_empty() || HeaderValue::from_str(access_key_id).is_err() {
+            return Err(InvalidApiKey);
+        }
+        let secret_access_key = ApiKey::new(secret_access_key)?;
+        if secret_access_key.secret_str().is_none_or(str::is_empty) {
+            return Err(InvalidApiKey);
+        }
+        let session_token = session_token
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(ApiKey::new)
+            .transpose()?;
+        Ok(AwsCredentials {
+            access_key_id: access_key_id.to_owned(),
+            secret_access_key,
+            session_token,
+        })
+    }
+
+    /// The access key id.
+    pub fn access_key_id(&self) -> &str {
+        &self.access_key_id
+    }
+
+    pub(crate) fn secret_access_key(&self) -> &ApiKey {
+        &self.secret_access_key
+    }
+
+    pub(crate) fn session_token(&self) -> Option<&ApiKey> {
+        self.session_token.as_ref()
+    }
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &self.secret_access_key)
+            .field("session_token", &self.session_token)
+            .finish()
+    }
+}
+
 /// How requests authenticate.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Auth {
-    /// `x-api-key: <key>`.
+    /// `x-api-key: <key>` (on Microsoft Foundry, `api-key: <key>`).
     ApiKey(ApiKey),
-    /// `Authorization: Bearer <token>`.
+    /// `Authorization: Bearer <token>` (a Bedrock API key, a Google OAuth access token, an
+    /// Entra ID token, a proxy's token).
     Bearer(ApiKey),
+    /// AWS SigV4 signatures (Amazon Bedrock).
+    Aws(AwsCredentials),
     /// No credential (a local mock that does not check, or a proxy that adds one).
     #[default]
     None,
 }
 
 impl Auth {
-    /// The header to send, if any.
+    /// The header to send, if any (SigV4 signs each request instead: none).
     pub(crate) fn header(&self) -> Option<(http::HeaderName, HeaderValue)> {
         match self {
             Auth::ApiKey(key) => Some((
@@ -116,7 +196,18 @@ impl Auth {
                 key.header_value().clone(),
             )),
             Auth::Bearer(token) => Some((http::header::AUTHORIZATION, token.bearer_value())),
-            Auth::None => None,
+            Auth::Aws(_) | Auth::None => None,
+        }
+    }
+
+    /// The secrets this credential holds, each to be kept out of everything printed.
+    fn secrets(&self) -> Vec<&ApiKey> {
+        match self {
+            Auth::ApiKey(key) | Auth::Bearer(key) => vec![key],
+            Auth::Aws(aws) => std::iter::once(&aws.secret_access_key)
+                .chain(aws.session_token.as_ref())
+                .collect(),
+            Auth::None => Vec::new(),
         }
     }
 }
@@ -131,10 +222,11 @@ impl Auth {
 #[derive(Clone, Default)]
 pub(crate) struct Redactor {
     secrets: Vec<HeaderValue>,
-    /// The key in any percent-encoding; never printed (its pattern spells the key). Shared
-    /// by the clones (one per request): a cloned `Regex` starts with an empty cache pool, so
-    /// each request's first search would build its matching state again.
-    encoded: Option<Arc<EncodedKey>>,
+    /// Each secret in any percent-encoding; never printed (its pattern spells the secret).
+    /// Shared by the clones (one per request): a cloned `Regex` starts with an empty cache
+    /// pool, so each request's first search would build its matching state again. `None`
+    /// when a secret's pattern could not be built: then only the exact texts are replaced.
+    encoded: Option<Arc<[EncodedKey]>>,
 }
 
 impl fmt::Debug for Redactor {
@@ -217,22 +309,30 @@ impl EncodedKey {
 impl Redactor {
     /// The redactor for a client authenticating with `auth`.
     pub(crate) fn for_auth(auth: &Auth) -> Self {
-        let key = match auth {
-            Auth::ApiKey(key) | Auth::Bearer(key) => key,
-            Auth::None => return Redactor::default(),
-        };
-        let mut secrets = vec![key.0.clone()];
-        if let Some(encoded) = percent_encoded(key.secret_bytes())
-            && let Ok(mut value) = HeaderValue::from_str(&encoded)
-        {
-            value.set_sensitive(true);
-            secrets.push(value);
+        let keys = auth.secrets();
+        if keys.is_empty() {
+            return Redactor::default();
         }
-        // A secret shorter than this would match ordinary words (see `redact_exact`).
-        let encoded = (key.secret_bytes().len() >= MIN_EXACT_SECRET)
-            .then(|| EncodedKey::new(key.secret_bytes()))
-            .flatten()
-            .map(Arc::new);
+        let mut secrets = Vec::new();
+        let mut encoded = Vec::new();
+        let mut every_pattern = true;
+        for key in keys {
+            secrets.push(key.0.clone());
+            if let Some(text) = percent_encoded(key.secret_bytes())
+                && let Ok(mut value) = HeaderValue::from_str(&text)
+            {
+                value.set_sensitive(true);
+                secrets.push(value);
+            }
+            // A secret shorter than this would match ordinary words (see `redact_exact`).
+            if key.secret_bytes().len() >= MIN_EXACT_SECRET {
+                match EncodedKey::new(key.secret_bytes()) {
+                    Some(pattern) => encoded.push(pattern),
+                    None => every_pattern = false,
+                }
+            }
+        }
+        let encoded = (every_pattern && !encoded.is_empty()).then(|| Arc::from(encoded));
         Redactor { secrets, encoded }
     }
 
@@ -244,21 +344,26 @@ impl Redactor {
     /// `text` with the credential replaced by [`REDACTED`]; borrowed when it held none.
     fn redact_credential<'t>(&self, text: &'t str) -> Cow<'t, str> {
         if let Some(encoded) = &self.encoded {
-            if !encoded.may_match(text.as_bytes()) {
-                return Cow::Borrowed(text);
+            let mut out = Cow::Borrowed(text);
+            for key in encoded.iter() {
+                if !key.may_match(out.as_bytes()) {
+                    continue;
+                }
+                let replaced = match key.pattern.replace_all(out.as_bytes(), REDACTED.as_bytes()) {
+                    Cow::Borrowed(_) => None,
+                    // A key that is not UTF-8 on its own (obs-text bytes) may cut a
+                    // character: then the text is kept printable (lossy) rather than refused.
+                    Cow::Owned(bytes) => Some(match String::from_utf8(bytes) {
+                        Ok(text) => text,
+                        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                    }),
+                };
+                if let Some(replaced) = replaced {
+                    out = Cow::Owned(replaced);
+                }
             }
-            return match encoded
-                .pattern
-                .replace_all(text.as_bytes(), REDACTED.as_bytes())
-            {
-                Cow::Borrowed(_) => Cow::Borrowed(text),
-                // A key that is not UTF-8 on its own (obs-text bytes) may cut a character:
-                // then the text is kept printable (lossy) rather than refused.
-                Cow::Owned(bytes) => Cow::Owned(match String::from_utf8(bytes) {
-                    Ok(text) => text,
-                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                }),
-            };
+            // (A secret too short for a pattern is too short for `redact_exact` too.)
+            return out;
         }
         let mut out = Cow::Borrowed(text);
         for secret in &self.secrets {
@@ -308,6 +413,32 @@ mod tests {
             Redactor::for_auth(&Auth::None).redact("sk-ant-api03-abcdefgh"),
             "sk-ant-…[redacted]"
         );
+    }
+
+    #[test]
+    fn aws_credentials_redact_the_secret_and_the_token_not_the_key_id() {
+        let aws = AwsCredentials::new(
+            "AKIDEXAMPLE0001",
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCY",
+            Some("FwoGZXIvYXdzEXAMPLE/token=="),
+        )
+        .expect("credentials");
+        let redactor = Redactor::for_auth(&Auth::Aws(aws.clone()));
+        assert_eq!(
+            redactor.redact(
+                "id AKIDEXAMPLE0001 secret wJalrXUtnFEMI%2FK7MDENG%2BbPxRfiCY \
+                 token FwoGZXIvYXdzEXAMPLE/token=="
+            ),
+            "id AKIDEXAMPLE0001 secret [redacted] token [redacted]"
+        );
+        let printed = format!("{:?}", Auth::Aws(aws));
+        assert!(printed.contains("AKIDEXAMPLE0001"), "{printed}");
+        assert!(
+            !printed.contains("wJalr") && !printed.contains("FwoG"),
+            "{printed}"
+        );
+        assert_eq!(AwsCredentials::new("", "s", None), Err(InvalidApiKey));
+        assert_eq!(AwsCredentials::new("AKID", " ", None), Err(InvalidApiKey));
     }
 
     /// A server over-encoding the key (`-` as `%2D` or `%2d`) got it
@@ -505,7 +636,7 @@ mod tests {
                 let text_key = std::str::from_utf8(&key).expect("ASCII");
                 let api_key = ApiKey::new(text_key).expect("visible ASCII is a header value");
                 let redactor = Redactor::for_auth(&Auth::Bearer(api_key));
-                let encoded_key = redactor.encoded.as_ref().expect("a long enough key");
+                let encoded_key = &redactor.encoded.as_ref().expect("a long enough key")[0];
                 let encoded: String = key
                     .iter()
                     .zip(&hows)

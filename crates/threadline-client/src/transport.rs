@@ -34,6 +34,7 @@ use tracing::field::Empty;
 
 use crate::config::{ClientConfig, Limits};
 use crate::events::SseEventStream;
+use crate::provider::Provider;
 use crate::secret::Redactor;
 use crate::timeout::{TimeoutError, TimeoutPhase};
 
@@ -47,8 +48,14 @@ pub struct HttpTransport {
 
 struct Inner {
     http: HyperClient<Connector, Full<Bytes>>,
-    messages_url: http::Uri,
-    count_tokens_url: http::Uri,
+    /// The platform: paths, body fields, credential, framing.
+    provider: Provider,
+    /// The base URL paths are joined to (the provider's form of the configured one).
+    base: String,
+    /// Where streamed messages go, when the path does not depend on the model.
+    messages_url: Option<http::Uri>,
+    /// The SigV4 credentials, when requests are signed (Bedrock).
+    aws: Option<crate::secret::AwsCredentials>,
     headers: HeaderMap,
     /// The configured betas; each request adds the ones its body needs.
     betas: Vec<String>,
@@ -62,7 +69,8 @@ struct Inner {
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTransport")
-            .field("messages_url", &self.inner.messages_url)
+            .field("provider", &self.inner.provider)
+            .field("base", &self.inner.base)
             .field("limits", &self.inner.limits)
             .finish_non_exhaustive()
     }
@@ -87,6 +95,15 @@ pub enum BuildError {
         /// The header's name.
         header: &'static str,
     },
+    /// The credential is not one the platform takes (AWS SigV4 credentials anywhere but
+    /// Bedrock).
+    #[error("{platform} does not take {credential}")]
+    Credential {
+        /// The platform ([`Provider::display_name`]).
+        platform: &'static str,
+        /// The kind of credential.
+        credential: &'static str,
+    },
 }
 
 fn endpoint(base: &str, path: &str) -> Result<http::Uri, BuildError> {
@@ -109,8 +126,28 @@ fn endpoint(base: &str, path: &str) -> Result<http::Uri, BuildError> {
 impl HttpTransport {
     /// A transport for `config`. Needs a Tokio runtime when it is called, not when built.
     pub fn new(config: &ClientConfig) -> Result<Self, BuildError> {
-        let messages_url = endpoint(&config.base_url, "/v1/messages")?;
-        let count_tokens_url = endpoint(&config.base_url, "/v1/messages/count_tokens")?;
+        let provider = config.provider.clone();
+        if !provider.takes(&config.auth) {
+            return Err(BuildError::Credential {
+                platform: provider.display_name(),
+                credential: "AWS SigV4 credentials",
+            });
+        }
+        let base = provider.base(&config.base_url).into_owned();
+        // The base checked once, whatever path each request adds.
+        endpoint(&base, "/").map_err(|e| match e {
+            BuildError::BaseUrl { reason, .. } => BuildError::BaseUrl {
+                url: config.base_url.clone(),
+                reason,
+            },
+            other => other,
+        })?;
+        let messages_url = match provider {
+            Provider::Anthropic | Provider::Foundry => {
+                Some(endpoint(&base, &provider.messages_path(""))?)
+            }
+            _ => None,
+        };
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -118,12 +155,13 @@ impl HttpTransport {
             USER_AGENT,
             HeaderValue::from_static(concat!("threadline/", env!("CARGO_PKG_VERSION"))),
         );
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
+        let version =
             HeaderValue::from_str(&config.api_version).map_err(|_| BuildError::Header {
                 header: "anthropic-version",
-            })?,
-        );
+            })?;
+        if provider.version_in_header() {
+            headers.insert(HeaderName::from_static("anthropic-version"), version);
+        }
         // Checked here so a bad configured beta is a build error, not a failed call; the
         // header itself is set per request (`betas::header_value`).
         if !config.betas.is_empty() {
@@ -132,8 +170,19 @@ impl HttpTransport {
             })?;
         }
         if let Some((name, value)) = config.auth.header() {
+            // Foundry's key header is `api-key` (docs/api-notes.md#cloud-platforms).
+            let name = match (&provider, &config.auth) {
+                (Provider::Foundry, crate::secret::Auth::ApiKey(_)) => {
+                    HeaderName::from_static("api-key")
+                }
+                _ => name,
+            };
             headers.insert(name, value);
         }
+        let aws = match &config.auth {
+            crate::secret::Auth::Aws(credentials) => Some(credentials.clone()),
+            _ => None,
+        };
 
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -153,8 +202,10 @@ impl HttpTransport {
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 http: client,
+                provider,
+                base,
                 messages_url,
-                count_tokens_url,
+                aws,
                 headers,
                 betas: config.betas.clone(),
                 limits: config.limits,
@@ -165,25 +216,58 @@ impl HttpTransport {
         })
     }
 
-    /// The HTTP request for `body`, with `anthropic-beta` = the configured betas and the
-    /// ones `betas` (the body's own) needs.
+    /// The HTTP request for the API's `body` at `path`: the platform's body (its fields and
+    /// betas: [`Provider`]), `anthropic-beta` = the configured betas and the ones `betas` (the
+    /// body's own) needs where the platform takes them as a header, signed when the platform
+    /// signs. A body past [`Limits::max_request_bytes`] is not sent.
     fn request(
         &self,
-        uri: &http::Uri,
+        path: &str,
         body: Vec<u8>,
         betas: Option<String>,
-    ) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(Bytes::from(body)));
+        count_tokens: bool,
+    ) -> Result<Request<Full<Bytes>>, ServiceError> {
+        let inner = &self.inner;
+        let uri = match (&inner.messages_url, count_tokens) {
+            (Some(url), false) => url.clone(),
+            _ => endpoint(&inner.base, path).map_err(|e| {
+                ServiceError::new(
+                    ServiceErrorKind::Decode,
+                    format!("cannot build the URL: {e}"),
+                )
+            })?,
+        };
+        let body = inner
+            .provider
+            .body(body, betas.as_deref(), count_tokens)
+            .map_err(cannot_serialize)?;
+        if body.len() > inner.limits.max_request_bytes {
+            return Err(too_large(body.len(), inner.limits.max_request_bytes));
+        }
+        let mut request = Request::new(Full::new(Bytes::new()));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = uri.clone();
-        *request.headers_mut() = self.inner.headers.clone();
+        *request.uri_mut() = uri;
+        *request.headers_mut() = inner.headers.clone();
         // Configured betas were checked at build time and required ones are constants.
-        if let Some(value) = betas.and_then(|b| HeaderValue::from_str(&b).ok()) {
+        if inner.provider.betas_in_header()
+            && let Some(value) = betas.and_then(|b| HeaderValue::from_str(&b).ok())
+        {
             request
                 .headers_mut()
                 .insert(HeaderName::from_static("anthropic-beta"), value);
         }
-        request
+        if let (Some(aws), Provider::Bedrock { region }) = (&inner.aws, &inner.provider) {
+            crate::provider::sign(
+                &mut request,
+                &body,
+                aws,
+                region,
+                crate::provider::BEDROCK_SIGNING_SERVICE,
+            )
+            .map_err(|e| inner.redactor.error(e))?;
+        }
+        *request.body_mut() = Full::new(Bytes::from(body));
+        Ok(request)
     }
 
     /// The redactor of this client's credential.
@@ -199,9 +283,18 @@ impl HttpTransport {
     }
 
     async fn count_tokens_once(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
+        let provider = &self.inner.provider;
+        let Some(path) = provider.count_tokens_path() else {
+            let message = format!(
+                "{} does not count tokens through the Messages API",
+                provider.display_name()
+            );
+            let envelope = ApiErrorResponse::new(ApiErrorType::InvalidRequest, message);
+            return Err(ServiceError::from_api_response(400, envelope, None));
+        };
         let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
-        let http_request = self.request(&self.inner.count_tokens_url, body, betas);
+        let http_request = self.request(&path, body, betas, true)?;
         let response = self.send(http_request).await?;
         let status = response.status();
         let headers = response.headers().clone();
@@ -263,11 +356,12 @@ impl HttpTransport {
         let headers = response.headers().clone();
         let retry_after = retry_after(&headers);
         let body = read_limited(response.into_body(), self.inner.limits.max_error_body_bytes).await;
+        let provider = &self.inner.provider;
         let envelope = body
             .ok()
             .and_then(|bytes| {
-                serde_json::from_slice::<ApiErrorResponse>(&bytes)
-                    .ok()
+                crate::provider::platform_error(provider, status.as_u16(), &headers, &bytes)
+                    .or_else(|| serde_json::from_slice::<ApiErrorResponse>(&bytes).ok())
                     .or_else(|| {
                         let text = String::from_utf8_lossy(&bytes);
                         let text: String = text.chars().take(200).collect();
@@ -307,17 +401,14 @@ impl HttpTransport {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .body(&mut request)
             .map_err(cannot_serialize)?;
-        if body.len() > self.inner.limits.max_request_bytes {
-            return Err(too_large(body.len(), self.inner.limits.max_request_bytes));
-        }
         let span = tracing::Span::current();
-        let response = self
-            .send(self.request(&self.inner.messages_url, body, betas))
-            .await?;
+        let path = self.inner.provider.messages_path(&request.model);
+        let response = self.send(self.request(&path, body, betas, false)?).await?;
         let status = response.status();
         span.record(names::HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()));
         let redactor = &self.inner.redactor;
         let request_id = header_str(response.headers(), "request-id")
+            .or_else(|| header_str(response.headers(), "x-amzn-requestid"))
             .map(|id| threadline_wire::secret::Redact::redact(redactor, id).into_owned());
         if let Some(id) = &request_id {
             span.record(names::ANTHROPIC_REQUEST_ID, id.as_str());
@@ -328,8 +419,9 @@ impl HttpTransport {
             tracing::debug!(error = %error, "request failed");
             return Err(error);
         }
-        let is_json = header_str(response.headers(), "content-type")
-            .is_some_and(|t| t.starts_with("application/json"));
+        let content_type = header_str(response.headers(), "content-type").unwrap_or("");
+        let is_json = content_type.starts_with("application/json");
+        let is_event_stream = content_type.starts_with(crate::provider::EVENT_STREAM_CONTENT_TYPE);
         let limits = self.inner.limits;
         let mut stream = if is_json {
             let bytes = read_limited(response.into_body(), clamp(limits.max_response_bytes))
@@ -353,9 +445,20 @@ impl HttpTransport {
                 span.clone(),
                 redactor.clone(),
             )
+        } else if is_event_stream {
+            let frames = crate::provider::EventStreamToSse::new(
+                response.into_body().map_err(BodyError::Http),
+                limits.max_event_bytes,
+            );
+            SseEventStream::new(
+                frames.map_err(BodyError::from_event_stream).boxed_unsync(),
+                limits,
+                span.clone(),
+                redactor.clone(),
+            )
         } else {
             SseEventStream::new(
-                response.into_body().map_err(BodyError).boxed_unsync(),
+                response.into_body().map_err(BodyError::Http).boxed_unsync(),
                 limits,
                 span.clone(),
                 redactor.clone(),
@@ -383,8 +486,23 @@ impl HttpTransport {
 
 /// A body read error, named so that the public surface never shows hyper's type.
 #[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-struct BodyError(hyper::Error);
+enum BodyError {
+    /// The connection's.
+    #[error(transparent)]
+    Http(hyper::Error),
+    /// A platform's framing (Bedrock's event stream) that does not read.
+    #[error("{0}")]
+    Framing(String),
+}
+
+impl BodyError {
+    fn from_event_stream(error: crate::provider::EventStreamError<BodyError>) -> BodyError {
+        match error {
+            crate::provider::EventStreamError::Body(inner) => inner,
+            other => BodyError::Framing(other.to_string()),
+        }
+    }
+}
 
 fn never(e: std::convert::Infallible) -> BodyError {
     match e {}
@@ -618,9 +736,15 @@ mod tests {
         let config = ClientConfig::new("https://proxy.example/anthropic/", Auth::None);
         let transport = HttpTransport::new(&config).expect("valid");
         assert_eq!(
-            transport.inner.messages_url.to_string(),
-            "https://proxy.example/anthropic/v1/messages"
+            transport
+                .inner
+                .messages_url
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("https://proxy.example/anthropic/v1/messages")
         );
+        assert_eq!(transport.inner.base, "https://proxy.example/anthropic");
         for bad in ["api.anthropic.com", "ftp://host", "not a url", ""] {
             let config = ClientConfig::new(bad, Auth::None);
             assert!(

@@ -14,5 +14,7 @@ mod faults;
 mod fixtures_replay;
 #[path = "suite/hostile.rs"]
 mod hostile;
+#[path = "suite/platforms.rs"]
+mod platforms;
 #[path = "suite/secrecy.rs"]
 mod secrecy;

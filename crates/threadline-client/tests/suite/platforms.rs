@@ -1,0 +1,269 @@
+//! The client on each cloud platform against the mock's fronts, over real loopback TCP: the
+//! same request becomes Bedrock's signed InvokeModel (read back from the AWS event stream),
+//! Vertex's streamRawPredict and Foundry's `/anthropic/v1/messages`, and each answer reads as
+//! the same message. Throttling answered in a platform's own shape is retried; credentials
+//! never reach an error.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use threadline_client::{
+    ApiKey, Auth, AwsCredentials, Client, ClientConfig, Provider, RetryConfig, collect_message,
+};
+use threadline_mock::{
+    MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, MockConfig, MockServer,
+    PlatformCredentials, Scenario, Step, StreamFault,
+};
+use threadline_wire::StreamEvent;
+
+use crate::common::{drain, request};
+
+const BEDROCK_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+const VERTEX_MODEL: &str = "claude-sonnet-4-5@20250929";
+const SESSION_TOKEN: &str = "FwoGZXIvYXdzEXAMPLE-session-token-0123456789";
+
+fn config(base_url: &str, auth: Auth, provider: Provider) -> ClientConfig {
+    ClientConfig::new(base_url, auth)
+        .with_provider(provider)
+        .with_timeouts(
+            Duration::from_secs(2),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+        )
+        .with_retry(
+            RetryConfig::default()
+                .with_max_retries(2)
+                .with_backoff(Duration::from_millis(5), Duration::from_millis(20)),
+        )
+}
+
+fn aws(secret: &str) -> Auth {
+    Auth::Aws(
+        AwsCredentials::new(MOCK_AWS_ACCESS_KEY_ID, secret, Some(SESSION_TOKEN))
+            .expect("credentials"),
+    )
+}
+
+async fn mock(steps: Vec<Step>, credentials: PlatformCredentials) -> MockServer {
+    let config = MockConfig::new(Scenario::new(steps)).with_platform_credentials(credentials);
+    MockServer::start_with(config)
+        .await
+        .expect("the mock starts")
+}
+
+fn model(name: &str) -> threadline_wire::MessagesRequest {
+    let mut request = request();
+    request.model = name.to_owned();
+    request
+}
+
+#[tokio::test]
+async fn bedrock_requests_are_signed_and_streams_read_from_the_event_stream() {
+    let server = mock(
+        vec![Step::text("Hello from Bedrock, in pieces.").with_chunk_chars(4)],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let client = Client::new(config(
+        &server.base_url(),
+        aws(MOCK_AWS_SECRET_ACCESS_KEY),
+        Provider::bedrock("eu-west-1"),
+    ))
+    .expect("a client");
+    let mut beta_request = model(BEDROCK_MODEL);
+    beta_request.output_config = None;
+    let client = Client::new(
+        client
+            .config()
+            .clone()
+            .with_beta("interleaved-thinking-2025-05-14"),
+    )
+    .expect("a client");
+    let (events, error) = drain(client.stream(beta_request).await.expect("a stream")).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(matches!(events.first(), Some(StreamEvent::MessageStart(_))));
+    assert!(matches!(events.last(), Some(StreamEvent::MessageStop(_))));
+    let recorded = &server.requests()[0];
+    assert_eq!(
+        recorded.path,
+        format!("/model/{BEDROCK_MODEL}/invoke-with-response-stream")
+    );
+    assert_eq!(recorded.status, Some(200));
+    let body = recorded.body.as_ref().expect("kept");
+    assert_eq!(body["anthropic_version"], json!("bedrock-2023-05-31"));
+    assert_eq!(
+        body["anthropic_beta"],
+        json!(["interleaved-thinking-2025-05-14"])
+    );
+    assert!(
+        body.get("model").is_none() && body.get("stream").is_none(),
+        "{body}"
+    );
+    assert!(!recorded.headers.contains_key("anthropic-beta"));
+    assert!(!recorded.headers.contains_key("anthropic-version"));
+    assert_eq!(recorded.headers["x-amz-security-token"], "[redacted]");
+}
+
+#[tokio::test]
+async fn the_same_request_reads_as_the_same_message_on_every_platform() {
+    let step = || Step::text("Same everywhere.").with_chunk_chars(3);
+    let credentials = PlatformCredentials::default()
+        .with_vertex_token("ya29.vertex-token-0123456789")
+        .with_foundry_key("foundry-key-0123456789");
+    let server = mock(vec![step(), step(), step(), step()], credentials).await;
+    let base = server.base_url();
+    let bearer = |t: &str| Auth::Bearer(ApiKey::new(t).expect("a token"));
+    let key = |t: &str| Auth::ApiKey(ApiKey::new(t).expect("a key"));
+    let cases = [
+        (
+            Provider::Anthropic,
+            key("sk-ant-api03-x"),
+            "claude-sonnet-4-5",
+            base.clone(),
+        ),
+        (
+            Provider::bedrock("us-east-1"),
+            aws(MOCK_AWS_SECRET_ACCESS_KEY),
+            BEDROCK_MODEL,
+            base.clone(),
+        ),
+        (
+            Provider::vertex("proj", "us-east5"),
+            bearer("ya29.vertex-token-0123456789"),
+            VERTEX_MODEL,
+            base.clone(),
+        ),
+        (
+            Provider::Foundry,
+            key("foundry-key-0123456789"),
+            "claude-sonnet-4-5",
+            format!("{base}/anthropic"),
+        ),
+    ];
+    let mut messages = Vec::new();
+    for (provider, auth, id, base) in cases {
+        let name = provider.name();
+        let client = Client::new(config(&base, auth, provider)).expect("a client");
+        let message = collect_message(
+            client
+                .stream(model(id))
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        messages.push((name, message));
+    }
+    for (name, message) in &messages {
+        assert_eq!(message.text(), "Same everywhere.", "{name}");
+        assert_eq!(message.content, messages[0].1.content, "{name}");
+    }
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/messages".to_owned(),
+            format!("/model/{BEDROCK_MODEL}/invoke-with-response-stream"),
+            format!(
+                "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/{VERTEX_MODEL}:streamRawPredict"
+            ),
+            "/anthropic/v1/messages".to_owned(),
+        ]
+    );
+    let requests = server.requests();
+    let vertex: &Value = requests[2].body.as_ref().expect("kept");
+    assert_eq!(vertex["anthropic_version"], json!("vertex-2023-10-16"));
+    assert!(vertex.get("model").is_none(), "{vertex}");
+    assert_eq!(requests[3].headers["api-key"], "[redacted]");
+}
+
+#[tokio::test]
+async fn a_wrong_secret_is_an_authentication_error_naming_bedrock_and_no_secret() {
+    let server = mock(vec![Step::text("unused")], PlatformCredentials::default()).await;
+    let secret = "wrong-secret-0123456789-abcdefgh";
+    let client = Client::new(config(
+        &server.base_url(),
+        aws(secret),
+        Provider::bedrock("us-east-1"),
+    ))
+    .expect("a client");
+    let error = client
+        .stream(model(BEDROCK_MODEL))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.status(), Some(403));
+    let text = error.to_string();
+    assert!(
+        text.contains("Amazon Bedrock InvalidSignatureException"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(secret) && !text.contains(SESSION_TOKEN),
+        "{text}"
+    );
+    assert!(!format!("{error:?} {:?}", client.config()).contains(secret));
+    // Not retried: an authentication error is final.
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn throttling_in_a_platforms_shape_is_retried() {
+    // Bedrock answers the scripted 429 as a ThrottlingException; Vertex as the API's 429.
+    let server = mock(
+        vec![Step::rate_limited(0.0), Step::text("after the throttle")],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let client = Client::new(config(
+        &server.base_url(),
+        aws(MOCK_AWS_SECRET_ACCESS_KEY),
+        Provider::bedrock("us-east-1"),
+    ))
+    .expect("a client");
+    let message = client.message(model(BEDROCK_MODEL)).await.expect("retried");
+    assert_eq!(message.text(), "after the throttle");
+    let statuses: Vec<Option<u16>> = server.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(429), Some(200)]);
+}
+
+#[tokio::test]
+async fn an_exception_frame_mid_stream_is_the_apis_error() {
+    let fault = StreamFault::ErrorEvent {
+        after_events: 3,
+        error_type: Some("overloaded_error".to_owned()),
+        message: Some("Bedrock is unable to process your request.".to_owned()),
+    };
+    let server = mock(
+        vec![Step::text("cut").with_fault(fault)],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let client = Client::new(config(
+        &server.base_url(),
+        aws(MOCK_AWS_SECRET_ACCESS_KEY),
+        Provider::bedrock("us-east-1"),
+    ))
+    .expect("a client");
+    let (events, error) = drain(client.stream(model(BEDROCK_MODEL)).await.expect("a stream")).await;
+    // message_start and content_block_start: the third event was the API's `ping`, which
+    // Bedrock does not send.
+    assert_eq!(events.len(), 2, "{events:?}");
+    let error = error.expect("the stream's error");
+    assert!(error.is_overloaded(), "{error}");
+    assert!(
+        error.to_string().contains("serviceUnavailableException"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn sigv4_credentials_are_refused_anywhere_but_bedrock() {
+    let config = ClientConfig::new("http://127.0.0.1:9", aws(MOCK_AWS_SECRET_ACCESS_KEY))
+        .with_provider(Provider::vertex("p", "global"));
+    let error = Client::new(config).expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "Vertex AI does not take AWS SigV4 credentials"
+    );
+}
