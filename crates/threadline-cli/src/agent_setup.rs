@@ -32,7 +32,28 @@ pub(crate) fn client(
     request_timeout: Option<Duration>,
 ) -> Result<Client, String> {
     let key = ApiKey::new(key).map_err(|e| format!("the API key is not usable: {e}"))?;
-    let mut config = ClientConfig::new(base_url, Auth::ApiKey(key));
+    let config = ClientConfig::new(base_url, Auth::ApiKey(key));
+    finish_client(config, retry, request_timeout)
+}
+
+/// The client for a cloud platform's settings (`--provider`); one line on failure (no
+/// credential is ever in it).
+pub(crate) fn platform_client(
+    settings: threadline::client::provider::PlatformSettings,
+    retry: Option<RetryConfig>,
+    request_timeout: Option<Duration>,
+) -> Result<Client, String> {
+    let config =
+        ClientConfig::new(settings.base_url, settings.auth).with_provider(settings.provider);
+    finish_client(config, retry, request_timeout)
+}
+
+fn finish_client(
+    mut config: ClientConfig,
+    retry: Option<RetryConfig>,
+    request_timeout: Option<Duration>,
+) -> Result<Client, String> {
+    let base_url = config.base_url.clone();
     if let Some(retry) = retry {
         config = config.with_retry(retry);
     }

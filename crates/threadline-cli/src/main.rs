@@ -266,6 +266,15 @@ enum Command {
         /// `ANTHROPIC_API_KEY` is then optional.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
+        /// The platform: anthropic (default), bedrock, vertex or foundry, each read from the
+        /// variables Claude Code reads (bedrock: AWS_REGION, AWS_ACCESS_KEY_ID,
+        /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or AWS_BEARER_TOKEN_BEDROCK; vertex:
+        /// ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION, ANTHROPIC_VERTEX_ACCESS_TOKEN;
+        /// foundry: ANTHROPIC_FOUNDRY_RESOURCE, ANTHROPIC_FOUNDRY_API_KEY). Default: the one
+        /// a CLAUDE_CODE_USE_BEDROCK/VERTEX/FOUNDRY variable picks, else anthropic. The model
+        /// id is the platform's (e.g. `us.anthropic.claude-sonnet-4-5-20250929-v1:0`).
+        #[arg(long, value_name = "PLATFORM", value_parser = ["anthropic", "bedrock", "vertex", "foundry"])]
+        provider: Option<String>,
         /// Let the model run shell commands without asking (otherwise each one asks when stdin
         /// is a terminal — `[y/N]` on stderr, answered by the next line — and is refused when
         /// stdin is piped).
@@ -530,6 +539,7 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             max_tokens,
             date,
             base_url,
+            provider,
             allow_shell,
             transcript,
             max_turns,
@@ -549,6 +559,7 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             max_tokens,
             date: date.as_deref(),
             base_url: base_url.as_deref(),
+            provider: provider.as_deref(),
             allow_shell,
             transcript: transcript.as_deref(),
             max_turns,

@@ -27,6 +27,8 @@ pub(crate) struct RunArgs<'a> {
     pub(crate) max_tokens: Option<u64>,
     pub(crate) date: Option<&'a str>,
     pub(crate) base_url: Option<&'a str>,
+    /// `--provider`.
+    pub(crate) provider: Option<&'a str>,
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
     pub(crate) max_turns: u32,
@@ -87,7 +89,10 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     let date = crate::agent_setup::date(args.date, RUN)?;
     // A resumed Claude Code session is imported into a new file: without a key the run
     // cannot start, so say so before writing it.
-    if args.resume.is_some() && !args.dry_run {
+    if args.resume.is_some()
+        && !args.dry_run
+        && super::run_live::platform(args.provider, args.base_url)?.is_none()
+    {
         super::run_live::api_key(args.base_url)?;
     }
     let resume = match args.resume {
@@ -110,6 +115,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
         max_tokens,
         date: &date,
         base_url: args.base_url,
+        provider: args.provider,
         allow_shell: args.allow_shell,
         transcript: resume
             .as_ref()

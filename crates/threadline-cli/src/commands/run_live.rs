@@ -17,7 +17,9 @@ use threadline::query::Terminal;
 use threadline::tools::ShellAccess;
 use threadline_message::Message;
 
-use crate::agent_setup::{API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client};
+use crate::agent_setup::{
+    API_BASE_URL, API_KEY_VARIABLE, AgentSettings, agent_builder, client, platform_client,
+};
 use crate::error::CliError;
 use crate::meter::{Meter, Metered};
 use crate::permission_prompt::{AskOnStdin, can_ask};
@@ -37,6 +39,8 @@ pub(crate) struct LiveArgs<'a> {
     pub(crate) max_tokens: u64,
     pub(crate) date: &'a str,
     pub(crate) base_url: Option<&'a str>,
+    /// `--provider`: the platform (else a `CLAUDE_CODE_USE_*` variable's, else the API).
+    pub(crate) provider: Option<&'a str>,
     pub(crate) allow_shell: bool,
     pub(crate) transcript: Option<&'a Path>,
     /// A resumed session's history (`--resume`).
@@ -71,15 +75,51 @@ pub(crate) fn api_key(base_url: Option<&str>) -> Result<String, CliError> {
 /// The subcommand, as error lines name it.
 const RUN: Option<&str> = Some("run");
 
+/// The cloud platform's settings when `provider` (or a `CLAUDE_CODE_USE_*` variable) picks
+/// one, from the variables Claude Code reads (`threadline_client::provider::platform_from_env`);
+/// `None` for the Claude API, whose key [`api_key`] reads. An error is one line naming what
+/// is missing (exit code 2).
+pub(crate) fn platform(
+    provider: Option<&str>,
+    base_url: Option<&str>,
+) -> Result<Option<threadline::client::provider::PlatformSettings>, CliError> {
+    use threadline::client::Provider;
+    use threadline::client::provider::{PlatformEnvError, platform_from_env};
+    match platform_from_env(provider, base_url) {
+        Ok(settings) if settings.provider == Provider::Anthropic => Ok(None),
+        Ok(settings) => Ok(Some(settings)),
+        Err(PlatformEnvError::Missing { platform, .. })
+            if platform == Provider::Anthropic.display_name() =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(CliError::start_line(RUN, error.to_string())),
+    }
+}
+
 pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
-    let key = api_key(args.base_url)?;
+    let platform = platform(args.provider, args.base_url)?;
+    let key = match platform {
+        Some(_) => None,
+        None => Some(api_key(args.base_url)?),
+    };
     let base_url = args.base_url.unwrap_or(API_BASE_URL);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::runtime(RUN, e))?;
     let client = runtime
-        .block_on(async { client(base_url, &key, None, args.request_timeout) })
+        .block_on(async {
+            match (platform, &key) {
+                (Some(settings), _) => platform_client(settings, None, args.request_timeout),
+                (None, key) => client(
+                    base_url,
+                    key.as_deref().unwrap_or_default(),
+                    None,
+                    args.request_timeout,
+                ),
+            }
+        })
         .map_err(|line| CliError::start_line(RUN, line))?;
     drop(key);
     let mcp_config = crate::mcp_setup::load(args.workspace, args.mcp_config, "run")

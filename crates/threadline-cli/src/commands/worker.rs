@@ -162,6 +162,8 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         max_tokens,
         date: &date,
         base_url: args.base_url.as_deref(),
+        // The durable worker speaks to the Claude API (or its base URL) only, for now.
+        provider: None,
         allow_shell: args.allow_shell,
         transcript: None,
         history: None,

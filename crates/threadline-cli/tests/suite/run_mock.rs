@@ -874,3 +874,147 @@ steps:
         announcements[0]
     );
 }
+
+/// `threadline run --provider X --base-url MOCK` on each cloud platform: the same
+/// tool-using session completes against the mock's Bedrock, Vertex and Foundry fronts, with
+/// the credentials read from the variables Claude Code reads, and the mock's request log shows
+/// each platform's request shape (Bedrock's signed InvokeModel with the version and betas in
+/// the body, Vertex's streamRawPredict, Foundry's `/anthropic/v1/messages` with an `api-key`).
+#[test]
+fn run_completes_a_tool_session_on_each_cloud_platform() {
+    let aws_secret = threadline_mock::MOCK_AWS_SECRET_ACCESS_KEY;
+    type Variables = Vec<(&'static str, &'static str)>;
+    let cases: [(&str, &str, Variables); 3] = [
+        (
+            "bedrock",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            vec![
+                ("AWS_REGION", "eu-central-1"),
+                ("AWS_ACCESS_KEY_ID", threadline_mock::MOCK_AWS_ACCESS_KEY_ID),
+                ("AWS_SECRET_ACCESS_KEY", aws_secret),
+            ],
+        ),
+        (
+            "vertex",
+            "claude-sonnet-4-5@20250929",
+            vec![
+                ("ANTHROPIC_VERTEX_PROJECT_ID", "team-project"),
+                ("CLOUD_ML_REGION", "us-east5"),
+                ("ANTHROPIC_VERTEX_ACCESS_TOKEN", "ya29.vertex-secret-token"),
+            ],
+        ),
+        (
+            "foundry",
+            "claude-sonnet-4-5",
+            vec![("ANTHROPIC_FOUNDRY_API_KEY", "foundry-secret-key-0123")],
+        ),
+    ];
+    for (provider, model, vars) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(&workspace).expect("workspace");
+        std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
+        let scenario = dir.path().join("scenario.yaml");
+        std::fs::write(
+            &scenario,
+            r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_notes, name: Read, input: {path: notes.txt}}
+  - kind: message
+    content:
+      - {type: text, text: "You need to buy oat milk."}
+"#,
+        )
+        .expect("scenario");
+        let log = dir.path().join("requests.jsonl");
+        let mock = Mock::start_logged(&scenario, &log);
+        let base = match provider {
+            "foundry" => format!("{}/anthropic", mock.base_url),
+            _ => mock.base_url.clone(),
+        };
+        let mut command = command();
+        command
+            .args([
+                "run",
+                "--provider",
+                provider,
+                "--base-url",
+                &base,
+                "--model",
+                model,
+            ])
+            .arg("What is in my notes?")
+            .current_dir(&workspace)
+            .env("THREADLINE_DATE", "2026-03-08")
+            .env_remove("ANTHROPIC_API_KEY")
+            .envs(vars.iter().copied())
+            .stdin(Stdio::null());
+        let output = command.output().expect("the binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{provider}: {stdout}\n{stderr}"
+        );
+        assert!(
+            stdout.contains("result of Read: 1 line"),
+            "{provider}: {stdout}"
+        );
+        assert!(
+            stdout.contains("You need to buy oat milk."),
+            "{provider}: {stdout}"
+        );
+        for (_, value) in &vars {
+            if value.contains("secret") {
+                assert!(
+                    !stdout.contains(value) && !stderr.contains(value),
+                    "{provider}"
+                );
+            }
+        }
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+            .expect("the request log")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{provider}: {lines:?}");
+        for line in &lines {
+            assert_eq!(line["platform"], provider, "{line}");
+            assert_eq!(line["status"], 200, "{line}");
+            let body: serde_json::Value =
+                serde_json::from_str(line["body"].as_str().expect("a body")).expect("JSON");
+            let path = line["path"].as_str().expect("a path");
+            match provider {
+                "bedrock" => {
+                    assert_eq!(path, format!("/model/{model}/invoke-with-response-stream"));
+                    assert_eq!(body["anthropic_version"], "bedrock-2023-05-31");
+                    assert!(body.get("model").is_none() && body.get("stream").is_none());
+                }
+                "vertex" => {
+                    assert_eq!(
+                        path,
+                        format!(
+                            "/v1/projects/team-project/locations/us-east5/publishers/\
+                             anthropic/models/{model}:streamRawPredict"
+                        )
+                    );
+                    assert_eq!(body["anthropic_version"], "vertex-2023-10-16");
+                    assert!(body.get("model").is_none());
+                }
+                _ => {
+                    assert_eq!(path, "/anthropic/v1/messages");
+                    assert_eq!(body["model"], model);
+                }
+            }
+        }
+        // The second request carries the tool's result back.
+        assert!(
+            lines[1]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains("buy oat milk"))
+        );
+    }
+}
