@@ -161,6 +161,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "time per small streamed answer through the whole threadline-client stack (limit, retry, timeouts, typed events, accumulation) vs a bare hyper request collecting the same response from the same mock over loopback (ours_time / baseline_time: the client's added latency; criterion prints requests/s)",
     },
     RatioSpec {
+        name: "bedrock_event_stream_vs_sse",
+        group: "bedrock_event_stream_decode",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "time to decode a ~1 MiB stream's events to typed events from Bedrock's AWS event stream (frames and CRCs checked, base64 chunks decoded, then the SSE reader) vs from the API's SSE of the same events (ours_time / baseline_time)",
+    },
+    RatioSpec {
         name: "client_sse_per_mb_vs_hyper",
         group: "client_sse_per_mb",
         ours: "ours",

@@ -15,6 +15,12 @@
 //!   had every message but the last two (`ours`: `BodyFragments::body`, comparing each message
 //!   with the kept one, splicing the kept bytes, serializing the new messages and the other
 //!   fields), vs copying 4 MB (`baseline`). Not over loopback: no request is sent.
+//! - `bedrock_event_stream_decode`: the events of a ~1 MiB stream decoded to typed events from
+//!   Bedrock's framing (`ours`: `provider::EventStreamToSse` — each frame's CRCs and headers
+//!   checked, the base64 chunk decoded — then the SSE decoder and `StreamEvent::from_json`)
+//!   vs from the API's SSE (`baseline`: the SSE decoder and `StreamEvent::from_json`). The
+//!   time ratio is what Bedrock's framing costs the client over SSE for the same events. Not
+//!   over loopback.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -216,12 +222,76 @@ fn request_body(c: &mut Criterion) {
     group.finish();
 }
 
+/// `sse`'s events framed as Bedrock frames them: one `chunk` frame each, its JSON in base64.
+fn event_stream_of(sse: &str) -> Vec<u8> {
+    use aws_smithy_eventstream::frame::write_message_to;
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    use base64::Engine as _;
+    let mut decoder = threadline_wire::sse::SseDecoder::new();
+    decoder.push(sse.as_bytes());
+    let mut out = Vec::new();
+    while let Ok(Some(event)) = decoder.next_event() {
+        let payload = serde_json::json!({
+            "bytes": base64::engine::general_purpose::STANDARD.encode(event.data.as_bytes())
+        });
+        let headers = vec![
+            Header::new(":event-type", HeaderValue::String("chunk".into())),
+            Header::new(
+                ":content-type",
+                HeaderValue::String("application/json".into()),
+            ),
+            Header::new(":message-type", HeaderValue::String("event".into())),
+        ];
+        let payload = serde_json::to_vec(&payload).expect("serializes");
+        write_message_to(&Message::new_from_parts(headers, payload), &mut out).expect("a frame");
+    }
+    out
+}
+
+/// The typed events of SSE bytes.
+fn typed_events(sse: &[u8]) -> usize {
+    let mut decoder = threadline_wire::sse::SseDecoder::new();
+    decoder.push(sse);
+    let mut n = 0;
+    while let Ok(Some(event)) = decoder.next_event() {
+        black_box(threadline_wire::StreamEvent::from_json(&event.data).expect("an event"));
+        n += 1;
+    }
+    n
+}
+
+fn bedrock_decode(c: &mut Criterion) {
+    let sse = large_sse(1 << 20);
+    let frames = Bytes::from(event_stream_of(&sse));
+    let mut group = c.benchmark_group("bedrock_event_stream_decode");
+    group.throughput(Throughput::Bytes(sse.len() as u64));
+    let expected = typed_events(sse.as_bytes());
+    group.bench_function("ours", |b| {
+        b.iter(|| {
+            let body = threadline_client::provider::EventStreamToSse::new(
+                Full::new(frames.clone()),
+                threadline_wire::sse::DEFAULT_MAX_EVENT_SIZE,
+            );
+            let read = futures::executor::block_on(body.collect())
+                .expect("valid frames")
+                .to_bytes();
+            let n = typed_events(&read);
+            assert_eq!(n, expected);
+            black_box(n)
+        })
+    });
+    group.bench_function("baseline", |b| {
+        b.iter(|| black_box(typed_events(black_box(sse.as_bytes()))))
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = small_stream, sse_per_mb, request_body
+    targets = small_stream, sse_per_mb, request_body, bedrock_decode
 }
 criterion_main!(benches);

@@ -28,14 +28,14 @@
 
 mod env;
 mod errors;
-mod event_stream;
+pub mod event_stream;
 mod rewrite;
 mod sigv4;
 
 pub use env::{PlatformEnvError, PlatformSettings, platform_from_env, platform_from_vars};
 pub(crate) use errors::platform_error;
-pub use event_stream::EventStreamError;
-pub(crate) use event_stream::{EVENT_STREAM_CONTENT_TYPE, EventStreamToSse};
+pub(crate) use event_stream::EVENT_STREAM_CONTENT_TYPE;
+pub use event_stream::{EventStreamError, EventStreamToSse};
 pub(crate) use sigv4::sign;
 
 use crate::secret::Auth;

@@ -14,6 +14,8 @@ mod faults;
 mod fixtures_replay;
 #[path = "suite/hostile.rs"]
 mod hostile;
+#[path = "suite/platform_fixtures.rs"]
+mod platform_fixtures;
 #[path = "suite/platforms.rs"]
 mod platforms;
 #[path = "suite/secrecy.rs"]

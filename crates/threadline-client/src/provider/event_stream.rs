@@ -11,7 +11,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+use aws_smithy_eventstream::frame::read_message_from;
 use aws_smithy_types::event_stream::Message;
 use base64::Engine as _;
 use bytes::{Buf as _, Bytes, BytesMut};
@@ -44,11 +44,25 @@ pub enum EventStreamError<E> {
     },
 }
 
-/// A response body of event-stream frames, read as the API's SSE bytes.
-pub(crate) struct EventStreamToSse<B> {
+/// A response body of event-stream frames, read as the API's SSE bytes: an
+/// [`http_body::Body`] over another. See the [module documentation](self).
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::{BodyExt, Full};
+/// use threadline_client::provider::EventStreamToSse;
+///
+/// # futures::executor::block_on(async {
+/// // No frames, no events; a body cut inside a frame is an error.
+/// let empty = EventStreamToSse::new(Full::new(Bytes::new()), 1 << 20);
+/// assert!(empty.collect().await.expect("nothing to read").to_bytes().is_empty());
+/// let cut = EventStreamToSse::new(Full::new(Bytes::from_static(&[0, 0, 0, 64, 0])), 1 << 20);
+/// assert!(cut.collect().await.is_err());
+/// # });
+/// ```
+pub struct EventStreamToSse<B> {
     inner: Pin<Box<B>>,
     buffer: BytesMut,
-    decoder: MessageFrameDecoder,
     max_frame: usize,
     done: bool,
 }
@@ -56,7 +70,7 @@ pub(crate) struct EventStreamToSse<B> {
 impl<B> EventStreamToSse<B> {
     /// `inner` read frame by frame, no frame past `max_event_bytes` of event (plus its
     /// wrapping).
-    pub(crate) fn new(inner: B, max_event_bytes: usize) -> Self {
+    pub fn new(inner: B, max_event_bytes: usize) -> Self {
         // base64 holds 3 bytes in 4.
         let max_frame = max_event_bytes
             .saturating_add(max_event_bytes / 3 + 4)
@@ -64,7 +78,6 @@ impl<B> EventStreamToSse<B> {
         EventStreamToSse {
             inner: Box::pin(inner),
             buffer: BytesMut::new(),
-            decoder: MessageFrameDecoder::new(),
             max_frame,
             done: false,
         }
@@ -87,17 +100,27 @@ impl<B> EventStreamToSse<B> {
                         limit: self.max_frame,
                     });
                 }
-                // The decoder takes the prelude out of the buffer once it is whole; it reads
-                // the frame only when all of it is there.
+                // A frame is read only once all of it is there, from its own bytes (the
+                // parser's slices of them are then shared, not copied).
                 if self.buffer.len() < declared {
                     return Ok(out);
                 }
             } else {
                 return Ok(out);
             }
-            match self.decoder.decode_frame(&mut self.buffer) {
-                Ok(DecodedFrame::Complete(message)) => sse_of(&message, &mut out)?,
-                Ok(DecodedFrame::Incomplete) => return Ok(out),
+            let declared = u32::from_be_bytes([
+                self.buffer[0],
+                self.buffer[1],
+                self.buffer[2],
+                self.buffer[3],
+            ]) as usize;
+            // A length below the prelude's and CRC's 16 bytes cannot be a frame.
+            let frame = self
+                .buffer
+                .split_to(declared.max(16).min(self.buffer.len()))
+                .freeze();
+            match read_message_from(frame) {
+                Ok(message) => sse_of(&message, &mut out)?,
                 Err(e) => return Err(EventStreamError::Frame(e.to_string())),
             }
         }
@@ -134,14 +157,26 @@ fn sse_of<E>(message: &Message, out: &mut Vec<u8>) -> Result<(), EventStreamErro
                 return Ok(());
             }
             #[derive(serde::Deserialize)]
-            struct Chunk {
-                bytes: String,
+            struct Chunk<'a> {
+                #[serde(borrow)]
+                bytes: std::borrow::Cow<'a, str>,
             }
-            let chunk: Chunk = serde_json::from_slice(message.payload())
+            let chunk: Chunk<'_> = serde_json::from_slice(message.payload())
                 .map_err(|_| bad("a chunk's payload is not {\"bytes\": …}"))?;
+            // Decoded in place after `data: `; a JSON written over several lines (never
+            // compact JSON) is then split into one `data:` line each.
+            let start = out.len();
+            out.extend_from_slice(b"data: ");
             base64::engine::general_purpose::STANDARD
-                .decode(chunk.bytes.as_bytes())
-                .map_err(|_| bad("a chunk's bytes are not base64"))?
+                .decode_vec(chunk.bytes.as_bytes(), out)
+                .map_err(|_| bad("a chunk's bytes are not base64"))?;
+            if memchr::memchr(b'\n', &out[start + 6..]).is_none() {
+                out.extend_from_slice(b"\n\n");
+                return Ok(());
+            }
+            let data = out.split_off(start + 6);
+            out.truncate(start);
+            data
         }
         Some(kind @ ("exception" | "error")) => {
             let (name, text) = if kind == "exception" {

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{config, request, stall_config, stream_request};
+use common::{config, read_request, request, stall_config, stream_request};
 use threadline_client::timeout::{TimeoutError, TimeoutPhase};
 use threadline_client::{Client, ClientConfig, RetryConfig};
 use threadline_wire::service::ServiceErrorKind;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n";
@@ -25,35 +25,6 @@ struct Hostile {
     base_url: String,
     connections: Arc<AtomicUsize>,
     written: Arc<AtomicU64>,
-}
-
-/// Reads one request (headers and a content-length body).
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + length {
-                let n = stream.read(&mut chunk).await?;
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            return Ok(());
-        }
-    }
 }
 
 /// A server that answers every connection with `respond`.

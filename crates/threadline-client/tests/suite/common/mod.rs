@@ -13,6 +13,8 @@ use threadline_client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
 use threadline_mock::{MockServer, Scenario, Step};
 use threadline_wire::service::{EventStream, ServiceError};
 use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, StreamEvent};
+use tokio::io::AsyncReadExt as _;
+use tokio::net::TcpStream;
 
 pub const KEY: &str = "sk-ant-api03-TEST-KEY-0123456789-never-print-me";
 
@@ -87,5 +89,34 @@ pub async fn call_error(client: &Client, request: MessagesRequest) -> ServiceErr
     match client.stream(request).await {
         Ok(_) => panic!("expected the call to fail"),
         Err(error) => error,
+    }
+}
+
+/// Reads one request (headers and a content-length body).
+pub async fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + length {
+                let n = stream.read(&mut chunk).await?;
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Ok(());
+        }
     }
 }
