@@ -289,8 +289,8 @@ impl HttpTransport {
                 "{} does not count tokens through the Messages API",
                 provider.display_name()
             );
-            let envelope = ApiErrorResponse::new(ApiErrorType::InvalidRequest, message);
-            return Err(ServiceError::from_api_response(400, envelope, None));
+            // Refused here, not by a server: no status (and not retryable).
+            return Err(ServiceError::new(ServiceErrorKind::Api, message));
         };
         let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);

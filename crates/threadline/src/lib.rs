@@ -103,6 +103,30 @@
 //! # }
 //! ```
 //!
+//! The same agent runs on Amazon Bedrock, Google Vertex AI or Microsoft Foundry: its service
+//! is then a client for that platform (`threadline::client::Provider`), configured here from
+//! the variables Claude Code reads (`CLAUDE_CODE_USE_BEDROCK`, `AWS_REGION`,
+//! `AWS_ACCESS_KEY_ID`, …; `threadline::client::provider::platform_from_env`):
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "client", feature = "agent"))]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use threadline::Agent;
+//! use threadline::client::provider::platform_from_env;
+//! use threadline::client::{Client, ClientConfig};
+//!
+//! let platform = platform_from_env(Some("bedrock"), None)?;
+//! let config = ClientConfig::new(platform.base_url, platform.auth).with_provider(platform.provider);
+//! let agent = Agent::builder(Client::new(config)?)
+//!     .model("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+//!     .build()?;
+//! # drop(agent);
+//! # Ok(())
+//! # }
+//! # #[cfg(not(all(feature = "client", feature = "agent")))]
+//! # fn main() {}
+//! ```
+//!
 //! The session is the agent's: every message a run's stream yields is in [`Agent::state`]
 //! at once (dropping the stream early loses nothing it yielded), one run at a time
 //! ([`Agent::try_run`] and [`Agent::prompt`] refuse a second with [`RunError::Busy`]), and

@@ -267,3 +267,42 @@ async fn sigv4_credentials_are_refused_anywhere_but_bedrock() {
         "Vertex AI does not take AWS SigV4 credentials"
     );
 }
+
+#[tokio::test]
+async fn tokens_are_counted_on_vertex_and_refused_on_bedrock_in_words_naming_it() {
+    let server = mock(vec![], PlatformCredentials::default()).await;
+    let bearer = Auth::Bearer(ApiKey::new("ya29.token-0123456789").expect("a token"));
+    let vertex = Client::new(config(
+        &server.base_url(),
+        bearer,
+        Provider::vertex("proj", "global"),
+    ))
+    .expect("a client");
+    let mut vertex_request = request();
+    vertex_request.model = VERTEX_MODEL.to_owned();
+    let count: threadline_wire::CountTokensRequest = (&vertex_request).into();
+    let tokens = vertex.count_tokens(&count).await.expect("counted");
+    assert!(tokens > 0);
+    let recorded = &server.requests()[0];
+    assert_eq!(
+        recorded.path,
+        "/v1/projects/proj/locations/global/publishers/anthropic/models/count-tokens:rawPredict"
+    );
+    let body = recorded.body.as_ref().expect("kept");
+    // A count keeps its model in the body, beside Vertex's version.
+    assert_eq!(body["model"], json!(VERTEX_MODEL));
+    assert_eq!(body["anthropic_version"], json!("vertex-2023-10-16"));
+    let bedrock = Client::new(config(
+        &server.base_url(),
+        aws(MOCK_AWS_SECRET_ACCESS_KEY),
+        Provider::bedrock("us-east-1"),
+    ))
+    .expect("a client");
+    let error = bedrock.count_tokens(&count).await.expect_err("not offered");
+    assert_eq!(
+        error.to_string(),
+        "Api: Amazon Bedrock does not count tokens through the Messages API"
+    );
+    assert!(!error.is_retryable() && error.status().is_none());
+    assert_eq!(server.request_count(), 1, "nothing was sent to Bedrock");
+}
