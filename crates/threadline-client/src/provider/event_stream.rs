@@ -86,34 +86,19 @@ impl<B> EventStreamToSse<B> {
     /// The SSE bytes of every complete frame buffered.
     fn drain<E>(&mut self) -> Result<Vec<u8>, EventStreamError<E>> {
         let mut out = Vec::new();
-        loop {
-            if self.buffer.len() >= 4 {
-                let declared = u32::from_be_bytes([
-                    self.buffer[0],
-                    self.buffer[1],
-                    self.buffer[2],
-                    self.buffer[3],
-                ]) as usize;
-                if declared > self.max_frame {
-                    return Err(EventStreamError::TooLarge {
-                        declared,
-                        limit: self.max_frame,
-                    });
-                }
-                // A frame is read only once all of it is there, from its own bytes (the
-                // parser's slices of them are then shared, not copied).
-                if self.buffer.len() < declared {
-                    return Ok(out);
-                }
-            } else {
-                return Ok(out);
+        while let Some(head) = self.buffer.get(..4) {
+            let declared = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+            if declared > self.max_frame {
+                return Err(EventStreamError::TooLarge {
+                    declared,
+                    limit: self.max_frame,
+                });
             }
-            let declared = u32::from_be_bytes([
-                self.buffer[0],
-                self.buffer[1],
-                self.buffer[2],
-                self.buffer[3],
-            ]) as usize;
+            // A frame is read only once all of it is there, from its own bytes (the parser's
+            // slices of them are then shared, not copied).
+            if self.buffer.len() < declared {
+                break;
+            }
             // A length below the prelude's and CRC's 16 bytes cannot be a frame.
             let frame = self
                 .buffer
@@ -124,6 +109,7 @@ impl<B> EventStreamToSse<B> {
                 Err(e) => return Err(EventStreamError::Frame(e.to_string())),
             }
         }
+        Ok(out)
     }
 }
 

@@ -4,11 +4,9 @@
 //! the same message. Throttling answered in a platform's own shape is retried; credentials
 //! never reach an error.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use threadline_client::{
-    ApiKey, Auth, AwsCredentials, Client, ClientConfig, Provider, RetryConfig, collect_message,
+    ApiKey, Auth, AwsCredentials, Client, ClientConfig, Provider, collect_message,
 };
 use threadline_mock::{
     MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, MockConfig, MockServer,
@@ -16,25 +14,27 @@ use threadline_mock::{
 };
 use threadline_wire::StreamEvent;
 
-use crate::common::{drain, request};
+use crate::common::{self, drain, request};
 
 const BEDROCK_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 const VERTEX_MODEL: &str = "claude-sonnet-4-5@20250929";
 const SESSION_TOKEN: &str = "FwoGZXIvYXdzEXAMPLE-session-token-0123456789";
 
+/// The suite's client settings ([`common::config`]) for `provider` with `auth`.
 fn config(base_url: &str, auth: Auth, provider: Provider) -> ClientConfig {
-    ClientConfig::new(base_url, auth)
+    common::config(base_url)
+        .with_auth(auth)
         .with_provider(provider)
-        .with_timeouts(
-            Duration::from_secs(2),
-            Duration::from_secs(5),
-            Duration::from_secs(5),
-        )
-        .with_retry(
-            RetryConfig::default()
-                .with_max_retries(2)
-                .with_backoff(Duration::from_millis(5), Duration::from_millis(20)),
-        )
+}
+
+/// A Bedrock client signing with the mock's access key id and `secret`.
+fn bedrock(base_url: &str, secret: &str) -> Client {
+    Client::new(config(
+        base_url,
+        aws(secret),
+        Provider::bedrock("us-east-1"),
+    ))
+    .expect("a client")
 }
 
 fn aws(secret: &str) -> Auth {
@@ -181,12 +181,7 @@ async fn the_same_request_reads_as_the_same_message_on_every_platform() {
 async fn a_wrong_secret_is_an_authentication_error_naming_bedrock_and_no_secret() {
     let server = mock(vec![Step::text("unused")], PlatformCredentials::default()).await;
     let secret = "wrong-secret-0123456789-abcdefgh";
-    let client = Client::new(config(
-        &server.base_url(),
-        aws(secret),
-        Provider::bedrock("us-east-1"),
-    ))
-    .expect("a client");
+    let client = bedrock(&server.base_url(), secret);
     let error = client
         .stream(model(BEDROCK_MODEL))
         .await
@@ -215,12 +210,7 @@ async fn throttling_in_a_platforms_shape_is_retried() {
         PlatformCredentials::default(),
     )
     .await;
-    let client = Client::new(config(
-        &server.base_url(),
-        aws(MOCK_AWS_SECRET_ACCESS_KEY),
-        Provider::bedrock("us-east-1"),
-    ))
-    .expect("a client");
+    let client = bedrock(&server.base_url(), MOCK_AWS_SECRET_ACCESS_KEY);
     let message = client.message(model(BEDROCK_MODEL)).await.expect("retried");
     assert_eq!(message.text(), "after the throttle");
     let statuses: Vec<Option<u16>> = server.requests().iter().map(|r| r.status).collect();
@@ -239,12 +229,7 @@ async fn an_exception_frame_mid_stream_is_the_apis_error() {
         PlatformCredentials::default(),
     )
     .await;
-    let client = Client::new(config(
-        &server.base_url(),
-        aws(MOCK_AWS_SECRET_ACCESS_KEY),
-        Provider::bedrock("us-east-1"),
-    ))
-    .expect("a client");
+    let client = bedrock(&server.base_url(), MOCK_AWS_SECRET_ACCESS_KEY);
     let (events, error) = drain(client.stream(model(BEDROCK_MODEL)).await.expect("a stream")).await;
     // message_start and content_block_start: the third event was the API's `ping`, which
     // Bedrock does not send.
@@ -292,12 +277,7 @@ async fn tokens_are_counted_on_vertex_and_refused_on_bedrock_in_words_naming_it(
     // A count keeps its model in the body, beside Vertex's version.
     assert_eq!(body["model"], json!(VERTEX_MODEL));
     assert_eq!(body["anthropic_version"], json!("vertex-2023-10-16"));
-    let bedrock = Client::new(config(
-        &server.base_url(),
-        aws(MOCK_AWS_SECRET_ACCESS_KEY),
-        Provider::bedrock("us-east-1"),
-    ))
-    .expect("a client");
+    let bedrock = bedrock(&server.base_url(), MOCK_AWS_SECRET_ACCESS_KEY);
     let error = bedrock.count_tokens(&count).await.expect_err("not offered");
     assert_eq!(
         error.to_string(),
