@@ -696,12 +696,8 @@ async fn answer(
     request_id: &str,
     outcome: &mut Outcome,
 ) -> (Result<Response<MockBody>, Abort>, Verdict) {
-    let mut rejected = |kind, message: &str| {
-        outcome.refused = Some(message.to_owned());
-        (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
-    };
     let Some(front) = Front::of(parts.method.as_str(), parts.uri.path()) else {
-        return rejected(ApiErrorType::NotFound, "Not Found");
+        return refuse(outcome, ApiErrorType::NotFound, "Not Found", request_id);
     };
     let admitted = match front.admit(&state.platforms, state.models, parts, bytes, request_id) {
         Ok(admitted) => admitted,
@@ -717,6 +713,17 @@ async fn answer(
     }
 }
 
+/// The mock's own refusal of a request: the API's error, noted in the outcome.
+fn refuse(
+    outcome: &mut Outcome,
+    kind: ApiErrorType,
+    message: &str,
+    request_id: &str,
+) -> (Result<Response<MockBody>, Abort>, Verdict) {
+    outcome.refused = Some(message.to_owned());
+    (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
+}
+
 /// The answer to a request a platform's front admitted: the canonical request checked as the
 /// API checks it and answered from the scenario.
 fn answer_admitted(
@@ -725,10 +732,7 @@ fn answer_admitted(
     request_id: &str,
     outcome: &mut Outcome,
 ) -> (Result<Response<MockBody>, Abort>, Verdict) {
-    let mut rejected = |kind, message: &str| {
-        outcome.refused = Some(message.to_owned());
-        (Ok(api_error(kind, message, request_id)), Verdict::Rejected)
-    };
+    let mut rejected = |kind, message: &str| refuse(outcome, kind, message, request_id);
     let bytes = admitted.body.as_slice();
     let beta = admitted.beta.as_str();
     let options = ValidateOptions::default().with_beta_header(beta);
