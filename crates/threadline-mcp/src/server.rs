@@ -11,6 +11,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::Value;
 use threadline_query::ProgressSender;
+use threadline_workspace::credentials::is_credential_variable;
 use tokio::io::AsyncReadExt as _;
 
 use crate::config::ServerConfig;
@@ -357,13 +358,14 @@ async fn connect_inner(
         ServerConfig::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args).kill_on_drop(true);
+            // No model credential reaches a server (threadline_workspace::credentials).
             for (key, _) in std::env::vars_os() {
-                if key.to_string_lossy().starts_with("ANTHROPIC_") {
+                if is_credential_variable(&key.to_string_lossy()) {
                     cmd.env_remove(&key);
                 }
             }
             for (key, value) in env {
-                if !key.starts_with("ANTHROPIC_") {
+                if !is_credential_variable(key) {
                     cmd.env(key, value);
                 }
             }

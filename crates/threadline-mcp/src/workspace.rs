@@ -36,8 +36,10 @@ use std::path::{Path, PathBuf};
 use crate::approval::Approvals;
 use crate::config::{ConfigError, FILE_NAME, MAX_CONFIG_BYTES, McpConfig, ServerEntry};
 
-/// The prefix of the variables never expanded into a workspace server's configuration.
-pub const PROTECTED_VARIABLE_PREFIX: &str = "ANTHROPIC_";
+/// The prefix of the variables never expanded into a workspace server's configuration (the
+/// cloud platforms' credential variables are not expanded either:
+/// [`threadline_workspace::credentials::is_credential_variable`]).
+pub const PROTECTED_VARIABLE_PREFIX: &str = threadline_workspace::credentials::CREDENTIAL_PREFIX;
 
 /// What a workspace's `.mcp.json` configures, split by the user's approval.
 #[derive(Debug, Default)]
@@ -129,7 +131,7 @@ impl WorkspaceServers {
             None => approvals,
         };
         let env = |name: &str| {
-            if name.starts_with(PROTECTED_VARIABLE_PREFIX) {
+            if threadline_workspace::credentials::is_credential_variable(name) {
                 None
             } else {
                 env(name)
@@ -161,7 +163,7 @@ impl WorkspaceServers {
                 }
                 Err(ConfigError::MissingVariable {
                     server, variable, ..
-                }) if variable.starts_with(PROTECTED_VARIABLE_PREFIX) => {
+                }) if threadline_workspace::credentials::is_credential_variable(&variable) => {
                     found.warnings.push(format!(
                         "{}: server `{server}`: `{variable}` is never expanded into a \
                          workspace server's configuration; it does not start",
@@ -207,6 +209,8 @@ mod tests {
             Just("${ANTHROPIC_API_KEY}".to_owned()),
             Just("${ANTHROPIC_AUTH_TOKEN:-x}".to_owned()),
             Just("${ANTHROPIC_}".to_owned()),
+            Just("${AWS_SECRET_ACCESS_KEY}".to_owned()),
+            Just("${AWS_BEARER_TOKEN_BEDROCK:-x}".to_owned()),
             Just("${HOME}".to_owned()),
             Just("${UNSET_NAME:-d}".to_owned()),
             Just("${".to_owned()),
@@ -244,7 +248,8 @@ mod tests {
 
     proptest! {
         /// Whatever the workspace writes: nothing starts unapproved, and once approved no
-        /// server is given an `ANTHROPIC_*` variable's value, while each entry starts or is
+        /// server is given a credential variable's value (`ANTHROPIC_*`, AWS's secret key and
+        /// Bedrock API key), while each entry starts or is
         /// one warning.
         #[test]
         fn no_workspace_server_starts_unapproved_or_gets_the_key(
@@ -253,7 +258,9 @@ mod tests {
             let text = serde_json::json!({"mcpServers": entries}).to_string();
             let root = Path::new("/ws");
             let env = |name: &str| {
-                Some(if name.starts_with("ANTHROPIC_") { SECRET.to_owned() } else { "v".to_owned() })
+                let credential = name.starts_with("ANTHROPIC_") || name.starts_with("AWS_S")
+                    || name == "AWS_BEARER_TOKEN_BEDROCK";
+                Some(if credential { SECRET.to_owned() } else { "v".to_owned() })
             };
             let none = WorkspaceServers::from_text(root, &text, &Approvals::default(), None, &env);
             prop_assert!(none.approved.servers.is_empty());

@@ -22,9 +22,10 @@
 //!   `.threadline`; [`threadline_workspace::ControlPaths`]), through links and case aliases
 //!   too, so file permission never becomes shell permission (a planted `core.fsmonitor` or
 //!   hook). Reading them stays allowed.
-//! - **Secrets:** `Bash`'s child does not inherit the API's credentials
-//!   ([`shell::DEFAULT_WITHHELD_ENV`]) or any variable added to the list, unless passed on
-//!   purpose ([`Shell::with_withheld_env`]).
+//! - **Secrets:** `Bash`'s child does not inherit a model credential, the Claude API's or a
+//!   cloud platform's (AWS keys, Vertex's token, Foundry's key: [`shell::DEFAULT_WITHHELD_ENV`]),
+//!   or any variable added to the list, unless passed on purpose
+//!   ([`Shell::with_withheld_env`]).
 //!
 //! Not protected: a command the user allowed can do anything the user can; the project's
 //! sources and build files are writable (a build the user runs later runs them).

@@ -34,9 +34,10 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// a chatty command cannot block on a full pipe).
 pub const MAX_OUTPUT_BYTES: usize = 30_000;
 
-/// The variables a command does not inherit unless asked: the API key and the API's bearer
-/// token.
-pub const DEFAULT_WITHHELD_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+/// The variables a command does not inherit unless asked: every model credential the client
+/// reads, the Claude API's and the cloud platforms'
+/// ([`threadline_workspace::credentials::CREDENTIAL_VARIABLES`]).
+pub const DEFAULT_WITHHELD_ENV: &[&str] = threadline_workspace::credentials::CREDENTIAL_VARIABLES;
 
 /// Runs `sh -c COMMAND` in the workspace root.
 #[derive(Debug, Clone)]

@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 pub mod control_paths;
+pub mod credentials;
 pub mod git;
 mod workspace;
 

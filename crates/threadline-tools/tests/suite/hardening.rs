@@ -349,7 +349,8 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
         let command = "echo key=${ANTHROPIC_API_KEY-unset} token=${ANTHROPIC_AUTH_TOKEN-unset} \
-                       mine=${MY_SECRET-unset} other=${OTHER-unset}";
+                       aws=${AWS_SECRET_ACCESS_KEY-unset} mine=${MY_SECRET-unset} \
+                       other=${OTHER-unset}";
         let input = json!({ "command": command });
         let shells = [
             ("DEFAULT", Shell::new(Arc::clone(&ws))),
@@ -374,21 +375,23 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
         &[
             ("ANTHROPIC_API_KEY", "sk-ant-api03-test-key"),
             ("ANTHROPIC_AUTH_TOKEN", "token-value"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-secret"),
             ("MY_SECRET", "mine-value"),
             ("OTHER", "kept"),
         ],
     );
     assert_eq!(
         printed(&stdout, "DEFAULT"),
-        "exit code: 0 key=unset token=unset mine=mine-value other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=mine-value other=kept"
     );
     assert_eq!(
         printed(&stdout, "LISTED"),
-        "exit code: 0 key=unset token=unset mine=unset other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=unset other=kept"
     );
     assert_eq!(
         printed(&stdout, "PASSED"),
-        "exit code: 0 key=sk-ant-api03-test-key token=token-value mine=mine-value other=kept"
+        "exit code: 0 key=sk-ant-api03-test-key token=token-value aws=aws-secret mine=mine-value \
+         other=kept"
     );
 }
 
