@@ -32,7 +32,10 @@ pub mod event_stream;
 mod rewrite;
 mod sigv4;
 
-pub use env::{PlatformEnvError, PlatformSettings, platform_from_env, platform_from_vars};
+pub use env::{
+    PLACEHOLDER_CREDENTIAL, PlatformEnvError, PlatformSettings, platform_from_env,
+    platform_from_vars,
+};
 pub(crate) use errors::platform_error;
 pub(crate) use event_stream::EVENT_STREAM_CONTENT_TYPE;
 pub use event_stream::{EventStreamError, EventStreamToSse};

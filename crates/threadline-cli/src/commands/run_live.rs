@@ -27,9 +27,9 @@ use crate::progress::{Progress, Style};
 use crate::stdin_lines::StdinLines;
 use threadline_cli::stderr_line;
 
-/// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set (a mock only
-/// checks that there is one).
-const PLACEHOLDER_KEY: &str = "threadline-no-key";
+/// The key sent to a `--base-url` server when `ANTHROPIC_API_KEY` is not set: the client's
+/// placeholder, as for a cloud platform without its credential.
+use threadline::client::provider::PLACEHOLDER_CREDENTIAL as PLACEHOLDER_KEY;
 
 /// What a live run needs.
 pub(crate) struct LiveArgs<'a> {

@@ -71,8 +71,9 @@ pub enum PlatformEnvError {
     },
 }
 
-/// The placeholder credential sent to a caller's base URL when none is set.
-const PLACEHOLDER: &str = "threadline-no-key";
+/// The placeholder credential sent to a caller's base URL when none is set (a mock checks
+/// only that there is one).
+pub const PLACEHOLDER_CREDENTIAL: &str = "threadline-no-key";
 
 /// [`platform_from_vars`] over the process's environment.
 pub fn platform_from_env(
@@ -105,7 +106,7 @@ pub fn platform_from_vars(
             .map(|v| ApiKey::new(&v).map_err(|_| PlatformEnvError::Invalid { variable }))
             .transpose()
     };
-    let placeholder = || ApiKey::new(PLACEHOLDER).expect("a valid key");
+    let placeholder = || ApiKey::new(PLACEHOLDER_CREDENTIAL).expect("a valid key");
     let missing = |provider: &Provider, what, variables| PlatformEnvError::Missing {
         platform: provider.display_name(),
         what,
