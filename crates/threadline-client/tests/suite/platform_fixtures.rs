@@ -124,18 +124,19 @@ fn sse_equivalent(bytes: &[u8]) -> String {
     sse
 }
 
-/// A server answering every request with the event-stream `body`.
-async fn serve_event_stream(body: Vec<u8>) -> String {
+/// A server answering every request with `status`, the headers `headers` (each a CRLF-ended
+/// line) and `body`.
+async fn serve(status: &'static str, headers: String, body: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let addr = listener.local_addr().expect("an address");
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
+            let (headers, body) = (headers.clone(), body.clone());
             tokio::spawn(async move {
                 if read_request(&mut stream).await.is_ok() {
                     let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\n\
-                         x-amzn-requestid: recorded\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\n\
+                         connection: close\r\n\r\n",
                         body.len()
                     );
                     let _ = stream.write_all(head.as_bytes()).await;
@@ -173,7 +174,10 @@ async fn recorded_bedrock_streams_read_as_their_sse_equivalents() {
             .await
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         // Bedrock's: the recorded bytes, read by the Bedrock provider.
-        let base = serve_event_stream(bytes.clone()).await;
+        let headers = "content-type: application/vnd.amazon.eventstream\r\n\
+                       x-amzn-requestid: recorded\r\n"
+            .to_owned();
+        let base = serve("200 OK", headers, bytes.clone()).await;
         let bedrock = Client::new(
             config(&base)
                 .with_auth(Auth::Bearer(ApiKey::new("bedrock-api-key").expect("a key")))
@@ -216,30 +220,6 @@ async fn recorded_bedrock_streams_read_as_their_sse_equivalents() {
     );
 }
 
-/// Serves `status`, the header `x-amzn-errortype: error_type` and `body` to every request.
-async fn serve_aws_error(status: u16, error_type: String, body: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
-    let addr = listener.local_addr().expect("an address");
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let (error_type, body) = (error_type.clone(), body.clone());
-            tokio::spawn(async move {
-                if read_request(&mut stream).await.is_ok() {
-                    let head = format!(
-                        "HTTP/1.1 {status} Recorded\r\ncontent-type: application/json\r\n\
-                         x-amzn-errortype: {error_type}\r\ncontent-length: {}\r\n\
-                         connection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = stream.write_all(head.as_bytes()).await;
-                    let _ = stream.write_all(body.as_bytes()).await;
-                }
-            });
-        }
-    });
-    format!("http://{addr}")
-}
-
 #[tokio::test]
 async fn the_recorded_bedrock_error_reads_as_the_apis_invalid_request() {
     let path = dir().join(
@@ -248,13 +228,14 @@ async fn the_recorded_bedrock_error_reads_as_the_apis_invalid_request() {
     let doc: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(path).expect("readable")).expect("YAML");
     let response = &doc["interactions"][0]["response"];
-    let status = response["status"]["code"].as_u64().expect("a status") as u16;
+    assert_eq!(response["status"]["code"].as_u64(), Some(400));
     let error_type = response["headers"]["x-amzn-ErrorType"][0]
         .as_str()
         .expect("the error type")
         .to_owned();
     let body = text(&response["body"]["string"]).expect("a body");
-    let base = serve_aws_error(status, error_type, body).await;
+    let headers = format!("content-type: application/json\r\nx-amzn-errortype: {error_type}\r\n");
+    let base = serve("400 Bad Request", headers, body.into_bytes()).await;
     let client = Client::new(
         config(&base)
             .with_auth(Auth::Bearer(ApiKey::new("bedrock-api-key").expect("a key")))
