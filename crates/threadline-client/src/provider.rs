@@ -34,7 +34,7 @@ mod sigv4;
 
 pub use env::{
     PLACEHOLDER_CREDENTIAL, PlatformEnvError, PlatformSettings, platform_from_env,
-    platform_from_vars,
+    platform_from_vars, platform_name_from_env, platform_name_from_vars,
 };
 pub(crate) use errors::platform_error;
 pub(crate) use event_stream::EVENT_STREAM_CONTENT_TYPE;

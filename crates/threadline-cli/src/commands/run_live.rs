@@ -83,18 +83,13 @@ pub(crate) fn platform(
     provider: Option<&str>,
     base_url: Option<&str>,
 ) -> Result<Option<threadline::client::provider::PlatformSettings>, CliError> {
-    use threadline::client::Provider;
-    use threadline::client::provider::{PlatformEnvError, platform_from_env};
-    match platform_from_env(provider, base_url) {
-        Ok(settings) if settings.provider == Provider::Anthropic => Ok(None),
-        Ok(settings) => Ok(Some(settings)),
-        Err(PlatformEnvError::Missing { platform, .. })
-            if platform == Provider::Anthropic.display_name() =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(CliError::start_line(RUN, error.to_string())),
+    use threadline::client::provider::{platform_from_env, platform_name_from_env};
+    if platform_name_from_env(provider) == "anthropic" {
+        return Ok(None);
     }
+    platform_from_env(provider, base_url)
+        .map(Some)
+        .map_err(|error| CliError::start_line(RUN, error.to_string()))
 }
 
 pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
@@ -112,12 +107,10 @@ pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
         .block_on(async {
             match (platform, &key) {
                 (Some(settings), _) => platform_client(settings, None, args.request_timeout),
-                (None, key) => client(
-                    base_url,
-                    key.as_deref().unwrap_or_default(),
-                    None,
-                    args.request_timeout,
-                ),
+                (None, key) => {
+                    let key = key.as_deref().unwrap_or_default();
+                    client(base_url, key, None, args.request_timeout)
+                }
             }
         })
         .map_err(|line| CliError::start_line(RUN, line))?;

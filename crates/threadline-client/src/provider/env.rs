@@ -75,6 +75,30 @@ pub enum PlatformEnvError {
 /// only that there is one).
 pub const PLACEHOLDER_CREDENTIAL: &str = "threadline-no-key";
 
+/// The platform's name: `provider` when given, else the one a `CLAUDE_CODE_USE_BEDROCK`,
+/// `_VERTEX` or `_FOUNDRY` variable picks (set, and neither `0` nor `false`), else
+/// `anthropic`. [`platform_from_vars`] reads that platform's settings.
+pub fn platform_name_from_vars(
+    provider: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> &str {
+    let flag = |name: &str| {
+        lookup(name).is_some_and(|v| !v.trim().is_empty() && v.trim() != "0" && v.trim() != "false")
+    };
+    match provider {
+        Some(name) => name,
+        None if flag("CLAUDE_CODE_USE_BEDROCK") => "bedrock",
+        None if flag("CLAUDE_CODE_USE_VERTEX") => "vertex",
+        None if flag("CLAUDE_CODE_USE_FOUNDRY") => "foundry",
+        None => "anthropic",
+    }
+}
+
+/// [`platform_name_from_vars`] over the process's environment.
+pub fn platform_name_from_env(provider: Option<&str>) -> &str {
+    platform_name_from_vars(provider, |name| std::env::var(name).ok())
+}
+
 /// [`platform_from_vars`] over the process's environment.
 pub fn platform_from_env(
     provider: Option<&str>,
@@ -91,15 +115,8 @@ pub fn platform_from_vars(
     base_url: Option<&str>,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<PlatformSettings, PlatformEnvError> {
+    let name = platform_name_from_vars(provider, &lookup);
     let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-    let flag = |name: &str| var(name).is_some_and(|v| v.trim() != "0" && v.trim() != "false");
-    let name = match provider {
-        Some(name) => name.to_owned(),
-        None if flag("CLAUDE_CODE_USE_BEDROCK") => "bedrock".to_owned(),
-        None if flag("CLAUDE_CODE_USE_VERTEX") => "vertex".to_owned(),
-        None if flag("CLAUDE_CODE_USE_FOUNDRY") => "foundry".to_owned(),
-        None => "anthropic".to_owned(),
-    };
     let given = base_url.map(str::to_owned);
     let key = |variable: &'static str| -> Result<Option<ApiKey>, PlatformEnvError> {
         var(variable)
@@ -112,7 +129,7 @@ pub fn platform_from_vars(
         what,
         variables,
     };
-    match name.as_str() {
+    match name {
         "anthropic" => {
             let provider = Provider::Anthropic;
             let key = match (key("ANTHROPIC_API_KEY")?, &given) {
