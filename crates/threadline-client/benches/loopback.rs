@@ -222,32 +222,6 @@ fn request_body(c: &mut Criterion) {
     group.finish();
 }
 
-/// `sse`'s events framed as Bedrock frames them: one `chunk` frame each, its JSON in base64.
-fn event_stream_of(sse: &str) -> Vec<u8> {
-    use aws_smithy_eventstream::frame::write_message_to;
-    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
-    use base64::Engine as _;
-    let mut decoder = threadline_wire::sse::SseDecoder::new();
-    decoder.push(sse.as_bytes());
-    let mut out = Vec::new();
-    while let Ok(Some(event)) = decoder.next_event() {
-        let payload = serde_json::json!({
-            "bytes": base64::engine::general_purpose::STANDARD.encode(event.data.as_bytes())
-        });
-        let headers = vec![
-            Header::new(":event-type", HeaderValue::String("chunk".into())),
-            Header::new(
-                ":content-type",
-                HeaderValue::String("application/json".into()),
-            ),
-            Header::new(":message-type", HeaderValue::String("event".into())),
-        ];
-        let payload = serde_json::to_vec(&payload).expect("serializes");
-        write_message_to(&Message::new_from_parts(headers, payload), &mut out).expect("a frame");
-    }
-    out
-}
-
 /// The typed events of SSE bytes.
 fn typed_events(sse: &[u8]) -> usize {
     let mut decoder = threadline_wire::sse::SseDecoder::new();
@@ -262,7 +236,7 @@ fn typed_events(sse: &[u8]) -> usize {
 
 fn bedrock_decode(c: &mut Criterion) {
     let sse = large_sse(1 << 20);
-    let frames = Bytes::from(event_stream_of(&sse));
+    let frames = Bytes::from(threadline_mock::bedrock_event_stream(sse.as_bytes()));
     let mut group = c.benchmark_group("bedrock_event_stream_decode");
     group.throughput(Throughput::Bytes(sse.len() as u64));
     let expected = typed_events(sse.as_bytes());

@@ -59,6 +59,18 @@ pub(crate) fn exception_frame(exception: &'static str, message: &str, out: &mut 
     write_message_to(&message, out).expect("an exception frame is within the framing's limits");
 }
 
+/// The events of the SSE text `sse` framed as Bedrock streams them (what the mock answers a
+/// Bedrock stream with, for a test or a benchmark of a reader).
+pub fn bedrock_event_stream(sse: &[u8]) -> Vec<u8> {
+    let mut decoder = SseDecoder::new();
+    decoder.push(sse);
+    let mut out = Vec::new();
+    while let Ok(Some(event)) = decoder.next_event() {
+        frame_event(&event, &mut out);
+    }
+    out
+}
+
 /// The frame of one API event: a `chunk`, but for an `error` event, which Bedrock sends as
 /// the exception its stream declares for it (a `ping` is not sent at all).
 fn frame_event(event: &SseEvent, out: &mut Vec<u8>) {
