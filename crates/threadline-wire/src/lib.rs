@@ -93,6 +93,7 @@ pub mod diagnostics;
 pub mod message_stream;
 pub mod model;
 pub mod partial_json;
+pub mod platform;
 pub mod request;
 pub mod response;
 pub mod secret;

@@ -24,6 +24,11 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 
 mod models_api;
+mod on_platform;
+
+pub use on_platform::{PlatformIds, PlatformRules, Withheld};
+
+use crate::platform::Platform;
 
 /// Prices in US dollars per million tokens.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
@@ -197,10 +202,23 @@ pub struct Model {
     /// extension may leave it out.
     #[serde(default)]
     pub source: Option<String>,
+    /// The model's ids on the platforms that write them their own way (Bedrock, Vertex AI).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub platform_ids: PlatformIds,
     /// This row is the table's conservative default, standing in for an id the table does not
     /// know: its limits are guesses (set by [`ModelTable::from_json`], never read from data).
     #[serde(skip)]
     guess: bool,
+    /// The platform the row describes the model on ([`ModelTable::on_platform`]).
+    #[serde(skip)]
+    platform: Platform,
+    /// What that platform withholds, with its refusals.
+    #[serde(skip)]
+    withheld: Vec<Withheld>,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl Model {
@@ -209,6 +227,19 @@ impl Model {
     /// its model-specific rules find against such a row as warnings, never as violations.
     pub fn is_guess(&self) -> bool {
         self.guess
+    }
+
+    /// The platform this row describes the model on (the Claude API unless the table is a
+    /// [`ModelTable::on_platform`] view): its features are those the platform offers.
+    pub fn platform(&self) -> Platform {
+        self.platform
+    }
+
+    /// What the row's platform answers when a request uses `capability`, if the platform
+    /// does not offer it (on Amazon Bedrock, on-demand compaction). Never on the Claude API.
+    pub fn withheld(&self, capability: impl Into<Capability>) -> Option<&Withheld> {
+        let capability = capability.into();
+        self.withheld.iter().find(|w| w.capability == capability)
     }
 
     /// Whether the model has `feature` (never for [`Feature::Unknown`]).
@@ -289,6 +320,8 @@ impl Model {
 struct TableFile {
     default: Model,
     models: Vec<Model>,
+    #[serde(default)]
+    platforms: on_platform::PlatformTable,
 }
 
 /// An extension of a table (`ModelTable::extended_from_json`): rows to add or replace, and
@@ -320,11 +353,14 @@ pub enum ModelTableError {
     Duplicate(String),
 }
 
-/// The table of known models.
+/// The table of known models, as one platform offers them (the Claude API unless made with
+/// [`ModelTable::on_platform`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelTable {
     default: Model,
     models: Vec<Model>,
+    platform: Platform,
+    platforms: on_platform::PlatformTable,
 }
 
 /// The result of looking a model id up.
@@ -425,8 +461,10 @@ impl ModelTable {
             }
         }
         let mut table = self.clone();
+        let rules = table.platforms.rules(table.platform);
         if let Some(mut default) = file.default {
             default.guess = true;
+            on_platform::apply(&mut default, table.platform, rules);
             table.default = default;
         }
         // New rows first (the table lists models newest first); a row they name goes.
@@ -436,6 +474,9 @@ impl ModelTable {
                 .any(|name| seen.contains(&name.as_str()))
         });
         let mut models = file.models;
+        for row in &mut models {
+            on_platform::apply(row, table.platform, rules);
+        }
         models.append(&mut table.models);
         table.models = models;
         Ok(table)
@@ -448,7 +489,65 @@ impl ModelTable {
         Ok(ModelTable {
             default: file.default,
             models: file.models,
+            platform: Platform::Anthropic,
+            platforms: file.platforms,
         })
+    }
+
+    /// This table as `platform` offers it:
+    /// - the platform's model ids resolve to their rows: the ids the data gives for it
+    ///   ([`Model::platform_ids`], on Bedrock with or without a cross-region prefix), and any
+    ///   id written the platform's way ([`Platform::base_model_id`]);
+    /// - a capability the platform does not offer (the data's `platforms` rules) is gone from
+    ///   every row, which keeps the platform's refusal ([`Model::withheld`]): the loop and the
+    ///   compaction policy, which ask [`Model::supports`], never use it there, and the
+    ///   validator quotes the platform.
+    ///
+    /// ```
+    /// use threadline_wire::model::{Feature, ModelTable};
+    /// use threadline_wire::platform::Platform;
+    ///
+    /// let api = ModelTable::builtin();
+    /// let bedrock = api.on_platform(Platform::Bedrock);
+    /// let sonnet = bedrock.resolve("us.anthropic.claude-sonnet-4-6");
+    /// assert!(sonnet.is_known());
+    /// assert!(api.resolve("claude-sonnet-4-6").model().supports(Feature::OnDemandCompaction));
+    /// assert!(!sonnet.model().supports(Feature::OnDemandCompaction));
+    /// assert!(sonnet.model().withheld(Feature::OnDemandCompaction).is_some());
+    /// assert_eq!(
+    ///     bedrock.platform_id("claude-haiku-4-5"),
+    ///     Some("anthropic.claude-haiku-4-5-20251001-v1:0"),
+    /// );
+    /// // The Claude API does not take a Bedrock id.
+    /// assert!(!api.resolve("us.anthropic.claude-sonnet-4-6").is_known());
+    /// ```
+    pub fn on_platform(&self, platform: Platform) -> ModelTable {
+        let mut table = self.clone();
+        table.platform = platform;
+        let rules = table.platforms.rules(platform);
+        on_platform::apply(&mut table.default, platform, rules);
+        for row in &mut table.models {
+            on_platform::apply(row, platform, rules);
+        }
+        table
+    }
+
+    /// The platform this table describes the models on.
+    pub fn platform(&self) -> Platform {
+        self.platform
+    }
+
+    /// `platform`'s rules in this table's data, if it is a cloud platform.
+    pub fn platform_rules(&self, platform: Platform) -> Option<&PlatformRules> {
+        self.platforms.rules(platform)
+    }
+
+    /// The id the table's platform names a model by, when `id` is the API's id or alias of a
+    /// known row and the data gives the platform's id for it (Bedrock's without a
+    /// cross-region prefix). `None` on the Claude API and Foundry, whose ids are the API's,
+    /// and for an id already written the platform's way.
+    pub fn platform_id(&self, id: &str) -> Option<&str> {
+        self.find(id)?.platform_ids.on(self.platform)
     }
 
     /// The dollar cost of a response served by `model_id`: with `usage.iterations`, each
@@ -491,8 +590,20 @@ impl ModelTable {
         &self.models
     }
 
-    /// The row for an id or alias, if known.
+    /// The row for an id or alias, if known; on a cloud platform's view
+    /// ([`on_platform`](Self::on_platform)) also for the platform's ids.
     pub fn get(&self, id: &str) -> Option<&Model> {
+        self.find(id).or_else(|| {
+            let platform = self.platform;
+            self.models
+                .iter()
+                .find(|m| on_platform::names(m, platform, id))
+                .or_else(|| self.find(&platform.base_model_id(id)?))
+        })
+    }
+
+    /// The row whose API id or alias is `id`.
+    fn find(&self, id: &str) -> Option<&Model> {
         self.models
             .iter()
             .find(|m| m.id == id || m.aliases.iter().any(|a| a == id))
@@ -560,9 +671,22 @@ impl std::fmt::Debug for SharedModelTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if Arc::ptr_eq(&self.0, builtin_shared()) {
             f.write_str("SharedModelTable(builtin)")
-        } else {
+        } else if self.0.platform == Platform::Anthropic {
             write!(f, "SharedModelTable({} models)", self.0.models.len())
+        } else {
+            let (models, platform) = (self.0.models.len(), self.0.platform);
+            write!(f, "SharedModelTable({models} models on {platform})")
         }
+    }
+}
+
+impl SharedModelTable {
+    /// This table as `platform` offers it ([`ModelTable::on_platform`]).
+    pub fn on_platform(&self, platform: Platform) -> SharedModelTable {
+        if self.0.platform == platform {
+            return self.clone();
+        }
+        SharedModelTable::from(self.0.on_platform(platform))
     }
 }
 
@@ -892,6 +1016,111 @@ mod tests {
             builtin.extended_from_json(&twice),
             Err(ModelTableError::Duplicate(id)) if id == "b"
         ));
+    }
+
+    #[test]
+    fn each_platform_id_names_its_row_there_and_nowhere_else() {
+        let api = ModelTable::builtin();
+        for platform in [Platform::Bedrock, Platform::Vertex] {
+            let view = api.on_platform(platform);
+            let mut seen = Vec::new();
+            for row in api.models() {
+                let Some(id) = row.platform_ids.on(platform) else {
+                    continue;
+                };
+                assert!(!seen.contains(&id), "{id} twice on {platform}");
+                seen.push(id);
+                assert_eq!(view.get(id).map(|m| &m.id), Some(&row.id), "{id}");
+                assert_eq!(view.platform_id(&row.id), Some(id));
+                for alias in &row.aliases {
+                    assert_eq!(view.platform_id(alias), Some(id));
+                }
+                // The API's ids still resolve on the platform's view.
+                assert_eq!(view.get(&row.id).map(|m| &m.id), Some(&row.id));
+                if id != row.id {
+                    assert!(api.get(id).is_none(), "{id} resolves on the API");
+                }
+            }
+            assert!(seen.len() >= 5, "{platform}: {seen:?}");
+        }
+        let bedrock = api.on_platform(Platform::Bedrock);
+        for prefix in crate::platform::BEDROCK_REGION_PREFIXES {
+            let id = format!("{prefix}anthropic.claude-sonnet-4-5-20250929-v1:0");
+            assert_eq!(
+                bedrock.get(&id).map(|m| m.id.as_str()),
+                Some("claude-sonnet-4-5-20250929")
+            );
+        }
+        // A Bedrock id the data does not give resolves by its form; an ARN is unknown.
+        assert_eq!(
+            bedrock
+                .get("global.anthropic.claude-opus-5-5")
+                .map(|m| m.id.as_str()),
+            Some("claude-opus-5-5")
+        );
+        let arn = "arn:aws:bedrock:us-east-2:123456789012:application-inference-profile/x";
+        assert!(!bedrock.resolve(arn).is_known());
+        // The API's and Foundry's ids are the API's: nothing to map.
+        assert_eq!(api.platform_id("claude-sonnet-4-6"), None);
+        let foundry = api.on_platform(Platform::Foundry);
+        assert_eq!(foundry.platform_id("claude-sonnet-4-6"), None);
+        assert!(foundry.get("anthropic.claude-sonnet-4-6").is_none());
+        // An id already the platform's maps to nothing more.
+        assert_eq!(bedrock.platform_id("anthropic.claude-sonnet-4-6"), None);
+    }
+
+    #[test]
+    fn bedrock_withholds_on_demand_compaction_from_every_row_and_says_so_in_its_words() {
+        let api = ModelTable::builtin();
+        let bedrock = api.on_platform(Platform::Bedrock);
+        assert_eq!(bedrock.platform(), Platform::Bedrock);
+        let offered_on_the_api = api
+            .models()
+            .iter()
+            .filter(|m| m.supports(Feature::OnDemandCompaction))
+            .count();
+        assert!(offered_on_the_api > 5);
+        for row in bedrock
+            .models()
+            .iter()
+            .chain([bedrock.resolve("x").model()])
+        {
+            assert_eq!(row.platform(), Platform::Bedrock);
+            assert!(!row.supports(Feature::OnDemandCompaction), "{}", row.id);
+            assert!(!row.may_have(Capability::OnDemandCompaction), "{}", row.id);
+            let withheld = row.withheld(Feature::OnDemandCompaction).expect("withheld");
+            assert!(withheld.refusal.contains("extraneous key [compaction]"));
+            assert!(row.withheld(Feature::ToolSearch).is_none());
+        }
+        // Everything else is the API's row.
+        let on_api = api.resolve("claude-opus-4-8").model();
+        let on_bedrock = bedrock.resolve("claude-opus-4-8").model();
+        assert_eq!(on_api.context_window, on_bedrock.context_window);
+        assert!(on_bedrock.supports(Feature::ServerCompaction));
+        // Vertex and Foundry offer it; the API's rows withhold nothing.
+        for platform in [Platform::Vertex, Platform::Foundry, Platform::Anthropic] {
+            let view = api.on_platform(platform);
+            let row = view.resolve("claude-sonnet-4-6").model();
+            assert!(row.supports(Feature::OnDemandCompaction), "{platform}");
+            assert!(row.withheld(Feature::OnDemandCompaction).is_none());
+        }
+        assert!(api.platform_rules(Platform::Anthropic).is_none());
+        for platform in [Platform::Bedrock, Platform::Vertex, Platform::Foundry] {
+            let rules = api.platform_rules(platform).expect("rules");
+            assert!(rules.source.as_deref().is_some_and(|s| s.contains("§6")));
+        }
+        // A row an extension adds to a platform's view is that platform's too.
+        let extended = bedrock
+            .extended_from_json(&format!(r#"{{"models": [{}]}}"#, row("x", &[], 1)))
+            .expect("an extension");
+        let added = extended.resolve("x").model();
+        assert_eq!(added.platform(), Platform::Bedrock);
+        assert!(added.withheld(Capability::OnDemandCompaction).is_some());
+        // Shared handles: the view of a view is the same table.
+        let shared = SharedModelTable::builtin().on_platform(Platform::Bedrock);
+        assert_eq!(shared.table(), &bedrock);
+        assert_eq!(shared.on_platform(Platform::Bedrock), shared);
+        assert!(format!("{shared:?}").contains("on bedrock"));
     }
 
     #[test]
