@@ -48,7 +48,12 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
                     // Ours: the model list is documented, the text is not.
                     let message =
                         format!("{path}: compact_20260112 is not supported on this model");
-                    ctx.report_model_at(Rule::CompactUnsupported, EDITS, path.clone(), message);
+                    ctx.report_capability_at(
+                        Feature::ServerCompaction.into(),
+                        Rule::CompactUnsupported,
+                        (EDITS, path.clone(), path.as_str()),
+                        message,
+                    );
                 }
                 if let Some(trigger) = &compact.trigger {
                     check_trigger(

@@ -52,7 +52,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     if !ctx.model.supports(Feature::TaskBudget) {
         let message =
             "output_config.task_budget: task budgets are not supported on this model".to_owned();
-        ctx.report_model(Rule::TaskBudgetUnsupported, TASK_BUDGET, message);
+        let api = "output_config.task_budget";
+        ctx.report_capability_at(
+            Feature::TaskBudget.into(),
+            Rule::TaskBudgetUnsupported,
+            (TASK_BUDGET, TASK_BUDGET.path(), api),
+            message,
+        );
     }
     if budget.total < TASK_BUDGET_MIN {
         let path = "output_config.task_budget.total".to_owned();

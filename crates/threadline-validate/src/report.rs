@@ -214,7 +214,9 @@ impl<'a> Ctx<'a> {
     /// `capability` (its message `refusal`, `api` the place as the API names it): as
     /// [`report_model_at`](Self::report_model_at), but when the row lists `capability` as
     /// `undocumented` (the documentation is silent on it for that model) a warning that says
-    /// so, never a violation.
+    /// so, never a violation. On a platform that does not offer `capability` on any model
+    /// ([`Model::withheld`](threadline_wire::model::Model::withheld)), a violation in the
+    /// platform's words, whatever the row.
     pub(super) fn report_capability_at(
         &mut self,
         capability: Capability,
@@ -222,7 +224,11 @@ impl<'a> Ctx<'a> {
         (loc, path, api): (Loc, String, &str),
         refusal: String,
     ) {
-        if !self.model.is_guess() && self.model.is_undocumented(capability) {
+        if let Some(withheld) = self.model.withheld(capability) {
+            let platform = self.model.platform();
+            let message = super::rule::withheld(api, platform, capability, &withheld.refusal);
+            self.push(Severity::Violation, rule, loc, path, message);
+        } else if !self.model.is_guess() && self.model.is_undocumented(capability) {
             let message = super::rule::undocumented(api, &self.model.id, capability, &refusal);
             self.push(Severity::Warning, rule, loc, path, message);
         } else {

@@ -738,6 +738,20 @@ pub(super) fn undocumented(
     )
 }
 
+/// A capability the request's platform does not offer: the platform's refusal, and why.
+pub(super) fn withheld(
+    api: &str,
+    platform: threadline_wire::platform::Platform,
+    capability: Capability,
+    refusal: &str,
+) -> String {
+    format!(
+        "{api}: {refusal} ({} does not offer {})",
+        platform.display_name(),
+        capability.describe()
+    )
+}
+
 /// `messages.N.role: Input should be 'user' or 'assistant'`.
 pub(super) fn invalid_role(api_turn: usize) -> String {
     format!("messages.{api_turn}.role: Input should be 'user' or 'assistant'")

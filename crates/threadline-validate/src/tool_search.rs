@@ -33,10 +33,11 @@ pub(super) fn check_tools(ctx: &mut Ctx<'_>, view: &View<'_>) {
         for (n, tool) in tools.iter().enumerate().filter(|(_, t)| t.is_deferred()) {
             let loc = Loc::Tool(n);
             let message = rule::defer_loading_unsupported(tool.name(), &ctx.model.id);
-            ctx.report_model_at(
+            let path = loc.field("defer_loading");
+            ctx.report_capability_at(
+                Feature::ToolSearch.into(),
                 Rule::DeferLoadingUnsupported,
-                loc,
-                loc.field("defer_loading"),
+                (loc, path.clone(), path.as_str()),
                 message,
             );
         }

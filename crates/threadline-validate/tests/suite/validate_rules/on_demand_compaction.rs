@@ -333,3 +333,36 @@ fn on_a_model_the_docs_are_silent_on_compaction_is_a_warning() {
     let report = validate_report(&request, model(SONNET), &ValidateOptions::default());
     assert!(report.is_accepted(), "{report:#?}");
 }
+
+#[test]
+fn on_bedrock_compaction_is_refused_in_bedrock_s_words_on_every_model() {
+    use threadline_wire::model::ModelTable;
+    use threadline_wire::platform::Platform;
+
+    let options = ValidateOptions::default().with_beta_header(BETA);
+    let bedrock = ModelTable::builtin().on_platform(Platform::Bedrock);
+    let expected = "compaction: Malformed input request: #: extraneous key [compaction] is not permitted, please reformat your input and try again. (Amazon Bedrock does not offer on-demand compaction (`compaction`))";
+    // A model that has it on the API, a model whose docs are silent on it, and an id the
+    // table does not know: Bedrock refuses the field whatever the model.
+    for id in [SONNET, "claude-haiku-5-5", "us.anthropic.claude-next-v1:0"] {
+        let request: MessagesRequest =
+            serde_json::from_str(&on(id, history(), compacting(json!({})))).expect("parses");
+        let report = validate_report(&request, bedrock.resolve(id).model(), &options);
+        assert_eq!(
+            findings(&report.violations),
+            [(Rule::OnDemandCompactionUnsupported, "compaction", expected)],
+            "{id}"
+        );
+        // The same request is the API's on Vertex AI (for a model that has it).
+        let vertex = ModelTable::builtin().on_platform(Platform::Vertex);
+        if id == SONNET {
+            let report = validate_report(&request, vertex.resolve(id).model(), &options);
+            assert!(report.is_accepted(), "{report:#?}");
+        }
+    }
+    // Without `compaction`, the same history passes on Bedrock.
+    let request: MessagesRequest =
+        serde_json::from_str(&on(SONNET, history(), json!({}))).expect("parses");
+    let report = validate_report(&request, bedrock.resolve(SONNET).model(), &options);
+    assert!(report.is_accepted(), "{report:#?}");
+}
