@@ -84,7 +84,7 @@ use tower_layer::Layer;
 pub use body::BodyFragments;
 pub use config::{ClientConfig, Limits, MAX_REQUEST_BYTES, RetryConfig, Timeouts};
 pub use meter::{Meter, MeterLayer, MeterTotals, Metered};
-pub use provider::Provider;
+pub use provider::{Platform, Provider};
 pub use secret::{ApiKey, Auth, AwsCredentials, InvalidApiKey};
 pub use threadline_wire::StreamEvent;
 #[cfg(feature = "compact")]

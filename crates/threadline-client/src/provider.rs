@@ -41,16 +41,11 @@ pub(crate) use event_stream::EVENT_STREAM_CONTENT_TYPE;
 pub use event_stream::{EventStreamError, EventStreamToSse};
 pub(crate) use sigv4::sign;
 
+pub use threadline_wire::platform::{
+    BEDROCK_ANTHROPIC_VERSION, BEDROCK_SIGNING_SERVICE, Platform, VERTEX_ANTHROPIC_VERSION,
+};
+
 use crate::secret::Auth;
-
-/// The `anthropic_version` a Bedrock body carries (the platform's documented value).
-pub const BEDROCK_ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
-
-/// The `anthropic_version` a Vertex body carries (the platform's documented value).
-pub const VERTEX_ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
-
-/// The SigV4 service name Bedrock's InvokeModel is signed for.
-pub const BEDROCK_SIGNING_SERVICE: &str = "bedrock";
 
 /// The platform requests go to. See the [module documentation](self).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -91,24 +86,25 @@ impl Provider {
         }
     }
 
+    /// The platform (what the model table and the validator know it by:
+    /// `ModelTable::on_platform`).
+    pub fn platform(&self) -> Platform {
+        match self {
+            Provider::Anthropic => Platform::Anthropic,
+            Provider::Bedrock { .. } => Platform::Bedrock,
+            Provider::Vertex { .. } => Platform::Vertex,
+            Provider::Foundry => Platform::Foundry,
+        }
+    }
+
     /// The platform's name in errors and logs: `anthropic`, `bedrock`, `vertex`, `foundry`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Provider::Anthropic => "anthropic",
-            Provider::Bedrock { .. } => "bedrock",
-            Provider::Vertex { .. } => "vertex",
-            Provider::Foundry => "foundry",
-        }
+        self.platform().key()
     }
 
     /// The platform's name as its users write it (`Amazon Bedrock`, …), for messages.
     pub fn display_name(&self) -> &'static str {
-        match self {
-            Provider::Anthropic => "the Claude API",
-            Provider::Bedrock { .. } => "Amazon Bedrock",
-            Provider::Vertex { .. } => "Vertex AI",
-            Provider::Foundry => "Microsoft Foundry",
-        }
+        self.platform().display_name()
     }
 
     /// The platform's public base URL, when the provider alone says it (Foundry's depends on

@@ -25,6 +25,7 @@ pub(crate) mod vertex;
 use http::request::Parts;
 use threadline_wire::ApiErrorType;
 use threadline_wire::model::ModelTable;
+use threadline_wire::platform::Platform;
 
 use crate::server::MockBody;
 
@@ -123,13 +124,13 @@ impl Front {
         }
     }
 
-    /// The platform's name, for the request log.
-    pub(crate) fn platform(&self) -> &'static str {
+    /// The platform the front serves.
+    pub(crate) fn platform(&self) -> Platform {
         match self {
-            Front::Anthropic { .. } => "anthropic",
-            Front::Foundry { .. } => "foundry",
-            Front::Bedrock { .. } => "bedrock",
-            Front::Vertex(_) => "vertex",
+            Front::Anthropic { .. } => Platform::Anthropic,
+            Front::Foundry { .. } => Platform::Foundry,
+            Front::Bedrock { .. } => Platform::Bedrock,
+            Front::Vertex(_) => Platform::Vertex,
         }
     }
 }
@@ -152,7 +153,8 @@ pub(crate) struct Refusal {
 }
 
 impl Front {
-    /// Admits the request or refuses it as the platform would.
+    /// Admits the request or refuses it as the platform would; `models` is the table as the
+    /// platform offers it (`ModelTable::on_platform`), which names the platform's model ids.
     pub(crate) fn admit(
         &self,
         credentials: &PlatformCredentials,
@@ -203,7 +205,15 @@ impl Front {
                 bedrock::admit(credentials, models, parts, body, model, *stream, request_id)
             }
             Front::Vertex(target) => {
-                vertex::admit(credentials, models, target, bearer, body, request_id)
+                let beta = header("anthropic-beta").unwrap_or("");
+                vertex::admit(
+                    credentials,
+                    models,
+                    target,
+                    (bearer, beta),
+                    body,
+                    request_id,
+                )
             }
         }
     }
@@ -227,21 +237,6 @@ fn anthropic_refusal(kind: ApiErrorType, message: &str, request_id: &str) -> Ref
         response: Box::new(crate::server::api_error(kind, message, request_id)),
         message: message.to_owned(),
     }
-}
-
-/// The model-table row a platform's model id names, if the table knows it: Bedrock ids lose
-/// their cross-region prefix (`us.`, `eu.`, `global.`, …), the `anthropic.` namespace and the
-/// version suffix (`-v1:0`, `-v1`); Vertex ids write the date after an `@`.
-pub(crate) fn canonical_model(models: &ModelTable, id: &str) -> Option<String> {
-    let candidates = [
-        Some(id.to_owned()),
-        bedrock::base_id(id),
-        vertex::base_id(id),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find_map(|candidate| models.get(&candidate).map(|m| m.id.clone()))
 }
 
 /// Whether a body's `anthropic_version` is one the platform takes: its own dated name

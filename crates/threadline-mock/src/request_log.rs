@@ -112,7 +112,7 @@ pub(crate) fn line(seq: u64, entry: &Entry<'_>) -> Value {
         "request_id": entry.request_id,
         "method": entry.method,
         "path": entry.path,
-        "platform": crate::platforms::Front::of(entry.method, entry.path).map(|f| f.platform()),
+        "platform": crate::platforms::Front::of(entry.method, entry.path).map(|f| f.platform().key()),
         "status": entry.status,
         "route": chosen.and_then(|c| c.route),
         "step": chosen.map(|c| c.step),

@@ -19,6 +19,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::Value;
 use threadline_validate::{ValidateOptions, Violation, validate_count_tokens_with, validate_with};
 use threadline_wire::model::{Model, ModelTable};
+use threadline_wire::platform::Platform;
 use threadline_wire::{ApiErrorType, CountTokensRequest, MessagesRequest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
@@ -183,6 +184,9 @@ struct State {
     log: Option<RequestLog>,
     /// The models served.
     models: &'static ModelTable,
+    /// The same models as each cloud platform offers them (`ModelTable::on_platform`): its
+    /// model ids, and without what it withholds.
+    platform_models: Vec<ModelTable>,
     /// The credentials each platform's front accepts.
     platforms: PlatformCredentials,
 }
@@ -214,6 +218,16 @@ impl Ids<'_> {
                 format!("{prefix}_mock{seed:016x}{k:04}")
             }
         }
+    }
+}
+
+impl State {
+    /// The models as `platform` offers them.
+    fn models_on(&self, platform: Platform) -> &ModelTable {
+        self.platform_models
+            .iter()
+            .find(|table| table.platform() == platform)
+            .unwrap_or(self.models)
     }
 }
 
@@ -336,6 +350,10 @@ impl MockServer {
             fingerprints: Default::default(),
             log,
             models: config.models,
+            platform_models: [Platform::Bedrock, Platform::Vertex, Platform::Foundry]
+                .into_iter()
+                .map(|platform| config.models.on_platform(platform))
+                .collect(),
             platforms: config.platforms,
         });
         let connections = Connections::new(state.limits.max_connections);
@@ -699,14 +717,15 @@ async fn answer(
     let Some(front) = Front::of(parts.method.as_str(), parts.uri.path()) else {
         return refuse(outcome, ApiErrorType::NotFound, "Not Found", request_id);
     };
-    let admitted = match front.admit(&state.platforms, state.models, parts, bytes, request_id) {
+    let models = state.models_on(front.platform());
+    let admitted = match front.admit(&state.platforms, models, parts, bytes, request_id) {
         Ok(admitted) => admitted,
         Err(refusal) => {
             outcome.refused = Some(refusal.message);
             return (Ok(*refusal.response), Verdict::Rejected);
         }
     };
-    let (answer, verdict) = answer_admitted(state, &admitted, request_id, outcome);
+    let (answer, verdict) = answer_admitted(state, models, &admitted, request_id, outcome);
     match answer {
         Ok(response) => (Ok(front.respond(response, request_id).await), verdict),
         Err(abort) => (Err(abort), verdict),
@@ -725,9 +744,11 @@ fn refuse(
 }
 
 /// The answer to a request a platform's front admitted: the canonical request checked as the
-/// API checks it and answered from the scenario.
+/// API checks it, against the models as the platform offers them, and answered from the
+/// scenario.
 fn answer_admitted(
     state: &State,
+    models: &ModelTable,
     admitted: &Admitted,
     request_id: &str,
     outcome: &mut Outcome,
@@ -738,7 +759,7 @@ fn answer_admitted(
     let options = ValidateOptions::default().with_beta_header(beta);
     if admitted.count_tokens {
         let request = match accepted::<CountTokensRequest>(
-            state.models,
+            models,
             bytes,
             |r| r.model.as_str(),
             |r, model| validate_count_tokens_with(r, model, &options),
@@ -758,7 +779,7 @@ fn answer_admitted(
     // The error code of the violation refused, when the API's 400 has one.
     let coded = std::cell::Cell::new(None);
     let request = match accepted::<MessagesRequest>(
-        state.models,
+        models,
         bytes,
         |r| r.model.as_str(),
         |r, model| {
@@ -783,7 +804,7 @@ fn answer_admitted(
         let answer = coded_api_error(refusal.kind, &refusal.message, refusal.code, request_id);
         return (Ok(answer), Verdict::Rejected);
     }
-    let (request, bound) = match crate::thinking_binding::check(request, state.models, beta) {
+    let (request, bound) = match crate::thinking_binding::check(request, models, beta) {
         Ok(checked) => checked,
         Err(message) => return rejected(ApiErrorType::InvalidRequest, &message),
     };
@@ -812,7 +833,7 @@ fn answer_admitted(
         Step::Error(step) => Ok(error_step(&step, request_id)),
         Step::Fixture(step) => Ok(fixture_step(&step, request_id)),
         Step::Message(step) if request.compaction.is_some() => {
-            let model = state.models.resolve(&request.model).model();
+            let model = models.resolve(&request.model).model();
             let usage = state.usage.as_ref();
             let id = ids.next("msg");
             let served =

@@ -31,7 +31,7 @@
 //! # Ok::<(), threadline_client::provider::PlatformEnvError>(())
 //! ```
 
-use super::Provider;
+use super::{Platform, Provider};
 use crate::secret::{ApiKey, Auth, AwsCredentials};
 
 /// What a client needs to reach a platform: the provider, the base URL and the credential.
@@ -87,10 +87,10 @@ pub fn platform_name_from_vars(
     };
     match provider {
         Some(name) => name,
-        None if flag("CLAUDE_CODE_USE_BEDROCK") => "bedrock",
-        None if flag("CLAUDE_CODE_USE_VERTEX") => "vertex",
-        None if flag("CLAUDE_CODE_USE_FOUNDRY") => "foundry",
-        None => "anthropic",
+        None if flag("CLAUDE_CODE_USE_BEDROCK") => Platform::Bedrock.key(),
+        None if flag("CLAUDE_CODE_USE_VERTEX") => Platform::Vertex.key(),
+        None if flag("CLAUDE_CODE_USE_FOUNDRY") => Platform::Foundry.key(),
+        None => Platform::Anthropic.key(),
     }
 }
 
@@ -129,8 +129,8 @@ pub fn platform_from_vars(
         what,
         variables,
     };
-    match name {
-        "anthropic" => {
+    match name.parse::<Platform>() {
+        Ok(Platform::Anthropic) => {
             let provider = Provider::Anthropic;
             let key = match (key("ANTHROPIC_API_KEY")?, &given) {
                 (Some(key), _) => key,
@@ -148,7 +148,7 @@ pub fn platform_from_vars(
                 auth: Auth::ApiKey(key),
             })
         }
-        "bedrock" => {
+        Ok(Platform::Bedrock) => {
             let region = var("AWS_REGION")
                 .or_else(|| var("AWS_DEFAULT_REGION"))
                 .unwrap_or_else(|| "us-east-1".to_owned());
@@ -184,7 +184,7 @@ pub fn platform_from_vars(
                 auth,
             })
         }
-        "vertex" => {
+        Ok(Platform::Vertex) => {
             let region = var("CLOUD_ML_REGION");
             let project = var("ANTHROPIC_VERTEX_PROJECT_ID")
                 .or_else(|| var("GOOGLE_CLOUD_PROJECT"))
@@ -222,7 +222,7 @@ pub fn platform_from_vars(
                 auth: Auth::Bearer(token),
             })
         }
-        "foundry" => {
+        Ok(Platform::Foundry) => {
             let provider = Provider::Foundry;
             let auth = match (
                 key("ANTHROPIC_FOUNDRY_AUTH_TOKEN")?,
@@ -258,7 +258,7 @@ pub fn platform_from_vars(
                 auth,
             })
         }
-        other => Err(PlatformEnvError::UnknownProvider(other.to_owned())),
+        _ => Err(PlatformEnvError::UnknownProvider(name.to_owned())),
     }
 }
 

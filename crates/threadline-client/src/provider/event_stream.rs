@@ -17,8 +17,7 @@ use base64::Engine as _;
 use bytes::{Buf as _, Bytes, BytesMut};
 use http_body::{Body, Frame};
 
-/// The content type of an event-stream response.
-pub(crate) const EVENT_STREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+pub(crate) use threadline_wire::platform::EVENT_STREAM_CONTENT_TYPE;
 
 /// What a frame may hold besides its event: the prelude, the headers, the JSON and base64
 /// wrapping, a padding field.

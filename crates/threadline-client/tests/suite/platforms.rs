@@ -286,3 +286,56 @@ async fn tokens_are_counted_on_vertex_and_refused_on_bedrock_in_words_naming_it(
     assert!(!error.is_retryable() && error.status().is_none());
     assert_eq!(server.request_count(), 1, "nothing was sent to Bedrock");
 }
+
+#[tokio::test]
+async fn on_demand_compaction_is_refused_on_bedrock_in_its_words_and_served_on_vertex() {
+    // Sonnet 4.6 has on-demand compaction on the API; Bedrock does not offer it on any model.
+    let server = mock(
+        vec![Step::text("unused"), Step::text("unused")],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let compacting = |name: &str| {
+        let mut request = model(name);
+        request.compaction = Some(threadline_wire::request::CompactionParam::summarize(None));
+        request
+    };
+    let client = bedrock(&server.base_url(), MOCK_AWS_SECRET_ACCESS_KEY);
+    let error = client
+        .stream(compacting("us.anthropic.claude-sonnet-4-6"))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.status(), Some(400));
+    let text = error.to_string();
+    assert!(
+        text.contains("ValidationException")
+            && text.contains("extraneous key [compaction] is not permitted")
+            && text.contains("Amazon Bedrock does not offer on-demand compaction"),
+        "{text}"
+    );
+    // One request, refused by the platform (not retried), on Bedrock's path.
+    let recorded = server.requests();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].status, Some(400));
+    assert!(recorded[0].path.ends_with("/invoke-with-response-stream"));
+    // Vertex AI offers it: the same request is served.
+    let vertex = Client::new(config(
+        &server.base_url(),
+        Auth::Bearer(ApiKey::new("ya29.vertex-token").expect("a token")),
+        Provider::vertex("p-1", "us-east5"),
+    ))
+    .expect("a client");
+    let message = collect_message(
+        vertex
+            .stream(compacting("claude-sonnet-4-6"))
+            .await
+            .expect("served"),
+    )
+    .await
+    .expect("a message");
+    assert_eq!(
+        message.stop_reason,
+        Some(threadline_wire::StopReason::Compaction)
+    );
+}

@@ -17,15 +17,9 @@ use super::sigv4::{self, SigV4Refusal};
 use super::{Admitted, PlatformCredentials, Refusal};
 use crate::server::{MockBody, full};
 
-/// The `anthropic_version` Bedrock's body must carry.
-pub const BEDROCK_ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
-
-/// The SigV4 service name of InvokeModel (the host says `bedrock-runtime`, the signature
-/// `bedrock`).
-pub const SIGNING_SERVICE: &str = "bedrock";
-
-/// Bedrock's cross-region inference profile prefixes.
-const REGION_PREFIXES: [&str; 7] = ["global.", "us-gov.", "us.", "eu.", "apac.", "jp.", "au."];
+pub use threadline_wire::platform::{
+    BEDROCK_ANTHROPIC_VERSION, BEDROCK_SIGNING_SERVICE as SIGNING_SERVICE,
+};
 
 /// The model id and whether the stream endpoint, for a path `/model/{id}/invoke[-with-response-stream]`.
 pub(crate) fn route(path: &str) -> Option<(String, bool)> {
@@ -43,33 +37,6 @@ pub(crate) fn route(path: &str) -> Option<(String, bool)> {
         .ok()?
         .into_owned();
     Some((decoded, stream))
-}
-
-/// A Bedrock model id without its decorations (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`
-/// → `claude-sonnet-4-5-20250929`), if it is one.
-pub(crate) fn base_id(id: &str) -> Option<String> {
-    let unprefixed = REGION_PREFIXES
-        .iter()
-        .find_map(|p| id.strip_prefix(p))
-        .unwrap_or(id);
-    let bare = unprefixed.strip_prefix("anthropic.")?;
-    // `-v1:0`, `-v2:0`, `-v1`: the version suffix.
-    let without_revision = bare.rsplit_once(':').map_or(bare, |(head, revision)| {
-        if revision.bytes().all(|b| b.is_ascii_digit()) {
-            head
-        } else {
-            bare
-        }
-    });
-    let base = match without_revision.rsplit_once("-v") {
-        Some((head, version))
-            if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            head
-        }
-        _ => without_revision,
-    };
-    Some(base.to_owned())
 }
 
 /// An AWS error: `x-amzn-ErrorType` names it (with the service's namespace after a `:`), the
@@ -157,7 +124,7 @@ pub(crate) fn admit(
             )
         })?,
     }
-    let Some(canonical) = super::canonical_model(models, model) else {
+    let Some(canonical) = models.get(model).map(|row| row.id.clone()) else {
         return Err(refusal(
             StatusCode::BAD_REQUEST,
             "ValidationException",
@@ -179,8 +146,9 @@ pub(crate) fn admit(
         }
     }
     // What the API takes but Bedrock refuses: the model and the stream flag (the path says
-    // them), and on-demand compaction (not offered on Bedrock: docs/platforms.md §6).
-    for key in ["model", "stream", "compaction"] {
+    // them). What Bedrock does not offer (on-demand compaction) the validator refuses, from
+    // the model table's platform rules, in Bedrock's words.
+    for key in ["model", "stream"] {
         if fields.contains_key(key) {
             return Err(malformed(
                 &format!("#: extraneous key [{key}] is not permitted"),
@@ -313,34 +281,6 @@ mod tests {
         ] {
             assert_eq!(route(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn bedrock_ids_lose_their_decorations() {
-        let base = |id: &str| base_id(id);
-        assert_eq!(
-            base("anthropic.claude-sonnet-4-5-20250929-v1:0").as_deref(),
-            Some("claude-sonnet-4-5-20250929")
-        );
-        assert_eq!(
-            base("us.anthropic.claude-haiku-4-5-20251001-v1:0").as_deref(),
-            Some("claude-haiku-4-5-20251001")
-        );
-        assert_eq!(
-            base("global.anthropic.claude-opus-4-6-v1").as_deref(),
-            Some("claude-opus-4-6")
-        );
-        assert_eq!(
-            base("anthropic.claude-sonnet-4-6").as_deref(),
-            Some("claude-sonnet-4-6")
-        );
-        assert_eq!(base("claude-sonnet-4-6"), None);
-        let table = ModelTable::builtin();
-        assert_eq!(
-            super::super::canonical_model(table, "eu.anthropic.claude-sonnet-4-5-20250929-v1:0")
-                .as_deref(),
-            Some("claude-sonnet-4-5-20250929")
-        );
     }
 
     #[test]

@@ -20,8 +20,7 @@ use threadline_wire::sse::{SseDecoder, SseEvent};
 
 use crate::server::{Abort, MockBody};
 
-/// The content type of an event-stream response.
-pub(crate) const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+pub(crate) use threadline_wire::platform::EVENT_STREAM_CONTENT_TYPE as CONTENT_TYPE;
 
 fn string_header(name: &'static str, value: &'static str) -> Header {
     Header::new(name, HeaderValue::String(value.into()))

@@ -13,8 +13,7 @@ use threadline_wire::model::ModelTable;
 use super::{Admitted, PlatformCredentials, Refusal};
 use crate::server::{MockBody, full};
 
-/// The `anthropic_version` Vertex's body must carry.
-pub const VERTEX_ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
+pub use threadline_wire::platform::VERTEX_ANTHROPIC_VERSION;
 
 /// What a Vertex path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +50,6 @@ pub(crate) fn route(path: &str) -> Option<Target> {
     })
 }
 
-/// A Vertex model id with its `@date` written the API's way (`claude-sonnet-4-5@20250929` →
-/// `claude-sonnet-4-5-20250929`), if it has one.
-pub(crate) fn base_id(id: &str) -> Option<String> {
-    let (name, date) = id.split_once('@')?;
-    Some(format!("{name}-{date}"))
-}
-
 /// Google's error envelope.
 pub(crate) fn google_error(
     status: StatusCode,
@@ -89,7 +81,7 @@ pub(crate) fn admit(
     credentials: &PlatformCredentials,
     models: &ModelTable,
     target: &Target,
-    bearer: Option<&str>,
+    (bearer, beta): (Option<&str>, &str),
     body: &[u8],
     request_id: &str,
 ) -> Result<Admitted, Refusal> {
@@ -138,7 +130,7 @@ pub(crate) fn admit(
             .unwrap_or("")
             .to_owned(),
     };
-    let Some(canonical) = super::canonical_model(models, &named) else {
+    let Some(canonical) = models.get(&named).map(|row| row.id.clone()) else {
         return Err(refusal(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -158,7 +150,8 @@ pub(crate) fn admit(
     }
     Ok(Admitted {
         body: serde_json::to_vec(&Value::Object(request)).expect("JSON serializes"),
-        beta: String::new(),
+        // Vertex passes the `anthropic-beta` header through (docs/platforms.md §2.2).
+        beta: beta.to_owned(),
         count_tokens: target.model.is_none(),
     })
 }
@@ -185,19 +178,5 @@ mod tests {
         ] {
             assert_eq!(route(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn vertex_dates_follow_an_at_sign() {
-        assert_eq!(
-            base_id("claude-haiku-4-5@20251001").as_deref(),
-            Some("claude-haiku-4-5-20251001")
-        );
-        assert_eq!(base_id("claude-sonnet-4-6"), None);
-        assert_eq!(
-            super::super::canonical_model(ModelTable::builtin(), "claude-sonnet-4-5@20250929")
-                .as_deref(),
-            Some("claude-sonnet-4-5-20250929")
-        );
     }
 }
