@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use threadline::client::{ApiKey, Auth, Client, ClientConfig, RetryConfig};
+use threadline::client::{ApiKey, Auth, Client, ClientConfig, Platform, RetryConfig};
 use threadline::tools::ShellAccess;
 use threadline::{Agent, AgentBuilder, Compaction};
 
@@ -123,6 +123,8 @@ pub(crate) fn agent_builder(
     meter: &Meter,
     settings: AgentSettings<'_>,
 ) -> AgentBuilder<Metered<Client>> {
+    // The model table as the client's platform offers it, and the model by that platform's id.
+    let platform = client.config().provider.platform();
     let mut builder = Agent::builder(Metered::new(client, meter.clone()))
         .model(settings.model)
         .max_tokens(settings.max_tokens)
@@ -132,6 +134,9 @@ pub(crate) fn agent_builder(
         .compaction(settings.compaction);
     if let Some(today) = settings.today {
         builder = builder.today(today);
+    }
+    if platform != Platform::Anthropic {
+        builder = builder.platform(platform);
     }
     builder
 }

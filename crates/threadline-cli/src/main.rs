@@ -271,8 +271,11 @@ enum Command {
         /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or AWS_BEARER_TOKEN_BEDROCK; vertex:
         /// ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION, ANTHROPIC_VERTEX_ACCESS_TOKEN;
         /// foundry: ANTHROPIC_FOUNDRY_RESOURCE, ANTHROPIC_FOUNDRY_API_KEY). Default: the one
-        /// a CLAUDE_CODE_USE_BEDROCK/VERTEX/FOUNDRY variable picks, else anthropic. The model
-        /// id is the platform's (e.g. `us.anthropic.claude-sonnet-4-5-20250929-v1:0`).
+        /// a CLAUDE_CODE_USE_BEDROCK/VERTEX/FOUNDRY variable picks, else anthropic. A model
+        /// given by its API id (`claude-sonnet-4-5`) is sent by the platform's id where the
+        /// model table has one; the platform's own ids (an inference profile such as
+        /// `us.anthropic.claude-sonnet-4-5-20250929-v1:0`) go as given. What the platform does
+        /// not offer is not used (on Bedrock, `--compaction on-demand` compacts locally).
         #[arg(long, value_name = "PLATFORM", value_parser = ["anthropic", "bedrock", "vertex", "foundry"])]
         provider: Option<String>,
         /// Let the model run shell commands without asking (otherwise each one asks when stdin

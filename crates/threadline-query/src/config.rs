@@ -90,6 +90,31 @@ impl QueryConfig {
         self
     }
 
+    /// These settings on `platform`: the model table becomes the platform's view
+    /// ([`ModelTable::on_platform`](threadline_wire::model::ModelTable::on_platform)), so the
+    /// loop, the compaction policy and tool search never use what the platform does not offer
+    /// (on Bedrock, on-demand compaction falls back to the local autocompact), and a model
+    /// named by its API id is sent by the platform's id when the table gives one
+    /// (`claude-sonnet-4-5` → `anthropic.claude-sonnet-4-5-20250929-v1:0` on Bedrock).
+    ///
+    /// ```
+    /// use threadline_query::QueryConfig;
+    /// use threadline_wire::model::Feature;
+    /// use threadline_wire::platform::Platform;
+    ///
+    /// let config = QueryConfig::new("claude-sonnet-4-6", 1024).on_platform(Platform::Bedrock);
+    /// assert_eq!(config.model, "anthropic.claude-sonnet-4-6");
+    /// let row = config.models.resolve(&config.model).model();
+    /// assert!(!row.supports(Feature::OnDemandCompaction));
+    /// ```
+    pub fn on_platform(mut self, platform: threadline_wire::platform::Platform) -> QueryConfig {
+        self.models = self.models.on_platform(platform);
+        if let Some(id) = self.models.platform_id(&self.model) {
+            self.model = id.to_owned();
+        }
+        self
+    }
+
     /// With a tool search policy (off, auto at a share of the window, always; regex or BM25).
     pub fn with_tool_search(mut self, tool_search: ToolSearchConfig) -> QueryConfig {
         self.tool_search = tool_search;

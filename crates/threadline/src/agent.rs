@@ -137,6 +137,17 @@ where
         self.apply_overrides()
     }
 
+    /// The platform the service speaks to (default: the Claude API): the model table becomes
+    /// the platform's view, so nothing the platform does not offer is used (on Amazon Bedrock,
+    /// on-demand compaction falls back to the local autocompact), and a model given by its
+    /// API id is sent by the platform's id where the table gives one
+    /// ([`QueryConfig::on_platform`]). A client's provider says its platform:
+    /// `threadline::client::Provider::platform`.
+    pub fn platform(mut self, platform: threadline_wire::platform::Platform) -> Self {
+        self.overrides.platform = Some(platform);
+        self.apply_overrides()
+    }
+
     /// `max_tokens` of each request (default [`DEFAULT_MAX_TOKENS`]).
     pub fn max_tokens(mut self, max_tokens: u64) -> Self {
         self.overrides.max_tokens = Some(max_tokens);
@@ -1018,6 +1029,7 @@ struct Overrides {
     tool_search: Option<threadline_query::tool_search::ToolSearchConfig>,
     context_management: Option<threadline_wire::request::ContextManagement>,
     cache_diagnostics: bool,
+    platform: Option<threadline_wire::platform::Platform>,
 }
 
 impl Overrides {
@@ -1052,6 +1064,9 @@ impl Overrides {
         }
         if self.cache_diagnostics {
             config.cache_diagnostics = true;
+        }
+        if let Some(platform) = self.platform {
+            *config = config.clone().on_platform(platform);
         }
     }
 }

@@ -106,7 +106,9 @@
 //! The same agent runs on Amazon Bedrock, Google Vertex AI or Microsoft Foundry: its service
 //! is then a client for that platform (`threadline::client::Provider`), configured here from
 //! the variables Claude Code reads (`CLAUDE_CODE_USE_BEDROCK`, `AWS_REGION`,
-//! `AWS_ACCESS_KEY_ID`, …; `threadline::client::provider::platform_from_env`):
+//! `AWS_ACCESS_KEY_ID`, …; `threadline::client::provider::platform_from_env`), and the
+//! builder is told the platform, so that the agent uses only what the platform offers and
+//! names the model the platform's way:
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "client", feature = "agent"))]
@@ -116,9 +118,11 @@
 //! use threadline::client::{Client, ClientConfig};
 //!
 //! let platform = platform_from_env(Some("bedrock"), None)?;
+//! let on = platform.provider.platform();
 //! let config = ClientConfig::new(platform.base_url, platform.auth).with_provider(platform.provider);
 //! let agent = Agent::builder(Client::new(config)?)
 //!     .model("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+//!     .platform(on)
 //!     .build()?;
 //! # drop(agent);
 //! # Ok(())

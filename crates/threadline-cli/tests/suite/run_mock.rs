@@ -880,22 +880,36 @@ steps:
 /// the credentials read from the variables Claude Code reads, and the mock's request log shows
 /// each platform's request shape (Bedrock's signed InvokeModel with the version and betas in
 /// the body, Vertex's streamRawPredict, Foundry's `/anthropic/v1/messages` with an `api-key`).
+/// A model given by its API id goes out by the platform's id from the model table.
 #[test]
 fn run_completes_a_tool_session_on_each_cloud_platform() {
     let aws_secret = threadline_mock::MOCK_AWS_SECRET_ACCESS_KEY;
     type Variables = Vec<(&'static str, &'static str)>;
-    let cases: [(&str, &str, Variables); 3] = [
+    let aws = || {
+        vec![
+            ("AWS_REGION", "eu-central-1"),
+            ("AWS_ACCESS_KEY_ID", threadline_mock::MOCK_AWS_ACCESS_KEY_ID),
+            ("AWS_SECRET_ACCESS_KEY", aws_secret),
+        ]
+    };
+    // The platform, the `--model` given, the id sent there, the credentials.
+    let cases: [(&str, &str, &str, Variables); 4] = [
         (
             "bedrock",
             "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            vec![
-                ("AWS_REGION", "eu-central-1"),
-                ("AWS_ACCESS_KEY_ID", threadline_mock::MOCK_AWS_ACCESS_KEY_ID),
-                ("AWS_SECRET_ACCESS_KEY", aws_secret),
-            ],
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            aws(),
+        ),
+        // An API id goes by the platform's id from the model table.
+        (
+            "bedrock",
+            "claude-sonnet-4-5",
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            aws(),
         ),
         (
             "vertex",
+            "claude-sonnet-4-5@20250929",
             "claude-sonnet-4-5@20250929",
             vec![
                 ("ANTHROPIC_VERTEX_PROJECT_ID", "team-project"),
@@ -906,10 +920,11 @@ fn run_completes_a_tool_session_on_each_cloud_platform() {
         (
             "foundry",
             "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
             vec![("ANTHROPIC_FOUNDRY_API_KEY", "foundry-secret-key-0123")],
         ),
     ];
-    for (provider, model, vars) in cases {
+    for (provider, model, sent, vars) in cases {
         let dir = tempfile::tempdir().expect("tempdir");
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).expect("workspace");
@@ -989,7 +1004,7 @@ steps:
             let path = line["path"].as_str().expect("a path");
             match provider {
                 "bedrock" => {
-                    assert_eq!(path, format!("/model/{model}/invoke-with-response-stream"));
+                    assert_eq!(path, format!("/model/{sent}/invoke-with-response-stream"));
                     assert_eq!(body["anthropic_version"], "bedrock-2023-05-31");
                     assert!(body.get("model").is_none() && body.get("stream").is_none());
                 }
@@ -998,7 +1013,7 @@ steps:
                         path,
                         format!(
                             "/v1/projects/team-project/locations/us-east5/publishers/\
-                             anthropic/models/{model}:streamRawPredict"
+                             anthropic/models/{sent}:streamRawPredict"
                         )
                     );
                     assert_eq!(body["anthropic_version"], "vertex-2023-10-16");
@@ -1006,7 +1021,7 @@ steps:
                 }
                 _ => {
                     assert_eq!(path, "/anthropic/v1/messages");
-                    assert_eq!(body["model"], model);
+                    assert_eq!(body["model"], sent);
                 }
             }
         }

@@ -1188,3 +1188,72 @@ async fn a_thinking_block_bound_elsewhere_is_retried_with_drop_block_as_a_last_r
     }
     assert!(body(&requests[0])["thinking"].is_null());
 }
+
+/// The same session on Amazon Bedrock, which does not offer on-demand compaction: told its
+/// platform, the agent compacts locally instead and never sends the `compaction` field or
+/// its beta, so no request is refused; the model goes by its Bedrock id.
+#[tokio::test(flavor = "current_thread")]
+async fn on_bedrock_an_on_demand_setting_compacts_locally_and_nothing_is_refused() {
+    use threadline::client::{AwsCredentials, Platform, Provider};
+    use threadline_mock::{MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
+
+    const BEDROCK_MODEL: &str = "us.anthropic.claude-opus-5-5";
+    let dir = workspace();
+    let mock = MockServer::start(Scenario::new([
+        think_and_read(0, "big.txt"),
+        think_and_read(1, "medium.txt"),
+        Step::text("<summary>big.txt and medium.txt were read.</summary>"),
+        think_and_read(2, "notes.txt"),
+        think_and_read(3, "medium.txt"),
+        think_and_answer("All four files are read."),
+    ]))
+    .await
+    .expect("mock");
+    let credentials = AwsCredentials::new(MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, None)
+        .expect("credentials");
+    let provider = Provider::bedrock("us-east-1");
+    let platform = provider.platform();
+    let config = ClientConfig::new(mock.base_url(), Auth::Aws(credentials)).with_provider(provider);
+    let workspace = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let mut agent = Agent::builder(Client::new(config).expect("client"))
+        .model(BEDROCK_MODEL)
+        .platform(platform)
+        .system_prompt("You read files.")
+        .workspace(dir.path())
+        .tool(ReadFile::new(workspace))
+        .compaction(small_compaction(Some(3_900)).with_mode(CompactionMode::OnDemand))
+        .today("2026-03-08")
+        .build()
+        .expect("agent");
+    assert_eq!(agent.config().models.platform(), Platform::Bedrock);
+    let events = run(
+        &mut agent,
+        "Read big.txt, medium.txt, notes.txt, then medium.txt again.",
+    )
+    .await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 6);
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.status, Some(200), "request {i}: {:?}", request.body);
+        assert_eq!(
+            request.path,
+            format!("/model/{BEDROCK_MODEL}/invoke-with-response-stream"),
+            "request {i}"
+        );
+        let sent = body(request);
+        assert!(sent.get("compaction").is_none(), "request {i}: {sent}");
+        assert!(
+            !sent.to_string().contains("compact-2026-09-04"),
+            "request {i}"
+        );
+    }
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    // The local summary replaced what it summarized.
+    let after = body(&requests[3]).to_string();
+    assert!(
+        after.contains("big.txt and medium.txt were read"),
+        "{after}"
+    );
+    assert!(!after.contains("Step 0:"), "{after}");
+}
