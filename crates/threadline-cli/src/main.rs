@@ -268,7 +268,8 @@ enum Command {
         base_url: Option<String>,
         /// The platform: anthropic (default), bedrock, vertex or foundry, each read from the
         /// variables Claude Code reads (bedrock: AWS_REGION, AWS_ACCESS_KEY_ID,
-        /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or AWS_BEARER_TOKEN_BEDROCK; vertex:
+        /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or AWS_BEARER_TOKEN_BEDROCK, else the
+        /// standard AWS chain: AWS_PROFILE and ~/.aws, SSO, web identity, instance roles; vertex:
         /// ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION, ANTHROPIC_VERTEX_ACCESS_TOKEN;
         /// foundry: ANTHROPIC_FOUNDRY_RESOURCE, ANTHROPIC_FOUNDRY_API_KEY). Default: the one
         /// a CLAUDE_CODE_USE_BEDROCK/VERTEX/FOUNDRY variable picks, else anthropic. A model

@@ -26,12 +26,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "aws-credential-chain")]
+mod aws_chain;
 mod env;
 mod errors;
 pub mod event_stream;
 mod rewrite;
 mod sigv4;
 
+#[cfg(feature = "aws-credential-chain")]
+pub use aws_chain::AwsCredentialChain;
 pub use env::{
     PLACEHOLDER_CREDENTIAL, PlatformEnvError, PlatformSettings, platform_from_env,
     platform_from_vars, platform_name_from_env, platform_name_from_vars,
@@ -133,7 +137,13 @@ impl Provider {
 
     /// Whether `auth` is a credential this platform takes (SigV4 only on Bedrock).
     pub(crate) fn takes(&self, auth: &Auth) -> bool {
-        !matches!(auth, Auth::Aws(_)) || matches!(self, Provider::Bedrock { .. })
+        let sigv4 = match auth {
+            Auth::Aws(_) => true,
+            #[cfg(feature = "aws-credential-chain")]
+            Auth::AwsChain(_) => true,
+            _ => false,
+        };
+        !sigv4 || matches!(self, Provider::Bedrock { .. })
     }
 
     /// Whether the betas travel in the `anthropic-beta` header (else in the body).

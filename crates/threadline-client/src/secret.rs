@@ -182,6 +182,10 @@ pub enum Auth {
     Bearer(ApiKey),
     /// AWS SigV4 signatures (Amazon Bedrock).
     Aws(AwsCredentials),
+    /// AWS SigV4 signatures with credentials from the standard AWS chain, asked before each
+    /// request (Amazon Bedrock; feature `aws-credential-chain`).
+    #[cfg(feature = "aws-credential-chain")]
+    AwsChain(crate::provider::AwsCredentialChain),
     /// No credential (a local mock that does not check, or a proxy that adds one).
     #[default]
     None,
@@ -197,6 +201,8 @@ impl Auth {
             )),
             Auth::Bearer(token) => Some((http::header::AUTHORIZATION, token.bearer_value())),
             Auth::Aws(_) | Auth::None => None,
+            #[cfg(feature = "aws-credential-chain")]
+            Auth::AwsChain(_) => None,
         }
     }
 
@@ -208,6 +214,9 @@ impl Auth {
                 .chain(aws.session_token.as_ref())
                 .collect(),
             Auth::None => Vec::new(),
+            // Learned as the chain gives them (`Redactor::for_aws`).
+            #[cfg(feature = "aws-credential-chain")]
+            Auth::AwsChain(_) => Vec::new(),
         }
     }
 }
@@ -309,7 +318,20 @@ impl EncodedKey {
 impl Redactor {
     /// The redactor for a client authenticating with `auth`.
     pub(crate) fn for_auth(auth: &Auth) -> Self {
-        let keys = auth.secrets();
+        Redactor::for_secrets(auth.secrets())
+    }
+
+    /// The redactor of every secret of `sets` (the sets an AWS credential chain gave).
+    #[cfg(feature = "aws-credential-chain")]
+    pub(crate) fn for_aws(sets: &[AwsCredentials]) -> Self {
+        let secrets = sets
+            .iter()
+            .flat_map(|aws| std::iter::once(&aws.secret_access_key).chain(&aws.session_token))
+            .collect();
+        Redactor::for_secrets(secrets)
+    }
+
+    fn for_secrets(keys: Vec<&ApiKey>) -> Self {
         if keys.is_empty() {
             return Redactor::default();
         }

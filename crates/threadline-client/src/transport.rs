@@ -35,7 +35,7 @@ use tracing::field::Empty;
 use crate::config::{ClientConfig, Limits};
 use crate::events::SseEventStream;
 use crate::provider::Provider;
-use crate::secret::Redactor;
+use crate::secret::{AwsCredentials, Redactor};
 use crate::timeout::{TimeoutError, TimeoutPhase};
 
 type Connector = HttpsConnector<HttpConnector>;
@@ -54,16 +54,30 @@ struct Inner {
     base: String,
     /// Where streamed messages go, when the path does not depend on the model.
     messages_url: Option<http::Uri>,
-    /// The SigV4 credentials, when requests are signed (Bedrock).
-    aws: Option<crate::secret::AwsCredentials>,
+    /// Where the SigV4 credentials come from, when requests are signed (Bedrock).
+    aws: Option<AwsSource>,
     headers: HeaderMap,
     /// The configured betas; each request adds the ones its body needs.
     betas: Vec<String>,
     limits: Limits,
     connect_timeout: Duration,
-    redactor: Redactor,
+    /// The redactor of the credential; with an AWS chain, renewed as the chain gives new
+    /// secrets (the last two sets kept, for an error that quotes the previous one).
+    redactor: std::sync::RwLock<Redactor>,
     /// The serialized messages of the last requests, from which the next body is assembled.
     bodies: std::sync::Mutex<crate::body::BodyFragments>,
+}
+
+/// Where a Bedrock client's SigV4 credentials come from.
+enum AwsSource {
+    /// Given once.
+    Fixed(AwsCredentials),
+    /// Asked of the chain before each request; the last sets it gave.
+    #[cfg(feature = "aws-credential-chain")]
+    Chain {
+        chain: crate::provider::AwsCredentialChain,
+        seen: std::sync::Mutex<Vec<AwsCredentials>>,
+    },
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -180,7 +194,12 @@ impl HttpTransport {
             headers.insert(name, value);
         }
         let aws = match &config.auth {
-            crate::secret::Auth::Aws(credentials) => Some(credentials.clone()),
+            crate::secret::Auth::Aws(credentials) => Some(AwsSource::Fixed(credentials.clone())),
+            #[cfg(feature = "aws-credential-chain")]
+            crate::secret::Auth::AwsChain(chain) => Some(AwsSource::Chain {
+                chain: chain.clone(),
+                seen: Default::default(),
+            }),
             _ => None,
         };
 
@@ -210,7 +229,7 @@ impl HttpTransport {
                 betas: config.betas.clone(),
                 limits: config.limits,
                 connect_timeout: config.timeouts.connect,
-                redactor: Redactor::for_auth(&config.auth),
+                redactor: std::sync::RwLock::new(Redactor::for_auth(&config.auth)),
                 bodies: Default::default(),
             }),
         })
@@ -226,6 +245,7 @@ impl HttpTransport {
         body: Vec<u8>,
         betas: Option<String>,
         count_tokens: bool,
+        aws: Option<&AwsCredentials>,
     ) -> Result<Request<Full<Bytes>>, ServiceError> {
         let inner = &self.inner;
         let uri = match (&inner.messages_url, count_tokens) {
@@ -256,7 +276,7 @@ impl HttpTransport {
                 .headers_mut()
                 .insert(HeaderName::from_static("anthropic-beta"), value);
         }
-        if let (Some(aws), Provider::Bedrock { region }) = (&inner.aws, &inner.provider) {
+        if let (Some(aws), Provider::Bedrock { region }) = (aws, &inner.provider) {
             crate::provider::sign(
                 &mut request,
                 &body,
@@ -264,22 +284,53 @@ impl HttpTransport {
                 region,
                 crate::provider::BEDROCK_SIGNING_SERVICE,
             )
-            .map_err(|e| inner.redactor.error(e))?;
+            .map_err(|e| self.redactor().error(e))?;
         }
         *request.body_mut() = Full::new(Bytes::from(body));
         Ok(request)
     }
 
-    /// The redactor of this client's credential.
-    pub(crate) fn redactor(&self) -> &Redactor {
-        &self.inner.redactor
+    /// The redactor of this client's credential (every secret an AWS chain gave so far).
+    pub(crate) fn redactor(&self) -> Redactor {
+        self.inner
+            .redactor
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The SigV4 credentials for the next request: the fixed ones, or what the chain gives
+    /// now (its secrets join the redactor before anything is sent with them).
+    async fn aws_credentials(&self) -> Result<Option<AwsCredentials>, ServiceError> {
+        match &self.inner.aws {
+            None => Ok(None),
+            Some(AwsSource::Fixed(credentials)) => Ok(Some(credentials.clone())),
+            #[cfg(feature = "aws-credential-chain")]
+            Some(AwsSource::Chain { chain, seen }) => {
+                let credentials = chain.credentials().await?;
+                let mut seen = seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if !seen.contains(&credentials) {
+                    seen.insert(0, credentials.clone());
+                    seen.truncate(2);
+                    let redactor = Redactor::for_aws(&seen);
+                    *self
+                        .inner
+                        .redactor
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = redactor;
+                }
+                Ok(Some(credentials))
+            }
+        }
     }
 
     /// `POST /v1/messages/count_tokens`: the input tokens the request would count.
     pub async fn count_tokens(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
         self.count_tokens_once(request)
             .await
-            .map_err(|e| self.inner.redactor.error(e))
+            .map_err(|e| self.redactor().error(e))
     }
 
     async fn count_tokens_once(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
@@ -294,7 +345,8 @@ impl HttpTransport {
         };
         let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
-        let http_request = self.request(&path, body, betas, true)?;
+        let aws = self.aws_credentials().await?;
+        let http_request = self.request(&path, body, betas, true, aws.as_ref())?;
         let response = self.send(http_request).await?;
         let status = response.status();
         let headers = response.headers().clone();
@@ -345,7 +397,7 @@ impl HttpTransport {
             "the connection failed before the response"
         };
         let detail = error_chain(&error);
-        self.inner.redactor.error(
+        self.redactor().error(
             ServiceError::new(ServiceErrorKind::Connection, format!("{what}: {detail}"))
                 .with_source(error),
         )
@@ -385,7 +437,7 @@ impl HttpTransport {
                 _ => {}
             }
         }
-        self.inner.redactor.error(with_request_id(error, &headers))
+        self.redactor().error(with_request_id(error, &headers))
     }
 
     async fn call_messages(
@@ -403,10 +455,12 @@ impl HttpTransport {
             .map_err(cannot_serialize)?;
         let span = tracing::Span::current();
         let path = self.inner.provider.messages_path(&request.model);
-        let response = self.send(self.request(&path, body, betas, false)?).await?;
+        let aws = self.aws_credentials().await?;
+        let http_request = self.request(&path, body, betas, false, aws.as_ref())?;
+        let response = self.send(http_request).await?;
         let status = response.status();
         span.record(names::HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()));
-        let redactor = &self.inner.redactor;
+        let redactor = &self.redactor();
         let request_id = header_str(response.headers(), "request-id")
             .or_else(|| header_str(response.headers(), "x-amzn-requestid"))
             .map(|id| threadline_wire::secret::Redact::redact(redactor, id).into_owned());
@@ -659,7 +713,7 @@ impl tower_service::Service<MessagesRequest> for HttpTransport {
         let this = self.clone();
         Box::pin(
             async move {
-                let redactor = this.inner.redactor.clone();
+                let redactor = this.redactor();
                 // Every path already redacts; this is the guard for any path added later.
                 this.call_messages(request)
                     .await

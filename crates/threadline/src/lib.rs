@@ -149,7 +149,7 @@
 //!
 //! - `default`: `full`.
 //! - `full`: every crate below but `mock`, `mcp`, `restate` and `scripted`, and the agent
-//!   builder.
+//!   builder (not `aws-credential-chain`).
 //! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
 //! - `validate`: the module `validate` (`threadline-validate`).
 //! - `message`: the module `message` (`threadline-message`) and [`Message`].
@@ -160,6 +160,8 @@
 //! - `compact`: the module `compact` (`threadline-compact`), [`Compaction`] and its types; with
 //!   `query`, `CompactionPolicy`; with `client`, [`ClientTokenCounter`].
 //! - `client`: the module `client` (`threadline-client`).
+//! - `aws-credential-chain`: `client` with `Auth::AwsChain`, Bedrock credentials from the
+//!   standard AWS chain (`aws-config`: profiles, SSO, roles; not in `full`).
 //! - `mock`: the module `mock` (`threadline-mock`; not in `full`: it is an HTTP server).
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].

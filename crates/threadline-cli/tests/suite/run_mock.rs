@@ -875,6 +875,31 @@ steps:
     );
 }
 
+/// A workspace under `dir` with `notes.txt`, and a logged mock whose scenario reads it, then
+/// answers: the workspace, the mock and its request log.
+fn notes_session(dir: &Path) -> (std::path::PathBuf, Mock, std::path::PathBuf) {
+    let workspace = dir.join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
+    let scenario = dir.join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_notes, name: Read, input: {path: notes.txt}}
+  - kind: message
+    content:
+      - {type: text, text: "You need to buy oat milk."}
+"#,
+    )
+    .expect("scenario");
+    let log = dir.join("requests.jsonl");
+    let mock = Mock::start_logged(&scenario, &log);
+    (workspace, mock, log)
+}
+
 /// `threadline run --provider X --base-url MOCK` on each cloud platform: the same
 /// tool-using session completes against the mock's Bedrock, Vertex and Foundry fronts, with
 /// the credentials read from the variables Claude Code reads, and the mock's request log shows
@@ -926,25 +951,7 @@ fn run_completes_a_tool_session_on_each_cloud_platform() {
     ];
     for (provider, model, sent, vars) in cases {
         let dir = tempfile::tempdir().expect("tempdir");
-        let workspace = dir.path().join("ws");
-        std::fs::create_dir_all(&workspace).expect("workspace");
-        std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
-        let scenario = dir.path().join("scenario.yaml");
-        std::fs::write(
-            &scenario,
-            r#"
-steps:
-  - kind: message
-    content:
-      - {type: tool_use, id: toolu_notes, name: Read, input: {path: notes.txt}}
-  - kind: message
-    content:
-      - {type: text, text: "You need to buy oat milk."}
-"#,
-        )
-        .expect("scenario");
-        let log = dir.path().join("requests.jsonl");
-        let mock = Mock::start_logged(&scenario, &log);
+        let (workspace, mock, log) = notes_session(dir.path());
         let base = match provider {
             "foundry" => format!("{}/anthropic", mock.base_url),
             _ => mock.base_url.clone(),
@@ -1032,4 +1039,79 @@ steps:
                 .is_some_and(|b| b.contains("buy oat milk"))
         );
     }
+}
+
+/// `run --provider bedrock` without AWS keys in the environment: the standard AWS chain
+/// (`aws-config`) finds the profile `AWS_PROFILE` names in the credentials file
+/// `AWS_SHARED_CREDENTIALS_FILE` points at, as the AWS CLI and Claude Code would, and signs
+/// with it; a profile with the wrong secret is the platform's 403, its secret in no output.
+#[test]
+fn run_on_bedrock_signs_with_credentials_from_an_aws_profile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (workspace, mock, log) = notes_session(dir.path());
+    let wrong = "profile-secret-that-is-wrong-0123456789";
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[threadline-mock]\naws_access_key_id = {}\naws_secret_access_key = {}\n\n\
+             [wrong]\naws_access_key_id = {}\naws_secret_access_key = {wrong}\n",
+            threadline_mock::MOCK_AWS_ACCESS_KEY_ID,
+            threadline_mock::MOCK_AWS_SECRET_ACCESS_KEY,
+            threadline_mock::MOCK_AWS_ACCESS_KEY_ID,
+        ),
+    )
+    .expect("the credentials file");
+    let config = dir.path().join("config");
+    std::fs::write(&config, "").expect("the config file");
+    let run = |profile: &str| {
+        let mut command = command();
+        command
+            .args(["run", "--provider", "bedrock", "--base-url", &mock.base_url])
+            .args(["--model", "claude-sonnet-4-5"])
+            .arg("What is in my notes?")
+            .current_dir(&workspace)
+            .env("THREADLINE_DATE", "2026-03-08")
+            .env("AWS_REGION", "us-west-2")
+            .env("AWS_PROFILE", profile)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &credentials)
+            .env("AWS_CONFIG_FILE", &config)
+            // Nothing but the profile: no instance metadata, no keys in the variables.
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_BEARER_TOKEN_BEDROCK")
+            .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            .stdin(Stdio::null());
+        command.output().expect("the binary runs")
+    };
+    let output = run("threadline-mock");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("the request log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert_eq!(line["platform"], "bedrock", "{line}");
+        assert_eq!(line["status"], 200, "{line}");
+        assert_eq!(
+            line["path"],
+            "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
+        );
+    }
+    let output = run("wrong");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("InvalidSignatureException"), "{stderr}");
+    assert!(!stdout.contains(wrong) && !stderr.contains(wrong));
 }

@@ -4,7 +4,7 @@
 //! | platform | chosen by | base URL | credential |
 //! |---|---|---|---|
 //! | Claude API | default | `ANTHROPIC_BASE_URL` | `ANTHROPIC_API_KEY` |
-//! | Bedrock | `CLAUDE_CODE_USE_BEDROCK=1` | `ANTHROPIC_BEDROCK_BASE_URL`, else from the region (`AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`) | `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) |
+//! | Bedrock | `CLAUDE_CODE_USE_BEDROCK=1` | `ANTHROPIC_BEDROCK_BASE_URL`, else from the region (`AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`) | `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`), else (feature `aws-credential-chain`) the standard AWS chain: `AWS_PROFILE` and the profile files, SSO, web identity, container and instance roles |
 //! | Vertex AI | `CLAUDE_CODE_USE_VERTEX=1` | `ANTHROPIC_VERTEX_BASE_URL`, else from `CLOUD_ML_REGION` | `ANTHROPIC_VERTEX_ACCESS_TOKEN` (a static OAuth access token, e.g. `gcloud auth print-access-token`); project `ANTHROPIC_VERTEX_PROJECT_ID`, else `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT` |
 //! | Foundry | `CLAUDE_CODE_USE_FOUNDRY=1` | `ANTHROPIC_FOUNDRY_BASE_URL`, else from `ANTHROPIC_FOUNDRY_RESOURCE` | `ANTHROPIC_FOUNDRY_AUTH_TOKEN` (Entra ID bearer), else `ANTHROPIC_FOUNDRY_API_KEY` |
 //!
@@ -165,6 +165,11 @@ pub fn platform_from_vars(
                             },
                         )?)
                     }
+                    // The standard AWS chain: profiles, SSO, roles (it reads the process's
+                    // environment and profile files itself).
+                    #[cfg(feature = "aws-credential-chain")]
+                    _ => Auth::AwsChain(super::AwsCredentialChain::standard()),
+                    #[cfg(not(feature = "aws-credential-chain"))]
                     _ => {
                         return Err(missing(
                             &provider,
@@ -300,10 +305,14 @@ mod tests {
         let s = settings(Some("bedrock"), Some("http://127.0.0.1:9"), &with_key).expect("ok");
         assert!(matches!(s.auth, Auth::Bearer(_)));
         assert_eq!(s.base_url, "http://127.0.0.1:9");
-        // No credentials: an error naming the variables, even with a base URL.
-        let error = settings(Some("bedrock"), Some("http://x"), &[]).expect_err("missing");
+        // No credentials in the variables: the standard AWS chain, with the chain built in;
+        // else an error naming the variables, even with a base URL.
+        let found = settings(Some("bedrock"), Some("http://x"), &[]);
+        #[cfg(feature = "aws-credential-chain")]
+        assert!(matches!(found.expect("the chain").auth, Auth::AwsChain(_)));
+        #[cfg(not(feature = "aws-credential-chain"))]
         assert_eq!(
-            error.to_string(),
+            found.expect_err("missing").to_string(),
             "Amazon Bedrock: AWS credentials is not set (AWS_ACCESS_KEY_ID and \
              AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK)"
         );

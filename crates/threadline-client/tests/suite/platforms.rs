@@ -339,3 +339,114 @@ async fn on_demand_compaction_is_refused_on_bedrock_in_its_words_and_served_on_v
         Some(threadline_wire::StopReason::Compaction)
     );
 }
+
+/// The standard AWS chain's profile provider (`aws-config`, reading a real credentials file)
+/// signs Bedrock requests; a chain is asked before every request, so temporary credentials
+/// that rotate are used as they come, and none of its secrets reaches an error.
+#[cfg(feature = "aws-credential-chain")]
+#[tokio::test]
+async fn credentials_from_the_aws_chain_sign_each_request_and_stay_out_of_errors() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use aws_config::profile::ProfileFileCredentialsProvider;
+    use aws_credential_types::Credentials;
+    use aws_credential_types::provider::{ProvideCredentials, future};
+    use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
+    use threadline_client::provider::AwsCredentialChain;
+
+    let profile = |secret: &str| {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("credentials");
+        std::fs::write(
+            &path,
+            format!(
+                "[default]\naws_access_key_id = AKIDNOTTHISONE\naws_secret_access_key = nope-0123456789\n\n\
+                 [threadline-mock]\naws_access_key_id = {MOCK_AWS_ACCESS_KEY_ID}\naws_secret_access_key = {secret}\n"
+            ),
+        )
+        .expect("the credentials file");
+        let files = EnvConfigFiles::builder()
+            .with_file(EnvConfigFileKind::Credentials, &path)
+            .build();
+        let provider = ProfileFileCredentialsProvider::builder()
+            .configure(&AwsCredentialChain::provider_config())
+            .profile_files(files)
+            .profile_name("threadline-mock")
+            .build();
+        (dir, AwsCredentialChain::from_provider(provider))
+    };
+    let chain_client = |base_url: &str, chain: AwsCredentialChain| {
+        Client::new(config(
+            base_url,
+            Auth::AwsChain(chain),
+            Provider::bedrock("us-east-1"),
+        ))
+        .expect("a client")
+    };
+    let server = mock(
+        vec![Step::text("From the profile."), Step::text("unused")],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let (_dir, chain) = profile(MOCK_AWS_SECRET_ACCESS_KEY);
+    let client = chain_client(&server.base_url(), chain);
+    let message = collect_message(client.stream(model(BEDROCK_MODEL)).await.expect("signed"))
+        .await
+        .expect("a message");
+    assert_eq!(message.content.len(), 1);
+    // The wrong secret in the profile: the platform's 403, no secret in the error.
+    let wrong = "profile-secret-that-is-wrong-0123456789";
+    let (_dir, chain) = profile(wrong);
+    let client = chain_client(&server.base_url(), chain);
+    let error = client
+        .stream(model(BEDROCK_MODEL))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.status(), Some(403));
+    assert!(!format!("{error} {error:?} {client:?}").contains(wrong));
+
+    // Asked before every request: each request carries the token the chain gave then.
+    #[derive(Debug)]
+    struct Rotating(Arc<AtomicUsize>);
+    impl ProvideCredentials for Rotating {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            let n = self.0.fetch_add(1, Ordering::SeqCst);
+            future::ProvideCredentials::ready(Ok(Credentials::new(
+                MOCK_AWS_ACCESS_KEY_ID,
+                MOCK_AWS_SECRET_ACCESS_KEY,
+                Some(format!("rotating-session-token-{n:04}-abcdefgh")),
+                None,
+                "test",
+            )))
+        }
+    }
+    let asked = Arc::new(AtomicUsize::new(0));
+    let server = mock(
+        vec![Step::text("one"), Step::text("two")],
+        PlatformCredentials::default(),
+    )
+    .await;
+    let client = chain_client(
+        &server.base_url(),
+        AwsCredentialChain::from_provider(Rotating(Arc::clone(&asked))),
+    );
+    for _ in 0..2 {
+        drain(client.stream(model(BEDROCK_MODEL)).await.expect("signed")).await;
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let tokens: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.headers.get("x-amz-security-token").cloned())
+        .collect();
+    assert_eq!(tokens.len(), 2);
+    assert!(
+        tokens.iter().all(|t| t.as_deref() == Some("[redacted]")),
+        "{tokens:?}"
+    );
+}

@@ -58,6 +58,21 @@ fn binding_agent_builder(
         .today("2026-03-08")
 }
 
+/// A mock whose session thinks and reads big.txt and medium.txt, answers the compaction
+/// with `summary`, reads notes.txt and medium.txt again, then answers.
+async fn four_reads(summary: Step) -> MockServer {
+    MockServer::start(Scenario::new([
+        think_and_read(0, "big.txt"),
+        think_and_read(1, "medium.txt"),
+        summary,
+        think_and_read(2, "notes.txt"),
+        think_and_read(3, "medium.txt"),
+        think_and_answer("All four files are read."),
+    ]))
+    .await
+    .expect("mock")
+}
+
 /// The one compaction block the session's messages hold.
 fn on_demand_block(events: &[Event]) -> Value {
     let blocks: Vec<Value> = events
@@ -79,16 +94,10 @@ fn on_demand_block(events: &[Event]) -> Value {
 #[tokio::test(flavor = "current_thread")]
 async fn a_long_thinking_session_on_a_binding_model_compacts_locally_without_a_refusal() {
     let dir = workspace();
-    let mock = MockServer::start(Scenario::new([
-        think_and_read(0, "big.txt"),
-        think_and_read(1, "medium.txt"),
-        Step::text("<summary>big.txt and medium.txt were read.</summary>"),
-        think_and_read(2, "notes.txt"),
-        think_and_read(3, "medium.txt"),
-        think_and_answer("All four files are read."),
-    ]))
-    .await
-    .expect("mock");
+    let mock = four_reads(Step::text(
+        "<summary>big.txt and medium.txt were read.</summary>",
+    ))
+    .await;
     let mut agent = binding_agent(&mock, dir.path(), small_compaction(Some(3_900)));
     let events = run(
         &mut agent,
@@ -116,16 +125,10 @@ async fn a_long_thinking_session_on_a_binding_model_compacts_locally_without_a_r
 #[tokio::test(flavor = "current_thread")]
 async fn a_long_thinking_session_on_a_binding_model_compacts_on_demand() {
     let dir = workspace();
-    let mock = MockServer::start(Scenario::new([
-        think_and_read(0, "big.txt"),
-        think_and_read(1, "medium.txt"),
-        Step::text("The user asked to read four files; big.txt and medium.txt are read."),
-        think_and_read(2, "notes.txt"),
-        think_and_read(3, "medium.txt"),
-        think_and_answer("All four files are read."),
-    ]))
-    .await
-    .expect("mock");
+    let mock = four_reads(Step::text(
+        "The user asked to read four files; big.txt and medium.txt are read.",
+    ))
+    .await;
     let compaction = small_compaction(Some(3_900)).with_mode(CompactionMode::OnDemand);
     let mut agent = binding_agent(&mock, dir.path(), compaction);
     let events = run(
@@ -1199,16 +1202,10 @@ async fn on_bedrock_an_on_demand_setting_compacts_locally_and_nothing_is_refused
 
     const BEDROCK_MODEL: &str = "us.anthropic.claude-opus-5-5";
     let dir = workspace();
-    let mock = MockServer::start(Scenario::new([
-        think_and_read(0, "big.txt"),
-        think_and_read(1, "medium.txt"),
-        Step::text("<summary>big.txt and medium.txt were read.</summary>"),
-        think_and_read(2, "notes.txt"),
-        think_and_read(3, "medium.txt"),
-        think_and_answer("All four files are read."),
-    ]))
-    .await
-    .expect("mock");
+    let mock = four_reads(Step::text(
+        "<summary>big.txt and medium.txt were read.</summary>",
+    ))
+    .await;
     let credentials = AwsCredentials::new(MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, None)
         .expect("credentials");
     let provider = Provider::bedrock("us-east-1");
