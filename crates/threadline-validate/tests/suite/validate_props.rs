@@ -5,13 +5,14 @@
 //! split into consecutive same-role messages, which the API merges), with tool calls answered
 //! first thing in the next user message, unique ids, non-empty texts, at most four cache
 //! markers with every `1h` before every `5m`, and two to four uniquely named tools, on any model
-//! of the built-in table.
+//! of the built-in table. On a cloud platform's view of the table the validator finds the
+//! same, and what the platform withholds besides.
 
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use threadline_validate::{Rule, validate};
+use threadline_validate::{Rule, ValidateOptions, validate, validate_with};
 use threadline_wire::MessagesRequest;
 use threadline_wire::model::{Model, ModelTable, ThinkingMode};
 
@@ -678,6 +679,52 @@ proptest! {
                 found,
                 request
             );
+        }
+    }
+
+    /// On each cloud platform's view of the model table, the validator finds exactly what it
+    /// finds on the Claude API, except that on Bedrock a request asking for on-demand
+    /// compaction is refused in Bedrock's words whatever the model (and only then).
+    #[test]
+    fn a_platform_finds_what_the_api_finds_and_what_it_withholds(
+        plan in plan(),
+        compacting in any::<bool>(),
+    ) {
+        use threadline_wire::platform::Platform;
+
+        let api_row = model_of(&plan);
+        let mut request = build(&plan);
+        if compacting {
+            request["compaction"] = json!({"type": "summarize"});
+        }
+        let parsed: MessagesRequest =
+            serde_json::from_value(request.clone()).expect("generated requests parse");
+        let options = ValidateOptions::default().with_beta_header("compact-2026-09-04");
+        let unsupported = Rule::OnDemandCompactionUnsupported;
+        let others = |found: &[threadline_validate::Violation]| {
+            found
+                .iter()
+                .filter(|v| v.rule != unsupported)
+                .map(|v| (v.rule, v.path.clone(), v.message.clone()))
+                .collect::<Vec<_>>()
+        };
+        let on_api = validate_with(&parsed, api_row, &options);
+        for platform in [Platform::Bedrock, Platform::Vertex, Platform::Foundry] {
+            let view = ModelTable::builtin().on_platform(platform);
+            let row = view.get(&api_row.id).expect("the same row on the platform");
+            let found = validate_with(&parsed, row, &options);
+            prop_assert_eq!(others(&found), others(&on_api), "{} on {}", api_row.id, platform);
+            let refusals: Vec<_> = found.iter().filter(|v| v.rule == unsupported).collect();
+            if platform == Platform::Bedrock && compacting {
+                prop_assert_eq!(refusals.len(), 1);
+                prop_assert!(
+                    refusals[0].message.contains("Amazon Bedrock does not offer on-demand"),
+                    "{}", refusals[0].message
+                );
+            } else {
+                let api_refusals = on_api.iter().filter(|v| v.rule == unsupported).count();
+                prop_assert_eq!(refusals.len(), api_refusals);
+            }
         }
     }
 }
