@@ -91,7 +91,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<(), CliError> {
     // cannot start, so say so before writing it.
     if args.resume.is_some()
         && !args.dry_run
-        && super::run_live::platform(args.provider, args.base_url)?.is_none()
+        && super::run_live::platform(RUN, args.provider, args.base_url)?.is_none()
     {
         super::run_live::api_key(args.base_url)?;
     }

@@ -78,22 +78,24 @@ const RUN: Option<&str> = Some("run");
 /// The cloud platform's settings when `provider` (or a `CLAUDE_CODE_USE_*` variable) picks
 /// one, from the variables Claude Code reads (`threadline_client::provider::platform_from_env`);
 /// `None` for the Claude API, whose key [`api_key`] reads. An error is one line naming what
-/// is missing (exit code 2).
+/// is missing (exit code 2), for `command`.
 pub(crate) fn platform(
+    command: Option<&'static str>,
     provider: Option<&str>,
     base_url: Option<&str>,
 ) -> Result<Option<threadline::client::provider::PlatformSettings>, CliError> {
+    use threadline::client::Platform;
     use threadline::client::provider::{platform_from_env, platform_name_from_env};
-    if platform_name_from_env(provider) == "anthropic" {
+    if platform_name_from_env(provider) == Platform::Anthropic.key() {
         return Ok(None);
     }
     platform_from_env(provider, base_url)
         .map(Some)
-        .map_err(|error| CliError::start_line(RUN, error.to_string()))
+        .map_err(|error| CliError::start_line(command, error.to_string()))
 }
 
 pub(crate) fn run(args: &LiveArgs<'_>) -> Result<(), CliError> {
-    let platform = platform(args.provider, args.base_url)?;
+    let platform = platform(RUN, args.provider, args.base_url)?;
     let key = match platform {
         Some(_) => None,
         None => Some(api_key(args.base_url)?),

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use threadline_restate::{IdentityKey, PermissionMode, Worker};
 
-use crate::agent_setup::{API_BASE_URL, client, quick_retries};
+use crate::agent_setup::{API_BASE_URL, client, platform_client, quick_retries};
 use crate::commands::run::DEFAULT_MAX_TURNS;
 use crate::commands::run_live::api_key;
 use crate::commands::run_live::{LiveArgs, live_builder};
@@ -45,6 +45,10 @@ pub(crate) struct WorkerArgs {
     /// mock`); `ANTHROPIC_API_KEY` is then optional.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// The platform, as for `threadline run --provider`: anthropic (default), bedrock,
+    /// vertex or foundry, each read from the variables Claude Code reads.
+    #[arg(long, value_name = "PLATFORM", value_parser = ["anthropic", "bedrock", "vertex", "foundry"])]
+    provider: Option<String>,
     /// The workspace directory the tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<std::path::PathBuf>,
@@ -129,7 +133,15 @@ fn identity_keys(args: &WorkerArgs) -> Result<Vec<IdentityKey>, CliError> {
 
 pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
     let identity_keys = identity_keys(args)?;
-    let key = api_key(args.base_url.as_deref())?;
+    let platform = crate::commands::run_live::platform(
+        WORKER,
+        args.provider.as_deref(),
+        args.base_url.as_deref(),
+    )?;
+    let key = match platform {
+        Some(_) => None,
+        None => Some(api_key(args.base_url.as_deref())?),
+    };
     let base_url = args.base_url.as_deref().unwrap_or(API_BASE_URL);
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -142,7 +154,12 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::runtime(WORKER, e))?;
     let retry = args.base_url.is_some().then(quick_retries);
     let client = runtime
-        .block_on(async { client(base_url, &key, retry, None) })
+        .block_on(async {
+            match (platform, &key) {
+                (Some(settings), _) => platform_client(settings, retry, None),
+                (None, key) => client(base_url, key.as_deref().unwrap_or_default(), retry, None),
+            }
+        })
         .map_err(|line| CliError::start_line(WORKER, line))?;
     drop(key);
     let model = args
@@ -162,8 +179,7 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
         max_tokens,
         date: &date,
         base_url: args.base_url.as_deref(),
-        // The durable worker speaks to the Claude API (or its base URL) only, for now.
-        provider: None,
+        provider: args.provider.as_deref(),
         allow_shell: args.allow_shell,
         transcript: None,
         history: None,

@@ -103,6 +103,9 @@ pub(crate) struct WorkerFlags {
     pub(crate) workspace: Option<PathBuf>,
     /// `--mcp-config FILE`.
     pub(crate) mcp_config: Option<PathBuf>,
+    /// `--provider bedrock --model claude-sonnet-4-5`, signing with the mock's AWS test pair
+    /// from the AWS variables.
+    pub(crate) bedrock: bool,
 }
 
 pub(crate) struct Cluster {
@@ -310,6 +313,18 @@ fn start_worker(
     }
     if let Some(file) = &flags.mcp_config {
         command.arg("--mcp-config").arg(file);
+    }
+    if flags.bedrock {
+        command
+            .args(["--provider", "bedrock", "--model", "claude-sonnet-4-5"])
+            .env("AWS_REGION", "eu-west-1")
+            .env("AWS_ACCESS_KEY_ID", threadline_mock::MOCK_AWS_ACCESS_KEY_ID)
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                threadline_mock::MOCK_AWS_SECRET_ACCESS_KEY,
+            )
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_BEARER_TOKEN_BEDROCK");
     }
     let mut child = command.spawn().expect("the worker starts");
     let addr = listening(&mut child, &format!("worker {name}"));

@@ -2,7 +2,7 @@
 //! worker` behind a real Restate server, the turn submitted with `run --restate`) is byte for
 //! byte the body `run --dry-run` prints for the same workspace, MCP servers, date and prompt,
 //! read back from the mock's request log. (The MCP server is the Python SDK fixture server,
-//! installed by `cargo xtask mcp-servers`.)
+//! installed by `cargo xtask mcp-servers`.) The same worker runs on Amazon Bedrock.
 
 use std::process::Stdio;
 
@@ -71,4 +71,36 @@ fn a_durable_turns_first_request_is_the_dry_runs_byte_for_byte() {
     ] {
         assert!(sent.contains(needle), "{needle} is not in {sent}");
     }
+}
+
+/// `threadline worker --provider bedrock`: a durable turn's requests are Bedrock's signed
+/// InvokeModel, the model by its Bedrock id, each accepted.
+#[test]
+fn a_durable_turn_runs_on_bedrock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "steps:\n  - {kind: message, content: [{type: text, text: \"Shipped from Bedrock.\"}]}\n",
+    )
+    .expect("scenario");
+    let flags = WorkerFlags {
+        bedrock: true,
+        ..WorkerFlags::default()
+    };
+    let cluster = Cluster::start_with(&flags, &scenario);
+    let answer = finish(cluster.submit("Ship it."), "the durable turn");
+    assert!(answer.contains("Shipped from Bedrock."), "{answer}");
+    let requests = cluster.mock_requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0]["platform"], "bedrock");
+    assert_eq!(requests[0]["status"], 200);
+    assert_eq!(
+        requests[0]["path"],
+        "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
+    );
+    let body: serde_json::Value =
+        serde_json::from_str(requests[0]["body"].as_str().expect("a body")).expect("JSON");
+    assert_eq!(body["anthropic_version"], "bedrock-2023-05-31");
+    assert!(body.get("model").is_none(), "{body}");
 }

@@ -282,6 +282,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
         step_delay_ms: 0,
         workspace: Some(workspace.clone()),
         mcp_config: None,
+        bedrock: false,
     };
     let baseline = run(Crash::None, idempotent.clone());
     report("crash-free", &baseline);
@@ -313,6 +314,7 @@ fn a_session_survives_sigkill_at_three_points_byte_for_byte() {
             step_delay_ms: 1500,
             workspace: Some(workspace),
             mcp_config: None,
+            bedrock: false,
         },
     );
     report("killed between steps", &between);
