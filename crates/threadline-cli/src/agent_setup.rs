@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use threadline::client::{ApiKey, Auth, Client, ClientConfig, Platform, RetryConfig};
+use threadline::client::{ApiKey, Auth, Client, ClientConfig, Platform, Provider, RetryConfig};
 use threadline::tools::ShellAccess;
 use threadline::{Agent, AgentBuilder, Compaction};
 
@@ -125,8 +125,12 @@ pub(crate) fn agent_builder(
 ) -> AgentBuilder<Metered<Client>> {
     // The model table as the client's platform offers it, and the model by that platform's id.
     let platform = client.config().provider.platform();
+    let model = match &client.config().provider {
+        Provider::Bedrock { region } => bedrock_model(settings.model, region),
+        _ => settings.model.to_owned(),
+    };
     let mut builder = Agent::builder(Metered::new(client, meter.clone()))
-        .model(settings.model)
+        .model(model)
         .max_tokens(settings.max_tokens)
         .system_prompt(SYSTEM_PROMPT)
         .workspace(settings.workspace)
@@ -139,6 +143,24 @@ pub(crate) fn agent_builder(
         builder = builder.platform(platform);
     }
     builder
+}
+
+/// The id a Bedrock client in `region` sends `model` by: a model given by its API id goes by
+/// its Bedrock id behind a cross-region inference profile (`ANTHROPIC_BEDROCK_REGION_PREFIX`,
+/// as Claude Code reads it, else the region's geography: `bedrock_profile_prefix`); any other
+/// id (a profile, an ARN, a base id) as given.
+fn bedrock_model(model: &str, region: &str) -> String {
+    use threadline::wire::model::ModelTable;
+    use threadline::wire::platform::{bedrock_profile_prefix, is_bedrock_profile_prefix};
+    let table = ModelTable::builtin().on_platform(Platform::Bedrock);
+    let Some(base) = table.platform_id(model) else {
+        return model.to_owned();
+    };
+    let prefix = std::env::var("ANTHROPIC_BEDROCK_REGION_PREFIX")
+        .ok()
+        .filter(|p| is_bedrock_profile_prefix(p))
+        .unwrap_or_else(|| bedrock_profile_prefix(region).to_owned());
+    format!("{prefix}.{base}")
 }
 
 #[cfg(test)]

@@ -60,6 +60,37 @@ pub const EVENT_STREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream"
 pub const BEDROCK_REGION_PREFIXES: [&str; 7] =
     ["global.", "us-gov.", "us.", "eu.", "apac.", "jp.", "au."];
 
+/// The cross-region inference profile (its prefix, without the dot) a Bedrock client in
+/// `region` names a model by, by the region's geography: `us-gov-…` → `us-gov`, `us-…` →
+/// `us`, `eu-…` → `eu`, `ap-…` → `apac`, any other → `global`. Bedrock serves the newer
+/// models on demand only through a profile: a base id is refused with "on-demand throughput
+/// isn't supported" (docs/platforms.md §1.5, §1.6).
+///
+/// ```
+/// use threadline_wire::platform::bedrock_profile_prefix;
+/// assert_eq!(bedrock_profile_prefix("eu-central-1"), "eu");
+/// assert_eq!(bedrock_profile_prefix("us-gov-west-1"), "us-gov");
+/// assert_eq!(bedrock_profile_prefix("sa-east-1"), "global");
+/// ```
+pub fn bedrock_profile_prefix(region: &str) -> &'static str {
+    [
+        ("us-gov-", "us-gov"),
+        ("us-", "us"),
+        ("eu-", "eu"),
+        ("ap-", "apac"),
+    ]
+    .into_iter()
+    .find_map(|(start, prefix)| region.starts_with(start).then_some(prefix))
+    .unwrap_or("global")
+}
+
+/// Whether `prefix` (without the dot) is one of [`BEDROCK_REGION_PREFIXES`].
+pub fn is_bedrock_profile_prefix(prefix: &str) -> bool {
+    BEDROCK_REGION_PREFIXES
+        .iter()
+        .any(|p| p.strip_suffix('.') == Some(prefix))
+}
+
 /// A name that is not one of the platforms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown platform `{0}` (expected anthropic, bedrock, vertex or foundry)")]
@@ -210,5 +241,23 @@ mod tests {
         );
         assert_eq!(Platform::Anthropic.base_model_id("a@b"), None);
         assert_eq!(Platform::Vertex.base_model_id("claude@"), None);
+    }
+
+    #[test]
+    fn profile_prefixes_follow_the_region_and_are_the_known_ones() {
+        for (region, prefix) in [
+            ("us-east-1", "us"),
+            ("us-gov-east-1", "us-gov"),
+            ("eu-west-3", "eu"),
+            ("ap-northeast-1", "apac"),
+            ("ca-central-1", "global"),
+            ("", "global"),
+        ] {
+            assert_eq!(bedrock_profile_prefix(region), prefix, "{region}");
+            assert!(is_bedrock_profile_prefix(prefix));
+        }
+        for not_one in ["us.", "mars", "", "US"] {
+            assert!(!is_bedrock_profile_prefix(not_one), "{not_one}");
+        }
     }
 }

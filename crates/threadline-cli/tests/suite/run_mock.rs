@@ -918,19 +918,27 @@ fn run_completes_a_tool_session_on_each_cloud_platform() {
         ]
     };
     // The platform, the `--model` given, the id sent there, the credentials.
-    let cases: [(&str, &str, &str, Variables); 4] = [
+    let cases: [(&str, &str, &str, Variables); 5] = [
         (
             "bedrock",
             "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
             "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
             aws(),
         ),
-        // An API id goes by the platform's id from the model table.
+        // An API id goes by the platform's id from the model table, behind the region's
+        // cross-region inference profile (eu-central-1: `eu.`).
         (
             "bedrock",
             "claude-sonnet-4-5",
-            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
             aws(),
+        ),
+        // The profile Claude Code's variable names.
+        (
+            "bedrock",
+            "claude-haiku-4-5",
+            "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+            [aws(), vec![("ANTHROPIC_BEDROCK_REGION_PREFIX", "global")]].concat(),
         ),
         (
             "vertex",
@@ -1105,7 +1113,7 @@ fn run_on_bedrock_signs_with_credentials_from_an_aws_profile() {
         assert_eq!(line["status"], 200, "{line}");
         assert_eq!(
             line["path"],
-            "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
+            "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
         );
     }
     let output = run("wrong");

@@ -97,7 +97,7 @@ fn a_durable_turn_runs_on_bedrock() {
     assert_eq!(requests[0]["status"], 200);
     assert_eq!(
         requests[0]["path"],
-        "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
+        "/model/eu.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
     );
     let body: serde_json::Value =
         serde_json::from_str(requests[0]["body"].as_str().expect("a body")).expect("JSON");
