@@ -270,7 +270,8 @@ enum Command {
         /// variables Claude Code reads (bedrock: AWS_REGION, AWS_ACCESS_KEY_ID,
         /// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or AWS_BEARER_TOKEN_BEDROCK, else the
         /// standard AWS chain: AWS_PROFILE and ~/.aws, SSO, web identity, instance roles; vertex:
-        /// ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION, ANTHROPIC_VERTEX_ACCESS_TOKEN;
+        /// ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION, ANTHROPIC_VERTEX_ACCESS_TOKEN, else
+        /// Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud);
         /// foundry: ANTHROPIC_FOUNDRY_RESOURCE, ANTHROPIC_FOUNDRY_API_KEY). Default: the one
         /// a CLAUDE_CODE_USE_BEDROCK/VERTEX/FOUNDRY variable picks, else anthropic. A model
         /// given by its API id (`claude-sonnet-4-5`) is sent by the platform's id where the
@@ -417,6 +418,12 @@ enum Command {
         /// table's conservative default.
         #[arg(long, value_name = "FILE")]
         models: Option<std::path::PathBuf>,
+        /// Issue Google access tokens at `POST /token` to the service account of this JSON
+        /// key file (its RS256-signed grant checked as Google checks it), and take only those
+        /// tokens on the Vertex AI routes: Application Default Credentials against the mock
+        /// (the key's `token_uri` pointing at it).
+        #[arg(long, value_name = "FILE")]
+        google_service_account: Option<std::path::PathBuf>,
         /// Bounds on bodies, recordings, connections and timeouts.
         #[command(flatten)]
         limits: commands::mock::LimitArgs,
@@ -592,12 +599,13 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
             scenario,
             record_log,
             models,
+            google_service_account,
             limits,
         } => commands::mock::run(
             addr,
             scenario.as_deref(),
             record_log.as_deref(),
-            models.as_deref(),
+            (models.as_deref(), google_service_account.as_deref()),
             &limits,
             input_limit,
         ),

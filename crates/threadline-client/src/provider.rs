@@ -31,6 +31,8 @@ mod aws_chain;
 mod env;
 mod errors;
 pub mod event_stream;
+#[cfg(feature = "google-adc")]
+mod google_adc;
 mod rewrite;
 mod sigv4;
 
@@ -43,6 +45,8 @@ pub use env::{
 pub(crate) use errors::platform_error;
 pub(crate) use event_stream::EVENT_STREAM_CONTENT_TYPE;
 pub use event_stream::{EventStreamError, EventStreamToSse};
+#[cfg(feature = "google-adc")]
+pub use google_adc::GoogleCredentials;
 pub(crate) use sigv4::sign;
 
 pub use threadline_wire::platform::{

@@ -77,7 +77,7 @@ impl ApiKey {
         &self.0
     }
 
-    fn bearer_value(&self) -> HeaderValue {
+    pub(crate) fn bearer_value(&self) -> HeaderValue {
         let mut bytes = b"Bearer ".to_vec();
         bytes.extend_from_slice(self.0.as_bytes());
         let mut value = HeaderValue::from_bytes(&bytes)
@@ -147,6 +147,11 @@ impl AwsCredentials {
         })
     }
 
+    /// The secret and the session token.
+    pub(crate) fn secrets(&self) -> impl Iterator<Item = &ApiKey> {
+        std::iter::once(&self.secret_access_key).chain(&self.session_token)
+    }
+
     /// The access key id.
     pub fn access_key_id(&self) -> &str {
         &self.access_key_id
@@ -186,6 +191,10 @@ pub enum Auth {
     /// request (Amazon Bedrock; feature `aws-credential-chain`).
     #[cfg(feature = "aws-credential-chain")]
     AwsChain(crate::provider::AwsCredentialChain),
+    /// `Authorization: Bearer` with a Google access token from Application Default
+    /// Credentials, asked before each request (Vertex AI; feature `google-adc`).
+    #[cfg(feature = "google-adc")]
+    GoogleAdc(crate::provider::GoogleCredentials),
     /// No credential (a local mock that does not check, or a proxy that adds one).
     #[default]
     None,
@@ -203,6 +212,8 @@ impl Auth {
             Auth::Aws(_) | Auth::None => None,
             #[cfg(feature = "aws-credential-chain")]
             Auth::AwsChain(_) => None,
+            #[cfg(feature = "google-adc")]
+            Auth::GoogleAdc(_) => None,
         }
     }
 
@@ -210,13 +221,13 @@ impl Auth {
     fn secrets(&self) -> Vec<&ApiKey> {
         match self {
             Auth::ApiKey(key) | Auth::Bearer(key) => vec![key],
-            Auth::Aws(aws) => std::iter::once(&aws.secret_access_key)
-                .chain(aws.session_token.as_ref())
-                .collect(),
+            Auth::Aws(aws) => aws.secrets().collect(),
             Auth::None => Vec::new(),
             // Learned as the chain gives them (`Redactor::for_aws`).
             #[cfg(feature = "aws-credential-chain")]
             Auth::AwsChain(_) => Vec::new(),
+            #[cfg(feature = "google-adc")]
+            Auth::GoogleAdc(_) => Vec::new(),
         }
     }
 }
@@ -321,17 +332,8 @@ impl Redactor {
         Redactor::for_secrets(auth.secrets())
     }
 
-    /// The redactor of every secret of `sets` (the sets an AWS credential chain gave).
-    #[cfg(feature = "aws-credential-chain")]
-    pub(crate) fn for_aws(sets: &[AwsCredentials]) -> Self {
-        let secrets = sets
-            .iter()
-            .flat_map(|aws| std::iter::once(&aws.secret_access_key).chain(&aws.session_token))
-            .collect();
-        Redactor::for_secrets(secrets)
-    }
-
-    fn for_secrets(keys: Vec<&ApiKey>) -> Self {
+    /// The redactor of `keys` (the secrets a per-request source gave).
+    pub(crate) fn for_secrets(keys: Vec<&ApiKey>) -> Self {
         if keys.is_empty() {
             return Redactor::default();
         }

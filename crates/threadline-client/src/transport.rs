@@ -35,7 +35,7 @@ use tracing::field::Empty;
 use crate::config::{ClientConfig, Limits};
 use crate::events::SseEventStream;
 use crate::provider::Provider;
-use crate::secret::{AwsCredentials, Redactor};
+use crate::secret::{ApiKey, AwsCredentials, Redactor};
 use crate::timeout::{TimeoutError, TimeoutPhase};
 
 type Connector = HttpsConnector<HttpConnector>;
@@ -56,6 +56,9 @@ struct Inner {
     messages_url: Option<http::Uri>,
     /// Where the SigV4 credentials come from, when requests are signed (Bedrock).
     aws: Option<AwsSource>,
+    /// Where the Google access tokens come from, when asked per request (Vertex AI, ADC).
+    #[cfg(feature = "google-adc")]
+    google: Option<(crate::provider::GoogleCredentials, Seen<ApiKey>)>,
     headers: HeaderMap,
     /// The configured betas; each request adds the ones its body needs.
     betas: Vec<String>,
@@ -68,6 +71,19 @@ struct Inner {
     bodies: std::sync::Mutex<crate::body::BodyFragments>,
 }
 
+/// The last secrets a per-request source gave (the redactor holds them).
+#[cfg(any(feature = "aws-credential-chain", feature = "google-adc"))]
+type Seen<T> = std::sync::Mutex<Vec<T>>;
+
+/// The credentials fetched for one request.
+#[derive(Default)]
+struct Fresh {
+    /// SigV4 credentials to sign with.
+    aws: Option<AwsCredentials>,
+    /// A bearer token to send (Application Default Credentials).
+    bearer: Option<ApiKey>,
+}
+
 /// Where a Bedrock client's SigV4 credentials come from.
 enum AwsSource {
     /// Given once.
@@ -76,7 +92,7 @@ enum AwsSource {
     #[cfg(feature = "aws-credential-chain")]
     Chain {
         chain: crate::provider::AwsCredentialChain,
-        seen: std::sync::Mutex<Vec<AwsCredentials>>,
+        seen: Seen<AwsCredentials>,
     },
 }
 
@@ -202,6 +218,13 @@ impl HttpTransport {
             }),
             _ => None,
         };
+        #[cfg(feature = "google-adc")]
+        let google = match &config.auth {
+            crate::secret::Auth::GoogleAdc(credentials) => {
+                Some((credentials.clone(), Default::default()))
+            }
+            _ => None,
+        };
 
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -225,6 +248,8 @@ impl HttpTransport {
                 base,
                 messages_url,
                 aws,
+                #[cfg(feature = "google-adc")]
+                google,
                 headers,
                 betas: config.betas.clone(),
                 limits: config.limits,
@@ -245,7 +270,7 @@ impl HttpTransport {
         body: Vec<u8>,
         betas: Option<String>,
         count_tokens: bool,
-        aws: Option<&AwsCredentials>,
+        fresh: &Fresh,
     ) -> Result<Request<Full<Bytes>>, ServiceError> {
         let inner = &self.inner;
         let uri = match (&inner.messages_url, count_tokens) {
@@ -276,7 +301,12 @@ impl HttpTransport {
                 .headers_mut()
                 .insert(HeaderName::from_static("anthropic-beta"), value);
         }
-        if let (Some(aws), Provider::Bedrock { region }) = (aws, &inner.provider) {
+        if let Some(token) = &fresh.bearer {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, token.bearer_value());
+        }
+        if let (Some(aws), Provider::Bedrock { region }) = (&fresh.aws, &inner.provider) {
             crate::provider::sign(
                 &mut request,
                 &body,
@@ -299,6 +329,44 @@ impl HttpTransport {
             .clone()
     }
 
+    /// The credentials asked for the next request.
+    async fn fresh_credentials(&self) -> Result<Fresh, ServiceError> {
+        Ok(Fresh {
+            aws: self.aws_credentials().await?,
+            bearer: self.google_token().await?,
+        })
+    }
+
+    /// Makes `secrets` the credentials the redactor knows.
+    #[cfg(any(feature = "aws-credential-chain", feature = "google-adc"))]
+    fn learn(&self, secrets: Vec<&ApiKey>) {
+        let redactor = Redactor::for_secrets(secrets);
+        *self
+            .inner
+            .redactor
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = redactor;
+    }
+
+    /// The Google access token for the next request, when Application Default Credentials
+    /// give it (each new token joins the redactor before it is sent).
+    async fn google_token(&self) -> Result<Option<ApiKey>, ServiceError> {
+        #[cfg(feature = "google-adc")]
+        if let Some((credentials, seen)) = &self.inner.google {
+            let token = credentials.token().await?;
+            let mut seen = seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !seen.contains(&token) {
+                seen.insert(0, token.clone());
+                seen.truncate(2);
+                self.learn(seen.iter().collect());
+            }
+            return Ok(Some(token));
+        }
+        Ok(None)
+    }
+
     /// The SigV4 credentials for the next request: the fixed ones, or what the chain gives
     /// now (its secrets join the redactor before anything is sent with them).
     async fn aws_credentials(&self) -> Result<Option<AwsCredentials>, ServiceError> {
@@ -314,12 +382,7 @@ impl HttpTransport {
                 if !seen.contains(&credentials) {
                     seen.insert(0, credentials.clone());
                     seen.truncate(2);
-                    let redactor = Redactor::for_aws(&seen);
-                    *self
-                        .inner
-                        .redactor
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = redactor;
+                    self.learn(seen.iter().flat_map(AwsCredentials::secrets).collect());
                 }
                 Ok(Some(credentials))
             }
@@ -345,8 +408,8 @@ impl HttpTransport {
         };
         let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
-        let aws = self.aws_credentials().await?;
-        let http_request = self.request(&path, body, betas, true, aws.as_ref())?;
+        let fresh = self.fresh_credentials().await?;
+        let http_request = self.request(&path, body, betas, true, &fresh)?;
         let response = self.send(http_request).await?;
         let status = response.status();
         let headers = response.headers().clone();
@@ -455,8 +518,8 @@ impl HttpTransport {
             .map_err(cannot_serialize)?;
         let span = tracing::Span::current();
         let path = self.inner.provider.messages_path(&request.model);
-        let aws = self.aws_credentials().await?;
-        let http_request = self.request(&path, body, betas, false, aws.as_ref())?;
+        let fresh = self.fresh_credentials().await?;
+        let http_request = self.request(&path, body, betas, false, &fresh)?;
         let response = self.send(http_request).await?;
         let status = response.status();
         span.record(names::HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()));

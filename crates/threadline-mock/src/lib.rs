@@ -130,6 +130,7 @@ pub use platforms::bedrock::{
     BEDROCK_ANTHROPIC_VERSION, SIGNING_SERVICE as BEDROCK_SIGNING_SERVICE,
 };
 pub use platforms::event_stream::bedrock_event_stream;
+pub use platforms::google_oauth::GoogleServiceAccount;
 pub use platforms::vertex::VERTEX_ANTHROPIC_VERSION;
 pub use platforms::{MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, PlatformCredentials};
 pub use routes::Route;

@@ -19,6 +19,7 @@
 
 pub(crate) mod bedrock;
 pub(crate) mod event_stream;
+pub(crate) mod google_oauth;
 pub(crate) mod sigv4;
 pub(crate) mod vertex;
 
@@ -48,6 +49,9 @@ pub struct PlatformCredentials {
     pub vertex_token: Option<String>,
     /// The key Foundry requests must carry (`None`: any non-empty key).
     pub foundry_key: Option<String>,
+    /// A Google service account the token endpoint (`POST /token`) issues access tokens to;
+    /// with one, Vertex requests must carry a token the mock issued (or `vertex_token`).
+    pub google_service_account: Option<google_oauth::GoogleServiceAccount>,
 }
 
 impl Default for PlatformCredentials {
@@ -57,6 +61,7 @@ impl Default for PlatformCredentials {
             aws_secret_access_key: MOCK_AWS_SECRET_ACCESS_KEY.to_owned(),
             vertex_token: None,
             foundry_key: None,
+            google_service_account: None,
         }
     }
 }
@@ -83,6 +88,16 @@ impl PlatformCredentials {
         self
     }
 
+    /// These credentials with Google's token endpoint for `account` (Application Default
+    /// Credentials from its key file), Vertex then taking only the tokens it issued.
+    pub fn with_google_service_account(
+        mut self,
+        account: google_oauth::GoogleServiceAccount,
+    ) -> Self {
+        self.google_service_account = Some(account);
+        self
+    }
+
     /// These credentials requiring this Foundry key.
     pub fn with_foundry_key(mut self, key: &str) -> Self {
         self.foundry_key = Some(key.to_owned());
@@ -101,6 +116,8 @@ pub(crate) enum Front {
     Bedrock { model: String, stream: bool },
     /// Vertex AI's rawPredict: the project, region and model, and the method.
     Vertex(vertex::Target),
+    /// Google's OAuth token endpoint (`POST /token`), for a service account's JWT grant.
+    GoogleToken,
 }
 
 impl Front {
@@ -118,6 +135,7 @@ impl Front {
                 count_tokens: false,
             }),
             "/anthropic/v1/messages/count_tokens" => Some(Front::Foundry { count_tokens: true }),
+            "/token" => Some(Front::GoogleToken),
             _ => bedrock::route(path)
                 .map(|(model, stream)| Front::Bedrock { model, stream })
                 .or_else(|| vertex::route(path).map(Front::Vertex)),
@@ -130,7 +148,7 @@ impl Front {
             Front::Anthropic { .. } => Platform::Anthropic,
             Front::Foundry { .. } => Platform::Foundry,
             Front::Bedrock { .. } => Platform::Bedrock,
-            Front::Vertex(_) => Platform::Vertex,
+            Front::Vertex(_) | Front::GoogleToken => Platform::Vertex,
         }
     }
 }
@@ -157,7 +175,7 @@ impl Front {
     /// platform offers it (`ModelTable::on_platform`), which names the platform's model ids.
     pub(crate) fn admit(
         &self,
-        credentials: &PlatformCredentials,
+        (credentials, issued): (&PlatformCredentials, &dyn Fn(&str) -> bool),
         models: &ModelTable,
         parts: &Parts,
         body: &[u8],
@@ -206,15 +224,22 @@ impl Front {
             }
             Front::Vertex(target) => {
                 let beta = header("anthropic-beta").unwrap_or("");
-                vertex::admit(
-                    credentials,
-                    models,
-                    target,
-                    (bearer, beta),
-                    body,
-                    request_id,
-                )
+                let authenticated = match (&credentials.vertex_token, bearer) {
+                    (_, None) => false,
+                    (Some(expected), Some(token)) => token == expected || issued(token),
+                    (None, Some(token)) if credentials.google_service_account.is_some() => {
+                        issued(token)
+                    }
+                    (None, Some(token)) => !token.is_empty(),
+                };
+                vertex::admit(models, target, (authenticated, beta), body, request_id)
             }
+            // Answered before admission (`server::token_answer`).
+            Front::GoogleToken => Err(anthropic_refusal(
+                ApiErrorType::NotFound,
+                "Not Found",
+                request_id,
+            )),
         }
     }
 
@@ -225,7 +250,10 @@ impl Front {
         request_id: &str,
     ) -> http::Response<MockBody> {
         match self {
-            Front::Anthropic { .. } | Front::Foundry { .. } | Front::Vertex(_) => response,
+            Front::Anthropic { .. }
+            | Front::Foundry { .. }
+            | Front::Vertex(_)
+            | Front::GoogleToken => response,
             Front::Bedrock { .. } => bedrock::respond(response, request_id).await,
         }
     }

@@ -107,12 +107,13 @@ pub(crate) fn sha256_u64(bytes: &[u8]) -> u64 {
 /// The JSON line of `entry` (without its newline).
 pub(crate) fn line(seq: u64, entry: &Entry<'_>) -> Value {
     let chosen = entry.outcome.chosen;
+    let front = crate::platforms::Front::of(entry.method, entry.path);
     let mut line = json!({
         "seq": seq,
         "request_id": entry.request_id,
         "method": entry.method,
         "path": entry.path,
-        "platform": crate::platforms::Front::of(entry.method, entry.path).map(|f| f.platform().key()),
+        "platform": front.as_ref().map(|f| f.platform().key()),
         "status": entry.status,
         "route": chosen.and_then(|c| c.route),
         "step": chosen.map(|c| c.step),
@@ -126,6 +127,8 @@ pub(crate) fn line(seq: u64, entry: &Entry<'_>) -> Value {
     });
     let omitted = match entry.body {
         None => Some("not_read"),
+        // A token request's body is a signed grant: a credential, never written down.
+        Some(_) if front == Some(crate::platforms::Front::GoogleToken) => Some("credential"),
         Some(body) if body.len() > entry.max_body => Some("too_large"),
         Some(body) => match std::str::from_utf8(body) {
             Ok(text) => {

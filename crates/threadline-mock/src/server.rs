@@ -189,6 +189,8 @@ struct State {
     platform_models: Vec<ModelTable>,
     /// The credentials each platform's front accepts.
     platforms: PlatformCredentials,
+    /// The Google access tokens the token endpoint issued (the last `MAX_ISSUED_TOKENS`).
+    issued_tokens: Mutex<Vec<String>>,
 }
 
 /// The step chosen for a request, and how its ids are made.
@@ -355,6 +357,7 @@ impl MockServer {
                 .map(|platform| config.models.on_platform(platform))
                 .collect(),
             platforms: config.platforms,
+            issued_tokens: Mutex::new(Vec::new()),
         });
         let connections = Connections::new(state.limits.max_connections);
         let task = tokio::spawn(accept_loop(
@@ -717,8 +720,22 @@ async fn answer(
     let Some(front) = Front::of(parts.method.as_str(), parts.uri.path()) else {
         return refuse(outcome, ApiErrorType::NotFound, "Not Found", request_id);
     };
+    if front == Front::GoogleToken {
+        return (
+            Ok(token_answer(state, bytes, request_id, outcome)),
+            Verdict::Accepted,
+        );
+    }
     let models = state.models_on(front.platform());
-    let admitted = match front.admit(&state.platforms, models, parts, bytes, request_id) {
+    let issued = |token: &str| {
+        let issued = state
+            .issued_tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        issued.iter().any(|t| t == token)
+    };
+    let credentials = (&state.platforms, &issued as &dyn Fn(&str) -> bool);
+    let admitted = match front.admit(credentials, models, parts, bytes, request_id) {
         Ok(admitted) => admitted,
         Err(refusal) => {
             outcome.refused = Some(refusal.message);
@@ -731,6 +748,44 @@ async fn answer(
         Err(abort) => (Err(abort), verdict),
     }
 }
+
+/// Google's token endpoint: an access token for a service account's valid JWT grant, kept
+/// for the Vertex front (the last [`MAX_ISSUED_TOKENS`]); Google's OAuth error otherwise.
+fn token_answer(
+    state: &State,
+    form: &[u8],
+    request_id: &str,
+    outcome: &mut Outcome,
+) -> Response<MockBody> {
+    use crate::platforms::google_oauth;
+    let verdict = match &state.platforms.google_service_account {
+        Some(account) => account.check_grant(form),
+        None => Err("Invalid grant: account not found"),
+    };
+    let (status, body) = match verdict {
+        Ok(()) => {
+            let n = state.counter.fetch_add(1, Ordering::Relaxed) + 1;
+            let token = format!("ya29.threadline-mock-{n:08}");
+            let mut issued = state
+                .issued_tokens
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if issued.len() >= MAX_ISSUED_TOKENS {
+                issued.remove(0);
+            }
+            issued.push(token.clone());
+            (StatusCode::OK, google_oauth::granted(&token))
+        }
+        Err(description) => {
+            outcome.refused = Some(description.to_owned());
+            (StatusCode::BAD_REQUEST, google_oauth::refused(description))
+        }
+    };
+    json_response(status, request_id, body)
+}
+
+/// How many issued Google access tokens the mock remembers.
+const MAX_ISSUED_TOKENS: usize = 256;
 
 /// The mock's own refusal of a request: the API's error, noted in the outcome.
 fn refuse(

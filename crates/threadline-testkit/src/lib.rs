@@ -9,6 +9,7 @@
 //!   for proptest.
 //! * [`messages`] generates internal message arrays (valid, hostile, long) for the
 //!   normalizer's properties and benchmarks.
+//! * [`google`] is a Google service account key file whose tokens a mock issues.
 //! * `restate` (feature `restate`) starts the pinned Restate server on free loopback ports
 //!   for a test (installed by `cargo xtask restate-server`; never downloaded at test time).
 //! * `failover` (feature `restate`) is a TCP proxy in front of an ordered list of workers, so
@@ -24,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fixtures;
+pub mod google;
 pub mod insta_helpers;
 pub mod messages;
 pub mod request_json;

@@ -47,6 +47,9 @@ pub const BEDROCK_ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// The `anthropic_version` a Vertex AI rawPredict body carries (docs/platforms.md §2.2).
 pub const VERTEX_ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
 
+/// The OAuth scope a Google access token for Vertex AI carries (docs/platforms.md §2.3).
+pub const VERTEX_OAUTH_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
+
 /// The SigV4 service name Bedrock's InvokeModel is signed for (the host says
 /// `bedrock-runtime`, the signature `bedrock`: docs/platforms.md §1.3).
 pub const BEDROCK_SIGNING_SERVICE: &str = "bedrock";

@@ -149,7 +149,7 @@
 //!
 //! - `default`: `full`.
 //! - `full`: every crate below but `mock`, `mcp`, `restate` and `scripted`, and the agent
-//!   builder (not `aws-credential-chain`).
+//!   builder (not `aws-credential-chain` or `google-adc`).
 //! - `wire`: the module `wire` (`threadline-wire`) and [`StopReason`].
 //! - `validate`: the module `validate` (`threadline-validate`).
 //! - `message`: the module `message` (`threadline-message`) and [`Message`].
@@ -162,6 +162,8 @@
 //! - `client`: the module `client` (`threadline-client`).
 //! - `aws-credential-chain`: `client` with `Auth::AwsChain`, Bedrock credentials from the
 //!   standard AWS chain (`aws-config`: profiles, SSO, roles; not in `full`).
+//! - `google-adc`: `client` with `Auth::GoogleAdc`, Vertex AI tokens from Google's
+//!   Application Default Credentials (`gcp_auth`; not in `full`).
 //! - `mock`: the module `mock` (`threadline-mock`; not in `full`: it is an HTTP server).
 //! - `query`: the module `query` (`threadline-query`) and [`Event`], [`Finished`], [`State`],
 //!   [`Terminal`], [`Transition`].

@@ -84,10 +84,21 @@ pub(crate) fn run(
     addr: SocketAddr,
     scenario: Option<&Path>,
     record_log: Option<&Path>,
-    models: Option<&Path>,
+    (models, google_service_account): (Option<&Path>, Option<&Path>),
     limits: &LimitArgs,
     input_limit: crate::input::InputLimit,
 ) -> Result<(), CliError> {
+    let google_service_account = match google_service_account {
+        Some(path) => {
+            let name = path.display().to_string();
+            let bytes = crate::input::read_input(&name, input_limit)?;
+            let text = String::from_utf8_lossy(&bytes);
+            let account = threadline_mock::GoogleServiceAccount::from_json(&text)
+                .map_err(|e| CliError::usage(Some("mock"), format!("{name}: {e}")))?;
+            Some(account)
+        }
+        None => None,
+    };
     // Extra models: a file in the Models API's shape (`GET /v1/models`) or the model table's.
     let models = match models {
         Some(path) => {
@@ -120,6 +131,11 @@ pub(crate) fn run(
             .with_limits(limits.limits());
         if let Some(table) = models {
             config = config.with_models(table);
+        }
+        if let Some(account) = google_service_account {
+            let credentials = threadline_mock::PlatformCredentials::default()
+                .with_google_service_account(account);
+            config = config.with_platform_credentials(credentials);
         }
         if let Some(path) = record_log {
             // Opened here, so that its error names the file rather than the address (with

@@ -875,9 +875,12 @@ steps:
     );
 }
 
-/// A workspace under `dir` with `notes.txt`, and a logged mock whose scenario reads it, then
-/// answers: the workspace, the mock and its request log.
-fn notes_session(dir: &Path) -> (std::path::PathBuf, Mock, std::path::PathBuf) {
+/// A workspace under `dir` with `notes.txt`, and a logged mock (with `more` arguments) whose
+/// scenario reads it, then answers: the workspace, the mock and its request log.
+fn notes_session(
+    dir: &Path,
+    more: &[&std::ffi::OsStr],
+) -> (std::path::PathBuf, Mock, std::path::PathBuf) {
     let workspace = dir.join("ws");
     std::fs::create_dir_all(&workspace).expect("workspace");
     std::fs::write(workspace.join("notes.txt"), "buy oat milk\n").expect("notes");
@@ -896,7 +899,8 @@ steps:
     )
     .expect("scenario");
     let log = dir.join("requests.jsonl");
-    let mock = Mock::start_logged(&scenario, &log);
+    let args = [&["--record-log".as_ref(), log.as_os_str()][..], more].concat();
+    let mock = Mock::start_with(&scenario, &args);
     (workspace, mock, log)
 }
 
@@ -959,7 +963,7 @@ fn run_completes_a_tool_session_on_each_cloud_platform() {
     ];
     for (provider, model, sent, vars) in cases {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (workspace, mock, log) = notes_session(dir.path());
+        let (workspace, mock, log) = notes_session(dir.path(), &[]);
         let base = match provider {
             "foundry" => format!("{}/anthropic", mock.base_url),
             _ => mock.base_url.clone(),
@@ -1056,7 +1060,7 @@ fn run_completes_a_tool_session_on_each_cloud_platform() {
 #[test]
 fn run_on_bedrock_signs_with_credentials_from_an_aws_profile() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (workspace, mock, log) = notes_session(dir.path());
+    let (workspace, mock, log) = notes_session(dir.path(), &[]);
     let wrong = "profile-secret-that-is-wrong-0123456789";
     let credentials = dir.path().join("credentials");
     std::fs::write(
@@ -1122,4 +1126,76 @@ fn run_on_bedrock_signs_with_credentials_from_an_aws_profile() {
     assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("InvalidSignatureException"), "{stderr}");
     assert!(!stdout.contains(wrong) && !stderr.contains(wrong));
+}
+
+/// `run --provider vertex` without a token in the environment: Application Default
+/// Credentials (`gcp_auth`) read the service account key `GOOGLE_APPLICATION_CREDENTIALS`
+/// names, get an access token from its `token_uri` (the mock's token endpoint, which checks
+/// the signed grant), and the Vertex requests carry it; a key for another account gets no
+/// token and the run stops with one line naming the reason, no key material in it.
+#[test]
+fn run_on_vertex_gets_its_token_from_application_default_credentials() {
+    use threadline_testkit::google::service_account_key;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The mock reads the account (its email and key), not where its tokens are asked.
+    let account = dir.path().join("account.json");
+    std::fs::write(&account, service_account_key("http://unused/token")).expect("the account");
+    let (workspace, mock, log) = notes_session(
+        dir.path(),
+        &["--google-service-account".as_ref(), account.as_os_str()],
+    );
+    let key = dir.path().join("key.json");
+    let token_uri = format!("{}/token", mock.base_url);
+    std::fs::write(&key, service_account_key(&token_uri)).expect("the key file");
+    let run = |key: &Path| {
+        let mut command = command();
+        command
+            .args(["run", "--provider", "vertex", "--base-url", &mock.base_url])
+            .args(["--model", "claude-sonnet-4-5@20250929"])
+            .arg("What is in my notes?")
+            .current_dir(&workspace)
+            .env("THREADLINE_DATE", "2026-03-08")
+            .env("ANTHROPIC_VERTEX_PROJECT_ID", "threadline-mock")
+            .env("CLOUD_ML_REGION", "us-east5")
+            .env("GOOGLE_APPLICATION_CREDENTIALS", key)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_VERTEX_ACCESS_TOKEN")
+            .env_remove("CLAUDE_CODE_SKIP_VERTEX_AUTH")
+            .stdin(Stdio::null());
+        command.output().expect("the binary runs")
+    };
+    let output = run(&key);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("the request log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    // One token asked (and kept for the second request), then the two Vertex requests; the
+    // grant, a credential, is not written to the log.
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["path"], "/token");
+    assert_eq!(lines[0]["body_omitted"], "credential");
+    assert!(lines[0].get("body").is_none());
+    for line in &lines {
+        assert_eq!(line["platform"], "vertex", "{line}");
+        assert_eq!(line["status"], 200, "{line}");
+    }
+    // Another account's key: no token, one line, no key material.
+    let other = dir.path().join("other.json");
+    std::fs::write(
+        &other,
+        service_account_key(&token_uri).replace("threadline-test@", "someone-else@"),
+    )
+    .expect("the other key");
+    let output = run(&other);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("no Google access token"), "{stderr}");
+    assert!(!stderr.contains("PRIVATE KEY") && !stdout.contains("PRIVATE KEY"));
 }

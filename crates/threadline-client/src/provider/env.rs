@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | Claude API | default | `ANTHROPIC_BASE_URL` | `ANTHROPIC_API_KEY` |
 //! | Bedrock | `CLAUDE_CODE_USE_BEDROCK=1` | `ANTHROPIC_BEDROCK_BASE_URL`, else from the region (`AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`) | `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`), else (feature `aws-credential-chain`) the standard AWS chain: `AWS_PROFILE` and the profile files, SSO, web identity, container and instance roles |
-//! | Vertex AI | `CLAUDE_CODE_USE_VERTEX=1` | `ANTHROPIC_VERTEX_BASE_URL`, else from `CLOUD_ML_REGION` | `ANTHROPIC_VERTEX_ACCESS_TOKEN` (a static OAuth access token, e.g. `gcloud auth print-access-token`); project `ANTHROPIC_VERTEX_PROJECT_ID`, else `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT` |
+//! | Vertex AI | `CLAUDE_CODE_USE_VERTEX=1` | `ANTHROPIC_VERTEX_BASE_URL`, else from `CLOUD_ML_REGION` | `ANTHROPIC_VERTEX_ACCESS_TOKEN` (a static OAuth access token, e.g. `gcloud auth print-access-token`), else (feature `google-adc`) Application Default Credentials, unless `CLAUDE_CODE_SKIP_VERTEX_AUTH` (a gateway: a placeholder); project `ANTHROPIC_VERTEX_PROJECT_ID`, else `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT` |
 //! | Foundry | `CLAUDE_CODE_USE_FOUNDRY=1` | `ANTHROPIC_FOUNDRY_BASE_URL`, else from `ANTHROPIC_FOUNDRY_RESOURCE` | `ANTHROPIC_FOUNDRY_AUTH_TOKEN` (Entra ID bearer), else `ANTHROPIC_FOUNDRY_API_KEY` |
 //!
 //! A base URL given by the caller (a `--base-url`, a mock) wins over the variables; a bearer
@@ -82,9 +82,7 @@ pub fn platform_name_from_vars(
     provider: Option<&str>,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> &str {
-    let flag = |name: &str| {
-        lookup(name).is_some_and(|v| !v.trim().is_empty() && v.trim() != "0" && v.trim() != "false")
-    };
+    let flag = |name: &str| is_on(lookup(name));
     match provider {
         Some(name) => name,
         None if flag("CLAUDE_CODE_USE_BEDROCK") => Platform::Bedrock.key(),
@@ -92,6 +90,11 @@ pub fn platform_name_from_vars(
         None if flag("CLAUDE_CODE_USE_FOUNDRY") => Platform::Foundry.key(),
         None => Platform::Anthropic.key(),
     }
+}
+
+/// Whether a flag variable's value turns it on: set, and neither blank, `0` nor `false`.
+fn is_on(value: Option<String>) -> bool {
+    value.is_some_and(|v| !v.trim().is_empty() && v.trim() != "0" && v.trim() != "false")
 }
 
 /// [`platform_name_from_vars`] over the process's environment.
@@ -206,9 +209,18 @@ pub fn platform_from_vars(
                 return Err(missing(&unnamed, "the region", "CLOUD_ML_REGION"));
             };
             let provider = Provider::vertex(project.trim(), region.trim());
-            let token = match (key("ANTHROPIC_VERTEX_ACCESS_TOKEN")?, &given) {
-                (Some(token), _) => token,
-                (None, Some(_)) => placeholder(),
+            // A gateway that authenticates for the client (Claude Code's variable).
+            let skip = is_on(lookup("CLAUDE_CODE_SKIP_VERTEX_AUTH"));
+            let auth = match (key("ANTHROPIC_VERTEX_ACCESS_TOKEN")?, &given) {
+                (Some(token), _) => Auth::Bearer(token),
+                (None, _) if skip => Auth::Bearer(placeholder()),
+                // Application Default Credentials: a service account key, the gcloud user's
+                // ADC file, the metadata server, the gcloud CLI.
+                #[cfg(feature = "google-adc")]
+                (None, _) => Auth::GoogleAdc(super::GoogleCredentials::standard()),
+                #[cfg(not(feature = "google-adc"))]
+                (None, Some(_)) => Auth::Bearer(placeholder()),
+                #[cfg(not(feature = "google-adc"))]
                 (None, None) => {
                     return Err(missing(
                         &provider,
@@ -224,7 +236,7 @@ pub fn platform_from_vars(
             Ok(PlatformSettings {
                 provider,
                 base_url,
-                auth: Auth::Bearer(token),
+                auth,
             })
         }
         Ok(Platform::Foundry) => {
@@ -324,12 +336,24 @@ mod tests {
             ("ANTHROPIC_VERTEX_PROJECT_ID", "p"),
             ("CLOUD_ML_REGION", "global"),
         ];
-        let error = settings(Some("vertex"), None, &vertex).expect_err("no token");
-        assert!(
-            error.to_string().contains("ANTHROPIC_VERTEX_ACCESS_TOKEN"),
-            "{error}"
-        );
-        let s = settings(Some("vertex"), Some("http://127.0.0.1:9"), &vertex).expect("ok");
+        // Without a token: Application Default Credentials with them built in; else an error
+        // naming the variable, or a placeholder for a base URL.
+        let found = settings(Some("vertex"), None, &vertex);
+        #[cfg(feature = "google-adc")]
+        assert!(matches!(found.expect("ADC").auth, Auth::GoogleAdc(_)));
+        #[cfg(not(feature = "google-adc"))]
+        {
+            let error = found.expect_err("no token");
+            assert!(
+                error.to_string().contains("ANTHROPIC_VERTEX_ACCESS_TOKEN"),
+                "{error}"
+            );
+            let s = settings(Some("vertex"), Some("http://127.0.0.1:9"), &vertex).expect("ok");
+            assert!(matches!(s.auth, Auth::Bearer(_)));
+        }
+        // A gateway that authenticates itself: a placeholder whatever is built in.
+        let gateway = [vertex.as_slice(), &[("CLAUDE_CODE_SKIP_VERTEX_AUTH", "1")]].concat();
+        let s = settings(Some("vertex"), Some("http://127.0.0.1:9"), &gateway).expect("ok");
         assert!(matches!(s.auth, Auth::Bearer(_)));
         assert_eq!(s.provider, Provider::vertex("p", "global"));
         let foundry = [

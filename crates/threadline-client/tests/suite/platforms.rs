@@ -450,3 +450,75 @@ async fn credentials_from_the_aws_chain_sign_each_request_and_stay_out_of_errors
         "{tokens:?}"
     );
 }
+
+/// Vertex AI with Application Default Credentials (`gcp_auth`): a service account's key file
+/// whose `token_uri` is the mock's token endpoint, which checks the RS256-signed grant as
+/// Google does and issues the access token the Vertex front then takes. A token the mock did
+/// not issue is Google's 401; a grant it refuses is an error naming the reason, retryable.
+#[cfg(feature = "google-adc")]
+#[tokio::test]
+async fn vertex_tokens_from_application_default_credentials_come_from_the_token_endpoint() {
+    use std::sync::Arc;
+
+    use threadline_client::provider::GoogleCredentials;
+    use threadline_mock::GoogleServiceAccount;
+    use threadline_testkit::google::service_account_key;
+
+    let probe = service_account_key("http://127.0.0.1:9/token");
+    let account = GoogleServiceAccount::from_json(&probe).expect("the test account");
+    let server = mock(
+        vec![Step::text("From Vertex."), Step::text("unused")],
+        PlatformCredentials::default().with_google_service_account(account),
+    )
+    .await;
+    let key = service_account_key(&format!("{}/token", server.base_url()));
+    let adc = |key: &str| {
+        let account = gcp_auth::CustomServiceAccount::from_json(key).expect("a key file");
+        GoogleCredentials::from_provider(Arc::new(account))
+    };
+    let client = |auth: Auth| {
+        Client::new(config(
+            &server.base_url(),
+            auth,
+            Provider::vertex("threadline-mock", "us-east5"),
+        ))
+        .expect("a client")
+    };
+    let vertex = client(Auth::GoogleAdc(adc(&key)));
+    let message = collect_message(vertex.stream(model(VERTEX_MODEL)).await.expect("served"))
+        .await
+        .expect("a message");
+    assert_eq!(message.content.len(), 1);
+    let recorded = server.requests();
+    assert_eq!(recorded.len(), 2, "the token, then the message");
+    assert_eq!(recorded[0].path, "/token");
+    assert_eq!(recorded[0].status, Some(200));
+    assert!(recorded[1].path.ends_with(":streamRawPredict"));
+    assert_eq!(recorded[1].headers["authorization"], "[redacted]");
+    // A token the mock did not issue: Google's 401.
+    let stranger = client(Auth::Bearer(
+        ApiKey::new("ya29.not-issued-here").expect("a token"),
+    ));
+    let error = stranger
+        .stream(model(VERTEX_MODEL))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.status(), Some(401));
+    // A grant for another account: refused at the token endpoint, nothing sent to Vertex.
+    let other = key.replace("threadline-test@", "someone-else@");
+    let before = server.requests().len();
+    let error = client(Auth::GoogleAdc(adc(&other)))
+        .stream(model(VERTEX_MODEL))
+        .await
+        .err()
+        .expect("no token");
+    let text = error.to_string();
+    assert!(text.contains("Vertex AI: no Google access token"), "{text}");
+    assert!(error.is_retryable(), "{error:?}");
+    let after = server.requests();
+    assert!(
+        after[before..].iter().all(|r| r.path == "/token"),
+        "{after:?}"
+    );
+}

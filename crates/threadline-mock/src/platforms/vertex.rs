@@ -10,7 +10,7 @@ use http::{HeaderValue, Response, StatusCode};
 use serde_json::{Map, Value};
 use threadline_wire::model::ModelTable;
 
-use super::{Admitted, PlatformCredentials, Refusal};
+use super::{Admitted, Refusal};
 use crate::server::{MockBody, full};
 
 pub use threadline_wire::platform::VERTEX_ANTHROPIC_VERSION;
@@ -78,18 +78,12 @@ fn refusal(status: StatusCode, google_status: &str, message: String) -> Refusal 
 
 /// Admits a Vertex request as Vertex does, into the canonical request.
 pub(crate) fn admit(
-    credentials: &PlatformCredentials,
     models: &ModelTable,
     target: &Target,
-    (bearer, beta): (Option<&str>, &str),
+    (authenticated, beta): (bool, &str),
     body: &[u8],
     request_id: &str,
 ) -> Result<Admitted, Refusal> {
-    let authenticated = match (&credentials.vertex_token, bearer) {
-        (Some(expected), Some(token)) => token == expected,
-        (None, Some(token)) => !token.is_empty(),
-        (_, None) => false,
-    };
     if !authenticated {
         return Err(refusal(
             StatusCode::UNAUTHORIZED,
