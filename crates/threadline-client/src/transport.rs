@@ -337,10 +337,24 @@ impl HttpTransport {
         })
     }
 
-    /// Makes `secrets` the credentials the redactor knows.
+    /// Records `value` among the last two a per-request source gave: when it is new, the
+    /// redactor becomes that of the `secrets` of those two.
     #[cfg(any(feature = "aws-credential-chain", feature = "google-adc"))]
-    fn learn(&self, secrets: Vec<&ApiKey>) {
-        let redactor = Redactor::for_secrets(secrets);
+    fn remember<T: Clone + PartialEq>(
+        &self,
+        seen: &Seen<T>,
+        value: &T,
+        secrets: impl Fn(&T) -> Vec<&ApiKey>,
+    ) {
+        let mut seen = seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.contains(value) {
+            return;
+        }
+        seen.insert(0, value.clone());
+        seen.truncate(2);
+        let redactor = Redactor::for_secrets(seen.iter().flat_map(&secrets).collect());
         *self
             .inner
             .redactor
@@ -354,14 +368,7 @@ impl HttpTransport {
         #[cfg(feature = "google-adc")]
         if let Some((credentials, seen)) = &self.inner.google {
             let token = credentials.token().await?;
-            let mut seen = seen
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !seen.contains(&token) {
-                seen.insert(0, token.clone());
-                seen.truncate(2);
-                self.learn(seen.iter().collect());
-            }
+            self.remember(seen, &token, |token| vec![token]);
             return Ok(Some(token));
         }
         Ok(None)
@@ -376,14 +383,7 @@ impl HttpTransport {
             #[cfg(feature = "aws-credential-chain")]
             Some(AwsSource::Chain { chain, seen }) => {
                 let credentials = chain.credentials().await?;
-                let mut seen = seen
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if !seen.contains(&credentials) {
-                    seen.insert(0, credentials.clone());
-                    seen.truncate(2);
-                    self.learn(seen.iter().flat_map(AwsCredentials::secrets).collect());
-                }
+                self.remember(seen, &credentials, |c| c.secrets().collect());
                 Ok(Some(credentials))
             }
         }

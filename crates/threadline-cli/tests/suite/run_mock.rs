@@ -904,6 +904,19 @@ steps:
     (workspace, mock, log)
 }
 
+/// Checks that a run of [`notes_session`] answered (exit 0) and returns its request log.
+fn answered_notes(output: &Output, log: &Path) -> Vec<serde_json::Value> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
+    std::fs::read_to_string(log)
+        .expect("the request log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
 /// `threadline run --provider X --base-url MOCK` on each cloud platform: the same
 /// tool-using session completes against the mock's Bedrock, Vertex and Foundry fronts, with
 /// the credentials read from the variables Claude Code reads, and the mock's request log shows
@@ -1102,15 +1115,7 @@ fn run_on_bedrock_signs_with_credentials_from_an_aws_profile() {
         command.output().expect("the binary runs")
     };
     let output = run("threadline-mock");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .expect("the request log")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = answered_notes(&output, &log);
     assert_eq!(lines.len(), 2, "{lines:?}");
     for line in &lines {
         assert_eq!(line["platform"], "bedrock", "{line}");
@@ -1166,15 +1171,7 @@ fn run_on_vertex_gets_its_token_from_application_default_credentials() {
         command.output().expect("the binary runs")
     };
     let output = run(&key);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("You need to buy oat milk."), "{stdout}");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .expect("the request log")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = answered_notes(&output, &log);
     // One token asked (and kept for the second request), then the two Vertex requests; the
     // grant, a credential, is not written to the log.
     assert_eq!(lines.len(), 3, "{lines:?}");
