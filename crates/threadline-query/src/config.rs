@@ -1,7 +1,7 @@
 //! The run's fixed settings.
 
 use threadline_normalize::Options;
-use threadline_wire::model::SharedModelTable;
+use threadline_wire::model::{Capability, SharedModelTable};
 use threadline_wire::request::ContextManagement;
 use threadline_wire::request::{Effort, OutputConfig};
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
@@ -93,9 +93,10 @@ impl QueryConfig {
     /// These settings on `platform`: the model table becomes the platform's view
     /// ([`ModelTable::on_platform`](threadline_wire::model::ModelTable::on_platform)), so the
     /// loop, the compaction policy and tool search never use what the platform does not offer
-    /// (on Bedrock, on-demand compaction falls back to the local autocompact), and a model
-    /// named by its API id is sent by the platform's id when the table gives one
-    /// (`claude-sonnet-4-5` → `anthropic.claude-sonnet-4-5-20250929-v1:0` on Bedrock).
+    /// (on Bedrock, on-demand compaction falls back to the local autocompact; server-side
+    /// `fallbacks`, which no cloud platform offers, are not sent), and a model named by its
+    /// API id is sent by the platform's id when the table gives one (`claude-sonnet-4-5` →
+    /// `anthropic.claude-sonnet-4-5-20250929-v1:0` on Bedrock).
     ///
     /// ```
     /// use threadline_query::QueryConfig;
@@ -111,6 +112,11 @@ impl QueryConfig {
         self.models = self.models.on_platform(platform);
         if let Some(id) = self.models.platform_id(&self.model) {
             self.model = id.to_owned();
+        }
+        // Server-side fallbacks where the platform has none would refuse every request.
+        let row = self.models.resolve(&self.model).model();
+        if row.withheld(Capability::ServerSideFallbacks).is_some() {
+            self.fallbacks = None;
         }
         self
     }
@@ -228,6 +234,31 @@ mod tests {
         ModelTable::builtin()
             .extended_from_json(&serde_json::json!({ "models": [row] }).to_string())
             .expect("a valid extension")
+    }
+
+    #[test]
+    fn on_a_platform_the_config_takes_its_view_its_ids_and_drops_what_it_withholds() {
+        use threadline_wire::model::Feature;
+        use threadline_wire::platform::Platform;
+        let api = QueryConfig::new("claude-sonnet-4-5", 1024).with_fallbacks(Fallbacks::Default);
+        let bedrock = api.clone().on_platform(Platform::Bedrock);
+        assert_eq!(bedrock.model, "anthropic.claude-sonnet-4-5-20250929-v1:0");
+        assert_eq!(bedrock.models.platform(), Platform::Bedrock);
+        assert_eq!(bedrock.fallbacks, None);
+        let vertex = api.clone().on_platform(Platform::Vertex);
+        assert_eq!(vertex.model, "claude-sonnet-4-5@20250929");
+        assert_eq!(vertex.fallbacks, None);
+        // The Claude API keeps all of it; a platform id given stays as given.
+        let same = api.clone().on_platform(Platform::Anthropic);
+        assert_eq!(
+            (same.model.as_str(), same.fallbacks.is_some()),
+            ("claude-sonnet-4-5", true)
+        );
+        let profile =
+            QueryConfig::new("eu.anthropic.claude-sonnet-4-6", 1024).on_platform(Platform::Bedrock);
+        assert_eq!(profile.model, "eu.anthropic.claude-sonnet-4-6");
+        let row = profile.models.resolve(&profile.model);
+        assert!(row.is_known() && !row.model().supports(Feature::OnDemandCompaction));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::View;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
 use threadline_wire::betas::SERVER_SIDE_FALLBACK;
+use threadline_wire::model::Capability;
 use threadline_wire::request::Fallbacks;
 
 const FALLBACKS: Loc = Loc::Param("fallbacks", 7);
@@ -28,6 +29,22 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let Some(fallbacks) = view.fallbacks else {
         return;
     };
+    // A platform without server-side fallbacks refuses the field, whatever it holds.
+    if ctx
+        .model
+        .withheld(Capability::ServerSideFallbacks)
+        .is_some()
+    {
+        let at = (FALLBACKS, "fallbacks".to_owned(), "fallbacks");
+        let refusal = "fallbacks: Extra inputs are not permitted".to_owned();
+        ctx.report_capability_at(
+            Capability::ServerSideFallbacks,
+            Rule::FallbacksInvalid,
+            at,
+            refusal,
+        );
+        return;
+    }
     if ctx.options.names_beta(SERVER_SIDE_FALLBACK) == Some(false) {
         let message = "fallbacks: Extra inputs are not permitted".to_owned();
         ctx.report_at(

@@ -109,6 +109,9 @@ pub enum Capability {
     OnDemandCompaction,
     /// [`Feature::PrefixBoundThinking`].
     PrefixBoundThinking,
+    /// Server-side fallbacks (`fallbacks`): on the Claude API for every model; a platform
+    /// may withhold them.
+    ServerSideFallbacks,
     /// A name this version does not know (newer data): never matches a query.
     #[serde(other)]
     Unknown,
@@ -128,6 +131,7 @@ impl Capability {
             }
             Capability::OnDemandCompaction => "on-demand compaction (`compaction`)",
             Capability::PrefixBoundThinking => "thinking bound to its prefix",
+            Capability::ServerSideFallbacks => "server-side fallbacks (`fallbacks`)",
             Capability::Unknown => "an unknown capability",
         }
     }
@@ -259,6 +263,7 @@ impl Model {
             Capability::PerMessageEffort => self.supports(Feature::PerMessageEffort),
             Capability::OnDemandCompaction => self.supports(Feature::OnDemandCompaction),
             Capability::PrefixBoundThinking => self.supports(Feature::PrefixBoundThinking),
+            Capability::ServerSideFallbacks => self.withheld(capability).is_none(),
             Capability::Unknown => false,
         }
     }

@@ -366,3 +366,38 @@ fn on_bedrock_compaction_is_refused_in_bedrock_s_words_on_every_model() {
     let report = validate_report(&request, bedrock.resolve(SONNET).model(), &options);
     assert!(report.is_accepted(), "{report:#?}");
 }
+
+#[test]
+fn no_cloud_platform_takes_server_side_fallbacks() {
+    use threadline_wire::model::ModelTable;
+    use threadline_wire::platform::Platform;
+
+    let options = ValidateOptions::default().with_beta_header("server-side-fallback-2026-07-01");
+    let request: MessagesRequest =
+        serde_json::from_str(&on(SONNET, history(), json!({"fallbacks": "default"})))
+            .expect("parses");
+    let api = validate_report(&request, model(SONNET), &options);
+    assert!(api.is_accepted(), "{api:#?}");
+    for (platform, words) in [
+        (
+            Platform::Bedrock,
+            "fallbacks: Malformed input request: #: extraneous key [fallbacks] is not permitted, please reformat your input and try again. (Amazon Bedrock does not offer server-side fallbacks (`fallbacks`))",
+        ),
+        (
+            Platform::Vertex,
+            "fallbacks: Extra inputs are not permitted (Vertex AI does not offer server-side fallbacks (`fallbacks`))",
+        ),
+        (
+            Platform::Foundry,
+            "fallbacks: Extra inputs are not permitted (Microsoft Foundry does not offer server-side fallbacks (`fallbacks`))",
+        ),
+    ] {
+        let view = ModelTable::builtin().on_platform(platform);
+        let report = validate_report(&request, view.resolve(SONNET).model(), &options);
+        assert_eq!(
+            findings(&report.violations),
+            [(Rule::FallbacksInvalid, "fallbacks", words)],
+            "{platform}"
+        );
+    }
+}
