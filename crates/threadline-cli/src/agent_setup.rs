@@ -125,12 +125,12 @@ pub(crate) fn agent_builder(
 ) -> AgentBuilder<Metered<Client>> {
     // The model table as the client's platform offers it, and the model by that platform's id.
     let platform = client.config().provider.platform();
-    let model = match &client.config().provider {
-        Provider::Bedrock { region } => bedrock_model(settings.model, region),
-        _ => settings.model.to_owned(),
+    let profile = match &client.config().provider {
+        Provider::Bedrock { region } => Some(bedrock_profile(region)),
+        _ => None,
     };
     let mut builder = Agent::builder(Metered::new(client, meter.clone()))
-        .model(model)
+        .model(settings.model)
         .max_tokens(settings.max_tokens)
         .system_prompt(SYSTEM_PROMPT)
         .workspace(settings.workspace)
@@ -142,25 +142,21 @@ pub(crate) fn agent_builder(
     if platform != Platform::Anthropic {
         builder = builder.platform(platform);
     }
+    if let Some(profile) = profile {
+        builder = builder.bedrock_profile(profile);
+    }
     builder
 }
 
-/// The id a Bedrock client in `region` sends `model` by: a model given by its API id goes by
-/// its Bedrock id behind a cross-region inference profile (`ANTHROPIC_BEDROCK_REGION_PREFIX`,
-/// as Claude Code reads it, else the region's geography: `bedrock_profile_prefix`); any other
-/// id (a profile, an ARN, a base id) as given.
-fn bedrock_model(model: &str, region: &str) -> String {
-    use threadline::wire::model::ModelTable;
+/// The cross-region inference profile a Bedrock client in `region` puts models given by
+/// their API id behind: `ANTHROPIC_BEDROCK_REGION_PREFIX` (as Claude Code reads it), else
+/// the region's geography (`bedrock_profile_prefix`).
+fn bedrock_profile(region: &str) -> String {
     use threadline::wire::platform::{bedrock_profile_prefix, is_bedrock_profile_prefix};
-    let table = ModelTable::builtin().on_platform(Platform::Bedrock);
-    let Some(base) = table.platform_id(model) else {
-        return model.to_owned();
-    };
-    let prefix = std::env::var("ANTHROPIC_BEDROCK_REGION_PREFIX")
+    std::env::var("ANTHROPIC_BEDROCK_REGION_PREFIX")
         .ok()
         .filter(|p| is_bedrock_profile_prefix(p))
-        .unwrap_or_else(|| bedrock_profile_prefix(region).to_owned());
-    format!("{prefix}.{base}")
+        .unwrap_or_else(|| bedrock_profile_prefix(region).to_owned())
 }
 
 #[cfg(test)]

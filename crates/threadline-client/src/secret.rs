@@ -223,7 +223,7 @@ impl Auth {
             Auth::ApiKey(key) | Auth::Bearer(key) => vec![key],
             Auth::Aws(aws) => aws.secrets().collect(),
             Auth::None => Vec::new(),
-            // Learned as the chain gives them (`Redactor::for_aws`).
+            // Learned as the source gives them (`Redactor::for_secrets`, per request).
             #[cfg(feature = "aws-credential-chain")]
             Auth::AwsChain(_) => Vec::new(),
             #[cfg(feature = "google-adc")]

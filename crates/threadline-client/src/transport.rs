@@ -64,8 +64,8 @@ struct Inner {
     betas: Vec<String>,
     limits: Limits,
     connect_timeout: Duration,
-    /// The redactor of the credential; with an AWS chain, renewed as the chain gives new
-    /// secrets (the last two sets kept, for an error that quotes the previous one).
+    /// The redactor of the credential; with a per-request source (an AWS chain, Google ADC),
+    /// renewed as it gives new secrets (the last two kept, for an error quoting the previous).
     redactor: std::sync::RwLock<Redactor>,
     /// The serialized messages of the last requests, from which the next body is assembled.
     bodies: std::sync::Mutex<crate::body::BodyFragments>,
@@ -76,7 +76,6 @@ struct Inner {
 type Seen<T> = std::sync::Mutex<Vec<T>>;
 
 /// The credentials fetched for one request.
-#[derive(Default)]
 struct Fresh {
     /// SigV4 credentials to sign with.
     aws: Option<AwsCredentials>,
@@ -320,7 +319,8 @@ impl HttpTransport {
         Ok(request)
     }
 
-    /// The redactor of this client's credential (every secret an AWS chain gave so far).
+    /// The redactor of this client's credential (with a per-request source, the secrets it
+    /// gave last).
     pub(crate) fn redactor(&self) -> Redactor {
         self.inner
             .redactor

@@ -2,6 +2,7 @@
 
 use threadline_normalize::Options;
 use threadline_wire::model::{Capability, SharedModelTable};
+use threadline_wire::platform::{self, Platform};
 use threadline_wire::request::ContextManagement;
 use threadline_wire::request::{Effort, OutputConfig};
 use threadline_wire::{Fallbacks, SystemPrompt, ThinkingConfig};
@@ -108,10 +109,33 @@ impl QueryConfig {
     /// let row = config.models.resolve(&config.model).model();
     /// assert!(!row.supports(Feature::OnDemandCompaction));
     /// ```
-    pub fn on_platform(mut self, platform: threadline_wire::platform::Platform) -> QueryConfig {
+    pub fn on_platform(self, platform: Platform) -> QueryConfig {
+        self.on_platform_behind(platform, None)
+    }
+
+    /// [`on_platform`](Self::on_platform), where a model named by its API id goes on Bedrock
+    /// behind the cross-region inference profile `profile` (`us`, `eu`, `apac`, `jp`, `au`,
+    /// `global`, `us-gov`; anything else is ignored): Bedrock serves the newer models on
+    /// demand only through a profile (docs/api-notes.md#cloud-platforms).
+    ///
+    /// ```
+    /// use threadline_query::QueryConfig;
+    /// use threadline_wire::platform::Platform;
+    ///
+    /// let config = QueryConfig::new("claude-sonnet-4-6", 1024)
+    ///     .on_platform_behind(Platform::Bedrock, Some("eu"));
+    /// assert_eq!(config.model, "eu.anthropic.claude-sonnet-4-6");
+    /// ```
+    pub fn on_platform_behind(mut self, platform: Platform, profile: Option<&str>) -> QueryConfig {
         self.models = self.models.on_platform(platform);
         if let Some(id) = self.models.platform_id(&self.model) {
-            self.model = id.to_owned();
+            let profile = profile.filter(|p| {
+                platform == Platform::Bedrock && platform::is_bedrock_profile_prefix(p)
+            });
+            self.model = match profile {
+                Some(profile) => format!("{profile}.{id}"),
+                None => id.to_owned(),
+            };
         }
         // Server-side fallbacks where the platform has none would refuse every request.
         let row = self.models.resolve(&self.model).model();
@@ -239,7 +263,6 @@ mod tests {
     #[test]
     fn on_a_platform_the_config_takes_its_view_its_ids_and_drops_what_it_withholds() {
         use threadline_wire::model::Feature;
-        use threadline_wire::platform::Platform;
         let api = QueryConfig::new("claude-sonnet-4-5", 1024).with_fallbacks(Fallbacks::Default);
         let bedrock = api.clone().on_platform(Platform::Bedrock);
         assert_eq!(bedrock.model, "anthropic.claude-sonnet-4-5-20250929-v1:0");
@@ -257,6 +280,21 @@ mod tests {
         let profile =
             QueryConfig::new("eu.anthropic.claude-sonnet-4-6", 1024).on_platform(Platform::Bedrock);
         assert_eq!(profile.model, "eu.anthropic.claude-sonnet-4-6");
+        // Behind a profile on Bedrock only, and only a known one.
+        let behind = |platform, profile| {
+            QueryConfig::new("claude-haiku-4-5", 1024)
+                .on_platform_behind(platform, Some(profile))
+                .model
+        };
+        assert_eq!(
+            behind(Platform::Bedrock, "global"),
+            "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+        );
+        assert_eq!(
+            behind(Platform::Bedrock, "mars"),
+            "anthropic.claude-haiku-4-5-20251001-v1:0"
+        );
+        assert_eq!(behind(Platform::Vertex, "eu"), "claude-haiku-4-5@20251001");
         let row = profile.models.resolve(&profile.model);
         assert!(row.is_known() && !row.model().supports(Feature::OnDemandCompaction));
     }

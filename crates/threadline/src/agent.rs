@@ -148,6 +148,14 @@ where
         self.apply_overrides()
     }
 
+    /// On Bedrock, the cross-region inference profile (`us`, `eu`, `global`, …) a model given
+    /// by its API id goes behind ([`QueryConfig::on_platform_behind`]); without one it goes
+    /// by its base id, which Bedrock serves on demand only for older models.
+    pub fn bedrock_profile(mut self, profile: impl Into<String>) -> Self {
+        self.overrides.bedrock_profile = Some(profile.into());
+        self.apply_overrides()
+    }
+
     /// `max_tokens` of each request (default [`DEFAULT_MAX_TOKENS`]).
     pub fn max_tokens(mut self, max_tokens: u64) -> Self {
         self.overrides.max_tokens = Some(max_tokens);
@@ -1030,6 +1038,7 @@ struct Overrides {
     context_management: Option<threadline_wire::request::ContextManagement>,
     cache_diagnostics: bool,
     platform: Option<threadline_wire::platform::Platform>,
+    bedrock_profile: Option<String>,
 }
 
 impl Overrides {
@@ -1066,7 +1075,8 @@ impl Overrides {
             config.cache_diagnostics = true;
         }
         if let Some(platform) = self.platform {
-            *config = config.clone().on_platform(platform);
+            let profile = self.bedrock_profile.as_deref();
+            *config = config.clone().on_platform_behind(platform, profile);
         }
     }
 }
