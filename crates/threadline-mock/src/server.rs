@@ -231,9 +231,7 @@ impl State {
             .find(|table| table.platform() == platform)
             .unwrap_or(self.models)
     }
-}
 
-impl State {
     fn next_id(&self, prefix: &str) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         format!("{prefix}_mock{n:020}")
