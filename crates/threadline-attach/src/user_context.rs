@@ -2,7 +2,7 @@
 //! instructions and the date — built at request time, never persisted, stable for the session.
 
 use threadline_message::Message;
-use threadline_wire::{Content, ContentBlock, MessageParam, Role};
+use threadline_wire::{Content, ContentBlock, MessageParam, Messages, Role};
 
 use crate::context_entries::ContextEntries;
 use threadline_workspace::{Limits, PathKind, Workspace};
@@ -138,7 +138,8 @@ impl UserContext {
     /// putting anything in front of them would edit what their thinking is bound to. Each
     /// rule looks only at messages before the place it picks, so the place stays the same as
     /// the conversation grows.
-    pub fn prepend_to(&self, mut messages: Vec<MessageParam>) -> Vec<MessageParam> {
+    pub fn prepend_to(&self, messages: impl Into<Messages>) -> Messages {
+        let mut messages = messages.into();
         let Some(text) = self.text() else {
             return messages;
         };
@@ -300,7 +301,11 @@ mod tests {
             MessageParam::user(vec![result.clone(), note.clone()]),
         ];
         let messages = context.prepend_to(kept.clone());
-        assert_eq!(messages[..3], kept[..3], "the kept turns are untouched");
+        assert_eq!(
+            messages.to_vec()[..3],
+            kept[..3],
+            "the kept turns are untouched"
+        );
         let Content::Blocks(blocks) = &messages[3].content else {
             panic!("blocks");
         };
@@ -314,7 +319,7 @@ mod tests {
         grown.push(MessageParam::assistant(vec![ContentBlock::text("more")]));
         grown.push(MessageParam::user(vec![note.clone()]));
         let later = context.prepend_to(grown);
-        assert_eq!(later[..4], messages[..]);
+        assert_eq!(later.to_vec()[..4], messages.to_vec()[..]);
         assert_eq!(later[5], MessageParam::user(vec![note]));
     }
 }

@@ -5,18 +5,27 @@
 //! hashes the bytes, and estimates its tokens: work proportional to the message's size. A
 //! conversation's requests repeat every earlier message, so without a memo a turn costs as
 //! much as the whole history. The memo keeps, for each message index, the message as it was
-//! flattened (its markers cleared) and what each block gave: its own hash, its tokens, whether
-//! a marker may go on it, whether it is thinking. A later request whose message at the same
-//! index is equal (`==`, no serialization, no allocation) reuses them; any other message is
-//! flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
+//! flattened and what each block gave: its own hash, its tokens, whether a marker may go on it,
+//! whether it is thinking. The message is kept shared (a request's
+//! [`Messages`] hold each behind an `Arc`), not copied. A later
+//! request whose message at the same index is the same shared message (a pointer comparison),
+//! or else an equal one (`==`, no serialization, no allocation), reuses them; any other message
+//! is flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
 //! block moved, is simply not equal, and the result is always what flattening from scratch
 //! gives (a property test in `tests/suite/planner_props.rs` checks it over hostile sessions).
 //!
 //! What depends on the request as a whole (the model, `tool_choice`, the thinking and effort
-//! settings, which earlier thinking the model strips, the markers) is not in the memo: it is
-//! mixed in when the pieces are assembled.
+//! settings, which earlier thinking the model strips, the markers) is not in the memo's
+//! per-message facts: it is mixed in when the pieces are assembled. The memo also keeps the
+//! pieces the last flattening gave for its messages, with the running state they started
+//! from: when everything before the messages flattens to that same state, the leading
+//! messages that are still the same (and whose thinking is stripped as it was) take their
+//! pieces as they are, and only the rest is assembled again. A turn then costs a pointer
+//! comparison per earlier message and the work on what changed.
 
-use threadline_wire::MessageParam;
+use std::sync::Arc;
+
+use threadline_wire::{MessageParam, Messages};
 
 /// What flattening one block gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +44,28 @@ pub(crate) struct BlockFacts {
 /// One message as it was flattened, and what its blocks gave.
 #[derive(Clone)]
 pub(crate) struct MessageFacts {
-    pub(crate) message: MessageParam,
+    pub(crate) message: Arc<MessageParam>,
     pub(crate) blocks: Vec<BlockFacts>,
+}
+
+impl MessageFacts {
+    /// Whether these are the facts of `message`: the same shared message, else an equal one.
+    pub(crate) fn holds(&self, message: &Arc<MessageParam>) -> bool {
+        Messages::same_message(&self.message, message) || self.message == *message
+    }
+}
+
+/// The pieces the last flattening gave for its messages.
+#[derive(Clone, Default)]
+pub(crate) struct MessagePieces {
+    /// What the flattening had before the first message: how many pieces, the running
+    /// state, the cumulative tokens.
+    pub(crate) start: (usize, u64, u64),
+    /// The pieces of the messages, in order.
+    pub(crate) pieces: Vec<crate::prefix::PrefixPiece>,
+    /// Per message: where its pieces end in `pieces`, the running state and cumulative
+    /// tokens after it, and whether its thinking was stripped.
+    pub(crate) after: Vec<(usize, u64, u64, bool)>,
 }
 
 /// The flattened messages of the last request recorded, by index. Valid for one token counter
@@ -44,6 +73,7 @@ pub(crate) struct MessageFacts {
 #[derive(Clone, Default)]
 pub struct PrefixMemo {
     pub(crate) messages: Vec<MessageFacts>,
+    pub(crate) pieces: Option<MessagePieces>,
 }
 
 impl std::fmt::Debug for PrefixMemo {
@@ -74,13 +104,14 @@ impl PrefixMemo {
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.messages.clear();
+        self.pieces = None;
     }
 
     /// What the message at `index` gave, if the memo holds that very message there.
-    pub(crate) fn get(&self, index: usize, message: &MessageParam) -> Option<&[BlockFacts]> {
+    pub(crate) fn get(&self, index: usize, message: &Arc<MessageParam>) -> Option<&[BlockFacts]> {
         self.messages
             .get(index)
-            .filter(|kept| kept.message == *message)
+            .filter(|kept| kept.holds(message))
             .map(|kept| kept.blocks.as_slice())
     }
 }

@@ -15,9 +15,11 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use threadline_wire::content::Content;
-use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition};
+use threadline_wire::{
+    CacheControl, CacheTtl, ContentBlock, Messages, MessagesRequest, ToolDefinition,
+};
 
-use crate::memo::{BlockFacts, MemoUse, MessageFacts, PrefixMemo};
+use crate::memo::{BlockFacts, MemoUse, MessageFacts, MessagePieces, PrefixMemo};
 use crate::tokens::{Piece, TokenCounter};
 
 /// Where a piece sits in the request.
@@ -481,24 +483,76 @@ impl Prefix {
         };
         match memo {
             MemoUse::Update(memo) => {
-                let mut old = std::mem::take(&mut memo.messages).into_iter();
-                let mut kept = Vec::with_capacity(request.messages.len());
-                for (message, param) in request.messages.iter().enumerate() {
-                    let facts = match old.next() {
-                        Some(previous) if previous.message == *param => previous,
+                let shared = request.messages.shared();
+                let start = (flat.pieces.len(), flat.state, flat.cumulative);
+                let mut kept = std::mem::take(&mut memo.messages);
+                let mut pieces = memo.pieces.take().filter(|p| p.start == start);
+                // The leading messages whose pieces are the last flattening's, as they are.
+                // Mostly a comparison of pointers: nothing of the messages is read.
+                let reused = pieces.as_ref().map_or(0, |p| {
+                    kept.iter()
+                        .zip(shared)
+                        .zip(&p.after)
+                        .enumerate()
+                        .take_while(|(message, ((facts, param), after))| {
+                            facts.holds(param) && after.3 == stripped(*message, param)
+                        })
+                        .count()
+                });
+                let mut message_pieces = match pieces.as_mut().filter(|_| reused > 0) {
+                    Some(previous) => {
+                        let (end, state, cumulative, _) = previous.after[reused - 1];
+                        previous.pieces.truncate(end);
+                        previous.after.truncate(reused);
+                        flat.pieces.extend_from_slice(&previous.pieces);
+                        flat.state = state;
+                        flat.cumulative = cumulative;
+                        pieces.take().unwrap_or_default()
+                    }
+                    None => MessagePieces::default(),
+                };
+                message_pieces.start = start;
+                // Those held by an equal message take this request's, so that the next
+                // request (which shares it) finds them by pointer.
+                for (facts, param) in kept.iter_mut().zip(shared).take(reused) {
+                    if !Messages::same_message(&facts.message, param) {
+                        facts.message = std::sync::Arc::clone(param);
+                    }
+                }
+                let rest = kept.split_off(reused.min(kept.len()));
+                let mut rest = rest.into_iter();
+                for (message, param) in shared.iter().enumerate().skip(reused) {
+                    let facts = match rest.next() {
+                        Some(previous) if previous.holds(param) => MessageFacts {
+                            message: std::sync::Arc::clone(param),
+                            blocks: previous.blocks,
+                        },
                         _ => MessageFacts {
-                            message: param.clone(),
+                            message: std::sync::Arc::clone(param),
                             blocks: message_facts(param, counter),
                         },
                     };
-                    flat.push_message(message, param, &facts.blocks, stripped(message, param));
+                    let strip = stripped(message, param);
+                    let before = flat.pieces.len();
+                    flat.push_message(message, param, &facts.blocks, strip);
+                    message_pieces
+                        .pieces
+                        .extend_from_slice(&flat.pieces[before..]);
+                    message_pieces.after.push((
+                        flat.pieces.len() - start.0,
+                        flat.state,
+                        flat.cumulative,
+                        strip,
+                    ));
                     kept.push(facts);
                 }
                 memo.messages = kept;
+                memo.pieces = Some(message_pieces);
             }
             MemoUse::Read(memo) => {
-                for (message, param) in request.messages.iter().enumerate() {
-                    match memo.get(message, param) {
+                for (message, shared) in request.messages.shared().iter().enumerate() {
+                    let param = &**shared;
+                    match memo.get(message, shared) {
                         Some(facts) => {
                             flat.push_message(message, param, facts, stripped(message, param))
                         }

@@ -24,7 +24,7 @@
 
 use threadline_wire::content::Content;
 use threadline_wire::model::Model;
-use threadline_wire::{ContentBlock, MessageParam, MessagesRequest, Role};
+use threadline_wire::{ContentBlock, MessageParam, Messages, MessagesRequest, Role};
 
 use crate::breaks::{BreakCause, CacheBreak};
 use crate::cache_table::CacheTable;
@@ -296,7 +296,7 @@ impl<'m> SessionSimulator<'m> {
     /// decreasing), predicts its usage and updates the cache. `unchanged`: how many leading
     /// `messages` are the previous call's, unchanged (0 when unknown; more than the truth
     /// gives wrong answers).
-    pub fn step(&mut self, at_ms: u64, messages: &[MessageParam], unchanged: usize) -> Step {
+    pub fn step(&mut self, at_ms: u64, messages: &Messages, unchanged: usize) -> Step {
         let (cut, old_tail) = self.flatten(messages, unchanged);
         let applied = self.plan(messages);
         self.simulate(at_ms, cut, &old_tail, &applied)
@@ -304,11 +304,7 @@ impl<'m> SessionSimulator<'m> {
 
     /// Flattens `messages` from the first one that may differ; returns where the pieces
     /// began to be redone and the previous request's pieces from there.
-    fn flatten(
-        &mut self,
-        messages: &[MessageParam],
-        unchanged: usize,
-    ) -> (usize, Vec<PrefixPiece>) {
+    fn flatten(&mut self, messages: &Messages, unchanged: usize) -> (usize, Vec<PrefixPiece>) {
         let mut dirty = unchanged.min(self.messages.len()).min(messages.len());
         if let Some(message) = self.recount_from.take() {
             dirty = dirty.min(message);
@@ -437,7 +433,7 @@ impl<'m> SessionSimulator<'m> {
     /// The default planner's markers ([`crate::LookbackAware`] on a request without tools or
     /// system prompt): the last eligible block, and the latest earlier write when that is a
     /// lookback or more before it. Returns the positions marked, in order.
-    fn plan(&mut self, messages: &[MessageParam]) -> Vec<usize> {
+    fn plan(&mut self, messages: &Messages) -> Vec<usize> {
         let header = self.header;
         // Positions as the planner sees them: without the unseen pieces.
         let moving = self
@@ -489,7 +485,7 @@ impl<'m> SessionSimulator<'m> {
     /// The simulator counts the request as planned: a marker may change a block's count (a
     /// block the estimate measures by its JSON). Then the counts after it move, and its
     /// message is flattened again next time.
-    fn recount_marked(&mut self, messages: &[MessageParam], position: usize) {
+    fn recount_marked(&mut self, messages: &Messages, position: usize) {
         let Location::Message { message, block } = self.pieces[position].location else {
             return;
         };

@@ -3,31 +3,47 @@
 //!
 //! A conversation's requests repeat every earlier message, and serializing the body again each
 //! turn costs as much as the history (most of it escaping strings that have not changed). The
-//! client keeps each message's JSON beside a copy of the message, for the last few
-//! conversations it sent; a request's message equal (`==`) to the one at the same index of the
-//! matching conversation reuses its bytes, any other is serialized. The body is then the
-//! request's other fields serialized (`messages` left empty) with the fragments spliced in:
-//! byte for byte what `serde_json::to_vec` gives for the whole request (a property test over
-//! hostile request sequences checks it). Nothing is trusted: when the fields do not come out in
-//! the expected order the whole request is serialized instead.
+//! client keeps, for the last few conversations it sent, the last body and where each message's
+//! JSON is in it, beside the message (shared, not copied: a request's
+//! [`Messages`] hold each one behind an `Arc`). A request's message
+//! that is the same shared message as the one at the same index of the matching conversation,
+//! or else an equal one (`==`), keeps its bytes; any other is serialized.
+//!
+//! The body is the request's other fields serialized (`messages` left empty) with the
+//! messages spliced in: byte for byte what `serde_json::to_vec` gives for the whole request (a
+//! property test over hostile request sequences checks it). Everything up to the first message
+//! that changed is already in the last body, in place: when the HTTP layer has let go of that
+//! body (it has, once it was sent), its buffer is taken back ([`Bytes::try_into_mut`]) and
+//! only what follows the first change is written. A turn then costs a pointer comparison per
+//! earlier message and the bytes of what changed, not a copy of the history. Nothing is
+//! trusted: when the fields do not come out in the expected order the whole request is
+//! serialized instead.
 
-use threadline_wire::{MessageParam, MessagesRequest};
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use threadline_wire::{MessageParam, Messages, MessagesRequest};
 
 /// How many conversations the fragments are kept for (the session and its subagents); the
 /// one used least recently is forgotten first.
 pub const CONVERSATIONS: usize = 4;
 
-/// One message and its JSON.
+/// One message and where its JSON is in its conversation's last body.
 #[derive(Clone)]
 struct Fragment {
-    message: MessageParam,
-    json: Box<[u8]>,
+    message: Arc<MessageParam>,
+    json: Range<usize>,
 }
 
-/// The fragments of one conversation's last request.
+/// The last body of one conversation, and its messages.
 #[derive(Clone, Default)]
 struct Conversation {
     fragments: Vec<Fragment>,
+    /// The last body (shared with the HTTP layer while it is being sent).
+    body: Bytes,
+    /// How long its head is: `{"model":…,"max_tokens":…,"messages":[`.
+    head: usize,
     used: u64,
 }
 
@@ -77,11 +93,11 @@ impl BodyFragments {
         BodyFragments::default()
     }
 
-    /// The JSON of `request` (compact, as `serde_json::to_vec` writes it), reusing the bytes
+    /// The JSON of `request` (compact, as `serde_json::to_vec` writes it), keeping the bytes
     /// of the messages the matching conversation's last request had at the same index, and
     /// keeping this request's. `request` is lent mutably only to serialize its other fields
     /// without its messages; it is given back as it was.
-    pub fn body(&mut self, request: &mut MessagesRequest) -> Result<Vec<u8>, serde_json::Error> {
+    pub fn body(&mut self, request: &mut MessagesRequest) -> Result<Bytes, serde_json::Error> {
         let messages = std::mem::take(&mut request.messages);
         let shell = serde_json::to_vec(request);
         request.messages = messages;
@@ -91,52 +107,98 @@ impl BodyFragments {
         head.extend_from_slice(
             format!(",\"max_tokens\":{},\"messages\":[]", request.max_tokens).as_bytes(),
         );
-        let Some(first) = request.messages.first() else {
-            return Ok(shell);
+        let Some(first) = request.messages.shared().first() else {
+            return Ok(shell.into());
         };
         if !shell.starts_with(&head) {
             // Not the layout this assembly knows: serialize the whole request.
-            return serde_json::to_vec(request);
+            return serde_json::to_vec(request).map(Bytes::from);
         }
+        // The position of `]` in `"messages":[]`.
+        let split = head.len() - 1;
         self.clock += 1;
         let slot = self.slot_for(first);
         let conversation = &mut self.conversations[slot];
         conversation.used = self.clock;
-        let mut old = std::mem::take(&mut conversation.fragments).into_iter();
-        let mut fragments = Vec::with_capacity(request.messages.len());
-        for message in &request.messages {
-            let fragment = match old.next() {
-                Some(kept) if kept.message == *message => kept,
-                _ => Fragment {
-                    message: message.clone(),
-                    json: serde_json::to_vec(message)?.into_boxed_slice(),
-                },
-            };
-            fragments.push(fragment);
-        }
-        // The position of `]` in `"messages":[]`.
-        let split = head.len() - 1;
-        let size = shell.len() + fragments.iter().map(|f| f.json.len() + 1).sum::<usize>();
-        let mut body = Vec::with_capacity(size);
-        body.extend_from_slice(&shell[..split]);
-        for (i, fragment) in fragments.iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
+        let mut fragments = std::mem::take(&mut conversation.fragments);
+        let old_body = std::mem::take(&mut conversation.body);
+        let messages = request.messages.shared();
+        // How many leading messages keep their bytes where they are (mostly a comparison of
+        // pointers: nothing of the messages is read).
+        let in_place = if conversation.head == split && old_body.starts_with(&shell[..split]) {
+            fragments
+                .iter()
+                .zip(messages)
+                .take_while(|(kept, message)| same(&kept.message, message))
+                .count()
+        } else {
+            0
+        };
+        let kept_to = match in_place {
+            0 => split,
+            n => fragments[n - 1].json.end,
+        };
+        // The old bytes after them, for the later messages that are still the same.
+        let old = fragments.split_off(in_place);
+        let after = old.first().map_or(kept_to, |f| f.json.start);
+        let rest_end = old.last().map_or(after, |f| f.json.end).max(after);
+        let rest = old_body.get(after..rest_end).unwrap_or_default().to_vec();
+        let mut buffer = match old_body.try_into_mut() {
+            Ok(mut own) => {
+                own.truncate(kept_to);
+                own
             }
-            body.extend_from_slice(&fragment.json);
+            Err(shared) => {
+                let mut fresh = BytesMut::with_capacity(shared.len() + shared.len() / 4);
+                fresh.extend_from_slice(&shared[..kept_to.min(shared.len())]);
+                fresh
+            }
+        };
+        if in_place == 0 {
+            buffer.clear();
+            buffer.extend_from_slice(&shell[..split]);
         }
-        body.extend_from_slice(&shell[split..]);
-        self.conversations[slot].fragments = fragments;
+        // A kept fragment held by an equal message takes this request's, so that the next
+        // request (which shares it) finds it by pointer.
+        for (kept, message) in fragments.iter_mut().zip(messages) {
+            if !Messages::same_message(&kept.message, message) {
+                kept.message = Arc::clone(message);
+            }
+        }
+        let mut old = old.into_iter();
+        for (index, message) in messages.iter().enumerate().skip(in_place) {
+            if index > 0 {
+                buffer.put_u8(b',');
+            }
+            let start = buffer.len();
+            match old.next() {
+                Some(kept) if same(&kept.message, message) && kept.json.start >= after => {
+                    let json = (kept.json.start - after)..(kept.json.end - after);
+                    buffer.extend_from_slice(&rest[json]);
+                }
+                _ => serde_json::to_writer((&mut buffer).writer(), &**message)?,
+            }
+            fragments.push(Fragment {
+                message: Arc::clone(message),
+                json: start..buffer.len(),
+            });
+        }
+        buffer.extend_from_slice(&shell[split..]);
+        let body = buffer.freeze();
+        let conversation = &mut self.conversations[slot];
+        conversation.fragments = fragments;
+        conversation.body = body.clone();
+        conversation.head = split;
         Ok(body)
     }
 
     /// The conversation whose last request started with `first`, else an empty one (a new
     /// slot, or the one used least recently).
-    fn slot_for(&mut self, first: &MessageParam) -> usize {
+    fn slot_for(&mut self, first: &Arc<MessageParam>) -> usize {
         if let Some(slot) = self
             .conversations
             .iter()
-            .position(|c| c.fragments.first().is_some_and(|f| f.message == *first))
+            .position(|c| c.fragments.first().is_some_and(|f| same(&f.message, first)))
         {
             return slot;
         }
@@ -150,9 +212,14 @@ impl BodyFragments {
             .enumerate()
             .min_by_key(|(_, c)| c.used)
             .map_or(0, |(i, _)| i);
-        self.conversations[slot].fragments.clear();
+        self.conversations[slot] = Conversation::default();
         slot
     }
+}
+
+/// Whether a kept message is `message`: the same shared message, else an equal one.
+fn same(kept: &Arc<MessageParam>, message: &Arc<MessageParam>) -> bool {
+    Messages::same_message(kept, message) || kept == message
 }
 
 #[cfg(test)]
@@ -162,7 +229,7 @@ mod tests {
     use threadline_wire::{ContentBlock, Role};
 
     fn request(texts: &[&str]) -> MessagesRequest {
-        let messages = texts
+        let messages: Messages = texts
             .iter()
             .enumerate()
             .map(|(i, t)| {

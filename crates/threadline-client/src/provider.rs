@@ -209,10 +209,10 @@ impl Provider {
     /// Vertex's without `model` (a token count keeps it) and with `anthropic_version`.
     pub(crate) fn body(
         &self,
-        body: Vec<u8>,
+        body: bytes::Bytes,
         betas: Option<&str>,
         count_tokens: bool,
-    ) -> Result<Vec<u8>, serde_json::Error> {
+    ) -> Result<bytes::Bytes, serde_json::Error> {
         match self {
             Provider::Anthropic | Provider::Foundry => Ok(body),
             Provider::Bedrock { .. } => {
@@ -222,12 +222,13 @@ impl Provider {
                     let list: Vec<&str> = betas.split(',').map(str::trim).collect();
                     added.push(("anthropic_beta", serde_json::to_vec(&list)?));
                 }
-                rewrite::top_level(&body, &["model", "stream"], &added)
+                rewrite::top_level(&body, &["model", "stream"], &added).map(Into::into)
             }
             Provider::Vertex { .. } => {
                 let version = serde_json::to_vec(VERTEX_ANTHROPIC_VERSION)?;
                 let dropped: &[&str] = if count_tokens { &[] } else { &["model"] };
                 rewrite::top_level(&body, dropped, &[("anthropic_version", version)])
+                    .map(Into::into)
             }
         }
     }
@@ -301,26 +302,32 @@ mod tests {
 
     #[test]
     fn bodies_get_the_platforms_fields() {
-        let body = br#"{"model":"m","max_tokens":5,"messages":[],"stream":true}"#.to_vec();
+        let body = bytes::Bytes::from_static(
+            br#"{"model":"m","max_tokens":5,"messages":[],"stream":true}"#,
+        );
         let bedrock = Provider::bedrock("r")
             .body(body.clone(), Some("a-1,b-2"), false)
             .expect("rewrites");
         assert_eq!(
-            String::from_utf8(bedrock).expect("UTF-8"),
+            String::from_utf8(bedrock.to_vec()).expect("UTF-8"),
             r#"{"max_tokens":5,"messages":[],"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["a-1","b-2"]}"#
         );
         let vertex = Provider::vertex("p", "r")
             .body(body.clone(), Some("a-1"), false)
             .expect("rewrites");
         assert_eq!(
-            String::from_utf8(vertex).expect("UTF-8"),
+            String::from_utf8(vertex.to_vec()).expect("UTF-8"),
             r#"{"max_tokens":5,"messages":[],"stream":true,"anthropic_version":"vertex-2023-10-16"}"#
         );
         let count = Provider::vertex("p", "r")
-            .body(br#"{"model":"m","messages":[]}"#.to_vec(), None, true)
+            .body(
+                bytes::Bytes::from_static(br#"{"model":"m","messages":[]}"#),
+                None,
+                true,
+            )
             .expect("rewrites");
         assert_eq!(
-            String::from_utf8(count).expect("UTF-8"),
+            String::from_utf8(count.to_vec()).expect("UTF-8"),
             r#"{"model":"m","messages":[],"anthropic_version":"vertex-2023-10-16"}"#
         );
         assert_eq!(

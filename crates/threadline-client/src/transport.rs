@@ -266,7 +266,7 @@ impl HttpTransport {
     fn request(
         &self,
         path: &str,
-        body: Vec<u8>,
+        body: Bytes,
         betas: Option<String>,
         count_tokens: bool,
         fresh: &Fresh,
@@ -315,7 +315,7 @@ impl HttpTransport {
             )
             .map_err(|e| self.redactor().error(e))?;
         }
-        *request.body_mut() = Full::new(Bytes::from(body));
+        *request.body_mut() = Full::new(body);
         Ok(request)
     }
 
@@ -406,7 +406,7 @@ impl HttpTransport {
             // Refused here, not by a server: no status (and not retryable).
             return Err(ServiceError::new(ServiceErrorKind::Api, message));
         };
-        let body = serde_json::to_vec(request).map_err(cannot_serialize)?;
+        let body = Bytes::from(serde_json::to_vec(request).map_err(cannot_serialize)?);
         let betas = threadline_wire::betas::count_header_value(&self.inner.betas, request);
         let fresh = self.fresh_credentials().await?;
         let http_request = self.request(&path, body, betas, true, &fresh)?;

@@ -22,7 +22,7 @@ use std::time::SystemTime;
 use threadline_message::{CompactTrigger, Message, SystemKind};
 use threadline_wire::model::Model;
 use threadline_wire::request::ThinkingConfig;
-use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role};
+use threadline_wire::{Content, ContentBlock, MessageParam, Messages, MessagesRequest, Role};
 
 use crate::breaker::CircuitBreaker;
 use crate::estimate::{
@@ -223,7 +223,7 @@ pub fn summary_request(
 /// tool results): enough to remove `gap` tokens when known, else a fifth of the rounds, at
 /// least one. The last round (which holds the summary prompt) is never dropped. Returns the
 /// number of messages dropped (0 when nothing can go).
-pub fn drop_oldest_rounds(messages: &mut Vec<MessageParam>, gap: Option<u64>) -> usize {
+pub fn drop_oldest_rounds(messages: &mut Messages, gap: Option<u64>) -> usize {
     let starts: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -250,7 +250,7 @@ pub fn drop_oldest_rounds(messages: &mut Vec<MessageParam>, gap: Option<u64>) ->
                 .iter()
                 .copied()
                 .find(|&s| {
-                    dropped += estimate_params(&messages[from..s]);
+                    dropped += estimate_params(messages.range(from..s));
                     from = s;
                     dropped >= gap
                 })
@@ -261,7 +261,7 @@ pub fn drop_oldest_rounds(messages: &mut Vec<MessageParam>, gap: Option<u64>) ->
             starts[(rounds / 5).max(1).min(starts.len()) - 1]
         }
     };
-    messages.drain(..cut);
+    *messages = messages.tail(cut);
     cut
 }
 
@@ -289,7 +289,7 @@ fn strip_blocks(blocks: &mut [ContentBlock]) -> bool {
 
 /// Replaces every image and document of `messages` (nested ones in tool results included) by
 /// [`MEDIA_STRIPPED`]; returns whether there was any.
-pub fn strip_media(messages: &mut [MessageParam]) -> bool {
+pub fn strip_media(messages: &mut Messages) -> bool {
     let mut changed = false;
     for message in messages {
         if let Content::Blocks(blocks) = &mut message.content {
@@ -506,7 +506,7 @@ mod tests {
                 .expect("edits"),
         );
         let request = summary_request(&base, model, 20_000);
-        assert_eq!(request.messages[..2], base.messages[..]);
+        assert_eq!(request.messages.to_vec()[..2], base.messages.to_vec()[..]);
         assert_eq!(request.messages.len(), 3);
         // What the cache and the betas depend on is the main request's.
         assert_eq!(request.tool_choice, None);
@@ -587,13 +587,13 @@ mod tests {
     fn dropping_rounds_keeps_a_valid_start_and_the_last_round() {
         let user = |t: &str| MessageParam::user(vec![ContentBlock::text(t)]);
         let assistant = |t: &str| MessageParam::assistant(vec![ContentBlock::text(t)]);
-        let mut messages = vec![
+        let mut messages = Messages::from(vec![
             user("a"),
             assistant("1"),
             user("b"),
             assistant("2"),
             user("c"),
-        ];
+        ]);
         assert_eq!(drop_oldest_rounds(&mut messages, None), 2);
         assert_eq!(messages[0], user("b"));
         assert_eq!(drop_oldest_rounds(&mut messages, Some(1_000_000)), 2);

@@ -458,7 +458,7 @@ pub fn calibrate(messages: &[Message], model_id: &str) -> Calibration {
     let mut walk = ImpliedRequests::new(messages);
     while let Some(implied) = walk.next_request() {
         if let Some(usage) = &implied.recorded {
-            let request = MessagesRequest::new(model_id, 1024, implied.messages.to_vec());
+            let request = MessagesRequest::new(model_id, 1024, implied.messages.clone());
             return Calibration::from_first(&request, usage);
         }
     }

@@ -188,7 +188,7 @@ pub fn add_plan(
         let at = implied.at_ms.unwrap_or(last_at).max(last_at);
         last_at = at;
         let mut request =
-            MessagesRequest::new(request_model.as_str(), 1024, implied.messages.to_vec());
+            MessagesRequest::new(request_model.as_str(), 1024, implied.messages.clone());
         planner.plan(&mut request);
         let step = sim.step(at, &request);
         let output = implied

@@ -38,7 +38,10 @@ fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 }
 
 /// What `clear_thinking_20251015` clears: (turns, tokens).
-fn clear_thinking(edit: &ClearThinkingEdit, messages: &[MessageParam]) -> (u64, u64) {
+fn clear_thinking(
+    edit: &ClearThinkingEdit,
+    messages: &[std::sync::Arc<MessageParam>],
+) -> (u64, u64) {
     if edit.keep.as_ref().and_then(Value::as_str) == Some("all") {
         return (0, 0);
     }
@@ -63,7 +66,7 @@ fn clear_thinking(edit: &ClearThinkingEdit, messages: &[MessageParam]) -> (u64, 
 /// or its `clear_at_least`.
 fn clear_tool_uses(
     edit: &ClearToolUsesEdit,
-    messages: &[MessageParam],
+    messages: &[std::sync::Arc<MessageParam>],
     input: u64,
 ) -> Option<(u64, u64)> {
     if input < value_of(edit.trigger.as_ref()).unwrap_or(100_000) {
@@ -108,14 +111,16 @@ pub(crate) fn applied(request: &MessagesRequest, input: u64) -> Option<Value> {
     for edit in &management.edits {
         match edit {
             ContextEdit::ClearThinking(edit) => {
-                let (turns, tokens) = clear_thinking(edit, &request.messages);
+                let (turns, tokens) = clear_thinking(edit, request.messages.shared());
                 if turns > 0 {
                     applied.push(json!({"type": "clear_thinking_20251015",
                         "cleared_thinking_turns": turns, "cleared_input_tokens": tokens}));
                 }
             }
             ContextEdit::ClearToolUses(edit) => {
-                if let Some((uses, tokens)) = clear_tool_uses(edit, &request.messages, input) {
+                if let Some((uses, tokens)) =
+                    clear_tool_uses(edit, request.messages.shared(), input)
+                {
                     applied.push(json!({"type": "clear_tool_uses_20250919",
                         "cleared_tool_uses": uses, "cleared_input_tokens": tokens}));
                 }

@@ -341,7 +341,7 @@ mod tests {
                         MessageParam::assistant(block)
                     }
                 })
-                .collect(),
+                .collect::<Vec<_>>(),
         );
         r.system = Some(SystemPrompt::Text("Be brief. ".repeat(40)));
         r.diagnostics = Some(match previous {

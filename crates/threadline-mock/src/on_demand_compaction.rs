@@ -73,7 +73,11 @@ pub(crate) fn error_code(rule: Rule) -> Option<&'static str> {
 }
 
 /// The signature of `summary` written by `model` over `summarized`.
-pub(crate) fn sign(model: &str, summarized: &[MessageParam], summary: &str) -> String {
+pub(crate) fn sign(
+    model: &str,
+    summarized: &[std::sync::Arc<MessageParam>],
+    summary: &str,
+) -> String {
     let messages = serde_json::to_value(summarized).unwrap_or(Value::Null);
     let source = digest(
         "compaction-source",
@@ -205,7 +209,7 @@ pub(crate) fn check_signatures(request: &MessagesRequest) -> Option<Refusal> {
 
 /// A summary naming how many messages it covers, from the first sentence of each user text
 /// (and of a previous summary).
-pub(crate) fn default_summary(messages: &[MessageParam]) -> String {
+pub(crate) fn default_summary(messages: &[std::sync::Arc<MessageParam>]) -> String {
     let extract = crate::server_compaction::extractive_summary(messages);
     let n = messages.len();
     let noun = if n == 1 { "message" } else { "messages" };
@@ -265,7 +269,7 @@ fn summary(step: &MessageStep, request: &MessagesRequest) -> String {
         })
         .collect();
     if text.is_empty() {
-        default_summary(&request.messages)
+        default_summary(request.messages.shared())
     } else {
         text
     }
@@ -309,7 +313,7 @@ pub(crate) fn serve(
     let content: Vec<Value> = summary
         .iter()
         .map(|summary| {
-            let signature = sign(&request.model, &request.messages, summary);
+            let signature = sign(&request.model, request.messages.shared(), summary);
             json!({"type": "compaction", "content": summary, "signature": signature})
         })
         .collect();
@@ -394,7 +398,7 @@ mod tests {
     #[test]
     fn signatures_verify_and_tell_an_edit_of_either_part() {
         let r = compaction_request(false);
-        let sig = sign("claude-sonnet-4-6", &r.messages, "S.");
+        let sig = sign("claude-sonnet-4-6", r.messages.shared(), "S.");
         assert_eq!(verify(&sig, Some("S.")), Ok(()));
         assert_eq!(verify(&sig, Some("S!")), Err(Tampered::Content));
         assert_eq!(verify(&sig, None), Err(Tampered::Content));
@@ -412,8 +416,11 @@ mod tests {
             Err(Tampered::Signature)
         );
         // Another conversation, another model: another signature for the same summary.
-        assert_ne!(sig, sign("claude-opus-4-8", &r.messages, "S."));
-        assert_ne!(sig, sign("claude-sonnet-4-6", &r.messages[..1], "S."));
+        assert_ne!(sig, sign("claude-opus-4-8", r.messages.shared(), "S."));
+        assert_ne!(
+            sig,
+            sign("claude-sonnet-4-6", &r.messages.shared()[..1], "S.")
+        );
     }
 
     #[test]

@@ -50,7 +50,9 @@ fn trigger(edit: &CompactEdit) -> u64 {
 
 /// The messages from the last `compaction` block on (that message's earlier blocks dropped);
 /// all of them when there is none.
-pub(crate) fn from_last_compaction(messages: &[MessageParam]) -> Vec<MessageParam> {
+pub(crate) fn from_last_compaction(
+    messages: &[std::sync::Arc<MessageParam>],
+) -> Vec<std::sync::Arc<MessageParam>> {
     let last = messages.iter().enumerate().rev().find_map(|(i, m)| {
         blocks(&m.content)
             .iter()
@@ -63,7 +65,7 @@ pub(crate) fn from_last_compaction(messages: &[MessageParam]) -> Vec<MessagePara
     let mut kept = messages[i..].to_vec();
     if let Some(first) = kept.first_mut() {
         let kept_blocks = blocks(&first.content)[j..].to_vec();
-        first.content = Content::Blocks(kept_blocks);
+        std::sync::Arc::make_mut(first).content = Content::Blocks(kept_blocks);
     }
     kept
 }
@@ -78,7 +80,7 @@ fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 fn estimate(
     system: &Option<SystemPrompt>,
     tools: &Option<Vec<ToolDefinition>>,
-    messages: &[MessageParam],
+    messages: &[std::sync::Arc<MessageParam>],
 ) -> u64 {
     estimate_tokens(serialized_len(system) + serialized_len(tools) + serialized_len(messages))
 }
@@ -96,13 +98,13 @@ pub(crate) fn counted_input(request: &MessagesRequest) -> u64 {
     estimate(
         &request.system,
         &request.tools,
-        &from_last_compaction(&request.messages),
+        &from_last_compaction(request.messages.shared()),
     )
 }
 
 /// A summary made of the first sentence of each user text (after the previous summary, if
 /// the request holds one), bounded.
-pub fn extractive_summary(messages: &[MessageParam]) -> String {
+pub fn extractive_summary(messages: &[std::sync::Arc<MessageParam>]) -> String {
     let mut sentences: Vec<String> = Vec::new();
     for message in messages {
         let all = message.content.to_blocks();
@@ -150,7 +152,7 @@ pub(crate) fn plan(step: &MessageStep, request: &MessagesRequest) -> Option<Comp
     if input < trigger(edit) {
         return None;
     }
-    let kept = from_last_compaction(&request.messages);
+    let kept = from_last_compaction(request.messages.shared());
     let summary = step
         .compaction_summary
         .clone()
@@ -159,7 +161,8 @@ pub(crate) fn plan(step: &MessageStep, request: &MessagesRequest) -> Option<Comp
     let mut after = request.clone();
     after.messages = vec![MessageParam::user(vec![ContentBlock::text(
         summary.clone(),
-    )])];
+    )])]
+    .into();
     let mut step = step.clone();
     let block = Block::Compaction {
         content: Some(summary),
@@ -228,11 +231,11 @@ pub(crate) fn count_tokens_answer(request: &CountTokensRequest, whole: u64) -> V
     if request.context_management.is_none() {
         return json!({"input_tokens": whole});
     }
-    let full = estimate(&request.system, &request.tools, &request.messages);
+    let full = estimate(&request.system, &request.tools, request.messages.shared());
     let kept = estimate(
         &request.system,
         &request.tools,
-        &from_last_compaction(&request.messages),
+        &from_last_compaction(request.messages.shared()),
     );
     let applied = whole.saturating_sub(full.saturating_sub(kept));
     json!({"input_tokens": applied, "context_management": {"original_input_tokens": whole}})
@@ -260,7 +263,7 @@ mod tests {
         ]);
         let edit = json!({"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}});
         let r = request(messages, edit);
-        let kept = from_last_compaction(&r.messages);
+        let kept = from_last_compaction(r.messages.shared());
         assert_eq!(kept.len(), 2);
         assert_eq!(blocks(&kept[0].content).len(), 2);
         assert!(counted_input(&r) < 100);

@@ -257,8 +257,8 @@ fn walk<'b>(turns: &'b [Turn<'_>]) -> Vec<Seen<'b>> {
 
 /// The chain digest of `messages` as the walk leaves it after the last one: what an
 /// on-demand compaction block of exactly these messages records.
-pub(crate) fn chain_of(messages: &[MessageParam]) -> String {
-    let turns: Vec<Turn<'_>> = messages.iter().map(Turn::of).collect();
+pub(crate) fn chain_of(messages: &[std::sync::Arc<MessageParam>]) -> String {
+    let turns: Vec<Turn<'_>> = messages.iter().map(|m| Turn::of(m)).collect();
     walk_with_chain(&turns).1
 }
 

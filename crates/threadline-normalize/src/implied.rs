@@ -10,7 +10,7 @@ use std::time::UNIX_EPOCH;
 
 use threadline_message::response_usage::{ResponseUsage, response_key};
 use threadline_message::{Message, SystemKind};
-use threadline_wire::{MessageParam, Usage};
+use threadline_wire::{Messages, Usage};
 
 use crate::prefix_change::{PrefixChange, PrefixWatch};
 use crate::{Normalizer, Options};
@@ -22,7 +22,7 @@ pub struct ImpliedRequest {
     /// id; `None` when the transcript recorded neither.
     pub key: Option<String>,
     /// The messages before the response, normalized with the default [`Options`].
-    pub messages: Vec<MessageParam>,
+    pub messages: Messages,
     /// When it was sent, in milliseconds since the Unix epoch: the time of the last message
     /// before the response, else of the response.
     pub at_ms: Option<u64>,
@@ -65,7 +65,7 @@ pub fn implied_requests(messages: &[Message]) -> Vec<ImpliedRequest> {
     while let Some(request) = walk.next_request() {
         out.push(ImpliedRequest {
             key: request.key,
-            messages: request.messages.to_vec(),
+            messages: request.messages.clone(),
             at_ms: request.at_ms,
             recorded: request.recorded,
             after_compaction: request.after_compaction,
@@ -82,7 +82,7 @@ pub struct ImpliedView<'a> {
     /// What the response's fragments share (see [`ImpliedRequest::key`]).
     pub key: Option<String>,
     /// The messages before the response, normalized with the default [`Options`].
-    pub messages: &'a [MessageParam],
+    pub messages: &'a Messages,
     /// How many leading `messages` are the previous request's, unchanged (0 for the first,
     /// and whenever the normalizer had to start over): a caller deriving something per
     /// message keeps it for these.
@@ -251,13 +251,16 @@ mod tests {
         }
         let batch = implied_requests(&session);
         let mut walk = ImpliedRequests::new(&session);
-        let mut previous: Vec<MessageParam> = Vec::new();
+        let mut previous: Vec<threadline_wire::MessageParam> = Vec::new();
         for (index, expected) in batch.iter().enumerate() {
             let view = walk.next_request().expect("as many requests");
-            assert_eq!(view.messages, expected.messages.as_slice());
+            assert_eq!(view.messages, &expected.messages);
             assert_eq!(view.key, expected.key);
             assert!(view.unchanged <= previous.len().min(view.messages.len()));
-            assert_eq!(view.messages[..view.unchanged], previous[..view.unchanged]);
+            assert_eq!(
+                view.messages.to_vec()[..view.unchanged],
+                previous[..view.unchanged]
+            );
             if (1..50).contains(&index) {
                 // Below the cap, each request keeps all but the last two turns.
                 assert!(view.unchanged + 4 >= view.messages.len(), "{index}");

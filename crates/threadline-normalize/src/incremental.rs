@@ -95,7 +95,7 @@
 use std::collections::HashSet;
 
 use threadline_message::Message;
-use threadline_wire::{Content, ContentBlock, MessageParam, Role};
+use threadline_wire::{Content, ContentBlock, MessageParam, Messages, Role};
 
 use crate::draft::{Draft, is_media};
 use crate::pipeline::run_drafts;
@@ -156,7 +156,7 @@ pub enum FullReason {
 #[derive(Debug, Clone)]
 pub struct Normalizer {
     options: Options,
-    output: Vec<MessageParam>,
+    output: Messages,
     seen: Seen,
     boundary: Option<Boundary>,
     prefix: Prefix,
@@ -253,7 +253,7 @@ impl Normalizer {
     pub fn new(options: Options) -> Self {
         Normalizer {
             options,
-            output: Vec::new(),
+            output: Messages::new(),
             seen: Seen::default(),
             boundary: None,
             prefix: Prefix::default(),
@@ -271,7 +271,7 @@ impl Normalizer {
     /// The normalized request's messages for `messages`: equal to
     /// `normalize(messages, options).messages`, computed from the tail only when `messages`
     /// is the array seen last with messages appended.
-    pub fn update(&mut self, messages: &[Message]) -> &[MessageParam] {
+    pub fn update(&mut self, messages: &[Message]) -> &Messages {
         let messages = if self.options.from_last_compaction {
             &messages[self.cut.update(messages)..]
         } else {
@@ -292,7 +292,7 @@ impl Normalizer {
     }
 
     /// The messages of the last update.
-    pub fn messages(&self) -> &[MessageParam] {
+    pub fn messages(&self) -> &Messages {
         &self.output
     }
 
@@ -321,7 +321,7 @@ impl Normalizer {
         let run = Run::new(messages, 0, &self.options);
         self.prefix = Prefix::default();
         self.boundary = None;
-        self.output = Vec::new();
+        self.output = Messages::new();
         self.last = IncrementalUpdate::Full { reason };
         self.unchanged = 0;
         self.splice(
@@ -641,7 +641,7 @@ fn untag_media(
 }
 
 /// Replaces the media block at `location` by [`MEDIA_OMITTED`], as the cap does.
-fn omit_media(output: &mut [MessageParam], location: &Location) {
+fn omit_media(output: &mut Messages, location: &Location) {
     let Some(Content::Blocks(blocks)) = output.get_mut(location.message).map(|m| &mut m.content)
     else {
         return;

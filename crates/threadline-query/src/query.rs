@@ -517,7 +517,7 @@ where
 
     fn build_request(&mut self, st: &mut State) -> MessagesRequest {
         let start = st.compaction.boundary.min(st.messages.len());
-        let messages = st.normalizer.update(&st.messages[start..]).to_vec();
+        let messages = st.normalizer.update(&st.messages[start..]).clone();
         let max_tokens = st
             .max_output_tokens_override
             .unwrap_or(self.q.config.max_tokens);

@@ -12,7 +12,7 @@
 
 use threadline_message::Message;
 use threadline_normalize::{Options, normalize};
-use threadline_wire::{MessageParam, MessagesRequest, ToolDefinition};
+use threadline_wire::{Messages, MessagesRequest, ToolDefinition};
 
 use crate::config::QueryConfig;
 use crate::request_hooks::{CachePlanner, RequestShaper, Unchanged};
@@ -133,7 +133,11 @@ impl RequestBuilder {
 
     /// `messages` (normalized) in a request with the shared fields, before the tool changes,
     /// the shaper and the planner.
-    pub(crate) fn unshaped(&self, messages: Vec<MessageParam>, max_tokens: u64) -> MessagesRequest {
+    pub(crate) fn unshaped(
+        &self,
+        messages: impl Into<Messages>,
+        max_tokens: u64,
+    ) -> MessagesRequest {
         let mut request = MessagesRequest::new(self.config.model.clone(), max_tokens, messages);
         request.system = self.config.system.clone();
         request.thinking = self.config.thinking.clone();

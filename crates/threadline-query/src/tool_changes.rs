@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use threadline_wire::model::{Feature, Model};
 use threadline_wire::tool_change::{ToolChangeBlock, ToolRef};
-use threadline_wire::{Content, ContentBlock, MessageParam, MessagesRequest, Role, ToolDefinition};
+use threadline_wire::{
+    Content, ContentBlock, MessageParam, Messages, MessagesRequest, Role, ToolDefinition,
+};
 
 use crate::tool::{Tool as LoopTool, ToolSet};
 
@@ -626,7 +628,7 @@ fn change_blocks(added: &[String], removed: &[String]) -> Vec<ContentBlock> {
 
 /// The hash of the last server-side `compaction` block, and how many assistant messages come
 /// up to and including the one holding it (0 and `None` without one).
-fn last_compaction(messages: &[MessageParam]) -> (Option<u64>, usize) {
+fn last_compaction(messages: &Messages) -> (Option<u64>, usize) {
     use std::hash::{Hash as _, Hasher as _};
     let mut seen = 0;
     let mut found = (None, 0);
@@ -658,25 +660,31 @@ fn plain(tools: &[ToolDefinition]) -> Vec<ToolDefinition> {
 /// Leaves the `thinking` and `redacted_thinking` blocks of the first `count` assistant
 /// messages out. (Normalization has dropped assistant messages that held only thinking, so
 /// none is emptied; one that would be keeps its blocks rather than become an empty message.)
-fn leave_thinking_out(messages: &mut [MessageParam], count: usize) {
+fn leave_thinking_out(messages: &mut Messages, count: usize) {
     if count == 0 {
         return;
     }
-    for message in messages
-        .iter_mut()
-        .filter(|m| m.role == Role::Assistant)
+    let changed: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
         .take(count)
-    {
-        if let Content::Blocks(blocks) = &mut message.content
-            && blocks.iter().any(ContentBlock::is_thinking)
-            && blocks.iter().any(|b| !b.is_thinking())
-        {
+        .filter(|(_, m)| {
+            matches!(&m.content, Content::Blocks(blocks)
+                if blocks.iter().any(ContentBlock::is_thinking)
+                    && blocks.iter().any(|b| !b.is_thinking()))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    // Only the messages that change are touched (a shared message is copied when changed).
+    for index in changed {
+        if let Content::Blocks(blocks) = &mut messages[index].content {
             blocks.retain(|b| !b.is_thinking());
         }
     }
 }
 
-fn assistants(messages: &[MessageParam]) -> usize {
+fn assistants(messages: &Messages) -> usize {
     messages
         .iter()
         .filter(|m| m.role == Role::Assistant)
@@ -685,7 +693,7 @@ fn assistants(messages: &[MessageParam]) -> usize {
 
 /// Puts each announcement's `system` message right before the assistant message that follows
 /// the `after_assistants` it was placed after (at the end when there is none).
-fn insert_announcements(messages: &mut Vec<MessageParam>, announced: &[Announcement]) {
+fn insert_announcements(messages: &mut Messages, announced: &[Announcement]) {
     if announced.is_empty() {
         return;
     }
@@ -738,13 +746,16 @@ fn first_change(
 /// `tools`: every declared tool not deferred from the start, then each `tool_addition` /
 /// `tool_removal` of a `system` message in order (references by `tool_reference` name; MCP
 /// references name no tool of `tools` and are left out).
-pub fn offered(tools: &[ToolDefinition], messages: &[MessageParam]) -> BTreeSet<String> {
+pub fn offered<'a>(
+    tools: &[ToolDefinition],
+    messages: impl IntoIterator<Item = &'a MessageParam>,
+) -> BTreeSet<String> {
     let mut now: BTreeSet<String> = tools
         .iter()
         .filter(|t| !t.is_deferred())
         .map(|t| t.name().to_owned())
         .collect();
-    for message in messages.iter().filter(|m| m.role == Role::System) {
+    for message in messages.into_iter().filter(|m| m.role == Role::System) {
         let Content::Blocks(blocks) = &message.content else {
             continue;
         };
@@ -1310,8 +1321,8 @@ mod tests {
                         prop_assert!(tools.len() >= old.len());
                         prop_assert_eq!(&tools[..old.len()], &old[..]);
                         prop_assert_eq!(
-                            &request.messages[..previous.messages.len()],
-                            &previous.messages[..]
+                            &request.messages.to_vec()[..previous.messages.len()],
+                            &previous.messages.to_vec()[..]
                         );
                     }
                     previous = Some(request);

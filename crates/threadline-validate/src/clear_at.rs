@@ -72,7 +72,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
 
 /// The rules of turn-scoped message `m` (of turn `t`): text blocks only, no `output_config`,
 /// no `cache_control` on a block.
-fn turn_scoped(ctx: &mut Ctx<'_>, messages: &[MessageParam], turn: &Turn<'_>, t: usize, m: usize) {
+fn turn_scoped(
+    ctx: &mut Ctx<'_>,
+    messages: &threadline_wire::Messages,
+    turn: &Turn<'_>,
+    t: usize,
+    m: usize,
+) {
     let message = &messages[m];
     let loc = Loc::Message { msg: m, turn: t };
     let blocks: &[ContentBlock] = match &message.content {
@@ -96,8 +102,8 @@ fn turn_scoped(ctx: &mut Ctx<'_>, messages: &[MessageParam], turn: &Turn<'_>, t:
         ctx.report_at(Rule::TurnScopedSystemMessageInvalid, loc, path, text);
     }
     // The block's position in the merged turn (for the sort order only).
-    let before: usize = messages[turn.start..m]
-        .iter()
+    let before: usize = messages
+        .range(turn.start..m)
         .map(|earlier| match &earlier.content {
             Content::Text(_) => 1,
             Content::Blocks(blocks) => blocks.len(),

@@ -129,8 +129,7 @@ use threadline_wire::cache_control::CacheControl;
 use threadline_wire::model::Model;
 use threadline_wire::request::ThinkingConfig;
 use threadline_wire::request::{
-    ContextManagement, CountTokensRequest, Effort, MessageParam, MessagesRequest, OutputConfig,
-    SystemPrompt,
+    ContextManagement, CountTokensRequest, Effort, MessagesRequest, OutputConfig, SystemPrompt,
 };
 use threadline_wire::tools::{ToolChoice, ToolDefinition};
 
@@ -338,7 +337,7 @@ pub fn validate_count_tokens_report(
 struct View<'a> {
     model: &'a str,
     max_tokens: Option<u64>,
-    messages: &'a [MessageParam],
+    messages: &'a threadline_wire::Messages,
     system: Option<&'a SystemPrompt>,
     tools: &'a [ToolDefinition],
     tool_choice: Option<&'a ToolChoice>,

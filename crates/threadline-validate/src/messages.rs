@@ -109,7 +109,7 @@ impl<'a> Walk<'a> {
         is_last: bool,
     ) -> bool {
         let messages = view.messages;
-        for message in &messages[turn.start..turn.end] {
+        for message in messages.range(turn.start..turn.end) {
             self.seen.message(message);
         }
         let is_user = *turn.role == Role::User;

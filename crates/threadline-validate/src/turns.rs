@@ -4,7 +4,6 @@
 
 use super::report::Loc;
 use threadline_wire::content::{Content, ContentBlock, Role};
-use threadline_wire::request::MessageParam;
 
 /// Consecutive original messages of one role.
 #[derive(Debug, Clone, Copy)]
@@ -22,13 +21,13 @@ pub(super) struct Turn<'a> {
 /// on every validation).
 #[derive(Debug, Clone)]
 pub(super) struct Turns<'a> {
-    messages: &'a [MessageParam],
+    messages: &'a threadline_wire::Messages,
     next: usize,
 }
 
 impl<'a> Turns<'a> {
     /// The turns of `messages`.
-    pub(super) fn new(messages: &'a [MessageParam]) -> Self {
+    pub(super) fn new(messages: &'a threadline_wire::Messages) -> Self {
         Turns { messages, next: 0 }
     }
 }
@@ -39,8 +38,9 @@ impl<'a> Iterator for Turns<'a> {
     fn next(&mut self) -> Option<Turn<'a>> {
         let start = self.next;
         let role = &self.messages.get(start)?.role;
-        let run = self.messages[start + 1..]
-            .iter()
+        let run = self
+            .messages
+            .range(start + 1..)
             .take_while(|m| m.role == *role)
             .count();
         self.next = start + 1 + run;
@@ -120,17 +120,17 @@ impl Turn<'_> {
     }
 
     /// Whether every message of the turn is `""` or `[]`.
-    pub(super) fn is_empty(&self, messages: &[MessageParam]) -> bool {
-        messages[self.start..self.end]
-            .iter()
+    pub(super) fn is_empty(&self, messages: &threadline_wire::Messages) -> bool {
+        messages
+            .range(self.start..self.end)
             .all(|m| m.content.is_empty())
     }
 
     /// Whether this is a system turn of effort-only messages: each with empty content and an
     /// `output_config` object (a per-message effort change, which renders nothing).
-    pub(super) fn is_effort_only(&self, messages: &[MessageParam]) -> bool {
+    pub(super) fn is_effort_only(&self, messages: &threadline_wire::Messages) -> bool {
         *self.role == Role::System
-            && messages[self.start..self.end].iter().all(|m| {
+            && messages.range(self.start..self.end).all(|m| {
                 m.content.is_empty() && m.extra.get("output_config").is_some_and(|v| v.is_object())
             })
     }
@@ -185,7 +185,7 @@ pub(super) struct TurnBlock<'a> {
 
 /// The pieces of one turn, in merged order.
 pub(super) struct TurnBlocks<'a> {
-    messages: &'a [MessageParam],
+    messages: &'a threadline_wire::Messages,
     turn: usize,
     msg: usize,
     end: usize,
@@ -195,7 +195,11 @@ pub(super) struct TurnBlocks<'a> {
 
 impl<'a> TurnBlocks<'a> {
     /// The pieces of `turn` (the `index`-th turn) of `messages`.
-    pub(super) fn new(messages: &'a [MessageParam], turn: &Turn<'_>, index: usize) -> Self {
+    pub(super) fn new(
+        messages: &'a threadline_wire::Messages,
+        turn: &Turn<'_>,
+        index: usize,
+    ) -> Self {
         TurnBlocks {
             messages,
             turn: index,
@@ -300,15 +304,19 @@ mod tests {
 
     #[test]
     fn turns_merge_runs_of_one_role() {
-        let message = |role: Role| MessageParam::new(role, Content::Text("x".into()));
+        let message =
+            |role: Role| threadline_wire::MessageParam::new(role, Content::Text("x".into()));
         let messages = [
             message(Role::User),
             message(Role::User),
             message(Role::Assistant),
             message(Role::User),
         ];
-        let spans: Vec<(usize, usize)> = Turns::new(&messages).map(|t| (t.start, t.end)).collect();
+        let spans: Vec<(usize, usize)> =
+            Turns::new(&threadline_wire::Messages::from(messages.to_vec()))
+                .map(|t| (t.start, t.end))
+                .collect();
         assert_eq!(spans, [(0, 2), (2, 3), (3, 4)]);
-        assert_eq!(Turns::new(&[]).count(), 0);
+        assert_eq!(Turns::new(&threadline_wire::Messages::new()).count(), 0);
     }
 }

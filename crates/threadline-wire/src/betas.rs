@@ -103,7 +103,7 @@ pub fn required_for_count(request: &CountTokensRequest) -> Vec<&'static str> {
 /// The betas named by the messages (tool changes, `clear_at`, per-message `output_config`),
 /// the output config (task budget) and the thinking setting (`display: "updates"`).
 fn body_features(
-    messages: &[MessageParam],
+    messages: &crate::Messages,
     output_config: Option<&OutputConfig>,
     thinking: Option<&ThinkingConfig>,
     out: &mut Vec<&'static str>,

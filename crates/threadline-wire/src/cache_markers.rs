@@ -132,6 +132,37 @@ impl ContentBlock {
     }
 }
 
+impl ContentBlock {
+    /// Whether [`ContentBlock::clear_cache_control`] would change the block: it has a marker
+    /// of its own, a nested one, or a raw one. (A property test ties the two together.)
+    pub fn has_cache_control(&self) -> bool {
+        let nested = match self {
+            ContentBlock::SearchResult(b) => b.content.iter().any(ContentBlock::has_cache_control),
+            ContentBlock::ToolResult(b) => {
+                b.content.as_ref().is_some_and(Content::has_cache_control)
+            }
+            ContentBlock::ToolSearchToolResult(b) => b
+                .content
+                .as_ref()
+                .and_then(|c| c.get("tool_references"))
+                .and_then(|r| r.as_array())
+                .is_some_and(|references| {
+                    references.iter().any(|r| {
+                        r.as_object()
+                            .is_some_and(|m| m.contains_key("cache_control"))
+                    })
+                }),
+            ContentBlock::Thinking(b) => b.extra.contains_key("cache_control"),
+            ContentBlock::RedactedThinking(b) => b.extra.contains_key("cache_control"),
+            ContentBlock::Unknown(value) => value
+                .as_object()
+                .is_some_and(|m| m.contains_key("cache_control")),
+            _ => false,
+        };
+        nested || slot!(self, &).is_some_and(Option::is_some)
+    }
+}
+
 fn clear_blocks(blocks: &mut [ContentBlock]) {
     blocks
         .iter_mut()
@@ -144,6 +175,11 @@ impl Content {
         if let Content::Blocks(blocks) = self {
             clear_blocks(blocks);
         }
+    }
+
+    /// Whether [`Content::clear_cache_control`] would change it.
+    pub fn has_cache_control(&self) -> bool {
+        matches!(self, Content::Blocks(blocks) if blocks.iter().any(ContentBlock::has_cache_control))
     }
 }
 
@@ -170,6 +206,11 @@ impl MessageParam {
     /// Removes every marker from the message's blocks, nested ones included.
     pub fn clear_cache_control(&mut self) {
         self.content.clear_cache_control();
+    }
+
+    /// Whether [`MessageParam::clear_cache_control`] would change it.
+    pub fn has_cache_control(&self) -> bool {
+        self.content.has_cache_control()
     }
 }
 
@@ -200,7 +241,7 @@ impl SystemPrompt {
 fn clear_request_parts(
     tools: &mut Option<Vec<ToolDefinition>>,
     system: &mut Option<SystemPrompt>,
-    messages: &mut [MessageParam],
+    messages: &mut crate::Messages,
     automatic: &mut Option<Box<CacheControl>>,
 ) {
     tools
@@ -210,9 +251,12 @@ fn clear_request_parts(
     if let Some(system) = system {
         system.clear_cache_control();
     }
-    messages
-        .iter_mut()
-        .for_each(MessageParam::clear_cache_control);
+    // Only the messages that have one are touched (a shared message is copied when changed).
+    for index in 0..messages.len() {
+        if messages[index].has_cache_control() {
+            messages[index].clear_cache_control();
+        }
+    }
     *automatic = None;
 }
 
@@ -447,6 +491,18 @@ mod tests {
             }
             request.cache_control = Some(Box::new(marker()));
             let mut count_tokens = CountTokensRequest::from(&request);
+            for message in &request.messages {
+                let mut cleared = message.clone();
+                cleared.clear_cache_control();
+                prop_assert_eq!(message.has_cache_control(), cleared != *message);
+                if let Content::Blocks(blocks) = &message.content {
+                    for block in blocks {
+                        let mut cleared = block.clone();
+                        cleared.clear_cache_control();
+                        prop_assert_eq!(block.has_cache_control(), cleared != *block, "{:?}", block);
+                    }
+                }
+            }
 
             request.clear_cache_control();
             let json = serde_json::to_value(&request).expect("serializes");

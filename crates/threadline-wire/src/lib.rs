@@ -44,7 +44,8 @@
 //!
 //! Every wire struct is `#[non_exhaustive]` (the API adds fields): build one with `new`, which
 //! takes its required fields, and `with_<field>` setters for the optional ones. A `Box`ed field
-//! takes the value itself; a `String` one takes anything `Into<String>`.
+//! takes the value itself; a `String` one takes anything `Into<String>`; a request's `messages`
+//! anything `Into<`[`Messages`]`>` (a `Vec<MessageParam>`, say).
 //!
 //! ```
 //! use serde_json::json;
@@ -91,6 +92,7 @@ pub mod content;
 pub mod defaults;
 pub mod diagnostics;
 pub mod message_stream;
+pub mod messages;
 pub mod model;
 pub mod partial_json;
 pub mod platform;
@@ -113,6 +115,7 @@ pub use content::{
     Content, ContentBlock, FallbackBlock, FallbackModelRef, Role, TextBlock, ToolResultBlock,
     ToolUseBlock,
 };
+pub use messages::Messages;
 pub use open_object::Extra;
 pub use request::{
     BlockBinding, CompactionParam, CountTokensRequest, FallbackModel, Fallbacks, MessageParam,

@@ -151,6 +151,13 @@ macro_rules! wire_struct {
             $($($rest)*)?);
     };
     (@new_field $name:ident [$($params:tt)*] [$($inits:tt)*] [$($opt:tt)*]
+        $(#[$m:meta])* pub $f:ident : Messages $(=> $j:literal)? $(, $($rest:tt)*)?
+    ) => {
+        $crate::wire_struct!(@new_field $name
+            [$($params)* $f: impl Into<$crate::Messages>,] [$($inits)* $f: $f.into(),] [$($opt)*]
+            $($($rest)*)?);
+    };
+    (@new_field $name:ident [$($params:tt)*] [$($inits:tt)*] [$($opt:tt)*]
         $(#[$m:meta])* pub $f:ident : Box<$inner:ty> $(=> $j:literal)? $(, $($rest:tt)*)?
     ) => {
         $crate::wire_struct!(@new_field $name

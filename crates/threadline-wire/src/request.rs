@@ -3,6 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::Messages;
 use crate::cache_control::CacheControl;
 use crate::content::{Content, ContentBlock, Role, TextBlock};
 use crate::tools::{ToolChoice, ToolDefinition};
@@ -441,7 +442,7 @@ wire_struct! {
             /// The most tokens the model may generate.
             pub max_tokens: u64,
             /// The conversation.
-            pub messages: Vec<MessageParam>,
+            pub messages: Messages,
         }
         optional {
             /// The system prompt.
@@ -553,7 +554,7 @@ wire_struct! {
             /// The model id.
             pub model: String,
             /// The conversation.
-            pub messages: Vec<MessageParam>,
+            pub messages: Messages,
         }
         optional {
             /// The system prompt.

@@ -143,8 +143,8 @@ pub fn param_tokens(message: &MessageParam) -> u64 {
 }
 
 /// The estimated tokens of request messages.
-pub fn estimate_params(messages: &[MessageParam]) -> u64 {
-    messages.iter().map(param_tokens).sum()
+pub fn estimate_params<'a>(messages: impl IntoIterator<Item = &'a MessageParam>) -> u64 {
+    messages.into_iter().map(param_tokens).sum()
 }
 
 /// The estimated tokens of one system block.

@@ -203,7 +203,7 @@ fn setup() -> impl Strategy<Value = Setup> {
         )
 }
 
-fn request_for(messages: Vec<threadline_wire::MessageParam>, setup: &Setup) -> MessagesRequest {
+fn request_for(messages: impl Into<threadline_wire::Messages>, setup: &Setup) -> MessagesRequest {
     let mut request = MessagesRequest::new(sessions::MODEL, 1024, messages);
     if setup.tools {
         let mut tools = sessions::agent_tools();
@@ -412,7 +412,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 /// Applies `step` to `messages` (taking appended messages from `rest`).
 fn apply(
     step: &Step,
-    messages: &mut Vec<threadline_wire::MessageParam>,
+    messages: &mut threadline_wire::Messages,
     rest: &mut std::vec::IntoIter<threadline_wire::MessageParam>,
     model: &mut &'static str,
 ) {
@@ -477,7 +477,9 @@ fn memo_run(
     use threadline_cache::{Estimate, Prefix, PrefixMemo};
     let normalized = normalize(&session, &Options::default()).messages;
     let mut rest = normalized.into_iter();
-    let mut messages: Vec<_> = rest.by_ref().take(2).collect();
+    // Shared from request to request, as the loop's are: an edit copies the message it
+    // changes (the planner and the memo hold the others).
+    let mut messages: threadline_wire::Messages = rest.by_ref().take(2).collect();
     let mut model: &'static str = sessions::MODEL;
     let mut planner = Planner::default();
     let mut memo = PrefixMemo::new();

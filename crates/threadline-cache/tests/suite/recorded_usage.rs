@@ -215,9 +215,9 @@ fn the_streamed_prompt_cache_recording() {
     for (i, iteration) in [0usize, 2, 4].into_iter().enumerate() {
         content.extend(message.content[content.len()..iteration].iter().cloned());
         request.messages = if content.is_empty() {
-            vec![]
+            vec![].into()
         } else {
-            vec![MessageParam::assistant(content.clone())]
+            vec![MessageParam::assistant(content.clone())].into()
         };
         let step = sim.step(i as u64 * 5_000, &request);
         total.input_tokens += step.usage.input_tokens;

@@ -135,11 +135,12 @@ fn a_reloaded_prefix_reads_only_the_shared_part_and_a_new_model_nothing() {
         scale: 1.0,
     };
     let mut session = calibration.session_simulator(model, model_id);
-    let mut messages = vec![MessageParam::user(vec![ContentBlock::text(
-        "Read me. ".repeat(2_000),
-    )])];
+    let mut messages =
+        threadline_wire::Messages::from(vec![MessageParam::user(vec![ContentBlock::text(
+            "Read me. ".repeat(2_000),
+        )])]);
     let step = |session: &mut threadline_cache::SessionSimulator<'_>,
-                messages: &mut Vec<MessageParam>,
+                messages: &mut threadline_wire::Messages,
                 at: u64| {
         let unchanged = messages.len().saturating_sub(1);
         let step = session.step(at, messages, unchanged);

@@ -341,7 +341,8 @@ fn the_automatic_marker_lands_on_the_last_cacheable_block() {
     none.messages = vec![MessageParam::assistant(vec![
         thinking,
         ContentBlock::text(""),
-    ])];
+    ])]
+    .into();
     let prefix = Prefix::of(&none, &Estimate, Default::default());
     assert_eq!(prefix.breakpoints(), []);
     let step = Simulator::new(model()).step(0, &none);

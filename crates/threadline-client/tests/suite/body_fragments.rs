@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 use threadline_client::BodyFragments;
 use threadline_testkit::strategies::{hostile_text, message_param, messages_request};
-use threadline_wire::{MessageParam, MessagesRequest};
+use threadline_wire::content::Content;
+use threadline_wire::{CacheControl, MessageParam, MessagesRequest};
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -21,6 +22,10 @@ enum Step {
     Remove(usize, usize),
     /// Two of its messages swap places.
     Swap(usize, usize, usize),
+    /// A cache marker is put in place on the last block of its message at (index modulo the
+    /// length), as the planner does: the message is shared with the fragments kept, so the
+    /// change copies it.
+    Mark(usize, usize),
     /// Its model id changes.
     Model(usize, String),
     /// Its `max_tokens` changes.
@@ -37,6 +42,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (any::<usize>(), any::<usize>(), message_param()).prop_map(|(c, i, m)| Step::Edit(c, i, m)),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(c, i)| Step::Remove(c, i)),
         1 => (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(c, a, b)| Step::Swap(c, a, b)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(c, i)| Step::Mark(c, i)),
         1 => (any::<usize>(), hostile_text()).prop_map(|(c, m)| Step::Model(c, m)),
         1 => (any::<usize>(), any::<u64>()).prop_map(|(c, n)| Step::MaxTokens(c, n)),
         1 => (any::<usize>(), any::<bool>(), hostile_text()).prop_map(|(c, m, v)| Step::Extra(c, m, v)),
@@ -79,7 +85,7 @@ proptest! {
         for step in steps {
             let c = match &step {
                 Step::Append(c, _) | Step::Edit(c, _, _) | Step::Remove(c, _)
-                | Step::Swap(c, _, _) | Step::Model(c, _) | Step::MaxTokens(c, _)
+                | Step::Swap(c, _, _) | Step::Mark(c, _) | Step::Model(c, _) | Step::MaxTokens(c, _)
                 | Step::Extra(c, _, _) | Step::Send(c) => c % n,
             };
             let request = &mut conversations[c];
@@ -99,6 +105,13 @@ proptest! {
                     request.messages.remove(i % len);
                 }
                 Step::Swap(_, a, b) if len > 0 => request.messages.swap(a % len, b % len),
+                Step::Mark(_, i) if len > 0 => {
+                    if let Content::Blocks(blocks) = &mut request.messages[i % len].content
+                        && let Some(block) = blocks.last_mut()
+                    {
+                        block.set_cache_control(CacheControl::ephemeral());
+                    }
+                }
                 Step::Model(_, model) => request.model = model,
                 Step::MaxTokens(_, n) => request.max_tokens = n,
                 Step::Extra(_, messages, value) => {

@@ -373,7 +373,8 @@ async fn a_body_over_the_limit_is_not_sent_and_fails_as_the_api_would() {
     let mut large = request();
     large.messages = vec![threadline_wire::MessageParam::user(vec![
         ContentBlock::text("x".repeat(60_000)),
-    ])];
+    ])]
+    .into();
     let error = client.message(large).await.expect_err("over the bound");
     assert!(
         error.is_request_too_large() && error.is_too_large(),

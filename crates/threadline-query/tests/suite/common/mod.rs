@@ -119,7 +119,7 @@ pub fn assert_requests_valid_and_prefix_stable(service: &ScriptedService) {
     );
     let requests = service.requests();
     for pair in requests.windows(2) {
-        let (before, after) = (&pair[0].messages, &pair[1].messages);
+        let (before, after) = (&pair[0].messages.to_vec(), &pair[1].messages.to_vec());
         assert!(after.len() >= before.len(), "a request lost messages");
         let Some((last, earlier)) = before.split_last() else {
             continue;

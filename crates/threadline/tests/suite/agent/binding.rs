@@ -781,7 +781,7 @@ impl Conversation {
             "messages": []
         }))
         .expect("request");
-        request.messages = normalized.messages;
+        request.messages = normalized.messages.into();
         if self.drop_block {
             request.thinking = Some(
                 serde_json::from_value(json!({"type": "adaptive",
