@@ -46,6 +46,8 @@ pub(crate) struct BlockFacts {
 pub(crate) struct MessageFacts {
     pub(crate) message: Arc<MessageParam>,
     pub(crate) blocks: Vec<BlockFacts>,
+    /// Whether `message` has no cache marker.
+    pub(crate) clean: bool,
 }
 
 impl MessageFacts {

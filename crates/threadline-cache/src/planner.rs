@@ -36,7 +36,7 @@ use threadline_wire::MessagesRequest;
 use threadline_wire::model::SharedModelTable;
 
 use crate::memo::{MemoUse, PrefixMemo};
-use crate::prefix::{Location, Prefix, Ttl, clear_markers, set_marker};
+use crate::prefix::{Location, Prefix, Ttl, set_marker};
 use crate::tokens::{Estimate, TokenCounter};
 
 /// The API's limit on markers per request.
@@ -359,7 +359,12 @@ impl Planner {
         keep: bool,
         memo: MemoUse<'_>,
     ) -> (Prefix, Vec<Mark>, Vec<Location>) {
-        clear_markers(request);
+        let known = match &memo {
+            MemoUse::Update(memo) => Some(&**memo),
+            MemoUse::Read(memo) => Some(*memo),
+            MemoUse::None => None,
+        };
+        crate::prefix::clear_markers_but(request, known);
         if let Some(ttl) = self.strategy.automatic() {
             request.set_cache_control(ttl.marker());
         }

@@ -517,6 +517,7 @@ impl Prefix {
                 for (facts, param) in kept.iter_mut().zip(shared).take(reused) {
                     if !Messages::same_message(&facts.message, param) {
                         facts.message = std::sync::Arc::clone(param);
+                        facts.clean = !param.has_cache_control();
                     }
                 }
                 let rest = kept.split_off(reused.min(kept.len()));
@@ -526,10 +527,12 @@ impl Prefix {
                         Some(previous) if previous.holds(param) => MessageFacts {
                             message: std::sync::Arc::clone(param),
                             blocks: previous.blocks,
+                            clean: !param.has_cache_control(),
                         },
                         _ => MessageFacts {
                             message: std::sync::Arc::clone(param),
                             blocks: message_facts(param, counter),
+                            clean: !param.has_cache_control(),
                         },
                     };
                     let strip = stripped(message, param);
@@ -618,8 +621,17 @@ impl Prefix {
 /// see [`MessagesRequest::clear_cache_control`]). The top-level automatic marker is left as it
 /// is.
 pub fn clear_markers(request: &mut MessagesRequest) {
+    clear_markers_but(request, None);
+}
+
+/// [`clear_markers`], not looking into the messages `memo` holds, at the same index, the very
+/// message it saw without a marker.
+pub(crate) fn clear_markers_but(request: &mut MessagesRequest, memo: Option<&PrefixMemo>) {
     let automatic = request.cache_control.take();
-    request.clear_cache_control();
+    request.clear_cache_control_but(|index, message| {
+        memo.and_then(|m| m.messages.get(index))
+            .is_some_and(|facts| facts.clean && Messages::same_message(&facts.message, message))
+    });
     request.cache_control = automatic;
 }
 

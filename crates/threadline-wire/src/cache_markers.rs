@@ -243,6 +243,7 @@ fn clear_request_parts(
     system: &mut Option<SystemPrompt>,
     messages: &mut crate::Messages,
     automatic: &mut Option<Box<CacheControl>>,
+    mut known_clean: impl FnMut(usize, &std::sync::Arc<MessageParam>) -> bool,
 ) {
     tools
         .iter_mut()
@@ -253,7 +254,7 @@ fn clear_request_parts(
     }
     // Only the messages that have one are touched (a shared message is copied when changed).
     for index in 0..messages.len() {
-        if messages[index].has_cache_control() {
+        if !known_clean(index, &messages.shared()[index]) && messages[index].has_cache_control() {
             messages[index].clear_cache_control();
         }
     }
@@ -269,11 +270,22 @@ impl MessagesRequest {
     /// Removes every marker from the request: tools, system blocks, message blocks (nested
     /// ones included) and the top-level automatic-caching marker.
     pub fn clear_cache_control(&mut self) {
+        self.clear_cache_control_but(|_, _| false);
+    }
+
+    /// [`MessagesRequest::clear_cache_control`], not looking into the messages `known_clean`
+    /// says (by index and shared message) have no marker: a caller that keeps messages it saw
+    /// without markers (the cache planner) spares reading the whole history.
+    pub fn clear_cache_control_but(
+        &mut self,
+        known_clean: impl FnMut(usize, &std::sync::Arc<MessageParam>) -> bool,
+    ) {
         clear_request_parts(
             &mut self.tools,
             &mut self.system,
             &mut self.messages,
             &mut self.cache_control,
+            known_clean,
         );
     }
 }
@@ -286,6 +298,7 @@ impl CountTokensRequest {
             &mut self.system,
             &mut self.messages,
             &mut self.cache_control,
+            |_, _| false,
         );
     }
 }
