@@ -10,11 +10,10 @@
 //!   the model sees the whole history). The history is put back to its starting size
 //!   (untimed) when it has doubled.
 //!
-//! * `query_turn_vs_request_clones` — the same turn at 100,000 messages (`ours`) vs its floor
-//!   (`baseline`): cloning and dropping the normalized messages twice, which the two model
-//!   calls must do because the service contract takes `MessagesRequest` by value. The first
-//!   ratio grows with the history because of this floor; this one says how much of the turn
-//!   is anything else.
+//! * `query_turn_vs_request_clones` — the same turn at 100,000 messages (`ours`) vs
+//!   deep-cloning and dropping the normalized messages twice (`baseline`): what the two model
+//!   calls cost when each request owned a copy of the history, before the requests shared
+//!   their messages (`threadline_wire::Messages`). Kept as the measure of what sharing saved.
 //!
 //! * `loop_turn_8k_results` — the loop's per-turn cost as the facade runs it (a new loop per
 //!   prompt sharing one cache planner, `SharedPlanner::default()`): process the model's
