@@ -74,12 +74,13 @@ struct LastRequest {
 /// ```
 /// use threadline_cache::{Estimate, Planner, SessionSimulator, SimConfig, Simulator};
 /// use threadline_wire::model::ModelTable;
-/// use threadline_wire::{ContentBlock, MessageParam, MessagesRequest};
+/// use threadline_wire::{ContentBlock, MessageParam, Messages, MessagesRequest};
 ///
 /// let model = ModelTable::builtin().resolve("claude-sonnet-4-6").model();
 /// let mut session = SessionSimulator::new(model, "claude-sonnet-4-6", Estimate, SimConfig::default());
 /// let (mut planner, mut sim) = (Planner::default(), Simulator::new(model));
-/// let mut messages = vec![MessageParam::user(vec![ContentBlock::text("Read me. ".repeat(2000))])];
+/// let mut messages =
+///     Messages::from(vec![MessageParam::user(vec![ContentBlock::text("Read me. ".repeat(2000))])]);
 /// for turn in 0..4u64 {
 ///     // All but the last message are the previous request's.
 ///     let unchanged = messages.len().saturating_sub(1);
