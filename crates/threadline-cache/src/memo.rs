@@ -51,9 +51,18 @@ pub(crate) struct MessageFacts {
 }
 
 impl MessageFacts {
+    /// The facts of `message`, whose blocks gave `blocks`.
+    pub(crate) fn of(message: &Arc<MessageParam>, blocks: Vec<BlockFacts>) -> MessageFacts {
+        MessageFacts {
+            message: Arc::clone(message),
+            blocks,
+            clean: !message.has_cache_control(),
+        }
+    }
+
     /// Whether these are the facts of `message`: the same shared message, else an equal one.
     pub(crate) fn holds(&self, message: &Arc<MessageParam>) -> bool {
-        Messages::same_message(&self.message, message) || self.message == *message
+        Messages::same_or_equal(&self.message, message)
     }
 }
 
@@ -67,7 +76,16 @@ pub(crate) struct MessagePieces {
     pub(crate) pieces: Vec<crate::prefix::PrefixPiece>,
     /// Per message: where its pieces end in `pieces`, the running state and cumulative
     /// tokens after it, and whether its thinking was stripped.
-    pub(crate) after: Vec<(usize, u64, u64, bool)>,
+    pub(crate) after: Vec<PiecesEnd>,
+}
+
+/// Where one message's pieces end, and the flattening's running state there.
+#[derive(Clone, Copy)]
+pub(crate) struct PiecesEnd {
+    pub(crate) end: usize,
+    pub(crate) state: u64,
+    pub(crate) cumulative: u64,
+    pub(crate) stripped: bool,
 }
 
 /// The flattened messages of the last request recorded, by index. Valid for one token counter

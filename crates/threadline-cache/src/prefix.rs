@@ -19,7 +19,7 @@ use threadline_wire::{
     CacheControl, CacheTtl, ContentBlock, Messages, MessagesRequest, ToolDefinition,
 };
 
-use crate::memo::{BlockFacts, MemoUse, MessageFacts, MessagePieces, PrefixMemo};
+use crate::memo::{BlockFacts, MemoUse, MessageFacts, MessagePieces, PiecesEnd, PrefixMemo};
 use crate::tokens::{Piece, TokenCounter};
 
 /// Where a piece sits in the request.
@@ -486,67 +486,60 @@ impl Prefix {
                 let shared = request.messages.shared();
                 let start = (flat.pieces.len(), flat.state, flat.cumulative);
                 let mut kept = std::mem::take(&mut memo.messages);
-                let mut pieces = memo.pieces.take().filter(|p| p.start == start);
+                let previous = memo.pieces.take().filter(|p| p.start == start);
                 // The leading messages whose pieces are the last flattening's, as they are.
                 // Mostly a comparison of pointers: nothing of the messages is read.
-                let reused = pieces.as_ref().map_or(0, |p| {
+                let reused = previous.as_ref().map_or(0, |p| {
                     kept.iter()
                         .zip(shared)
                         .zip(&p.after)
                         .enumerate()
                         .take_while(|(message, ((facts, param), after))| {
-                            facts.holds(param) && after.3 == stripped(*message, param)
+                            facts.holds(param) && after.stripped == stripped(*message, param)
                         })
                         .count()
                 });
-                let mut message_pieces = match pieces.as_mut().filter(|_| reused > 0) {
-                    Some(previous) => {
-                        let (end, state, cumulative, _) = previous.after[reused - 1];
-                        previous.pieces.truncate(end);
+                let mut message_pieces = match previous.filter(|_| reused > 0) {
+                    Some(mut previous) => {
+                        let last = previous.after[reused - 1];
+                        previous.pieces.truncate(last.end);
                         previous.after.truncate(reused);
                         flat.pieces.extend_from_slice(&previous.pieces);
-                        flat.state = state;
-                        flat.cumulative = cumulative;
-                        pieces.take().unwrap_or_default()
+                        flat.state = last.state;
+                        flat.cumulative = last.cumulative;
+                        previous
                     }
-                    None => MessagePieces::default(),
+                    None => MessagePieces {
+                        start,
+                        ..MessagePieces::default()
+                    },
                 };
-                message_pieces.start = start;
                 // Those held by an equal message take this request's, so that the next
                 // request (which shares it) finds them by pointer.
                 for (facts, param) in kept.iter_mut().zip(shared).take(reused) {
                     if !Messages::same_message(&facts.message, param) {
-                        facts.message = std::sync::Arc::clone(param);
-                        facts.clean = !param.has_cache_control();
+                        *facts = MessageFacts::of(param, std::mem::take(&mut facts.blocks));
                     }
                 }
-                let rest = kept.split_off(reused.min(kept.len()));
-                let mut rest = rest.into_iter();
+                let mut rest = kept.split_off(reused).into_iter();
                 for (message, param) in shared.iter().enumerate().skip(reused) {
-                    let facts = match rest.next() {
-                        Some(previous) if previous.holds(param) => MessageFacts {
-                            message: std::sync::Arc::clone(param),
-                            blocks: previous.blocks,
-                            clean: !param.has_cache_control(),
-                        },
-                        _ => MessageFacts {
-                            message: std::sync::Arc::clone(param),
-                            blocks: message_facts(param, counter),
-                            clean: !param.has_cache_control(),
-                        },
+                    let blocks = match rest.next() {
+                        Some(previous) if previous.holds(param) => previous.blocks,
+                        _ => message_facts(param, counter),
                     };
+                    let facts = MessageFacts::of(param, blocks);
                     let strip = stripped(message, param);
                     let before = flat.pieces.len();
                     flat.push_message(message, param, &facts.blocks, strip);
                     message_pieces
                         .pieces
                         .extend_from_slice(&flat.pieces[before..]);
-                    message_pieces.after.push((
-                        flat.pieces.len() - start.0,
-                        flat.state,
-                        flat.cumulative,
-                        strip,
-                    ));
+                    message_pieces.after.push(PiecesEnd {
+                        end: flat.pieces.len() - start.0,
+                        state: flat.state,
+                        cumulative: flat.cumulative,
+                        stripped: strip,
+                    });
                     kept.push(facts);
                 }
                 memo.messages = kept;

@@ -129,19 +129,17 @@ impl BodyFragments {
             fragments
                 .iter()
                 .zip(messages)
-                .take_while(|(kept, message)| same(&kept.message, message))
+                .take_while(|(kept, message)| Messages::same_or_equal(&kept.message, message))
                 .count()
         } else {
             0
         };
-        let kept_to = match in_place {
-            0 => split,
-            n => fragments[n - 1].json.end,
-        };
+        // The bytes of the old body that stay where they are (none without a message kept).
+        let kept_to = in_place.checked_sub(1).map_or(0, |n| fragments[n].json.end);
         // The old bytes after them, for the later messages that are still the same.
         let old = fragments.split_off(in_place);
-        let after = old.first().map_or(kept_to, |f| f.json.start);
-        let rest_end = old.last().map_or(after, |f| f.json.end).max(after);
+        let after = old.first().map_or(0, |f| f.json.start);
+        let rest_end = old.last().map_or(after, |f| f.json.end);
         let rest = old_body.get(after..rest_end).unwrap_or_default().to_vec();
         let mut buffer = match old_body.try_into_mut() {
             Ok(mut own) => {
@@ -150,12 +148,11 @@ impl BodyFragments {
             }
             Err(shared) => {
                 let mut fresh = BytesMut::with_capacity(shared.len() + shared.len() / 4);
-                fresh.extend_from_slice(&shared[..kept_to.min(shared.len())]);
+                fresh.extend_from_slice(&shared[..kept_to]);
                 fresh
             }
         };
         if in_place == 0 {
-            buffer.clear();
             buffer.extend_from_slice(&shell[..split]);
         }
         // A kept fragment held by an equal message takes this request's, so that the next
@@ -172,7 +169,7 @@ impl BodyFragments {
             }
             let start = buffer.len();
             match old.next() {
-                Some(kept) if same(&kept.message, message) && kept.json.start >= after => {
+                Some(kept) if Messages::same_or_equal(&kept.message, message) => {
                     let json = (kept.json.start - after)..(kept.json.end - after);
                     buffer.extend_from_slice(&rest[json]);
                 }
@@ -195,11 +192,11 @@ impl BodyFragments {
     /// The conversation whose last request started with `first`, else an empty one (a new
     /// slot, or the one used least recently).
     fn slot_for(&mut self, first: &Arc<MessageParam>) -> usize {
-        if let Some(slot) = self
-            .conversations
-            .iter()
-            .position(|c| c.fragments.first().is_some_and(|f| same(&f.message, first)))
-        {
+        if let Some(slot) = self.conversations.iter().position(|c| {
+            c.fragments
+                .first()
+                .is_some_and(|f| Messages::same_or_equal(&f.message, first))
+        }) {
             return slot;
         }
         if self.conversations.len() < CONVERSATIONS {
@@ -215,11 +212,6 @@ impl BodyFragments {
         self.conversations[slot] = Conversation::default();
         slot
     }
-}
-
-/// Whether a kept message is `message`: the same shared message, else an equal one.
-fn same(kept: &Arc<MessageParam>, message: &Arc<MessageParam>) -> bool {
-    Messages::same_message(kept, message) || kept == message
 }
 
 #[cfg(test)]

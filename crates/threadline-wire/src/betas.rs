@@ -108,31 +108,31 @@ fn body_features(
     thinking: Option<&ThinkingConfig>,
     out: &mut Vec<&'static str>,
 ) {
-    let per_message_effort = |m: &MessageParam| {
-        m.extra.get("output_config").is_some_and(|v| !v.is_null())
-            && m.extra.get("clear_at").and_then(|v| v.as_str()) != Some("next_user_message")
-    };
+    /// Whether a message asks for a beta.
+    type Check = fn(&MessageParam) -> bool;
+    let checks: [(&'static str, Check); 4] = [
+        (MID_CONVERSATION_TOOL_CHANGES, has_tool_change),
+        (COMPACT_ON_DEMAND, has_signed_compaction),
+        (MID_CONVERSATION_SYSTEM_CLEAR_AT, |m| {
+            m.extra.contains_key("clear_at")
+        }),
+        (MID_CONVERSATION_OUTPUT_CONFIG, |m| {
+            m.extra.get("output_config").is_some_and(|v| !v.is_null())
+                && m.extra.get("clear_at").and_then(|v| v.as_str()) != Some("next_user_message")
+        }),
+    ];
     // One pass over the messages (each read once, while it is in cache), stopping when
     // every message-borne beta is found.
     let mut found = [false; 4];
     for m in messages {
-        found[0] = found[0] || has_tool_change(m);
-        found[1] = found[1] || has_signed_compaction(m);
-        if !m.extra.is_empty() {
-            found[2] = found[2] || m.extra.contains_key("clear_at");
-            found[3] = found[3] || per_message_effort(m);
+        for (found, (_, check)) in found.iter_mut().zip(&checks) {
+            *found = *found || check(m);
         }
         if found.iter().all(|f| *f) {
             break;
         }
     }
-    let betas = [
-        MID_CONVERSATION_TOOL_CHANGES,
-        COMPACT_ON_DEMAND,
-        MID_CONVERSATION_SYSTEM_CLEAR_AT,
-        MID_CONVERSATION_OUTPUT_CONFIG,
-    ];
-    for (beta, found) in betas.into_iter().zip(found) {
+    for ((beta, _), found) in checks.into_iter().zip(found) {
         if found {
             need(out, beta);
         }

@@ -60,6 +60,12 @@ impl Messages {
         Arc::ptr_eq(a, b)
     }
 
+    /// Whether `a` and `b` hold equal messages: the same shared message (a pointer
+    /// comparison, nothing read), else equal contents. What a cache keyed by messages asks.
+    pub fn same_or_equal(a: &Arc<MessageParam>, b: &Arc<MessageParam>) -> bool {
+        Arc::ptr_eq(a, b) || a == b
+    }
+
     /// The shared entries, for those who keep what they derived from each message.
     pub fn shared(&self) -> &[Arc<MessageParam>] {
         &self.items
@@ -250,10 +256,14 @@ impl<'a> IntoIterator for &'a mut Messages {
 
 impl IntoIterator for Messages {
     type Item = MessageParam;
-    type IntoIter = std::vec::IntoIter<MessageParam>;
+    type IntoIter = std::iter::Map<
+        std::vec::IntoIter<Arc<MessageParam>>,
+        fn(Arc<MessageParam>) -> MessageParam,
+    >;
 
+    /// Each message moved out, copied only when it is shared.
     fn into_iter(self) -> Self::IntoIter {
-        self.into_vec().into_iter()
+        self.items.into_iter().map(Arc::unwrap_or_clone)
     }
 }
 
@@ -319,7 +329,7 @@ impl PartialEq for Messages {
                 .items
                 .iter()
                 .zip(&other.items)
-                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+                .all(|(a, b)| Messages::same_or_equal(a, b))
     }
 }
 
