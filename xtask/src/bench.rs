@@ -203,7 +203,7 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         baseline: "baseline",
         metric: Metric::TimeRatio,
         better: Better::Lower,
-        what: "loop overhead of one turn (prompt, tool use, instant tool, answer: two model calls against a zero-latency service) at a 100k-message history vs at 1k (ours_time / baseline_time; goal <= 2, issue 31: requests share the normalized messages, but a request still takes a reference to each, and the planner, the body and the beta scan still compare or read each one)",
+        what: "loop overhead of one turn (prompt, tool use, instant tool, answer: two model calls against a zero-latency service) at a 100k-message history vs at 1k (ours_time / baseline_time; goal <= 2, issue 31: a request shares the normalized messages as a persistent vector, cloned and dropped at the same cost at any length, and a run's start scans only what was appended for a compaction boundary)",
     },
     RatioSpec {
         name: "loop_turn_400_vs_50",
@@ -221,7 +221,7 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         baseline: "baseline",
         metric: Metric::TimeRatio,
         better: Better::Lower,
-        what: "the client's body of a 4 MB request (500 turns of 8 KB tool results) assembled from the previous request's fragments (compare each message, splice the kept bytes, serialize what is new) vs copying 4 MB (ours_time / baseline_time; goal <= 3, issue 31)",
+        what: "the client's body of a 4 MB request (500 turns of 8 KB tool results) assembled from the previous request's fragments (find the shared messages chunk by chunk, splice the kept bytes, serialize what is new) vs copying 4 MB (ours_time / baseline_time; goal <= 3, issue 31)",
     },
     RatioSpec {
         name: "query_turn_100k_vs_request_clones",

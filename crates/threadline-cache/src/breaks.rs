@@ -304,7 +304,9 @@ impl RequestDivergence {
             .previous
             .as_ref()
             .map(|old| divergence_of(old, &new, request));
-        self.previous = Some(new);
+        if let Some(old) = self.previous.replace(new) {
+            self.memo.recycle(old);
+        }
         found
     }
 }

@@ -6,11 +6,12 @@
 //! conversation's requests repeat every earlier message, so without a memo a turn costs as
 //! much as the whole history. The memo keeps, for each message index, the message as it was
 //! flattened and what each block gave: its own hash, its tokens, whether a marker may go on it,
-//! whether it is thinking. The message is kept shared (a request's
-//! [`Messages`] hold each behind an `Arc`), not copied. A later
-//! request whose message at the same index is the same shared message (a pointer comparison),
-//! or else an equal one (`==`, no serialization, no allocation), reuses them; any other message
-//! is flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
+//! whether it is thinking. The messages are kept shared (a request's [`Messages`] is a
+//! persistent vector of shared messages: keeping it costs the same at any length), not
+//! copied. A later request finds the leading messages it shares with them chunk by chunk
+//! ([`Messages::common_prefix`]) and reuses what they gave without reading them; after those,
+//! a message equal to the one kept at the same index (`==`, no serialization, no allocation)
+//! reuses its facts too; any other message is flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
 //! block moved, is simply not equal, and the result is always what flattening from scratch
 //! gives (a property test in `tests/suite/planner_props.rs` checks it over hostile sessions).
 //!
@@ -20,8 +21,8 @@
 //! pieces the last flattening gave for its messages, with the running state they started
 //! from: when everything before the messages flattens to that same state, the leading
 //! messages that are still the same (and whose thinking is stripped as it was) take their
-//! pieces as they are, and only the rest is assembled again. A turn then costs a pointer
-//! comparison per earlier message and the work on what changed.
+//! pieces as they are, and only the rest is assembled again. A turn then costs a comparison
+//! per 64 earlier messages, a copy of the earlier pieces and the work on what changed.
 
 use std::sync::Arc;
 
@@ -41,28 +42,21 @@ pub(crate) struct BlockFacts {
     pub(crate) thinking: bool,
 }
 
-/// One message as it was flattened, and what its blocks gave.
+/// What one message's blocks gave when it was flattened.
 #[derive(Clone)]
 pub(crate) struct MessageFacts {
-    pub(crate) message: Arc<MessageParam>,
     pub(crate) blocks: Vec<BlockFacts>,
-    /// Whether `message` has no cache marker.
+    /// Whether the message has no cache marker.
     pub(crate) clean: bool,
 }
 
 impl MessageFacts {
     /// The facts of `message`, whose blocks gave `blocks`.
-    pub(crate) fn of(message: &Arc<MessageParam>, blocks: Vec<BlockFacts>) -> MessageFacts {
+    pub(crate) fn of(message: &MessageParam, blocks: Vec<BlockFacts>) -> MessageFacts {
         MessageFacts {
-            message: Arc::clone(message),
             blocks,
             clean: !message.has_cache_control(),
         }
-    }
-
-    /// Whether these are the facts of `message`: the same shared message, else an equal one.
-    pub(crate) fn holds(&self, message: &Arc<MessageParam>) -> bool {
-        Messages::same_or_equal(&self.message, message)
     }
 }
 
@@ -92,8 +86,19 @@ pub(crate) struct PiecesEnd {
 /// (the planner's is always the estimate).
 #[derive(Clone, Default)]
 pub struct PrefixMemo {
+    /// The messages flattened (shared with their request: a clone costs the same at any
+    /// length, and the next request's shared prefix with them is found chunk by chunk).
+    pub(crate) request: Messages,
+    /// What each of them gave.
     pub(crate) messages: Vec<MessageFacts>,
+    /// The indices of those that carry a cache marker, in order.
+    pub(crate) marked: Vec<usize>,
+    /// Where the model stripped earlier thinking when they were flattened (the index of the
+    /// last user prompt; `None` when it keeps it).
+    pub(crate) strip_before: Option<usize>,
     pub(crate) pieces: Option<MessagePieces>,
+    /// The buffer of a prefix given back ([`PrefixMemo::recycle`]), for the next flattening.
+    pub(crate) spare: Vec<crate::prefix::PrefixPiece>,
 }
 
 impl std::fmt::Debug for PrefixMemo {
@@ -123,16 +128,46 @@ impl PrefixMemo {
 
     /// Forgets everything.
     pub fn clear(&mut self) {
-        self.messages.clear();
-        self.pieces = None;
+        *self = PrefixMemo::default();
+    }
+
+    /// Takes back the buffer of a prefix no longer needed (the previous request's, once the
+    /// next one is flattened): the next flattening writes its pieces there.
+    pub fn recycle(&mut self, prefix: crate::Prefix) {
+        if prefix.pieces.capacity() > self.spare.capacity() {
+            self.spare = prefix.pieces;
+        }
+    }
+
+    /// Whether the memo holds `message` (the same shared message, else an equal one) at
+    /// `index`.
+    pub(crate) fn holds(&self, index: usize, message: &Arc<MessageParam>) -> bool {
+        self.request
+            .shared_at(index)
+            .is_some_and(|kept| Messages::same_or_equal(kept, message))
     }
 
     /// What the message at `index` gave, if the memo holds that very message there.
     pub(crate) fn get(&self, index: usize, message: &Arc<MessageParam>) -> Option<&[BlockFacts]> {
         self.messages
             .get(index)
-            .filter(|kept| kept.holds(message))
+            .filter(|_| self.holds(index, message))
             .map(|kept| kept.blocks.as_slice())
+    }
+
+    /// The indices of `messages` that may carry a cache marker: those after the prefix they
+    /// share with the memo's, and the memo's own marked ones before it. What a caller clearing
+    /// the markers has to look at (the rest it knows to be clean without reading them).
+    pub(crate) fn maybe_marked(&self, messages: &Messages) -> Vec<usize> {
+        let shared = messages
+            .common_prefix(&self.request)
+            .min(self.messages.len());
+        self.marked
+            .iter()
+            .copied()
+            .take_while(|&i| i < shared)
+            .chain(shared..messages.len())
+            .collect()
     }
 }
 

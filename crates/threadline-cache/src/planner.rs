@@ -120,7 +120,12 @@ pub fn last_eligible_at_or_before(prefix: &Prefix, end: usize) -> Option<usize> 
 /// The stable markers of the seed's layout: the last tool that is not deferred (deferred tools
 /// are not in the prefix) and the static system block.
 pub(crate) fn stable_marks(input: &StrategyInput<'_>, ttl: Ttl) -> Vec<Mark> {
-    let pieces = &input.prefix.pieces;
+    // Tools and system blocks come before the messages: only those pieces are looked at.
+    let head = input
+        .prefix
+        .first_message_piece()
+        .unwrap_or(input.prefix.pieces.len());
+    let pieces = &input.prefix.pieces[..head];
     let mut marks = Vec::new();
     if let Some(last_tool) = pieces
         .iter()
@@ -434,10 +439,13 @@ impl Planner {
         for mark in &applied {
             prefix.pieces[mark.position].marker = Some(mark.ttl);
         }
-        self.previous = Some(Previous {
+        let replaced = self.previous.replace(Previous {
             prefix,
             marks: applied.clone(),
         });
+        if let Some(replaced) = replaced {
+            self.memo.recycle(replaced.prefix);
+        }
         Plan {
             marks: applied,
             locations,

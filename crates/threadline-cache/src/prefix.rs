@@ -409,10 +409,20 @@ impl Prefix {
         counter: &dyn TokenCounter,
         unseen: UnseenPrefix,
         models: &threadline_wire::model::ModelTable,
-        memo: MemoUse<'_>,
+        mut memo: MemoUse<'_>,
     ) -> Prefix {
+        // A memo lends the buffer of a prefix it was given back (no allocation, memory that
+        // was written recently).
+        let pieces = match &mut memo {
+            MemoUse::Update(memo) => {
+                let mut spare = std::mem::take(&mut memo.spare);
+                spare.clear();
+                spare
+            }
+            _ => Vec::new(),
+        };
         let mut flat = Flat {
-            pieces: Vec::new(),
+            pieces,
             state: mix(0x7468_7265_6164, hash_of(&request.model)),
             cumulative: 0,
         };
@@ -483,27 +493,46 @@ impl Prefix {
         };
         match memo {
             MemoUse::Update(memo) => {
-                let shared = request.messages.shared();
                 let start = (flat.pieces.len(), flat.state, flat.cumulative);
+                let messages = &request.messages;
+                let kept_request = std::mem::take(&mut memo.request);
                 let mut kept = std::mem::take(&mut memo.messages);
+                let mut marked = std::mem::take(&mut memo.marked);
                 let previous = memo.pieces.take().filter(|p| p.start == start);
-                // The leading messages whose pieces are the last flattening's, as they are.
-                // Mostly a comparison of pointers: nothing of the messages is read.
+                // The leading messages whose pieces are the last flattening's, as they are:
+                // those the two requests share (found chunk by chunk: nothing of them is
+                // read), while their thinking is stripped as it was, then any equal ones.
                 let reused = previous.as_ref().map_or(0, |p| {
-                    kept.iter()
-                        .zip(shared)
-                        .zip(&p.after)
+                    let mut shared = messages
+                        .common_prefix(&kept_request)
+                        .min(kept.len())
+                        .min(p.after.len());
+                    if memo.strip_before != strip_before {
+                        // Only assistant messages before both ends strip as they did.
+                        let both = memo
+                            .strip_before
+                            .unwrap_or(0)
+                            .min(strip_before.unwrap_or(0));
+                        shared = shared.min(both);
+                    }
+                    let equal = messages
+                        .shared_from(shared)
+                        .zip(kept_request.shared_from(shared))
+                        .zip(&p.after[shared..])
                         .enumerate()
-                        .take_while(|(message, ((facts, param), after))| {
-                            facts.holds(param) && after.stripped == stripped(*message, param)
+                        .take_while(|(i, ((param, kept), after))| {
+                            Messages::same_or_equal(kept, param)
+                                && after.stripped == stripped(shared + i, param)
                         })
-                        .count()
+                        .count();
+                    shared + equal
                 });
                 let mut message_pieces = match previous.filter(|_| reused > 0) {
                     Some(mut previous) => {
                         let last = previous.after[reused - 1];
                         previous.pieces.truncate(last.end);
                         previous.after.truncate(reused);
+                        flat.pieces.reserve(previous.pieces.len() + 64);
                         flat.pieces.extend_from_slice(&previous.pieces);
                         flat.state = last.state;
                         flat.cumulative = last.cumulative;
@@ -514,20 +543,24 @@ impl Prefix {
                         ..MessagePieces::default()
                     },
                 };
-                // Those held by an equal message take this request's, so that the next
-                // request (which shares it) finds them by pointer.
-                for (facts, param) in kept.iter_mut().zip(shared).take(reused) {
-                    if !Messages::same_message(&facts.message, param) {
-                        *facts = MessageFacts::of(param, std::mem::take(&mut facts.blocks));
-                    }
-                }
-                let mut rest = kept.split_off(reused).into_iter();
-                for (message, param) in shared.iter().enumerate().skip(reused) {
+                let mut rest = kept.split_off(reused.min(kept.len())).into_iter();
+                marked.retain(|&i| i < reused);
+                for (offset, param) in messages.shared_from(reused).enumerate() {
+                    let message = reused + offset;
                     let blocks = match rest.next() {
-                        Some(previous) if previous.holds(param) => previous.blocks,
+                        Some(previous)
+                            if kept_request
+                                .shared_at(message)
+                                .is_some_and(|kept| Messages::same_or_equal(kept, param)) =>
+                        {
+                            previous.blocks
+                        }
                         _ => message_facts(param, counter),
                     };
                     let facts = MessageFacts::of(param, blocks);
+                    if !facts.clean {
+                        marked.push(message);
+                    }
                     let strip = stripped(message, param);
                     let before = flat.pieces.len();
                     flat.push_message(message, param, &facts.blocks, strip);
@@ -542,11 +575,14 @@ impl Prefix {
                     });
                     kept.push(facts);
                 }
+                memo.request = messages.clone();
                 memo.messages = kept;
+                memo.marked = marked;
+                memo.strip_before = strip_before;
                 memo.pieces = Some(message_pieces);
             }
             MemoUse::Read(memo) => {
-                for (message, shared) in request.messages.shared().iter().enumerate() {
+                for (message, shared) in request.messages.shared().enumerate() {
                     let param = &**shared;
                     match memo.get(message, shared) {
                         Some(facts) => {
@@ -621,10 +657,13 @@ pub fn clear_markers(request: &mut MessagesRequest) {
 /// message it saw without a marker.
 pub(crate) fn clear_markers_but(request: &mut MessagesRequest, memo: Option<&PrefixMemo>) {
     let automatic = request.cache_control.take();
-    request.clear_cache_control_but(|index, message| {
-        memo.and_then(|m| m.messages.get(index))
-            .is_some_and(|facts| facts.clean && Messages::same_message(&facts.message, message))
-    });
+    match memo {
+        Some(memo) => {
+            let maybe_marked = memo.maybe_marked(&request.messages);
+            request.clear_cache_control_of(maybe_marked);
+        }
+        None => request.clear_cache_control(),
+    }
     request.cache_control = automatic;
 }
 

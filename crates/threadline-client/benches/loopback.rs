@@ -12,9 +12,10 @@
 //!   body with hyper alone. The time ratio is the client's cost per MB over reading the bytes.
 //! - `request_body_4mb`: the body of a 4 MB request (500 turns of an 8 KB tool result) as the
 //!   client assembles it from the fragments of the same conversation's previous request, which
-//!   had every message but the last two (`ours`: `BodyFragments::body`, comparing each message
-//!   with the kept one, splicing the kept bytes, serializing the new messages and the other
-//!   fields), vs copying 4 MB (`baseline`). Not over loopback: no request is sent.
+//!   had every message but the last two (`ours`: `BodyFragments::body`, finding the messages
+//!   it shares with the kept ones chunk by chunk, splicing the kept bytes, serializing the new
+//!   messages and the other fields), vs copying 4 MB (`baseline`). Not over loopback: no
+//!   request is sent.
 //! - `bedrock_event_stream_decode`: the events of a ~1 MiB stream decoded to typed events from
 //!   Bedrock's framing (`ours`: `provider::EventStreamToSse` — each frame's CRCs and headers
 //!   checked, the base64 chunk decoded — then the SSE decoder and `StreamEvent::from_json`)

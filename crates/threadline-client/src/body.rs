@@ -3,19 +3,20 @@
 //!
 //! A conversation's requests repeat every earlier message, and serializing the body again each
 //! turn costs as much as the history (most of it escaping strings that have not changed). The
-//! client keeps, for the last few conversations it sent, the last body and where each message's
-//! JSON is in it, beside the message (shared, not copied: a request's
-//! [`Messages`] hold each one behind an `Arc`). A request's message
-//! that is the same shared message as the one at the same index of the matching conversation,
-//! or else an equal one (`==`), keeps its bytes; any other is serialized.
+//! client keeps, for the last few conversations it sent, the last body, the last request's
+//! messages (shared, not copied: a request's [`Messages`] is a persistent vector of shared
+//! messages, kept at the same cost at any length) and where each one's JSON is in the body.
+//! The leading messages a request shares with the matching conversation's last one are found
+//! chunk by chunk ([`Messages::common_prefix`]); those, and after them any message equal
+//! (`==`) to the one at the same index, keep their bytes; any other is serialized.
 //!
 //! The body is the request's other fields serialized (`messages` left empty) with the
 //! messages spliced in: byte for byte what `serde_json::to_vec` gives for the whole request (a
 //! property test over hostile request sequences checks it). Everything up to the first message
 //! that changed is already in the last body, in place: when the HTTP layer has let go of that
 //! body (it has, once it was sent), its buffer is taken back ([`Bytes::try_into_mut`]) and
-//! only what follows the first change is written. A turn then costs a pointer comparison per
-//! earlier message and the bytes of what changed, not a copy of the history. Nothing is
+//! only what follows the first change is written. A turn then costs a comparison per 64
+//! earlier messages and the bytes of what changed, not a copy of the history. Nothing is
 //! trusted: when the fields do not come out in the expected order the whole request is
 //! serialized instead.
 
@@ -29,17 +30,14 @@ use threadline_wire::{MessageParam, Messages, MessagesRequest};
 /// one used least recently is forgotten first.
 pub const CONVERSATIONS: usize = 4;
 
-/// One message and where its JSON is in its conversation's last body.
-#[derive(Clone)]
-struct Fragment {
-    message: Arc<MessageParam>,
-    json: Range<usize>,
-}
-
-/// The last body of one conversation, and its messages.
+/// The last body of one conversation, its messages and where each one's JSON is in it.
 #[derive(Clone, Default)]
 struct Conversation {
-    fragments: Vec<Fragment>,
+    /// The last request's messages (shared with it: cloning them costs the same at any
+    /// length).
+    messages: Messages,
+    /// Where the JSON of each of `messages` is in `body`.
+    fragments: Vec<Range<usize>>,
     /// The last body (shared with the HTTP layer while it is being sent).
     body: Bytes,
     /// How long its head is: `{"model":…,"max_tokens":…,"messages":[`.
@@ -107,7 +105,7 @@ impl BodyFragments {
         head.extend_from_slice(
             format!(",\"max_tokens\":{},\"messages\":[]", request.max_tokens).as_bytes(),
         );
-        let Some(first) = request.messages.shared().first() else {
+        let Some(first) = request.messages.shared_at(0) else {
             return Ok(shell.into());
         };
         if !shell.starts_with(&head) {
@@ -121,25 +119,28 @@ impl BodyFragments {
         let conversation = &mut self.conversations[slot];
         conversation.used = self.clock;
         let mut fragments = std::mem::take(&mut conversation.fragments);
+        let kept = std::mem::take(&mut conversation.messages);
         let old_body = std::mem::take(&mut conversation.body);
-        let messages = request.messages.shared();
-        // How many leading messages keep their bytes where they are (mostly a comparison of
-        // pointers: nothing of the messages is read).
+        let messages = &request.messages;
+        // How many leading messages keep their bytes where they are: those the two requests
+        // share (found chunk by chunk, nothing of the messages read), then any equal ones.
         let in_place = if conversation.head == split && old_body.starts_with(&shell[..split]) {
-            fragments
-                .iter()
-                .zip(messages)
-                .take_while(|(kept, message)| Messages::same_or_equal(&kept.message, message))
-                .count()
+            let shared = messages.common_prefix(&kept);
+            let equal = messages
+                .shared_from(shared)
+                .zip(kept.shared_from(shared))
+                .take_while(|(message, kept)| Messages::same_or_equal(kept, message))
+                .count();
+            (shared + equal).min(fragments.len())
         } else {
             0
         };
         // The bytes of the old body that stay where they are (none without a message kept).
-        let kept_to = in_place.checked_sub(1).map_or(0, |n| fragments[n].json.end);
+        let kept_to = in_place.checked_sub(1).map_or(0, |n| fragments[n].end);
         // The old bytes after them, for the later messages that are still the same.
         let old = fragments.split_off(in_place);
-        let after = old.first().map_or(0, |f| f.json.start);
-        let rest_end = old.last().map_or(after, |f| f.json.end);
+        let after = old.first().map_or(0, |json| json.start);
+        let rest_end = old.last().map_or(after, |json| json.end);
         let rest = old_body.get(after..rest_end).unwrap_or_default().to_vec();
         let mut buffer = match old_body.try_into_mut() {
             Ok(mut own) => {
@@ -155,34 +156,25 @@ impl BodyFragments {
         if in_place == 0 {
             buffer.extend_from_slice(&shell[..split]);
         }
-        // A kept fragment held by an equal message takes this request's, so that the next
-        // request (which shares it) finds it by pointer.
-        for (kept, message) in fragments.iter_mut().zip(messages) {
-            if !Messages::same_message(&kept.message, message) {
-                kept.message = Arc::clone(message);
-            }
-        }
-        let mut old = old.into_iter();
-        for (index, message) in messages.iter().enumerate().skip(in_place) {
-            if index > 0 {
+        let mut old = kept.shared_from(in_place).zip(old);
+        for (index, message) in messages.shared_from(in_place).enumerate() {
+            if in_place + index > 0 {
                 buffer.put_u8(b',');
             }
             let start = buffer.len();
             match old.next() {
-                Some(kept) if Messages::same_or_equal(&kept.message, message) => {
-                    let json = (kept.json.start - after)..(kept.json.end - after);
-                    buffer.extend_from_slice(&rest[json]);
+                Some((kept, json)) if Messages::same_or_equal(kept, message) => {
+                    buffer.extend_from_slice(&rest[json.start - after..json.end - after]);
                 }
                 _ => serde_json::to_writer((&mut buffer).writer(), &**message)?,
             }
-            fragments.push(Fragment {
-                message: Arc::clone(message),
-                json: start..buffer.len(),
-            });
+            fragments.push(start..buffer.len());
         }
         buffer.extend_from_slice(&shell[split..]);
         let body = buffer.freeze();
         let conversation = &mut self.conversations[slot];
+        // This request's messages (the next request shares them, and finds them by chunk).
+        conversation.messages = request.messages.clone();
         conversation.fragments = fragments;
         conversation.body = body.clone();
         conversation.head = split;
@@ -193,9 +185,9 @@ impl BodyFragments {
     /// slot, or the one used least recently).
     fn slot_for(&mut self, first: &Arc<MessageParam>) -> usize {
         if let Some(slot) = self.conversations.iter().position(|c| {
-            c.fragments
-                .first()
-                .is_some_and(|f| Messages::same_or_equal(&f.message, first))
+            c.messages
+                .shared_at(0)
+                .is_some_and(|kept| Messages::same_or_equal(kept, first))
         }) {
             return slot;
         }

@@ -111,7 +111,7 @@ pub(crate) fn applied(request: &MessagesRequest, input: u64) -> Option<Value> {
     for edit in &management.edits {
         match edit {
             ContextEdit::ClearThinking(edit) => {
-                let (turns, tokens) = clear_thinking(edit, request.messages.shared());
+                let (turns, tokens) = clear_thinking(edit, &request.messages.to_shared_vec());
                 if turns > 0 {
                     applied.push(json!({"type": "clear_thinking_20251015",
                         "cleared_thinking_turns": turns, "cleared_input_tokens": tokens}));
@@ -119,7 +119,7 @@ pub(crate) fn applied(request: &MessagesRequest, input: u64) -> Option<Value> {
             }
             ContextEdit::ClearToolUses(edit) => {
                 if let Some((uses, tokens)) =
-                    clear_tool_uses(edit, request.messages.shared(), input)
+                    clear_tool_uses(edit, &request.messages.to_shared_vec(), input)
                 {
                     applied.push(json!({"type": "clear_tool_uses_20250919",
                         "cleared_tool_uses": uses, "cleared_input_tokens": tokens}));

@@ -269,7 +269,7 @@ fn summary(step: &MessageStep, request: &MessagesRequest) -> String {
         })
         .collect();
     if text.is_empty() {
-        default_summary(request.messages.shared())
+        default_summary(&request.messages.to_shared_vec())
     } else {
         text
     }
@@ -313,7 +313,7 @@ pub(crate) fn serve(
     let content: Vec<Value> = summary
         .iter()
         .map(|summary| {
-            let signature = sign(&request.model, request.messages.shared(), summary);
+            let signature = sign(&request.model, &request.messages.to_shared_vec(), summary);
             json!({"type": "compaction", "content": summary, "signature": signature})
         })
         .collect();
@@ -398,7 +398,7 @@ mod tests {
     #[test]
     fn signatures_verify_and_tell_an_edit_of_either_part() {
         let r = compaction_request(false);
-        let sig = sign("claude-sonnet-4-6", r.messages.shared(), "S.");
+        let sig = sign("claude-sonnet-4-6", &r.messages.to_shared_vec(), "S.");
         assert_eq!(verify(&sig, Some("S.")), Ok(()));
         assert_eq!(verify(&sig, Some("S!")), Err(Tampered::Content));
         assert_eq!(verify(&sig, None), Err(Tampered::Content));
@@ -416,10 +416,13 @@ mod tests {
             Err(Tampered::Signature)
         );
         // Another conversation, another model: another signature for the same summary.
-        assert_ne!(sig, sign("claude-opus-4-8", r.messages.shared(), "S."));
         assert_ne!(
             sig,
-            sign("claude-sonnet-4-6", &r.messages.shared()[..1], "S.")
+            sign("claude-opus-4-8", &r.messages.to_shared_vec(), "S.")
+        );
+        assert_ne!(
+            sig,
+            sign("claude-sonnet-4-6", &r.messages.to_shared_vec()[..1], "S.")
         );
     }
 

@@ -98,7 +98,7 @@ pub(crate) fn counted_input(request: &MessagesRequest) -> u64 {
     estimate(
         &request.system,
         &request.tools,
-        &from_last_compaction(request.messages.shared()),
+        &from_last_compaction(&request.messages.to_shared_vec()),
     )
 }
 
@@ -152,7 +152,7 @@ pub(crate) fn plan(step: &MessageStep, request: &MessagesRequest) -> Option<Comp
     if input < trigger(edit) {
         return None;
     }
-    let kept = from_last_compaction(request.messages.shared());
+    let kept = from_last_compaction(&request.messages.to_shared_vec());
     let summary = step
         .compaction_summary
         .clone()
@@ -231,11 +231,15 @@ pub(crate) fn count_tokens_answer(request: &CountTokensRequest, whole: u64) -> V
     if request.context_management.is_none() {
         return json!({"input_tokens": whole});
     }
-    let full = estimate(&request.system, &request.tools, request.messages.shared());
+    let full = estimate(
+        &request.system,
+        &request.tools,
+        &request.messages.to_shared_vec(),
+    );
     let kept = estimate(
         &request.system,
         &request.tools,
-        &from_last_compaction(request.messages.shared()),
+        &from_last_compaction(&request.messages.to_shared_vec()),
     );
     let applied = whole.saturating_sub(full.saturating_sub(kept));
     json!({"input_tokens": applied, "context_management": {"original_input_tokens": whole}})
@@ -263,7 +267,7 @@ mod tests {
         ]);
         let edit = json!({"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}});
         let r = request(messages, edit);
-        let kept = from_last_compaction(r.messages.shared());
+        let kept = from_last_compaction(&r.messages.to_shared_vec());
         assert_eq!(kept.len(), 2);
         assert_eq!(blocks(&kept[0].content).len(), 2);
         assert!(counted_input(&r) < 100);

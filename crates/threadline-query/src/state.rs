@@ -1,7 +1,7 @@
 //! The loop's explicit state: everything one iteration hands to the next.
 
 use serde::{Deserialize, Serialize};
-use threadline_message::{Message, SystemKind};
+use threadline_message::{Message, MessageId, SystemKind};
 use threadline_normalize::{Normalizer, Options};
 
 use crate::transition::Transition;
@@ -105,6 +105,58 @@ pub struct State {
     pub previous_message_id: Option<String>,
     #[serde(skip, default = "fresh_normalizer")]
     pub(crate) normalizer: Normalizer,
+    /// What the last run's start derived the visible window from (not serialized: a loaded
+    /// state scans its history once).
+    #[serde(skip)]
+    pub(crate) boundary_seen: BoundarySeen,
+}
+
+/// The history a run's start last found the compaction boundary in: its length, the ids of its
+/// first and last messages and of the boundary (`None` without one). When the history still has those
+/// ids there, only the messages appended since are scanned, so a run's start costs what was
+/// appended, not the history. (As for the normalizer, a caller that edits a message in place
+/// keeping its id builds a new [`State`].)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BoundarySeen {
+    len: usize,
+    first: Option<MessageId>,
+    last: Option<MessageId>,
+    boundary: usize,
+    boundary_id: Option<MessageId>,
+}
+
+impl BoundarySeen {
+    /// The index after the last compaction boundary of `messages` (0 without one).
+    fn boundary(&mut self, messages: &[Message]) -> usize {
+        let id = |i: usize| messages.get(i).map(Message::id);
+        let same = self.len > 0
+            && messages.len() >= self.len
+            && id(0) == self.first.as_ref()
+            && id(self.len - 1) == self.last.as_ref()
+            && match (&self.boundary_id, self.boundary) {
+                (None, 0) => true,
+                (Some(boundary), n) if n > 0 => {
+                    id(n - 1) == Some(boundary) && is_compact_boundary(&messages[n - 1])
+                }
+                _ => false,
+            };
+        let boundary = if same {
+            messages[self.len..]
+                .iter()
+                .rposition(is_compact_boundary)
+                .map_or(self.boundary, |i| self.len + i + 1)
+        } else {
+            boundary_after(messages)
+        };
+        *self = BoundarySeen {
+            len: messages.len(),
+            first: messages.first().map(|m| m.id().clone()),
+            last: messages.last().map(|m| m.id().clone()),
+            boundary,
+            boundary_id: boundary.checked_sub(1).and_then(id).cloned(),
+        };
+        boundary
+    }
 }
 
 fn fresh_normalizer() -> Normalizer {
@@ -143,6 +195,7 @@ impl State {
             path: Vec::new(),
             previous_message_id: None,
             normalizer: fresh_normalizer(),
+            boundary_seen: BoundarySeen::default(),
         }
     }
 
@@ -164,7 +217,7 @@ impl State {
         self.recovery = RecoveryCounters::default();
         self.max_output_tokens_override = None;
         // A deserialized state, or one whose messages the caller replaced: re-derive.
-        self.compaction.boundary = boundary_after(&self.messages);
+        self.compaction.boundary = self.boundary_seen.boundary(&self.messages);
         // Thrashing is counted within a run: a new prompt is the user's word to go on, and
         // a run stopped for thrashing must not make every later run stop at its first
         // compaction.
@@ -235,6 +288,45 @@ mod tests {
         ]);
         assert_eq!(state.compaction.boundary, 2);
         assert_eq!(state.visible().len(), 1);
+    }
+
+    #[test]
+    fn a_run_start_finds_the_boundary_in_what_was_appended_or_rescans_a_replaced_history() {
+        let boundary = || {
+            Message::system(SystemKind::CompactBoundary {
+                trigger: CompactTrigger::Auto,
+                pre_tokens: 10,
+                last_message_id: None,
+            })
+        };
+        let mut state = State::new(vec![Message::user_text("a"), Message::user_text("b")]);
+        state.begin_run();
+        assert_eq!(state.compaction.boundary, 0);
+        state.messages.push(boundary());
+        state.messages.push(Message::compact_summary("summary"));
+        state.begin_run();
+        assert_eq!(state.compaction.boundary, 3);
+        state.messages.push(Message::user_text("c"));
+        state.begin_run();
+        assert_eq!(state.compaction.boundary, 3);
+        // Replaced: the boundary is gone, the last id differs.
+        state.messages = vec![Message::user_text("x"), Message::user_text("y")];
+        state.begin_run();
+        assert_eq!(state.compaction.boundary, 0);
+        // Replaced by a longer history that keeps the last seen message but not the boundary
+        // seen: scanned again.
+        let kept = state.messages[1].clone();
+        state.messages = vec![boundary(), kept.clone(), Message::user_text("z")];
+        state.begin_run();
+        assert_eq!(state.compaction.boundary, 1);
+        let mut other = vec![Message::user_text("w"), kept];
+        other.push(Message::user_text("v"));
+        state.messages = other;
+        state.begin_run();
+        assert_eq!(
+            state.compaction.boundary, 0,
+            "the boundary seen is no longer there"
+        );
     }
 
     #[test]

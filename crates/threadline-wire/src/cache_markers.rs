@@ -243,7 +243,7 @@ fn clear_request_parts(
     system: &mut Option<SystemPrompt>,
     messages: &mut crate::Messages,
     automatic: &mut Option<Box<CacheControl>>,
-    mut known_clean: impl FnMut(usize, &std::sync::Arc<MessageParam>) -> bool,
+    maybe_marked: impl IntoIterator<Item = usize>,
 ) {
     tools
         .iter_mut()
@@ -253,8 +253,11 @@ fn clear_request_parts(
         system.clear_cache_control();
     }
     // Only the messages that have one are touched (a shared message is copied when changed).
-    for index in 0..messages.len() {
-        if !known_clean(index, &messages.shared()[index]) && messages[index].has_cache_control() {
+    for index in maybe_marked {
+        if messages
+            .get(index)
+            .is_some_and(MessageParam::has_cache_control)
+        {
             messages[index].clear_cache_control();
         }
     }
@@ -270,22 +273,20 @@ impl MessagesRequest {
     /// Removes every marker from the request: tools, system blocks, message blocks (nested
     /// ones included) and the top-level automatic-caching marker.
     pub fn clear_cache_control(&mut self) {
-        self.clear_cache_control_but(|_, _| false);
+        self.clear_cache_control_of(0..self.messages.len());
     }
 
-    /// [`MessagesRequest::clear_cache_control`], not looking into the messages `known_clean`
-    /// says (by index and shared message) have no marker: a caller that keeps messages it saw
-    /// without markers (the cache planner) spares reading the whole history.
-    pub fn clear_cache_control_but(
-        &mut self,
-        known_clean: impl FnMut(usize, &std::sync::Arc<MessageParam>) -> bool,
-    ) {
+    /// [`MessagesRequest::clear_cache_control`], looking only into the messages at the
+    /// indices `maybe_marked` gives (others are left as they are; indices past the end are
+    /// skipped): a caller that knows which messages have no marker (the cache planner keeps
+    /// the messages it saw without one) spares reading the whole history.
+    pub fn clear_cache_control_of(&mut self, maybe_marked: impl IntoIterator<Item = usize>) {
         clear_request_parts(
             &mut self.tools,
             &mut self.system,
             &mut self.messages,
             &mut self.cache_control,
-            known_clean,
+            maybe_marked,
         );
     }
 }
@@ -293,12 +294,13 @@ impl MessagesRequest {
 impl CountTokensRequest {
     /// Removes every marker from the request, as [`MessagesRequest::clear_cache_control`].
     pub fn clear_cache_control(&mut self) {
+        let all = 0..self.messages.len();
         clear_request_parts(
             &mut self.tools,
             &mut self.system,
             &mut self.messages,
             &mut self.cache_control,
-            |_, _| false,
+            all,
         );
     }
 }

@@ -3,15 +3,28 @@
 //! A conversation's requests repeat every earlier message. When each request owned a copy,
 //! every turn cloned the whole history once for the request and again for each retry, and
 //! dropped the copies after: work that grows with the history although almost nothing in it
-//! changed. [`Messages`] holds each message behind an [`Arc`]: cloning a request, or building it
-//! from the normalizer's output, shares the messages; changing one (a cache marker placed on
-//! it) copies that message only ([`Arc::make_mut`]).
+//! changed. Even a list of shared messages costs a reference count per message to clone and
+//! to drop. [`Messages`] holds its messages, each behind an [`Arc`], in chunks of 64 that are
+//! themselves shared and copied on write (the list of full chunks, and the last, partly
+//! filled one): cloning a request, or building it from the normalizer's output, costs two
+//! reference counts at any length; appending copies at most the last chunk (and, once per 64
+//! messages, the list of chunks); changing a message (a cache marker placed on it) copies
+//! that message, its chunk and the list of chunks ([`Arc::make_mut`]). Inserting or removing
+//! in the middle rebuilds the chunks, as a `Vec` moves its elements.
+//!
+//! (A persistent vector crate would do the same in a tree; `imbl` 7.0.2, the maintained one,
+//! corrupted the heap in our property test — `Vector::retain` after `Vector::skip` — and the
+//! history's access pattern, appends and a shared prefix, needs no more than two levels. This
+//! one is safe code only.)
 //!
 //! Sharing also gives a cheap test of sameness: two entries that are the same allocation
-//! ([`Messages::same_message`]) hold equal messages, so whoever keeps what it derived from a
-//! message (the cache planner's hashes, the client's serialized bytes) can keep the message's
-//! `Arc` and compare pointers before comparing contents. An entry is only ever changed through
-//! `make_mut`, which copies it when it is shared, so a kept `Arc` never sees its message change.
+//! ([`Messages::same_message`]) hold equal messages, and two requests that share a chunk share
+//! every message in it, so [`Messages::common_prefix`] finds how many leading messages two
+//! requests share by comparing chunks, not messages. Whoever keeps what it derived from each
+//! message (the cache planner's hashes, the client's serialized bytes) keeps the messages it
+//! derived them from and redoes only what follows the shared prefix. An entry is only ever
+//! changed through `make_mut`, which copies it when it is shared, so a kept `Arc` never sees
+//! its message change.
 //!
 //! It reads like a `Vec<MessageParam>` (indexing, `iter`, `push`, `last_mut`, …) and serializes
 //! as the same JSON array.
@@ -21,37 +34,45 @@
 //!
 //! let mut messages = Messages::from(vec![MessageParam::user(vec![ContentBlock::text("Hi")])]);
 //! let copy = messages.clone(); // shares the message
-//! assert!(Messages::same_message(&messages.shared()[0], &copy.shared()[0]));
+//! assert_eq!(messages.common_prefix(&copy), 1);
 //! messages[0].content = threadline_wire::content::Content::Text("Hello".into());
-//! assert!(!Messages::same_message(&messages.shared()[0], &copy.shared()[0]));
+//! assert_eq!(messages.common_prefix(&copy), 0);
+//! messages.push(MessageParam::assistant(vec![ContentBlock::text("Hello.")]));
+//! assert_eq!(messages.clone().common_prefix(&messages), 2);
 //! assert_eq!(serde_json::to_string(&copy)?, r#"[{"role":"user","content":[{"type":"text","text":"Hi"}]}]"#);
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::request::MessageParam;
 
-/// The messages of a request, each shared behind an [`Arc`]. See the
-/// [module documentation](self).
+/// One entry: a shared message.
+type Entry = Arc<MessageParam>;
+
+/// One chunk of entries, shared and copied on write.
+type Chunk = Arc<Vec<Entry>>;
+
+/// How many entries a full chunk holds.
+const CHUNK: usize = 64;
+
+/// The messages of a request, each shared behind an [`Arc`], in chunks shared between the
+/// copies. See the [module documentation](self).
 #[derive(Clone, Default)]
 pub struct Messages {
-    items: Vec<Arc<MessageParam>>,
+    /// Full chunks of exactly [`CHUNK`] entries (the list itself shared).
+    chunks: Arc<Vec<Chunk>>,
+    /// The entries after them: fewer than [`CHUNK`].
+    tail: Chunk,
 }
 
 impl Messages {
     /// No messages.
     pub fn new() -> Messages {
         Messages::default()
-    }
-
-    /// No messages, with room for `capacity`.
-    pub fn with_capacity(capacity: usize) -> Messages {
-        Messages {
-            items: Vec::with_capacity(capacity),
-        }
     }
 
     /// Whether `a` and `b` are the same shared message (then they are equal; unequal
@@ -66,120 +87,305 @@ impl Messages {
         Arc::ptr_eq(a, b) || a == b
     }
 
-    /// The shared entries, for those who keep what they derived from each message.
-    pub fn shared(&self) -> &[Arc<MessageParam>] {
-        &self.items
+    /// How many leading entries `self` and `other` share: the same shared message at each
+    /// index ([`Messages::same_message`]). Chunks the two share are skipped whole, so two
+    /// requests of one conversation compare in time proportional to their chunks (a 64th of
+    /// their messages) and what differs, not to their messages. Equal messages in different
+    /// allocations end the prefix: a cache that wants them compares contents after it.
+    pub fn common_prefix(&self, other: &Messages) -> usize {
+        let n = self.len().min(other.len());
+        let mut at = if Arc::ptr_eq(&self.chunks, &other.chunks) {
+            self.chunks.len() * CHUNK
+        } else {
+            self.chunks
+                .iter()
+                .zip(other.chunks.iter())
+                .take_while(|(a, b)| Arc::ptr_eq(a, b))
+                .count()
+                * CHUNK
+        };
+        while at < n {
+            // A chunk shared whole (a chunk is only changed after it is copied): skip it.
+            if at % CHUNK == 0
+                && let (Some(a), Some(b)) = (self.chunk(at / CHUNK), other.chunk(at / CHUNK))
+                && Arc::ptr_eq(a, b)
+            {
+                at += a.len().max(1);
+                continue;
+            }
+            if !Arc::ptr_eq(self.entry(at), other.entry(at)) {
+                return at;
+            }
+            at += 1;
+        }
+        n
+    }
+
+    /// The chunk at `index` (the tail after the full ones).
+    fn chunk(&self, index: usize) -> Option<&Chunk> {
+        match index.cmp(&self.chunks.len()) {
+            std::cmp::Ordering::Less => Some(&self.chunks[index]),
+            std::cmp::Ordering::Equal => Some(&self.tail),
+            std::cmp::Ordering::Greater => None,
+        }
+    }
+
+    /// How many entries the full chunks hold.
+    fn full(&self) -> usize {
+        self.chunks.len() * CHUNK
+    }
+
+    /// The entry at `index`, which is in bounds.
+    fn entry(&self, index: usize) -> &Entry {
+        let full = self.full();
+        if index < full {
+            &self.chunks[index / CHUNK][index % CHUNK]
+        } else {
+            &self.tail[index - full]
+        }
+    }
+
+    /// The entry at `index`, its chunk (and the list of chunks) copied first if shared.
+    fn entry_mut(&mut self, index: usize) -> Option<&mut Entry> {
+        let full = self.full();
+        if index < full {
+            let chunks = Arc::make_mut(&mut self.chunks);
+            Some(&mut Arc::make_mut(&mut chunks[index / CHUNK])[index % CHUNK])
+        } else {
+            Arc::make_mut(&mut self.tail).get_mut(index - full)
+        }
+    }
+
+    /// Every entry, in order, in one `Vec` (a reference count each).
+    fn entries(&self) -> Vec<Entry> {
+        self.shared().cloned().collect()
+    }
+
+    /// The messages holding `entries`, in order.
+    fn of_entries(entries: Vec<Entry>) -> Messages {
+        entries.into_iter().collect()
+    }
+
+    /// The shared entries in order, for those who keep what they derived from each message.
+    pub fn shared(&self) -> SharedIter<'_> {
+        self.shared_from(0)
+    }
+
+    /// The shared entries as a `Vec` (a reference count each, no message copied), for code
+    /// that wants a slice of them.
+    pub fn to_shared_vec(&self) -> Vec<Arc<MessageParam>> {
+        self.entries()
+    }
+
+    /// The shared entries from `from` on (none when `from` is past the end).
+    pub fn shared_from(&self, from: usize) -> SharedIter<'_> {
+        SharedIter {
+            inner: Cursor {
+                messages: self,
+                front: from.min(self.len()),
+                back: self.len(),
+            },
+        }
+    }
+
+    /// The shared entry at `index`.
+    pub fn shared_at(&self, index: usize) -> Option<&Arc<MessageParam>> {
+        (index < self.len()).then(|| self.entry(index))
     }
 
     /// How many messages.
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.full() + self.tail.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 
     /// The message at `index`.
     pub fn get(&self, index: usize) -> Option<&MessageParam> {
-        self.items.get(index).map(|m| &**m)
+        self.shared_at(index).map(|m| &**m)
     }
 
     /// The message at `index`, copied first if it is shared.
     pub fn get_mut(&mut self, index: usize) -> Option<&mut MessageParam> {
-        self.items.get_mut(index).map(Arc::make_mut)
+        self.entry_mut(index).map(Arc::make_mut)
     }
 
     /// The first message.
     pub fn first(&self) -> Option<&MessageParam> {
-        self.items.first().map(|m| &**m)
+        self.get(0)
     }
 
     /// The last message.
     pub fn last(&self) -> Option<&MessageParam> {
-        self.items.last().map(|m| &**m)
+        self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// The first message, copied first if it is shared.
     pub fn first_mut(&mut self) -> Option<&mut MessageParam> {
-        self.items.first_mut().map(Arc::make_mut)
+        self.get_mut(0)
     }
 
     /// The last message, copied first if it is shared.
     pub fn last_mut(&mut self) -> Option<&mut MessageParam> {
-        self.items.last_mut().map(Arc::make_mut)
+        self.len().checked_sub(1).and_then(|i| self.get_mut(i))
     }
 
     /// Appends `message`.
     pub fn push(&mut self, message: MessageParam) {
-        self.items.push(Arc::new(message));
+        self.push_shared(Arc::new(message));
     }
 
     /// Appends a shared message.
     pub fn push_shared(&mut self, message: Arc<MessageParam>) {
-        self.items.push(message);
+        let tail = Arc::make_mut(&mut self.tail);
+        tail.push(message);
+        if tail.len() == CHUNK {
+            let full = std::mem::replace(&mut self.tail, Arc::new(Vec::with_capacity(CHUNK)));
+            Arc::make_mut(&mut self.chunks).push(full);
+        }
     }
 
     /// Removes the last message (copied out if it is shared).
     pub fn pop(&mut self) -> Option<MessageParam> {
-        self.items.pop().map(Arc::unwrap_or_clone)
+        if self.tail.is_empty() {
+            self.tail = Arc::make_mut(&mut self.chunks).pop()?;
+        }
+        Arc::make_mut(&mut self.tail)
+            .pop()
+            .map(Arc::unwrap_or_clone)
     }
 
     /// Inserts `message` at `index`, shifting the rest. Panics when `index > len`, as
     /// `Vec::insert` does.
     pub fn insert(&mut self, index: usize, message: MessageParam) {
-        self.items.insert(index, Arc::new(message));
+        let len = self.len();
+        assert!(
+            index <= len,
+            "insertion index (is {index}) should be <= len (is {len})"
+        );
+        if index == len {
+            return self.push(message);
+        }
+        let mut entries = self.entries();
+        entries.insert(index, Arc::new(message));
+        *self = Messages::of_entries(entries);
     }
 
     /// Removes the message at `index` (copied out if it is shared). Panics when out of
     /// bounds, as `Vec::remove` does.
     pub fn remove(&mut self, index: usize) -> MessageParam {
-        Arc::unwrap_or_clone(self.items.remove(index))
+        let len = self.len();
+        assert!(
+            index < len,
+            "removal index (is {index}) should be < len (is {len})"
+        );
+        let mut entries = self.entries();
+        let removed = entries.remove(index);
+        *self = Messages::of_entries(entries);
+        Arc::unwrap_or_clone(removed)
     }
 
     /// Swaps two messages. Panics when either is out of bounds, as `slice::swap` does.
     pub fn swap(&mut self, a: usize, b: usize) {
-        self.items.swap(a, b);
+        let len = self.len();
+        assert!(a < len && b < len, "swap index out of bounds (len {len})");
+        if a != b {
+            let first = Arc::clone(self.entry(a));
+            let second = Arc::clone(self.entry(b));
+            if let Some(entry) = self.entry_mut(a) {
+                *entry = second;
+            }
+            if let Some(entry) = self.entry_mut(b) {
+                *entry = first;
+            }
+        }
     }
 
     /// Keeps the first `len` messages.
     pub fn truncate(&mut self, len: usize) {
-        self.items.truncate(len);
+        if len >= self.len() {
+            return;
+        }
+        let full = self.full();
+        if len >= full {
+            Arc::make_mut(&mut self.tail).truncate(len - full);
+            return;
+        }
+        let (keep, rest) = (len / CHUNK, len % CHUNK);
+        let mut tail = if rest == 0 {
+            Arc::new(Vec::with_capacity(CHUNK))
+        } else {
+            Arc::clone(&self.chunks[keep])
+        };
+        match Arc::get_mut(&mut self.chunks) {
+            Some(chunks) => chunks.truncate(keep),
+            None => self.chunks = Arc::new(self.chunks[..keep].to_vec()),
+        }
+        if rest > 0 {
+            Arc::make_mut(&mut tail).truncate(rest);
+        }
+        self.tail = tail;
     }
 
     /// Removes every message.
     pub fn clear(&mut self) {
-        self.items.clear();
+        *self = Messages::default();
     }
 
     /// Keeps the messages `keep` says to keep.
     pub fn retain(&mut self, mut keep: impl FnMut(&MessageParam) -> bool) {
-        self.items.retain(|m| keep(m));
+        let entries: Vec<Entry> = self.shared().filter(|m| keep(m)).cloned().collect();
+        if entries.len() != self.len() {
+            *self = Messages::of_entries(entries);
+        }
     }
 
     /// The messages in order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            inner: self.items.iter(),
+            inner: self.shared_from(0).inner,
         }
     }
 
     /// The messages at the indices in `range` (panics when out of bounds, as slicing does).
-    pub fn range(
-        &self,
-        range: impl std::slice::SliceIndex<[Arc<MessageParam>], Output = [Arc<MessageParam>]>,
-    ) -> Iter<'_> {
+    pub fn range(&self, range: impl RangeBounds<usize>) -> Iter<'_> {
+        let len = self.len();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows"),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.checked_add(1).expect("range end overflows"),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => len,
+        };
+        assert!(
+            start <= end && end <= len,
+            "range {start}..{end} out of bounds for {len} messages"
+        );
         Iter {
-            inner: self.items[range].iter(),
+            inner: Cursor {
+                messages: self,
+                front: start,
+                back: end,
+            },
         }
     }
 
     /// The messages in order, each copied first if it is shared.
-    pub fn iter_mut(
-        &mut self,
-    ) -> impl DoubleEndedIterator<Item = &mut MessageParam> + ExactSizeIterator {
-        self.items.iter_mut().map(Arc::make_mut)
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
+        let chunks: fn(&mut Chunk) -> std::slice::IterMut<'_, Entry> =
+            |chunk| Arc::make_mut(chunk).iter_mut();
+        IterMut {
+            inner: Arc::make_mut(&mut self.chunks)
+                .iter_mut()
+                .flat_map(chunks)
+                .chain(Arc::make_mut(&mut self.tail).iter_mut()),
+        }
     }
 
     /// The messages as an owned `Vec` (each copied if it is shared).
@@ -189,21 +395,60 @@ impl Messages {
 
     /// The messages as an owned `Vec`, copying only the shared ones.
     pub fn into_vec(self) -> Vec<MessageParam> {
-        self.items.into_iter().map(Arc::unwrap_or_clone).collect()
+        self.into_iter().collect()
     }
 
-    /// The messages from `from` on (sharing them).
+    /// The messages from `from` on (sharing them; none when `from` is past the end).
     pub fn tail(&self, from: usize) -> Messages {
-        Messages {
-            items: self.items.get(from..).unwrap_or_default().to_vec(),
-        }
+        self.shared_from(from).cloned().collect()
+    }
+}
+
+/// A position in a [`Messages`] read from both ends.
+#[derive(Clone)]
+struct Cursor<'a> {
+    messages: &'a Messages,
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn next(&mut self) -> Option<&'a Entry> {
+        (self.front < self.back).then(|| {
+            self.front += 1;
+            self.messages.entry(self.front - 1)
+        })
+    }
+
+    fn next_back(&mut self) -> Option<&'a Entry> {
+        (self.front < self.back).then(|| {
+            self.back -= 1;
+            self.messages.entry(self.back)
+        })
+    }
+
+    fn nth(&mut self, n: usize) -> Option<&'a Entry> {
+        self.front = self.front.saturating_add(n).min(self.back);
+        self.next()
+    }
+
+    fn left(&self) -> usize {
+        self.back - self.front
     }
 }
 
 /// The messages of a [`Messages`], in order.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Iter<'a> {
-    inner: std::slice::Iter<'a, Arc<MessageParam>>,
+    inner: Cursor<'a>,
+}
+
+impl std::fmt::Debug for Iter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("remaining", &self.inner.left())
+            .finish()
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -214,7 +459,7 @@ impl<'a> Iterator for Iter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        (self.inner.left(), Some(self.inner.left()))
     }
 
     fn nth(&mut self, n: usize) -> Option<&'a MessageParam> {
@@ -232,6 +477,86 @@ impl ExactSizeIterator for Iter<'_> {}
 
 impl std::iter::FusedIterator for Iter<'_> {}
 
+/// The shared entries of a [`Messages`], in order ([`Messages::shared`]).
+#[derive(Clone)]
+pub struct SharedIter<'a> {
+    inner: Cursor<'a>,
+}
+
+impl std::fmt::Debug for SharedIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIter")
+            .field("remaining", &self.inner.left())
+            .finish()
+    }
+}
+
+impl<'a> Iterator for SharedIter<'a> {
+    type Item = &'a Arc<MessageParam>;
+
+    fn next(&mut self) -> Option<&'a Arc<MessageParam>> {
+        self.inner.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.inner.left(), Some(self.inner.left()))
+    }
+
+    fn nth(&mut self, n: usize) -> Option<&'a Arc<MessageParam>> {
+        self.inner.nth(n)
+    }
+}
+
+impl DoubleEndedIterator for SharedIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back()
+    }
+}
+
+impl ExactSizeIterator for SharedIter<'_> {}
+
+impl std::iter::FusedIterator for SharedIter<'_> {}
+
+/// The messages of a [`Messages`] in order, each copied first if it is shared
+/// ([`Messages::iter_mut`]).
+pub struct IterMut<'a> {
+    #[allow(clippy::type_complexity)]
+    inner: std::iter::Chain<
+        std::iter::FlatMap<
+            std::slice::IterMut<'a, Chunk>,
+            std::slice::IterMut<'a, Entry>,
+            fn(&'a mut Chunk) -> std::slice::IterMut<'a, Entry>,
+        >,
+        std::slice::IterMut<'a, Entry>,
+    >,
+}
+
+impl std::fmt::Debug for IterMut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IterMut").finish_non_exhaustive()
+    }
+}
+
+impl<'a> Iterator for IterMut<'a> {
+    type Item = &'a mut MessageParam;
+
+    fn next(&mut self) -> Option<&'a mut MessageParam> {
+        self.inner.next().map(Arc::make_mut)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for IterMut<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(Arc::make_mut)
+    }
+}
+
+impl std::iter::FusedIterator for IterMut<'_> {}
+
 impl<'a> IntoIterator for &'a Messages {
     type Item = &'a MessageParam;
     type IntoIter = Iter<'a>;
@@ -243,27 +568,33 @@ impl<'a> IntoIterator for &'a Messages {
 
 impl<'a> IntoIterator for &'a mut Messages {
     type Item = &'a mut MessageParam;
-    type IntoIter = std::iter::Map<
-        std::slice::IterMut<'a, Arc<MessageParam>>,
-        fn(&'a mut Arc<MessageParam>) -> &'a mut MessageParam,
-    >;
+    type IntoIter = IterMut<'a>;
 
     /// Each message copied first if it is shared.
-    fn into_iter(self) -> Self::IntoIter {
-        self.items.iter_mut().map(Arc::make_mut)
+    fn into_iter(self) -> IterMut<'a> {
+        self.iter_mut()
     }
 }
 
 impl IntoIterator for Messages {
     type Item = MessageParam;
-    type IntoIter = std::iter::Map<
-        std::vec::IntoIter<Arc<MessageParam>>,
-        fn(Arc<MessageParam>) -> MessageParam,
-    >;
+    type IntoIter = std::iter::Map<std::vec::IntoIter<Entry>, fn(Entry) -> MessageParam>;
 
     /// Each message moved out, copied only when it is shared.
     fn into_iter(self) -> Self::IntoIter {
-        self.items.into_iter().map(Arc::unwrap_or_clone)
+        let entries: Vec<Entry> = match Arc::try_unwrap(self.chunks) {
+            Ok(chunks) => chunks
+                .into_iter()
+                .flat_map(Arc::unwrap_or_clone)
+                .chain(Arc::unwrap_or_clone(self.tail))
+                .collect(),
+            Err(chunks) => chunks
+                .iter()
+                .flat_map(|chunk| chunk.iter().cloned())
+                .chain(self.tail.iter().cloned())
+                .collect(),
+        };
+        entries.into_iter().map(Arc::unwrap_or_clone)
     }
 }
 
@@ -271,13 +602,23 @@ impl std::ops::Index<usize> for Messages {
     type Output = MessageParam;
 
     fn index(&self, index: usize) -> &MessageParam {
-        &self.items[index]
+        match self.get(index) {
+            Some(message) => message,
+            None => panic!(
+                "index out of bounds: the len is {} but the index is {index}",
+                self.len()
+            ),
+        }
     }
 }
 
 impl std::ops::IndexMut<usize> for Messages {
     fn index_mut(&mut self, index: usize) -> &mut MessageParam {
-        Arc::make_mut(&mut self.items[index])
+        let len = self.len();
+        match self.get_mut(index) {
+            Some(message) => message,
+            None => panic!("index out of bounds: the len is {len} but the index is {index}"),
+        }
     }
 }
 
@@ -301,41 +642,44 @@ impl From<Messages> for Vec<MessageParam> {
 
 impl FromIterator<MessageParam> for Messages {
     fn from_iter<I: IntoIterator<Item = MessageParam>>(iter: I) -> Messages {
-        Messages {
-            items: iter.into_iter().map(Arc::new).collect(),
-        }
+        iter.into_iter().map(Arc::new).collect()
     }
 }
 
 impl FromIterator<Arc<MessageParam>> for Messages {
     fn from_iter<I: IntoIterator<Item = Arc<MessageParam>>>(iter: I) -> Messages {
-        Messages {
-            items: iter.into_iter().collect(),
+        let mut messages = Messages::new();
+        for message in iter {
+            messages.push_shared(message);
         }
+        messages
     }
 }
 
 impl Extend<MessageParam> for Messages {
     fn extend<I: IntoIterator<Item = MessageParam>>(&mut self, iter: I) {
-        self.items.extend(iter.into_iter().map(Arc::new));
+        for message in iter {
+            self.push(message);
+        }
     }
 }
 
 impl PartialEq for Messages {
-    /// Message by message, the same shared message being equal without a look inside.
+    /// Message by message, the shared prefix (compared by chunks) equal without a look inside.
     fn eq(&self, other: &Messages) -> bool {
-        self.items.len() == other.items.len()
-            && self
-                .items
-                .iter()
-                .zip(&other.items)
-                .all(|(a, b)| Messages::same_or_equal(a, b))
+        if self.len() != other.len() {
+            return false;
+        }
+        let shared = self.common_prefix(other);
+        self.shared_from(shared)
+            .zip(other.shared_from(shared))
+            .all(|(a, b)| Messages::same_or_equal(a, b))
     }
 }
 
 impl PartialEq<[MessageParam]> for Messages {
     fn eq(&self, other: &[MessageParam]) -> bool {
-        self.items.len() == other.len() && self.iter().zip(other).all(|(a, b)| a == b)
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a == b)
     }
 }
 
@@ -384,14 +728,7 @@ mod tests {
         let mut messages = Messages::from(vec![user("a"), user("b")]);
         let kept = messages.clone();
         messages[1] = user("B");
-        assert!(Messages::same_message(
-            &messages.shared()[0],
-            &kept.shared()[0]
-        ));
-        assert!(!Messages::same_message(
-            &messages.shared()[1],
-            &kept.shared()[1]
-        ));
+        assert_eq!(messages.common_prefix(&kept), 1);
         assert_eq!(kept[1], user("b"));
         assert_ne!(messages, kept);
     }
@@ -411,7 +748,7 @@ mod tests {
     fn equal_messages_in_different_allocations_are_equal() {
         let a = Messages::from(vec![user("a")]);
         let b = Messages::from(vec![user("a")]);
-        assert!(!Messages::same_message(&a.shared()[0], &b.shared()[0]));
+        assert_eq!(a.common_prefix(&b), 0);
         assert_eq!(a, b);
     }
 }

@@ -2,6 +2,8 @@
 //! was a test binary of its own (its documentation says what it tests), and they share no
 //! module.
 
+#[path = "suite/messages_props.rs"]
+mod messages_props;
 #[path = "suite/platform_models.rs"]
 mod platform_models;
 #[path = "suite/recorded_streams.rs"]
