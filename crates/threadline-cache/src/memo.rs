@@ -8,10 +8,11 @@
 //! flattened and what each block gave: its own hash, its tokens, whether a marker may go on it,
 //! whether it is thinking. The messages are kept shared (a request's [`Messages`] is a
 //! persistent vector of shared messages: keeping it costs the same at any length), not
-//! copied. A later request finds the leading messages it shares with them chunk by chunk
-//! ([`Messages::common_prefix`]) and reuses what they gave without reading them; after those,
-//! a message equal to the one kept at the same index (`==`, no serialization, no allocation)
-//! reuses its facts too; any other message is flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
+//! copied. A later request finds the leading messages it holds equal to them
+//! ([`Messages::equal_prefix`]: those it shares chunk by chunk, without reading them, others by
+//! `==`, no serialization, no allocation) and reuses what they gave; after those, a message
+//! equal to the one kept at the same index reuses its facts too; any other message is
+//! flattened again. Nothing is trusted: a message edited in the middle, a changed role, a
 //! block moved, is simply not equal, and the result is always what flattening from scratch
 //! gives (a property test in `tests/suite/planner_props.rs` checks it over hostile sessions).
 //!
@@ -69,7 +70,8 @@ pub(crate) struct MessagePieces {
     /// The pieces of the messages, in order.
     pub(crate) pieces: Vec<crate::prefix::PrefixPiece>,
     /// Per message: where its pieces end in `pieces`, the running state and cumulative
-    /// tokens after it, and whether its thinking was stripped.
+    /// tokens after it (whether its thinking was stripped follows from
+    /// [`PrefixMemo::strip_before`]).
     pub(crate) after: Vec<PiecesEnd>,
 }
 
@@ -79,7 +81,6 @@ pub(crate) struct PiecesEnd {
     pub(crate) end: usize,
     pub(crate) state: u64,
     pub(crate) cumulative: u64,
-    pub(crate) stripped: bool,
 }
 
 /// The flattened messages of the last request recorded, by index. Valid for one token counter
@@ -156,11 +157,12 @@ impl PrefixMemo {
     }
 
     /// The indices of `messages` that may carry a cache marker: those after the prefix they
-    /// share with the memo's, and the memo's own marked ones before it. What a caller clearing
-    /// the markers has to look at (the rest it knows to be clean without reading them).
+    /// hold equal to the memo's, and the memo's own marked ones before it. What a caller
+    /// clearing the markers has to look at (the rest it knows to be clean without reading
+    /// them).
     pub(crate) fn maybe_marked(&self, messages: &Messages) -> Vec<usize> {
         let shared = messages
-            .common_prefix(&self.request)
+            .equal_prefix(&self.request)
             .min(self.messages.len());
         self.marked
             .iter()

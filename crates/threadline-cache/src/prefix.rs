@@ -500,32 +500,23 @@ impl Prefix {
                 let mut marked = std::mem::take(&mut memo.marked);
                 let previous = memo.pieces.take().filter(|p| p.start == start);
                 // The leading messages whose pieces are the last flattening's, as they are:
-                // those the two requests share (found chunk by chunk: nothing of them is
-                // read), while their thinking is stripped as it was, then any equal ones.
+                // those equal to the kept ones (the shared ones found chunk by chunk, nothing
+                // of them read), while their thinking is stripped as it was (an equal message
+                // at the same index strips as before unless the strip point moved).
                 let reused = previous.as_ref().map_or(0, |p| {
-                    let mut shared = messages
-                        .common_prefix(&kept_request)
+                    let mut equal = messages
+                        .equal_prefix(&kept_request)
                         .min(kept.len())
                         .min(p.after.len());
                     if memo.strip_before != strip_before {
-                        // Only assistant messages before both ends strip as they did.
+                        // Only the messages before both strip points strip as they did.
                         let both = memo
                             .strip_before
                             .unwrap_or(0)
                             .min(strip_before.unwrap_or(0));
-                        shared = shared.min(both);
+                        equal = equal.min(both);
                     }
-                    let equal = messages
-                        .shared_from(shared)
-                        .zip(kept_request.shared_from(shared))
-                        .zip(&p.after[shared..])
-                        .enumerate()
-                        .take_while(|(i, ((param, kept), after))| {
-                            Messages::same_or_equal(kept, param)
-                                && after.stripped == stripped(shared + i, param)
-                        })
-                        .count();
-                    shared + equal
+                    equal
                 });
                 let mut message_pieces = match previous.filter(|_| reused > 0) {
                     Some(mut previous) => {
@@ -571,7 +562,6 @@ impl Prefix {
                         end: flat.pieces.len() - start.0,
                         state: flat.state,
                         cumulative: flat.cumulative,
-                        stripped: strip,
                     });
                     kept.push(facts);
                 }

@@ -4,11 +4,12 @@
 //! A conversation's requests repeat every earlier message, and serializing the body again each
 //! turn costs as much as the history (most of it escaping strings that have not changed). The
 //! client keeps, for the last few conversations it sent, the last body, the last request's
-//! messages (shared, not copied: a request's [`Messages`] is a persistent vector of shared
-//! messages, kept at the same cost at any length) and where each one's JSON is in the body.
-//! The leading messages a request shares with the matching conversation's last one are found
-//! chunk by chunk ([`Messages::common_prefix`]); those, and after them any message equal
-//! (`==`) to the one at the same index, keep their bytes; any other is serialized.
+//! messages (shared, not copied: a request's [`Messages`] keeps its messages in shared
+//! chunks, kept at the same cost at any length) and where each one's JSON is in the body.
+//! The leading messages a request holds equal to the matching conversation's last one keep
+//! their bytes ([`Messages::equal_prefix`]: the shared ones found chunk by chunk, others
+//! compared by value), and so does any later message equal to the one at the same index; any
+//! other is serialized.
 //!
 //! The body is the request's other fields serialized (`messages` left empty) with the
 //! messages spliced in: byte for byte what `serde_json::to_vec` gives for the whole request (a
@@ -125,13 +126,7 @@ impl BodyFragments {
         // How many leading messages keep their bytes where they are: those the two requests
         // share (found chunk by chunk, nothing of the messages read), then any equal ones.
         let in_place = if conversation.head == split && old_body.starts_with(&shell[..split]) {
-            let shared = messages.common_prefix(&kept);
-            let equal = messages
-                .shared_from(shared)
-                .zip(kept.shared_from(shared))
-                .take_while(|(message, kept)| Messages::same_or_equal(kept, message))
-                .count();
-            (shared + equal).min(fragments.len())
+            messages.equal_prefix(&kept).min(fragments.len())
         } else {
             0
         };

@@ -91,22 +91,39 @@ impl Messages {
     /// index ([`Messages::same_message`]). Chunks the two share are skipped whole, so two
     /// requests of one conversation compare in time proportional to their chunks (a 64th of
     /// their messages) and what differs, not to their messages. Equal messages in different
-    /// allocations end the prefix: a cache that wants them compares contents after it.
+    /// allocations end the prefix ([`Messages::equal_prefix`] goes on past them).
     pub fn common_prefix(&self, other: &Messages) -> usize {
+        self.shared_until(other, 0)
+    }
+
+    /// How many leading entries of `self` and `other` hold equal messages: those they share
+    /// (skipped chunk by chunk, as [`Messages::common_prefix`] does), and each pair of equal
+    /// messages in different allocations (compared by value) between them. What a cache keyed
+    /// by messages keeps: a request whose first message was rebuilt equal (a context message
+    /// prepended again) still finds the rest by chunk.
+    pub fn equal_prefix(&self, other: &Messages) -> usize {
         let n = self.len().min(other.len());
-        let mut at = if Arc::ptr_eq(&self.chunks, &other.chunks) {
-            self.chunks.len() * CHUNK
-        } else {
-            self.chunks
-                .iter()
-                .zip(other.chunks.iter())
-                .take_while(|(a, b)| Arc::ptr_eq(a, b))
-                .count()
-                * CHUNK
-        };
+        let mut at = 0;
+        loop {
+            at = self.shared_until(other, at);
+            if at >= n || self.entry(at) != other.entry(at) {
+                return at.min(n);
+            }
+            at += 1;
+        }
+    }
+
+    /// The first index from `from` on where `self` and `other` do not hold the same shared
+    /// message (the shorter length when there is none).
+    fn shared_until(&self, other: &Messages, from: usize) -> usize {
+        let n = self.len().min(other.len());
+        let mut at = from;
+        if at == 0 && Arc::ptr_eq(&self.chunks, &other.chunks) {
+            at = self.full();
+        }
         while at < n {
             // A chunk shared whole (a chunk is only changed after it is copied): skip it.
-            if at % CHUNK == 0
+            if at.is_multiple_of(CHUNK)
                 && let (Some(a), Some(b)) = (self.chunk(at / CHUNK), other.chunk(at / CHUNK))
                 && Arc::ptr_eq(a, b)
             {
@@ -122,6 +139,7 @@ impl Messages {
     }
 
     /// The chunk at `index` (the tail after the full ones).
+    #[inline]
     fn chunk(&self, index: usize) -> Option<&Chunk> {
         match index.cmp(&self.chunks.len()) {
             std::cmp::Ordering::Less => Some(&self.chunks[index]),
@@ -131,11 +149,13 @@ impl Messages {
     }
 
     /// How many entries the full chunks hold.
+    #[inline]
     fn full(&self) -> usize {
         self.chunks.len() * CHUNK
     }
 
     /// The entry at `index`, which is in bounds.
+    #[inline]
     fn entry(&self, index: usize) -> &Entry {
         let full = self.full();
         if index < full {
@@ -167,6 +187,7 @@ impl Messages {
     }
 
     /// The shared entries in order, for those who keep what they derived from each message.
+    #[inline]
     pub fn shared(&self) -> SharedIter<'_> {
         self.shared_from(0)
     }
@@ -178,32 +199,33 @@ impl Messages {
     }
 
     /// The shared entries from `from` on (none when `from` is past the end).
+    #[inline]
     pub fn shared_from(&self, from: usize) -> SharedIter<'_> {
         SharedIter {
-            inner: Cursor {
-                messages: self,
-                front: from.min(self.len()),
-                back: self.len(),
-            },
+            inner: Cursor::new(self, from.min(self.len()), self.len()),
         }
     }
 
     /// The shared entry at `index`.
+    #[inline]
     pub fn shared_at(&self, index: usize) -> Option<&Arc<MessageParam>> {
         (index < self.len()).then(|| self.entry(index))
     }
 
     /// How many messages.
+    #[inline]
     pub fn len(&self) -> usize {
         self.full() + self.tail.len()
     }
 
     /// Whether there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The message at `index`.
+    #[inline]
     pub fn get(&self, index: usize) -> Option<&MessageParam> {
         self.shared_at(index).map(|m| &**m)
     }
@@ -214,11 +236,13 @@ impl Messages {
     }
 
     /// The first message.
+    #[inline]
     pub fn first(&self) -> Option<&MessageParam> {
         self.get(0)
     }
 
     /// The last message.
+    #[inline]
     pub fn last(&self) -> Option<&MessageParam> {
         self.len().checked_sub(1).and_then(|i| self.get(i))
     }
@@ -344,6 +368,7 @@ impl Messages {
     }
 
     /// The messages in order.
+    #[inline]
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             inner: self.shared_from(0).inner,
@@ -351,6 +376,7 @@ impl Messages {
     }
 
     /// The messages at the indices in `range` (panics when out of bounds, as slicing does).
+    #[inline]
     pub fn range(&self, range: impl RangeBounds<usize>) -> Iter<'_> {
         let len = self.len();
         let start = match range.start_bound() {
@@ -368,11 +394,7 @@ impl Messages {
             "range {start}..{end} out of bounds for {len} messages"
         );
         Iter {
-            inner: Cursor {
-                messages: self,
-                front: start,
-                back: end,
-            },
+            inner: Cursor::new(self, start, end),
         }
     }
 
@@ -404,36 +426,117 @@ impl Messages {
     }
 }
 
-/// A position in a [`Messages`] read from both ends.
+/// The entries of a [`Messages`] between two indices, read from both ends: the rest of the
+/// front chunk, the full chunks between, the rest of the back chunk. Reading in order is a
+/// slice iterator's step (the loop over a long history stays as tight as over a `Vec`).
 #[derive(Clone)]
 struct Cursor<'a> {
-    messages: &'a Messages,
-    front: usize,
-    back: usize,
+    front: std::slice::Iter<'a, Entry>,
+    middle: std::slice::Iter<'a, Chunk>,
+    back: std::slice::Iter<'a, Entry>,
+    left: usize,
 }
 
 impl<'a> Cursor<'a> {
+    /// The entries of `messages` at `start..end` (in bounds, `start <= end`).
+    #[inline]
+    fn new(messages: &'a Messages, start: usize, end: usize) -> Cursor<'a> {
+        let empty: &'a [Entry] = &[];
+        if start >= end {
+            return Cursor {
+                front: empty.iter(),
+                middle: [].iter(),
+                back: empty.iter(),
+                left: 0,
+            };
+        }
+        let (first, last) = (start / CHUNK, (end - 1) / CHUNK);
+        let chunk = |index: usize| -> &'a [Entry] {
+            messages
+                .chunk(index)
+                .map_or(empty, |chunk| chunk.as_slice())
+        };
+        let (from, to) = (start % CHUNK, (end - 1) % CHUNK + 1);
+        if first == last {
+            return Cursor {
+                front: chunk(first)[from..to].iter(),
+                middle: [].iter(),
+                back: empty.iter(),
+                left: end - start,
+            };
+        }
+        Cursor {
+            front: chunk(first)[from..].iter(),
+            middle: messages.chunks[first + 1..last].iter(),
+            back: chunk(last)[..to].iter(),
+            left: end - start,
+        }
+    }
+
+    #[inline]
     fn next(&mut self) -> Option<&'a Entry> {
-        (self.front < self.back).then(|| {
-            self.front += 1;
-            self.messages.entry(self.front - 1)
-        })
+        loop {
+            if let Some(entry) = self.front.next() {
+                self.left -= 1;
+                return Some(entry);
+            }
+            match self.middle.next() {
+                Some(chunk) => self.front = chunk.iter(),
+                None => break,
+            }
+        }
+        let entry = self.back.next()?;
+        self.left -= 1;
+        Some(entry)
     }
 
+    #[inline]
     fn next_back(&mut self) -> Option<&'a Entry> {
-        (self.front < self.back).then(|| {
-            self.back -= 1;
-            self.messages.entry(self.back)
-        })
+        loop {
+            if let Some(entry) = self.back.next_back() {
+                self.left -= 1;
+                return Some(entry);
+            }
+            match self.middle.next_back() {
+                Some(chunk) => self.back = chunk.iter(),
+                None => break,
+            }
+        }
+        let entry = self.front.next_back()?;
+        self.left -= 1;
+        Some(entry)
     }
 
-    fn nth(&mut self, n: usize) -> Option<&'a Entry> {
-        self.front = self.front.saturating_add(n).min(self.back);
-        self.next()
-    }
-
-    fn left(&self) -> usize {
-        self.back - self.front
+    /// Skips `n` entries, whole chunks at a time, then reads one.
+    fn nth(&mut self, mut n: usize) -> Option<&'a Entry> {
+        let empty: &'a [Entry] = &[];
+        let in_front = self.front.len();
+        if n < in_front {
+            self.left -= n + 1;
+            return self.front.nth(n);
+        }
+        n -= in_front;
+        self.left -= in_front;
+        self.front = empty.iter();
+        // The middle chunks are full.
+        let whole = (n / CHUNK).min(self.middle.len());
+        if whole > 0 {
+            self.middle.nth(whole - 1);
+            n -= whole * CHUNK;
+            self.left -= whole * CHUNK;
+        }
+        if let Some(chunk) = self.middle.next() {
+            self.front = chunk.iter();
+            return self.nth(n);
+        }
+        let in_back = self.back.len();
+        if n < in_back {
+            self.left -= n + 1;
+            return self.back.nth(n);
+        }
+        self.left -= in_back;
+        self.back = empty.iter();
+        None
     }
 }
 
@@ -446,7 +549,7 @@ pub struct Iter<'a> {
 impl std::fmt::Debug for Iter<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Iter")
-            .field("remaining", &self.inner.left())
+            .field("remaining", &self.inner.left)
             .finish()
     }
 }
@@ -454,12 +557,21 @@ impl std::fmt::Debug for Iter<'_> {
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a MessageParam;
 
+    #[inline]
     fn next(&mut self) -> Option<&'a MessageParam> {
         self.inner.next().map(|m| &**m)
     }
 
+    fn count(self) -> usize {
+        self.inner.left
+    }
+
+    fn last(mut self) -> Option<&'a MessageParam> {
+        self.next_back()
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.inner.left(), Some(self.inner.left()))
+        (self.inner.left, Some(self.inner.left))
     }
 
     fn nth(&mut self, n: usize) -> Option<&'a MessageParam> {
@@ -468,6 +580,7 @@ impl<'a> Iterator for Iter<'a> {
 }
 
 impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         self.inner.next_back().map(|m| &**m)
     }
@@ -486,7 +599,7 @@ pub struct SharedIter<'a> {
 impl std::fmt::Debug for SharedIter<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedIter")
-            .field("remaining", &self.inner.left())
+            .field("remaining", &self.inner.left)
             .finish()
     }
 }
@@ -494,12 +607,21 @@ impl std::fmt::Debug for SharedIter<'_> {
 impl<'a> Iterator for SharedIter<'a> {
     type Item = &'a Arc<MessageParam>;
 
+    #[inline]
     fn next(&mut self) -> Option<&'a Arc<MessageParam>> {
         self.inner.next()
     }
 
+    fn count(self) -> usize {
+        self.inner.left
+    }
+
+    fn last(mut self) -> Option<&'a Arc<MessageParam>> {
+        self.next_back()
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.inner.left(), Some(self.inner.left()))
+        (self.inner.left, Some(self.inner.left))
     }
 
     fn nth(&mut self, n: usize) -> Option<&'a Arc<MessageParam>> {
@@ -508,6 +630,7 @@ impl<'a> Iterator for SharedIter<'a> {
 }
 
 impl DoubleEndedIterator for SharedIter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         self.inner.next_back()
     }
@@ -550,6 +673,7 @@ impl<'a> Iterator for IterMut<'a> {
 }
 
 impl DoubleEndedIterator for IterMut<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         self.inner.next_back().map(Arc::make_mut)
     }
@@ -561,6 +685,7 @@ impl<'a> IntoIterator for &'a Messages {
     type Item = &'a MessageParam;
     type IntoIter = Iter<'a>;
 
+    #[inline]
     fn into_iter(self) -> Iter<'a> {
         self.iter()
     }
@@ -601,6 +726,7 @@ impl IntoIterator for Messages {
 impl std::ops::Index<usize> for Messages {
     type Output = MessageParam;
 
+    #[inline]
     fn index(&self, index: usize) -> &MessageParam {
         match self.get(index) {
             Some(message) => message,
@@ -648,11 +774,17 @@ impl FromIterator<MessageParam> for Messages {
 
 impl FromIterator<Arc<MessageParam>> for Messages {
     fn from_iter<I: IntoIterator<Item = Arc<MessageParam>>>(iter: I) -> Messages {
-        let mut messages = Messages::new();
-        for message in iter {
-            messages.push_shared(message);
+        // All the entries first, then the chunks: the messages' allocations (made by `iter`)
+        // stay contiguous, not interleaved with the chunks'.
+        let entries: Vec<Entry> = iter.into_iter().collect();
+        let mut chunks = entries.chunks_exact(CHUNK);
+        let full: Vec<Chunk> = chunks.by_ref().map(|c| Arc::new(c.to_vec())).collect();
+        let mut tail = Vec::with_capacity(CHUNK);
+        tail.extend_from_slice(chunks.remainder());
+        Messages {
+            chunks: Arc::new(full),
+            tail: Arc::new(tail),
         }
-        messages
     }
 }
 

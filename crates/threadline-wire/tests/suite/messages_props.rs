@@ -165,6 +165,10 @@ proptest! {
                     kept.common_prefix(&messages),
                     naive_common_prefix(kept, &messages)
                 );
+                prop_assert_eq!(
+                    messages.equal_prefix(kept),
+                    messages.iter().zip(kept.iter()).take_while(|(a, b)| a == b).count()
+                );
             }
         }
         let copy = messages.clone();
@@ -184,6 +188,7 @@ proptest! {
         // A copy of each message in a new allocation: equal, sharing nothing.
         let fresh = Messages::from(model.clone());
         prop_assert_eq!(fresh.common_prefix(&messages), 0);
+        prop_assert_eq!(fresh.equal_prefix(&messages), messages.len());
         prop_assert_eq!(&fresh, &messages);
         prop_assert_eq!(messages.into_vec(), model);
     }
