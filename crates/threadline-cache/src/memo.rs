@@ -47,18 +47,6 @@ pub(crate) struct BlockFacts {
 #[derive(Clone)]
 pub(crate) struct MessageFacts {
     pub(crate) blocks: Vec<BlockFacts>,
-    /// Whether the message has no cache marker.
-    pub(crate) clean: bool,
-}
-
-impl MessageFacts {
-    /// The facts of `message`, whose blocks gave `blocks`.
-    pub(crate) fn of(message: &MessageParam, blocks: Vec<BlockFacts>) -> MessageFacts {
-        MessageFacts {
-            blocks,
-            clean: !message.has_cache_control(),
-        }
-    }
 }
 
 /// The pieces the last flattening gave for its messages.

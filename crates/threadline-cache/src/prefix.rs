@@ -548,8 +548,8 @@ impl Prefix {
                         }
                         _ => message_facts(param, counter),
                     };
-                    let facts = MessageFacts::of(param, blocks);
-                    if !facts.clean {
+                    let facts = MessageFacts { blocks };
+                    if param.has_cache_control() {
                         marked.push(message);
                     }
                     let strip = stripped(message, param);

@@ -176,16 +176,6 @@ impl Messages {
         }
     }
 
-    /// Every entry, in order, in one `Vec` (a reference count each).
-    fn entries(&self) -> Vec<Entry> {
-        self.shared().cloned().collect()
-    }
-
-    /// The messages holding `entries`, in order.
-    fn of_entries(entries: Vec<Entry>) -> Messages {
-        entries.into_iter().collect()
-    }
-
     /// The shared entries in order, for those who keep what they derived from each message.
     #[inline]
     pub fn shared(&self) -> SharedIter<'_> {
@@ -195,7 +185,7 @@ impl Messages {
     /// The shared entries as a `Vec` (a reference count each, no message copied), for code
     /// that wants a slice of them.
     pub fn to_shared_vec(&self) -> Vec<Arc<MessageParam>> {
-        self.entries()
+        self.shared().cloned().collect()
     }
 
     /// The shared entries from `from` on (none when `from` is past the end).
@@ -293,9 +283,9 @@ impl Messages {
         if index == len {
             return self.push(message);
         }
-        let mut entries = self.entries();
+        let mut entries = self.to_shared_vec();
         entries.insert(index, Arc::new(message));
-        *self = Messages::of_entries(entries);
+        *self = entries.into_iter().collect();
     }
 
     /// Removes the message at `index` (copied out if it is shared). Panics when out of
@@ -306,9 +296,9 @@ impl Messages {
             index < len,
             "removal index (is {index}) should be < len (is {len})"
         );
-        let mut entries = self.entries();
+        let mut entries = self.to_shared_vec();
         let removed = entries.remove(index);
-        *self = Messages::of_entries(entries);
+        *self = entries.into_iter().collect();
         Arc::unwrap_or_clone(removed)
     }
 
@@ -363,7 +353,7 @@ impl Messages {
     pub fn retain(&mut self, mut keep: impl FnMut(&MessageParam) -> bool) {
         let entries: Vec<Entry> = self.shared().filter(|m| keep(m)).cloned().collect();
         if entries.len() != self.len() {
-            *self = Messages::of_entries(entries);
+            *self = entries.into_iter().collect();
         }
     }
 
@@ -371,7 +361,7 @@ impl Messages {
     #[inline]
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            inner: self.shared_from(0).inner,
+            inner: self.shared(),
         }
     }
 
@@ -394,7 +384,9 @@ impl Messages {
             "range {start}..{end} out of bounds for {len} messages"
         );
         Iter {
-            inner: Cursor::new(self, start, end),
+            inner: SharedIter {
+                inner: Cursor::new(self, start, end),
+            },
         }
     }
 
@@ -540,18 +532,10 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The messages of a [`Messages`], in order.
-#[derive(Clone)]
+/// The messages of a [`Messages`], in order: its shared entries, each seen as the message.
+#[derive(Clone, Debug)]
 pub struct Iter<'a> {
-    inner: Cursor<'a>,
-}
-
-impl std::fmt::Debug for Iter<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Iter")
-            .field("remaining", &self.inner.left)
-            .finish()
-    }
+    inner: SharedIter<'a>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -563,15 +547,15 @@ impl<'a> Iterator for Iter<'a> {
     }
 
     fn count(self) -> usize {
-        self.inner.left
+        self.inner.count()
     }
 
-    fn last(mut self) -> Option<&'a MessageParam> {
-        self.next_back()
+    fn last(self) -> Option<&'a MessageParam> {
+        self.inner.last().map(|m| &**m)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.inner.left, Some(self.inner.left))
+        self.inner.size_hint()
     }
 
     fn nth(&mut self, n: usize) -> Option<&'a MessageParam> {
