@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::View;
+use super::message_list::MessageList;
 use super::report::{Ctx, Loc};
 use super::rule::Rule;
 use super::turns::{Turn, Turns};
@@ -35,7 +36,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
     let mut beta_reported = false;
     for (t, turn) in Turns::new(messages).enumerate() {
         for m in turn.start..turn.end {
-            let message = &messages[m];
+            let message = messages.at(m);
             let Some(value) = message.extra.get("clear_at") else {
                 continue;
             };
@@ -72,14 +73,8 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
 
 /// The rules of turn-scoped message `m` (of turn `t`): text blocks only, no `output_config`,
 /// no `cache_control` on a block.
-fn turn_scoped(
-    ctx: &mut Ctx<'_>,
-    messages: &threadline_wire::Messages,
-    turn: &Turn<'_>,
-    t: usize,
-    m: usize,
-) {
-    let message = &messages[m];
+fn turn_scoped(ctx: &mut Ctx<'_>, messages: MessageList<'_>, turn: &Turn<'_>, t: usize, m: usize) {
+    let message = messages.at(m);
     let loc = Loc::Message { msg: m, turn: t };
     let blocks: &[ContentBlock] = match &message.content {
         Content::Blocks(blocks) => blocks,

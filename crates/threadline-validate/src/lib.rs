@@ -104,6 +104,7 @@ mod fallbacks;
 mod hash;
 mod ids;
 mod message_effort;
+mod message_list;
 mod messages;
 mod on_demand_compaction;
 mod output_config;
@@ -125,6 +126,7 @@ use std::fmt;
 pub use ids::{is_valid_server_tool_use_id, is_valid_tool_name, is_valid_tool_use_id};
 pub use rule::Rule;
 
+use message_list::MessageList;
 use threadline_wire::cache_control::CacheControl;
 use threadline_wire::model::Model;
 use threadline_wire::request::ThinkingConfig;
@@ -306,7 +308,12 @@ pub fn validate_report(
     model: &Model,
     options: &ValidateOptions,
 ) -> Report {
-    run(&View::of_messages(request), model, options)
+    let messages = MessageList::gather(&request.messages);
+    run(
+        &View::of_messages(request, MessageList::new(&messages)),
+        model,
+        options,
+    )
 }
 
 /// The violations of a `POST /v1/messages/count_tokens` body against `model`'s row (the same
@@ -330,14 +337,19 @@ pub fn validate_count_tokens_report(
     model: &Model,
     options: &ValidateOptions,
 ) -> Report {
-    run(&View::of_count_tokens(request), model, options)
+    let messages = MessageList::gather(&request.messages);
+    run(
+        &View::of_count_tokens(request, MessageList::new(&messages)),
+        model,
+        options,
+    )
 }
 
 /// The fields the rules read, borrowed from either request type.
 struct View<'a> {
     model: &'a str,
     max_tokens: Option<u64>,
-    messages: &'a threadline_wire::Messages,
+    messages: MessageList<'a>,
     system: Option<&'a SystemPrompt>,
     tools: &'a [ToolDefinition],
     tool_choice: Option<&'a ToolChoice>,
@@ -366,11 +378,11 @@ fn has_mcp_servers(value: Option<&serde_json::Value>) -> bool {
 }
 
 impl<'a> View<'a> {
-    fn of_messages(r: &'a MessagesRequest) -> Self {
+    fn of_messages(r: &'a MessagesRequest, messages: MessageList<'a>) -> Self {
         View {
             model: &r.model,
             max_tokens: Some(r.max_tokens),
-            messages: &r.messages,
+            messages,
             system: r.system.as_ref(),
             tools: r.tools.as_deref().unwrap_or(&[]),
             tool_choice: r.tool_choice.as_ref(),
@@ -391,11 +403,11 @@ impl<'a> View<'a> {
         }
     }
 
-    fn of_count_tokens(r: &'a CountTokensRequest) -> Self {
+    fn of_count_tokens(r: &'a CountTokensRequest, messages: MessageList<'a>) -> Self {
         View {
             model: &r.model,
             max_tokens: None,
-            messages: &r.messages,
+            messages,
             system: r.system.as_ref(),
             tools: r.tools.as_deref().unwrap_or(&[]),
             tool_choice: r.tool_choice.as_ref(),

@@ -78,6 +78,7 @@ mod tests {
     use threadline_wire::model::ModelTable;
 
     use super::Seen;
+    use crate::message_list::MessageList;
     use crate::{ValidateOptions, View, run_checks};
 
     /// A message holding what only the rarer rules look at.
@@ -142,7 +143,8 @@ mod tests {
                 Some(header) => ValidateOptions::default().with_beta_header(header),
                 None => ValidateOptions::default(),
             };
-            let view = View::of_messages(&request);
+            let refs = MessageList::gather(&request.messages);
+            let view = View::of_messages(&request, MessageList::new(&refs));
             let skipping = run_checks(&view, model, &options, None);
             let everything = run_checks(&view, model, &options, Some(Seen::everything()));
             prop_assert_eq!(skipping, everything);
@@ -168,7 +170,8 @@ mod tests {
         let options = ValidateOptions::default();
         let mut ctx = crate::report::Ctx::new(model, &options);
         let mut breakpoints = crate::cache::Breakpoints::default();
-        let view = View::of_messages(&request);
+        let refs = MessageList::gather(&request.messages);
+        let view = View::of_messages(&request, MessageList::new(&refs));
         let (_, seen) = crate::messages::check(&mut ctx, &view, &mut breakpoints);
         assert_eq!(seen, Seen::default());
     }

@@ -2,6 +2,7 @@
 //! them. A [`Turn`] is such a run of original messages; [`TurnBlocks`] walks its blocks with
 //! both their original and their merged positions, without copying anything.
 
+use super::message_list::MessageList;
 use super::report::Loc;
 use threadline_wire::content::{Content, ContentBlock, Role};
 
@@ -21,13 +22,13 @@ pub(super) struct Turn<'a> {
 /// on every validation).
 #[derive(Debug, Clone)]
 pub(super) struct Turns<'a> {
-    messages: &'a threadline_wire::Messages,
+    messages: MessageList<'a>,
     next: usize,
 }
 
 impl<'a> Turns<'a> {
     /// The turns of `messages`.
-    pub(super) fn new(messages: &'a threadline_wire::Messages) -> Self {
+    pub(super) fn new(messages: MessageList<'a>) -> Self {
         Turns { messages, next: 0 }
     }
 }
@@ -40,7 +41,7 @@ impl<'a> Iterator for Turns<'a> {
         let role = &self.messages.get(start)?.role;
         let run = self
             .messages
-            .range(start + 1..)
+            .range(start + 1..self.messages.len())
             .take_while(|m| m.role == *role)
             .count();
         self.next = start + 1 + run;
@@ -120,7 +121,7 @@ impl Turn<'_> {
     }
 
     /// Whether every message of the turn is `""` or `[]`.
-    pub(super) fn is_empty(&self, messages: &threadline_wire::Messages) -> bool {
+    pub(super) fn is_empty(&self, messages: MessageList<'_>) -> bool {
         messages
             .range(self.start..self.end)
             .all(|m| m.content.is_empty())
@@ -128,7 +129,7 @@ impl Turn<'_> {
 
     /// Whether this is a system turn of effort-only messages: each with empty content and an
     /// `output_config` object (a per-message effort change, which renders nothing).
-    pub(super) fn is_effort_only(&self, messages: &threadline_wire::Messages) -> bool {
+    pub(super) fn is_effort_only(&self, messages: MessageList<'_>) -> bool {
         *self.role == Role::System
             && messages.range(self.start..self.end).all(|m| {
                 m.content.is_empty() && m.extra.get("output_config").is_some_and(|v| v.is_object())
@@ -185,7 +186,7 @@ pub(super) struct TurnBlock<'a> {
 
 /// The pieces of one turn, in merged order.
 pub(super) struct TurnBlocks<'a> {
-    messages: &'a threadline_wire::Messages,
+    messages: MessageList<'a>,
     turn: usize,
     msg: usize,
     end: usize,
@@ -195,11 +196,7 @@ pub(super) struct TurnBlocks<'a> {
 
 impl<'a> TurnBlocks<'a> {
     /// The pieces of `turn` (the `index`-th turn) of `messages`.
-    pub(super) fn new(
-        messages: &'a threadline_wire::Messages,
-        turn: &Turn<'_>,
-        index: usize,
-    ) -> Self {
+    pub(super) fn new(messages: MessageList<'a>, turn: &Turn<'_>, index: usize) -> Self {
         TurnBlocks {
             messages,
             turn: index,
@@ -228,7 +225,7 @@ impl<'a> Iterator for TurnBlocks<'a> {
 
     fn next(&mut self) -> Option<TurnBlock<'a>> {
         while self.msg < self.end {
-            let content = &self.messages[self.msg].content;
+            let content = &self.messages.at(self.msg).content;
             match content {
                 Content::Text(text) if self.block == 0 => {
                     self.block = 1;
@@ -312,11 +309,11 @@ mod tests {
             message(Role::Assistant),
             message(Role::User),
         ];
-        let spans: Vec<(usize, usize)> =
-            Turns::new(&threadline_wire::Messages::from(messages.to_vec()))
-                .map(|t| (t.start, t.end))
-                .collect();
+        let refs: Vec<&threadline_wire::MessageParam> = messages.iter().collect();
+        let spans: Vec<(usize, usize)> = Turns::new(MessageList::new(&refs))
+            .map(|t| (t.start, t.end))
+            .collect();
         assert_eq!(spans, [(0, 2), (2, 3), (3, 4)]);
-        assert_eq!(Turns::new(&threadline_wire::Messages::new()).count(), 0);
+        assert_eq!(Turns::new(MessageList::new(&[])).count(), 0);
     }
 }
