@@ -88,8 +88,10 @@
 //!
 //! # Cost
 //!
-//! One pass over the messages and their blocks; ids are kept as borrowed `&str` in hash sets;
-//! nothing is cloned; strings are allocated only for violations. The rarer rules (system
+//! One pass over the messages and their blocks, after gathering references to the messages
+//! into one flat list (8 bytes a message: a request keeps its messages in shared chunks, and
+//! the walk reaches each message several times); ids are kept as borrowed `&str` in hash
+//! sets; nothing is cloned; strings are allocated only for violations. The rarer rules (system
 //! messages and tool changes, `clear_at`, per-message effort, tool references) walk the
 //! messages again only when that pass saw something they check: on a large request each walk
 //! costs a cache miss per block.
