@@ -128,19 +128,11 @@ impl PrefixMemo {
         }
     }
 
-    /// Whether the memo holds `message` (the same shared message, else an equal one) at
-    /// `index`.
-    pub(crate) fn holds(&self, index: usize, message: &Arc<MessageParam>) -> bool {
-        self.request
-            .shared_at(index)
-            .is_some_and(|kept| Messages::same_or_equal(kept, message))
-    }
-
     /// What the message at `index` gave, if the memo holds that very message there.
     pub(crate) fn get(&self, index: usize, message: &Arc<MessageParam>) -> Option<&[BlockFacts]> {
         self.messages
             .get(index)
-            .filter(|_| self.holds(index, message))
+            .filter(|_| self.request.holds(index, message))
             .map(|kept| kept.blocks.as_slice())
     }
 

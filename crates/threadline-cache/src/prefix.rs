@@ -15,9 +15,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use threadline_wire::content::Content;
-use threadline_wire::{
-    CacheControl, CacheTtl, ContentBlock, Messages, MessagesRequest, ToolDefinition,
-};
+use threadline_wire::{CacheControl, CacheTtl, ContentBlock, MessagesRequest, ToolDefinition};
 
 use crate::memo::{BlockFacts, MemoUse, MessageFacts, MessagePieces, PiecesEnd, PrefixMemo};
 use crate::tokens::{Piece, TokenCounter};
@@ -539,13 +537,7 @@ impl Prefix {
                 for (offset, param) in messages.shared_from(reused).enumerate() {
                     let message = reused + offset;
                     let blocks = match rest.next() {
-                        Some(previous)
-                            if kept_request
-                                .shared_at(message)
-                                .is_some_and(|kept| Messages::same_or_equal(kept, param)) =>
-                        {
-                            previous.blocks
-                        }
+                        Some(previous) if kept_request.holds(message, param) => previous.blocks,
                         _ => message_facts(param, counter),
                     };
                     let facts = MessageFacts { blocks };

@@ -179,11 +179,11 @@ impl BodyFragments {
     /// The conversation whose last request started with `first`, else an empty one (a new
     /// slot, or the one used least recently).
     fn slot_for(&mut self, first: &Arc<MessageParam>) -> usize {
-        if let Some(slot) = self.conversations.iter().position(|c| {
-            c.messages
-                .shared_at(0)
-                .is_some_and(|kept| Messages::same_or_equal(kept, first))
-        }) {
+        if let Some(slot) = self
+            .conversations
+            .iter()
+            .position(|c| c.messages.holds(0, first))
+        {
             return slot;
         }
         if self.conversations.len() < CONVERSATIONS {

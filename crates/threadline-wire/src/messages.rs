@@ -202,6 +202,15 @@ impl Messages {
         (index < self.len()).then(|| self.entry(index))
     }
 
+    /// Whether the entry at `index` holds `message`: the same shared message, else an equal
+    /// one ([`Messages::same_or_equal`]; `false` past the end). What a cache that kept this
+    /// request asks of a message at the same index in the next.
+    #[inline]
+    pub fn holds(&self, index: usize, message: &Arc<MessageParam>) -> bool {
+        self.shared_at(index)
+            .is_some_and(|kept| Messages::same_or_equal(kept, message))
+    }
+
     /// How many messages.
     #[inline]
     pub fn len(&self) -> usize {
