@@ -18,7 +18,7 @@
 //! one is safe code only.)
 //!
 //! Sharing also gives a cheap test of sameness: two entries that are the same allocation
-//! ([`Messages::same_message`]) hold equal messages, and two requests that share a chunk share
+//! ([`Arc::ptr_eq`]) hold equal messages, and two requests that share a chunk share
 //! every message in it, so [`Messages::common_prefix`] finds how many leading messages two
 //! requests share by comparing chunks, not messages. Whoever keeps what it derived from each
 //! message (the cache planner's hashes, the client's serialized bytes) keeps the messages it
@@ -75,12 +75,6 @@ impl Messages {
         Messages::default()
     }
 
-    /// Whether `a` and `b` are the same shared message (then they are equal; unequal
-    /// allocations may still hold equal messages).
-    pub fn same_message(a: &Arc<MessageParam>, b: &Arc<MessageParam>) -> bool {
-        Arc::ptr_eq(a, b)
-    }
-
     /// Whether `a` and `b` hold equal messages: the same shared message (a pointer
     /// comparison, nothing read), else equal contents. What a cache keyed by messages asks.
     pub fn same_or_equal(a: &Arc<MessageParam>, b: &Arc<MessageParam>) -> bool {
@@ -88,7 +82,7 @@ impl Messages {
     }
 
     /// How many leading entries `self` and `other` share: the same shared message at each
-    /// index ([`Messages::same_message`]). Chunks the two share are skipped whole, so two
+    /// index ([`Arc::ptr_eq`]). Chunks the two share are skipped whole, so two
     /// requests of one conversation compare in time proportional to their chunks (a 64th of
     /// their messages) and what differs, not to their messages. Equal messages in different
     /// allocations end the prefix ([`Messages::equal_prefix`] goes on past them).
