@@ -1,20 +1,24 @@
 //! The API's cache diagnostics recorded in a transcript, beside `inspect`'s own prediction:
 //! the table's line. The analysis is the library's ([`threadline_inspect::diagnostics`]).
 
+use std::fmt;
+
 use threadline_inspect::RequestRow;
 
 pub use threadline_inspect::diagnostics::{DiagnosticsRow, Recorded, recorded};
 
-/// The table's line for a row's `diagnostics` (empty when it has none).
-pub fn render(row: &RequestRow) -> String {
+/// Writes the table's line for a row's `diagnostics` (nothing when it has none).
+pub fn write(out: &mut impl fmt::Write, row: &RequestRow) -> fmt::Result {
     let Some(d) = &row.diagnostics else {
-        return String::new();
+        return Ok(());
     };
-    let missed = d
-        .missed_tokens()
-        .map_or(String::new(), |n| format!(" (~{n} tokens)"));
-    format!(
-        "      diagnostics: {}{missed} | loop predicted {} ({}) | inspect predicts {} ({})\n",
+    let missed = fmt::from_fn(|f| match d.missed_tokens() {
+        Some(n) => write!(f, " (~{n} tokens)"),
+        None => Ok(()),
+    });
+    writeln!(
+        out,
+        "      diagnostics: {}{missed} | loop predicted {} ({}) | inspect predicts {} ({})",
         crate::terminal_text::terminal_safe(&d.reason, false),
         d.loop_predicted.as_deref().unwrap_or("-"),
         d.loop_agreement,
