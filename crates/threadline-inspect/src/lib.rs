@@ -455,7 +455,12 @@ pub(crate) fn prefix_changes<'c, 't>(
 /// The calibration inferred from the first recorded usage (see the crate docs): the first
 /// request that recorded one, as `model_id` would be sent it (unplanned).
 pub fn calibrate(messages: &[Message], model_id: &str) -> Calibration {
-    let mut walk = ImpliedRequests::new(messages);
+    calibrate_walk(ImpliedRequests::new(messages), model_id)
+}
+
+/// [`calibrate`] from `walk`, a new walk over the transcript (or a clone of one, so that the
+/// caller walks it again without computing its recorded usage twice).
+pub(crate) fn calibrate_walk(mut walk: ImpliedRequests<'_>, model_id: &str) -> Calibration {
     while let Some(implied) = walk.next_request() {
         if let Some(usage) = &implied.recorded {
             let request = MessagesRequest::new(model_id, 1024, implied.messages.clone());
@@ -473,14 +478,14 @@ pub fn report<'t>(messages: &[Message], format: Format, options: &Options<'t>) -
     let model_id = model_id_for(messages, options.model);
     let resolved = options.table.resolve(&model_id);
     let model: &Model = resolved.model();
-    let calibration = calibrate(messages, &model_id);
+    let mut walk = ImpliedRequests::new(messages);
+    let calibration = calibrate_walk(walk.clone(), &model_id);
     let config = calibration.config;
     let mut sim = calibration.session_simulator(model, &model_id);
-    let mut rows = Vec::new();
+    let mut rows = Vec::with_capacity(walk.max_requests());
     let mut totals = Sums::default();
     let mut last_at = 0u64;
     let thresholds = Thresholds::for_model(model);
-    let mut walk = ImpliedRequests::new(messages);
     let diagnosed = diagnostics::recorded(messages);
     while let Some(implied) = walk.next_request() {
         if implied.after_compaction {

@@ -42,7 +42,7 @@ use threadline_normalize::ImpliedRequests;
 use threadline_wire::model::Model;
 use threadline_wire::{MessagesRequest, Usage};
 
-use crate::{Applied, Options, Report, UsageFigures, calibrate, model_id_for, prefix_changes};
+use crate::{Applied, Options, Report, UsageFigures, calibrate_walk, model_id_for, prefix_changes};
 
 /// A planner strategy the comparison can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,14 +157,14 @@ pub fn add_plan(
     let model_id = model_id_for(messages, options.model);
     let resolved = options.table.resolve(&model_id);
     let model = resolved.model();
-    let mut calibration = calibrate(messages, &model_id);
+    let mut walk = ImpliedRequests::new(messages);
+    let mut calibration = calibrate_walk(walk.clone(), &model_id);
     // The tools and system prompt are not in the transcript: they are the unseen prefix, whose
     // markers the strategy's stable markers would be.
     calibration.config.unseen.ttl = strategy.stable_ttl();
     let mut planner = strategy.planner();
     let mut sim = calibration.simulator(model);
     let mut totals = PlanTotals::default();
-    let mut walk = ImpliedRequests::new(messages);
     let mut index = 0usize;
     let mut last_at = 0u64;
     // Over every request, recorded usage or not (the report's `totals` are).

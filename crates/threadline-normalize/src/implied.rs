@@ -6,6 +6,7 @@
 //! API (the prompt-cache simulator, `threadline inspect`). Tools and system prompt are not in
 //! a transcript and are left to the caller.
 
+use std::rc::Rc;
 use std::time::UNIX_EPOCH;
 
 use threadline_message::response_usage::{ResponseUsage, response_key};
@@ -61,7 +62,7 @@ pub struct ImpliedRequest {
 /// ```
 pub fn implied_requests(messages: &[Message]) -> Vec<ImpliedRequest> {
     let mut walk = ImpliedRequests::new(messages);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(walk.max_requests());
     while let Some(request) = walk.next_request() {
         out.push(ImpliedRequest {
             key: request.key,
@@ -120,12 +121,17 @@ pub struct ImpliedView<'a> {
 /// assert_eq!(second.messages.len(), 3);
 /// assert!(walk.next_request().is_none());
 /// ```
-#[derive(Debug)]
+///
+/// A clone walks on from where the original is, on its own; a clone of a new walk is the
+/// cheap way to walk the same transcript twice (the recorded usage is shared, not recomputed).
+#[derive(Debug, Clone)]
 pub struct ImpliedRequests<'s> {
     messages: &'s [Message],
     normalizer: Normalizer,
     /// For each assistant message, the usage of its response (the last fragment's).
-    recorded: Vec<Option<&'s Usage>>,
+    recorded: Rc<[Option<&'s Usage>]>,
+    /// How many assistant messages there are, API errors aside: at most one request each.
+    responses: usize,
     next: usize,
     previous_key: Option<String>,
     compacted: bool,
@@ -139,17 +145,28 @@ impl<'s> ImpliedRequests<'s> {
         // Each response's usage is its last fragment's (the earlier ones may carry a
         // streaming placeholder for output).
         let usage = ResponseUsage::of(messages);
-        let recorded = messages.iter().map(|m| usage.of_message(m)).collect();
+        let recorded: Rc<[Option<&Usage>]> = messages.iter().map(|m| usage.of_message(m)).collect();
+        let responses = messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant(a) if !a.is_api_error))
+            .count();
         ImpliedRequests {
             messages,
             normalizer: Normalizer::new(Options::default()),
             recorded,
+            responses,
             next: 0,
             previous_key: None,
             compacted: false,
             watch: PrefixWatch::new(),
             changes: Vec::new(),
         }
+    }
+
+    /// At most how many requests the whole walk gives (one per assistant message at most;
+    /// fewer when fragments share a response): room to reserve for a row per request.
+    pub fn max_requests(&self) -> usize {
+        self.responses
     }
 
     /// The next request, or `None` after the last.

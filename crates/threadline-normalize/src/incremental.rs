@@ -490,7 +490,8 @@ impl Seen {
     /// (where edits happen and memory is warm), so the check costs the same at any length.
     fn of(messages: &[Message], boundary: Option<usize>) -> Self {
         let len = messages.len();
-        let mut places: Vec<usize> = Vec::new();
+        // The first, the boundary, the last and 1, 2, 4, … 64 before it.
+        let mut places: Vec<usize> = Vec::with_capacity(3 + Self::MAX_BACK.ilog2() as usize + 1);
         if len > 0 {
             places.push(0);
             places.extend(boundary);
@@ -503,10 +504,12 @@ impl Seen {
         }
         places.sort_unstable();
         places.dedup();
-        let checkpoints = places
-            .into_iter()
-            .filter_map(|n| messages.get(n).map(|m| (n, hash_id(m.id().as_str()))))
-            .collect();
+        let mut checkpoints = Vec::with_capacity(places.len());
+        checkpoints.extend(
+            places
+                .into_iter()
+                .filter_map(|n| messages.get(n).map(|m| (n, hash_id(m.id().as_str())))),
+        );
         Seen { len, checkpoints }
     }
 

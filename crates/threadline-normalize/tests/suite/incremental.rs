@@ -8,7 +8,10 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use threadline_message::Message;
-use threadline_normalize::{FullReason, IncrementalUpdate, Normalizer, Options, normalize};
+use threadline_normalize::{
+    FullReason, ImpliedRequests, IncrementalUpdate, Normalizer, Options, implied_requests,
+    normalize,
+};
 use threadline_testkit::messages::{
     SessionBuilder, any_session, build_turn, long_session, seeded_turn,
 };
@@ -107,6 +110,27 @@ proptest! {
         for cut in cuts(&points, session.len()) {
             step(&mut normalizer, &session[..cut])?;
         }
+    }
+
+    /// The walk over the requests a transcript implies: a clone of a new walk gives the same
+    /// requests as the walk itself (`inspect` calibrates on a clone, then walks the original),
+    /// and there are never more than `max_requests` (the room `inspect` reserves).
+    #[test]
+    fn implied_walk_clones_agree_and_stay_within_max_requests(session in any_session()) {
+        let requests = implied_requests(&session);
+        let mut walk = ImpliedRequests::new(&session);
+        prop_assert!(requests.len() <= walk.max_requests(), "{} > {}", requests.len(), walk.max_requests());
+        let mut clone = walk.clone();
+        for expected in &requests {
+            let from_clone = clone.next_request().map(|v| (v.key, v.messages.to_vec(), v.unchanged, v.recorded));
+            let from_walk = walk.next_request().map(|v| (v.key, v.messages.to_vec(), v.unchanged, v.recorded));
+            prop_assert_eq!(&from_clone, &from_walk);
+            let (key, messages, _, recorded) = from_walk.expect("as many requests");
+            prop_assert_eq!(&key, &expected.key);
+            prop_assert_eq!(&messages, &expected.messages.to_vec());
+            prop_assert_eq!(&recorded, &expected.recorded);
+        }
+        prop_assert!(walk.next_request().is_none() && clone.next_request().is_none());
     }
 
     /// Grown one message at a time (a streaming UI normalizing after every fragment).
