@@ -44,9 +44,13 @@ pub fn response_key(message: &Message) -> Option<&str> {
 }
 
 /// Each response's usage, its last fragment's (see the [module docs](self)).
+///
+/// The keys are hashed with `foldhash` (randomly seeded per map, so crafted ids cannot force
+/// collisions): a transcript has a key per response, and SipHash's setup per key was most of
+/// the cost of reading them.
 #[derive(Debug, Clone, Default)]
 pub struct ResponseUsage<'a> {
-    by_key: HashMap<&'a str, &'a Usage>,
+    by_key: HashMap<&'a str, &'a Usage, foldhash::fast::RandomState>,
     /// Responses without a key, each fragment its own response, in order.
     keyless: Vec<&'a Usage>,
 }
