@@ -54,16 +54,16 @@ pub fn recorded(messages: &[Message]) -> HashMap<String, Recorded> {
             );
         }
     }
-    let aliases: Vec<(String, String)> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Assistant(a) => Some((a.request_id.clone()?, a.api_message_id.clone()?)),
-            _ => None,
-        })
-        .collect();
-    for (request, api) in aliases {
-        if let Some(found) = by_id.get(&api).cloned() {
-            by_id.entry(request).or_insert(found);
+    if by_id.is_empty() {
+        // Nothing recorded (most transcripts): no alias to add.
+        return by_id;
+    }
+    for message in messages {
+        if let Message::Assistant(a) = message
+            && let (Some(request), Some(api)) = (&a.request_id, &a.api_message_id)
+            && let Some(found) = by_id.get(api).cloned()
+        {
+            by_id.entry(request.clone()).or_insert(found);
         }
     }
     by_id
