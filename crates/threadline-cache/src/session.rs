@@ -22,6 +22,8 @@
 //! [`ImpliedView::unchanged`]: https://docs.rs/threadline-normalize
 //! [`LookbackAware`]: crate::LookbackAware
 
+use std::borrow::Cow;
+
 use threadline_wire::content::Content;
 use threadline_wire::model::Model;
 use threadline_wire::{ContentBlock, MessageParam, Messages, MessagesRequest, Role};
@@ -392,25 +394,32 @@ impl<'m> SessionSimulator<'m> {
                 if stripped && block.is_thinking() {
                     continue;
                 }
-                // The planner clears every marker before it flattens the request.
-                let mut bare = block.clone();
-                bare.clear_cache_control();
-                let mut own = mix(piece_hash(Piece::Block(&bare)), role);
+                // The planner clears every marker before it flattens the request (a copy
+                // only for a block that has one: most have none).
+                let bare = if block.has_cache_control() {
+                    let mut bare = block.clone();
+                    bare.clear_cache_control();
+                    Cow::Owned(bare)
+                } else {
+                    Cow::Borrowed(block)
+                };
+                let bare: &ContentBlock = &bare;
+                let mut own = mix(piece_hash(Piece::Block(bare)), role);
                 if index == 0 {
                     own = mix(own, 0x6d73_6773_7461_7274);
                 }
-                let tokens = self.counter.count(Piece::Block(&bare), own);
+                let tokens = self.counter.count(Piece::Block(bare), own);
                 state = mix(state, own);
                 // Saturating: an unseen prefix inferred from a hostile usage may be huge.
                 cumulative = cumulative.saturating_add(tokens);
-                let eligible = is_eligible(&bare);
+                let eligible = is_eligible(bare);
                 let position = self.pieces.len();
                 if eligible {
                     last_eligible = Some(position);
                 }
                 self.info.push(PieceInfo {
                     message,
-                    markable: eligible && bare.cache_control_mut().is_some(),
+                    markable: eligible && bare.has_marker_slot(),
                     last_eligible,
                 });
                 self.pieces.push(PrefixPiece {
