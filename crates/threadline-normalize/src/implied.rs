@@ -6,7 +6,7 @@
 //! API (the prompt-cache simulator, `threadline inspect`). Tools and system prompt are not in
 //! a transcript and are left to the caller.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use threadline_message::response_usage::{ResponseUsage, response_key};
@@ -123,13 +123,13 @@ pub struct ImpliedView<'a> {
 /// ```
 ///
 /// A clone walks on from where the original is, on its own; a clone of a new walk is the
-/// cheap way to walk the same transcript twice (the recorded usage is shared, not recomputed).
+/// cheap way to walk the same transcript twice (the recorded usage is shared, not recomputed). The walk is `Send` and `Sync`.
 #[derive(Debug, Clone)]
 pub struct ImpliedRequests<'s> {
     messages: &'s [Message],
     normalizer: Normalizer,
     /// For each assistant message, the usage of its response (the last fragment's).
-    recorded: Rc<[Option<&'s Usage>]>,
+    recorded: Arc<[Option<&'s Usage>]>,
     /// How many assistant messages there are, API errors aside: at most one request each.
     responses: usize,
     next: usize,
@@ -145,7 +145,8 @@ impl<'s> ImpliedRequests<'s> {
         // Each response's usage is its last fragment's (the earlier ones may carry a
         // streaming placeholder for output).
         let usage = ResponseUsage::of(messages);
-        let recorded: Rc<[Option<&Usage>]> = messages.iter().map(|m| usage.of_message(m)).collect();
+        let recorded: Arc<[Option<&Usage>]> =
+            messages.iter().map(|m| usage.of_message(m)).collect();
         let responses = messages
             .iter()
             .filter(|m| matches!(m, Message::Assistant(a) if !a.is_api_error))
@@ -323,6 +324,13 @@ mod tests {
                 }],
             ]
         );
+    }
+
+    #[test]
+    fn the_walk_can_move_to_another_thread() {
+        fn send_and_sync<T: Send + Sync>(_: &T) {}
+        let session = vec![Message::user_text("one"), fragment("msg_1", "a")];
+        send_and_sync(&ImpliedRequests::new(&session));
     }
 
     #[test]
