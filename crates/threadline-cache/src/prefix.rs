@@ -338,18 +338,7 @@ fn message_facts(
     counter: &dyn TokenCounter,
 ) -> Vec<BlockFacts> {
     let role = hash_of(&param.role);
-    let fact = |index: usize, block: &ContentBlock| {
-        let mut own = mix(piece_hash(Piece::Block(block)), role);
-        if index == 0 {
-            own = mix(own, 0x6d73_6773_7461_7274);
-        }
-        BlockFacts {
-            own_hash: own,
-            tokens: counter.count(Piece::Block(block), own),
-            eligible: is_eligible(block),
-            thinking: block.is_thinking(),
-        }
-    };
+    let fact = |index: usize, block: &ContentBlock| block_facts(index, block, role, counter);
     match &param.content {
         Content::Text(text) => vec![fact(0, &ContentBlock::text(text.clone()))],
         Content::Blocks(blocks) => blocks
@@ -357,6 +346,27 @@ fn message_facts(
             .enumerate()
             .map(|(index, block)| fact(index, block))
             .collect(),
+    }
+}
+
+/// What the block at `index` of a message whose role hashes to `role` gives when flattened
+/// (see [`message_facts`]); the block's markers must already be cleared. The planner's
+/// flattening and the session simulator's both take their pieces from here.
+pub(crate) fn block_facts(
+    index: usize,
+    block: &ContentBlock,
+    role: u64,
+    counter: &dyn TokenCounter,
+) -> BlockFacts {
+    let mut own = mix(piece_hash(Piece::Block(block)), role);
+    if index == 0 {
+        own = mix(own, 0x6d73_6773_7461_7274);
+    }
+    BlockFacts {
+        own_hash: own,
+        tokens: counter.count(Piece::Block(block), own),
+        eligible: is_eligible(block),
+        thinking: block.is_thinking(),
     }
 }
 

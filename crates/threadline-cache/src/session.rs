@@ -32,8 +32,7 @@ use crate::breaks::{BreakCause, CacheBreak};
 use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
-    DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, hash_of, is_eligible, mix,
-    piece_hash,
+    DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, block_facts, hash_of, mix,
 };
 use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
@@ -403,23 +402,18 @@ impl<'m> SessionSimulator<'m> {
                 } else {
                     Cow::Borrowed(block)
                 };
-                let bare: &ContentBlock = &bare;
-                let mut own = mix(piece_hash(Piece::Block(bare)), role);
-                if index == 0 {
-                    own = mix(own, 0x6d73_6773_7461_7274);
-                }
-                let tokens = self.counter.count(Piece::Block(bare), own);
-                state = mix(state, own);
+                let facts = block_facts(index, &bare, role, &*self.counter);
+                state = mix(state, facts.own_hash);
                 // Saturating: an unseen prefix inferred from a hostile usage may be huge.
-                cumulative = cumulative.saturating_add(tokens);
-                let eligible = is_eligible(bare);
+                cumulative = cumulative.saturating_add(facts.tokens);
                 let position = self.pieces.len();
-                if eligible {
+                if facts.eligible {
                     last_eligible = Some(position);
                 }
                 self.info.push(PieceInfo {
                     message,
-                    markable: eligible && bare.has_marker_slot(),
+                    // An eligible block's kind has a marker slot (a wire property).
+                    markable: facts.eligible,
                     last_eligible,
                 });
                 self.pieces.push(PrefixPiece {
@@ -427,13 +421,13 @@ impl<'m> SessionSimulator<'m> {
                         message,
                         block: index,
                     },
-                    own_hash: own,
+                    own_hash: facts.own_hash,
                     prefix_hash: state,
-                    tokens,
+                    tokens: facts.tokens,
                     cumulative_tokens: cumulative,
                     marker: None,
-                    eligible,
-                    thinking: bare.is_thinking(),
+                    eligible: facts.eligible,
+                    thinking: facts.thinking,
                 });
             }
         }
