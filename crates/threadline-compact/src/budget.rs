@@ -11,14 +11,14 @@
 //! The preview text and the side file's name depend only on the tool use id and the content,
 //! so the same input gives the same bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::path::PathBuf;
 
 use threadline_message::Message;
 use threadline_wire::{Content, ContentBlock};
 
-use crate::units::tool_names;
+use crate::units::IdMap;
 
 /// The first line of every preview that replaces a stored result.
 pub const PERSISTED_OUTPUT_TAG: &str = "<persisted-output>";
@@ -239,15 +239,69 @@ pub fn apply_budget(
     store: &mut dyn SideStore,
 ) -> BudgetReport {
     let mut report = BudgetReport::default();
-    let fresh_from = history
+    let split = fresh_from(history);
+    let (seen, fresh) = history.split_at_mut(split);
+    for (m, index) in chosen(seen, fresh, options) {
+        let Some(Message::User(user)) = fresh.get_mut(m) else {
+            continue;
+        };
+        let Some(ContentBlock::ToolResult(r)) = user.content.get_mut(index) else {
+            continue;
+        };
+        let Some(text) = r.content.as_ref().and_then(result_text) else {
+            continue;
+        };
+        let chars = text.chars().count();
+        match store.store(&r.tool_use_id, &text) {
+            Ok(path) => {
+                r.content = Some(Content::Text(preview(&text, &path, options.preview_bytes)));
+                report.persisted.push(Persisted {
+                    tool_use_id: r.tool_use_id.clone(),
+                    path,
+                    original_chars: chars,
+                });
+            }
+            Err(source) => report.failed.push(BudgetError {
+                tool_use_id: r.tool_use_id.clone(),
+                chars,
+                source,
+            }),
+        }
+    }
+    report
+}
+
+/// The tool use ids of the results [`apply_budget`] would store for `history`, in array
+/// order, without storing anything (what `threadline inspect` reports).
+pub fn would_store(history: &[Message], options: &BudgetOptions) -> Vec<String> {
+    let (seen, fresh) = history.split_at(fresh_from(history));
+    chosen(seen, fresh, options)
+        .into_iter()
+        .filter_map(|(m, index)| match fresh.get(m)? {
+            Message::User(user) => match user.content.get(index)? {
+                ContentBlock::ToolResult(r) => Some(r.tool_use_id.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where the results the model has not seen yet begin: after the last assistant message.
+fn fresh_from(history: &[Message]) -> usize {
+    history
         .iter()
         .rposition(|m| matches!(m, Message::Assistant(_)))
-        .map_or(0, |i| i + 1);
-    let names: BTreeMap<String, String> = tool_names(history)
-        .into_iter()
-        .map(|(id, name)| (id.to_owned(), name.to_owned()))
-        .collect();
-    for message in &mut history[fresh_from..] {
+        .map_or(0, |i| i + 1)
+}
+
+/// The results of `fresh` the budget stores, as (message index in `fresh`, block index), in
+/// array order: each result over its own tool's limit, then, in a message still over the
+/// per-message limit, the largest of the rest until it fits.
+fn chosen(seen: &[Message], fresh: &[Message], options: &BudgetOptions) -> Vec<(usize, usize)> {
+    let names = result_tools(seen, fresh);
+    let mut out = Vec::new();
+    for (m, message) in fresh.iter().enumerate() {
         let Message::User(user) = message else {
             continue;
         };
@@ -266,7 +320,7 @@ pub fn apply_budget(
             }
             let chars = char_count(content);
             total += chars;
-            let tool = names.get(&r.tool_use_id).map_or("", String::as_str);
+            let tool = names.get(r.tool_use_id.as_str()).copied().unwrap_or("");
             candidates.push((i, chars, chars > options.limit_for(tool)));
         }
         // Over the per-message limit: the largest results go too, until the rest fits. Ties
@@ -290,32 +344,46 @@ pub fn apply_budget(
             }
         }
         chosen.sort_unstable();
-        for index in chosen {
-            let Some(ContentBlock::ToolResult(r)) = user.content.get_mut(index) else {
-                continue;
-            };
-            let Some(text) = r.content.as_ref().and_then(result_text) else {
-                continue;
-            };
-            let chars = text.chars().count();
-            match store.store(&r.tool_use_id, &text) {
-                Ok(path) => {
-                    r.content = Some(Content::Text(preview(&text, &path, options.preview_bytes)));
-                    report.persisted.push(Persisted {
-                        tool_use_id: r.tool_use_id.clone(),
-                        path,
-                        original_chars: chars,
-                    });
+        out.extend(chosen.into_iter().map(|i| (m, i)));
+    }
+    out
+}
+
+/// The tool names of the results in `fresh`, each from the latest tool use with its id in
+/// `seen`. The history is scanned back from its end only until every result is named: a
+/// turn's results answer the response just before them, so the budget costs what is new, not
+/// the history, however long it is.
+fn result_tools<'a>(seen: &'a [Message], fresh: &[Message]) -> IdMap<'a, &'a str> {
+    let mut wanted: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
+    for message in fresh {
+        if let Message::User(user) = message {
+            for block in &user.content {
+                if let ContentBlock::ToolResult(r) = block {
+                    wanted.insert(r.tool_use_id.as_str());
                 }
-                Err(source) => report.failed.push(BudgetError {
-                    tool_use_id: r.tool_use_id.clone(),
-                    chars,
-                    source,
-                }),
             }
         }
     }
-    report
+    let mut names = IdMap::default();
+    if wanted.is_empty() {
+        return names;
+    }
+    for message in seen.iter().rev() {
+        let Message::Assistant(assistant) = message else {
+            continue;
+        };
+        for block in assistant.content.iter().rev() {
+            if let ContentBlock::ToolUse(u) = block
+                && wanted.contains(u.id.as_str())
+            {
+                names.entry(u.id.as_str()).or_insert(u.name.as_str());
+            }
+        }
+        if names.len() == wanted.len() {
+            break;
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -364,6 +432,49 @@ mod tests {
             store.files["tool-results/toolu_1.txt"].chars().count(),
             60_000
         );
+    }
+
+    #[test]
+    fn fresh_results_are_named_from_the_response_before_them_only() {
+        let mut b = SessionBuilder::new();
+        for turn in 0..20 {
+            b.user("again");
+            let msg = b.response_id();
+            let id = format!("toolu_old{turn}");
+            b.assistant(&msg, vec![tool_use(&id, "Read", json!({}))]);
+            b.tool_results(vec![tool_result_block(&id, "old".into(), false)]);
+        }
+        b.user("both");
+        // One response streamed as two fragments, each with a tool use.
+        let msg = b.response_id();
+        b.assistant(&msg, vec![tool_use("toolu_x", "Read", json!({}))]);
+        b.assistant(&msg, vec![tool_use("toolu_y", "Grep", json!({}))]);
+        b.tool_results(vec![
+            tool_result_block("toolu_x", "x".repeat(50).as_str().into(), false),
+            tool_result_block("toolu_y", "y".repeat(50).as_str().into(), false),
+        ]);
+        let mut history = b.into_messages();
+        let split = fresh_from(&history);
+        let (seen, fresh) = history.split_at(split);
+        let names = result_tools(seen, fresh);
+        assert_eq!(names.len(), 2, "only the fresh results' tools: {names:?}");
+        assert_eq!(names.get("toolu_x"), Some(&"Read"));
+        assert_eq!(names.get("toolu_y"), Some(&"Grep"));
+
+        // Read's own limit applies to its result, Grep's default to the other.
+        let options = BudgetOptions {
+            per_tool: BTreeMap::from([("Read".to_owned(), 10)]),
+            ..BudgetOptions::default()
+        };
+        let predicted = would_store(&history, &options);
+        assert_eq!(predicted, ["toolu_x"]);
+        let report = apply_budget(&mut history, &options, &mut MemoryStore::default());
+        let stored: Vec<&str> = report
+            .persisted
+            .iter()
+            .map(|p| p.tool_use_id.as_str())
+            .collect();
+        assert_eq!(stored, predicted);
     }
 
     #[test]

@@ -155,33 +155,69 @@ pub fn trusted_usage_start(history: &[Message], visible: &[Message]) -> usize {
 /// first answer to the compacted context — it is `overhead` plus the estimate of every
 /// visible message.
 pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
-    let visible = since_last_boundary(history);
-    let trusted_from = trusted_usage_start(history, visible);
-    let anchor = visible
-        .iter()
-        .enumerate()
-        .skip(trusted_from)
-        .rev()
-        .find_map(|(i, m)| match m {
-            Message::Assistant(a) if !a.is_api_error => a.usage.as_ref().and_then(|u| {
-                let total = reported_input(u)?.saturating_add(u.output_tokens.unwrap_or(0));
-                Some((i, total, a.api_message_id.clone()))
-            }),
+    let start = history.len() - since_last_boundary(history).len();
+    estimate_context_from(history, start, overhead)
+}
+
+/// [`estimate_context`] for a caller that knows where the visible history starts: `start`
+/// must be the index after the last `compact_boundary` of `history` (0 without one), as the
+/// loop tracks it; then the two are equal. The anchor is looked for from the end back, and the
+/// look stops at the first message that settles it (the anchor, a `microcompact_boundary`, the
+/// last message the compaction carried over), so the estimate costs what was added since the
+/// last usable response, not the history: the loop asks for it every iteration.
+pub fn estimate_context_from(history: &[Message], start: usize, overhead: u64) -> u64 {
+    let start = start.min(history.len());
+    // The messages the boundary before `start` carried over end with its `last_message_id`.
+    let carried_last = match start.checked_sub(1).and_then(|b| history.get(b)) {
+        Some(Message::System(s)) => match &s.kind {
+            SystemKind::CompactBoundary {
+                last_message_id: Some(last),
+                ..
+            } => Some(last),
             _ => None,
-        });
+        },
+        _ => None,
+    };
+    let mut visible_from = start;
+    let mut anchor = None;
+    for i in (start..history.len()).rev() {
+        let message = &history[i];
+        if Some(message.id()) == carried_last {
+            break;
+        }
+        match message {
+            Message::System(s) => match s.kind {
+                SystemKind::MicrocompactBoundary { .. } => break,
+                SystemKind::CompactBoundary { .. } => {
+                    visible_from = i + 1;
+                    break;
+                }
+                _ => {}
+            },
+            Message::Assistant(a) if !a.is_api_error => {
+                if let Some(total) = a.usage.as_ref().and_then(|u| {
+                    Some(reported_input(u)?.saturating_add(u.output_tokens.unwrap_or(0)))
+                }) {
+                    anchor = Some((i, total, a.api_message_id.as_ref()));
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
     match anchor {
         Some((i, reported, api_id)) => {
-            let since: u64 = visible[i + 1..]
+            let since: u64 = history[i + 1..]
                 .iter()
                 .filter(|m| {
                     !matches!(m, Message::Assistant(a)
-                        if api_id.is_some() && a.api_message_id == api_id)
+                        if api_id.is_some() && a.api_message_id.as_ref() == api_id)
                 })
                 .map(message_tokens)
                 .sum();
             reported.saturating_add(since)
         }
-        None => overhead.saturating_add(estimate_messages(visible)),
+        None => overhead.saturating_add(estimate_messages(&history[visible_from..])),
     }
 }
 

@@ -89,10 +89,12 @@ pub use autocompact::{
     should_autocompact, summary_request,
 };
 pub use breaker::CircuitBreaker;
-pub use budget::{BudgetOptions, BudgetReport, DirStore, MemoryStore, SideStore, apply_budget};
+pub use budget::{
+    BudgetOptions, BudgetReport, DirStore, MemoryStore, SideStore, apply_budget, would_store,
+};
 pub use estimate::{
-    count_or_estimate, estimate_context, estimate_messages, estimate_request, inferred_overhead,
-    reported_input, trusted_usage_start,
+    count_or_estimate, estimate_context, estimate_context_from, estimate_messages,
+    estimate_request, inferred_overhead, reported_input, trusted_usage_start,
 };
 pub use microcompact::{
     CLEARED_PLACEHOLDER, MicrocompactOptions, Microcompacted, ServerSideOptions,

@@ -6,7 +6,7 @@ use threadline_message::Message;
 use threadline_wire::model::Model;
 use threadline_wire::{Content, ContentBlock};
 
-use crate::budget::{BudgetOptions, is_persisted_preview};
+use crate::budget::{BudgetOptions, would_store};
 use crate::estimate::estimate_context;
 use crate::microcompact::{CLEARED_PLACEHOLDER, MicrocompactOptions};
 use crate::thresholds::{Level, Thresholds};
@@ -36,19 +36,6 @@ pub struct TriggerReport {
     pub microcompact_due: bool,
 }
 
-fn chars(content: &Content) -> usize {
-    match content {
-        Content::Text(t) => t.chars().count(),
-        Content::Blocks(b) => b
-            .iter()
-            .map(|b| match b {
-                ContentBlock::Text(t) => t.text.chars().count(),
-                _ => 0,
-            })
-            .sum(),
-    }
-}
-
 /// Reports when each layer would trigger for `history` on `model`, with `overhead` tokens of
 /// system prompt and tools, at `now`.
 pub fn triggers(
@@ -64,13 +51,9 @@ pub fn triggers(
     let visible = since_last_boundary(history);
     let names = tool_names(visible);
 
-    let fresh_from = visible
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant(_)))
-        .map_or(0, |i| i + 1);
-    let mut budget_would_store = Vec::new();
+    let budget_would_store = would_store(visible, budget);
     let mut clearable = Vec::new();
-    for (i, message) in visible.iter().enumerate() {
+    for message in visible {
         let Message::User(u) = message else { continue };
         for block in &u.content {
             let ContentBlock::ToolResult(r) = block else {
@@ -78,12 +61,6 @@ pub fn triggers(
             };
             let Some(content) = &r.content else { continue };
             let tool = names.get(r.tool_use_id.as_str()).copied().unwrap_or("");
-            if i >= fresh_from
-                && !is_persisted_preview(content)
-                && chars(content) > budget.limit_for(tool)
-            {
-                budget_would_store.push(r.tool_use_id.clone());
-            }
             if micro.tools.contains(tool) {
                 clearable.push((
                     r.tool_use_id.clone(),

@@ -1,5 +1,11 @@
 //! Loop overhead per turn, as a ratio read by `cargo xtask bench`:
 //!
+//! Every loop here runs with the default context policy (`CompactionPolicy` with
+//! `Compaction::default()`), as the facade and the CLI do: its steps (the tool-result budget,
+//! microcompact, the autocompact check, the blocking limit) run before every request, and must
+//! cost what was appended, not the history. Every run must end `Completed` (the answers report
+//! small usage, so nothing compacts).
+//!
 //! * `query_turn_overhead` — one run of the loop against a zero-latency in-process service
 //!   and an instant tool: the user's message is appended, the model answers with a tool use,
 //!   the tool's result is appended, the model answers with text. Everything the loop does is
@@ -31,8 +37,11 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
+use threadline_compact::Compaction;
 use threadline_message::Message;
-use threadline_query::{Event, Query, QueryConfig, SharedPlanner, State};
+use threadline_query::{
+    CompactionPolicy, Event, Query, QueryConfig, SharedPlanner, State, Terminal,
+};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
 use threadline_wire::service::{EventStream, ServiceError};
 use threadline_wire::{MessagesRequest, StreamEvent};
@@ -130,6 +139,35 @@ impl Tool for Noop {
     }
 }
 
+/// The loop over `service` with `tool` and the default context policy, as the facade builds
+/// it (the policy's own model calls, summaries, would go to a service that answers nothing
+/// useful: none happens, the usage reported stays far under every threshold).
+fn query(service: Canned, tool: Noop) -> Query<Canned> {
+    let config = QueryConfig::new(MODEL, 1024);
+    let summaries = Canned {
+        calls: 0,
+        bodies: None,
+    };
+    Query::new(service, config.clone())
+        .with_tool(tool)
+        .with_policy(CompactionPolicy::new(
+            summaries,
+            Compaction::default(),
+            &config,
+        ))
+}
+
+/// The state a run finished with; panics unless it completed.
+fn finished(last: Option<Event>) -> State {
+    match last {
+        Some(Event::Finished(finished)) if finished.terminal == Terminal::Completed => {
+            finished.state
+        }
+        Some(Event::Finished(finished)) => panic!("the run ended {:?}", finished.terminal),
+        _ => panic!("the run ends with Finished"),
+    }
+}
+
 /// A session of `n` generated messages, all visible (no compaction boundary).
 fn history(n: usize) -> Vec<Message> {
     threadline_testkit::messages::long_session(n, 42)
@@ -144,14 +182,11 @@ fn turn(state: State, calls: &mut u64) -> State {
         calls: *calls,
         bodies: None,
     };
-    let query = Query::new(service, QueryConfig::new(MODEL, 1024)).with_tool(Noop("ok".into()));
-    let run = query.run(state, vec![Message::user_text("Check it again.")]);
+    let run =
+        query(service, Noop("ok".into())).run(state, vec![Message::user_text("Check it again.")]);
     let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
     *calls += 2;
-    match last {
-        Some(Event::Finished(finished)) => finished.state,
-        _ => panic!("the run ends with Finished"),
-    }
+    finished(last)
 }
 
 /// The time `iters` turns take, each from the state the previous one left in `state`; once
@@ -243,16 +278,12 @@ fn planned_turn(
         calls: *calls,
         bodies: Some(Arc::clone(bodies)),
     };
-    let query = Query::new(service, QueryConfig::new(MODEL, 1024))
-        .with_tool(Noop(Arc::clone(file)))
-        .with_cache_planner(planner.clone());
-    let run = query.run(state, vec![Message::user_text("Read it again.")]);
+    let run = query(service, Noop(Arc::clone(file)))
+        .with_cache_planner(planner.clone())
+        .run(state, vec![Message::user_text("Read it again.")]);
     let last = futures::executor::block_on(run.fold(None, |_, event| async move { Some(event) }));
     *calls += 2;
-    match last {
-        Some(Event::Finished(finished)) => finished.state,
-        _ => panic!("the run ends with Finished"),
-    }
+    finished(last)
 }
 
 fn loop_turn_8k_results(c: &mut Criterion) {

@@ -17,7 +17,7 @@ use threadline_compact::summarizer::SummaryFuture;
 use threadline_compact::{
     CircuitBreaker, CompactContext, Compacted, Compaction, DirStore, HistoryOnly, MemoryStore,
     ReactiveGuard, SideStore, SummarizeError, Summarizer, apply_budget, autocompact,
-    estimate_context, microcompact_time_based, overhead_of, reactive_compact,
+    estimate_context_from, microcompact_time_based, overhead_of, reactive_compact,
 };
 use threadline_message::{CompactTrigger, Message};
 use threadline_wire::model::Model;
@@ -419,7 +419,8 @@ where
             let thresholds = self.options.thresholds(&self.model);
             let counter = self.options.token_counter.clone();
             // The cheap check first: the full request is only built when it is needed.
-            let estimate = estimate_context(input.history, self.overhead(input.request));
+            let estimate =
+                estimate_context_from(input.history, input.boundary, self.overhead(input.request));
             if estimate < thresholds.exact_count_from(counter.is_some()) {
                 return Ok(StepOutcome::unchanged());
             }
@@ -437,7 +438,8 @@ where
                 // No count (none asked for, or it failed): the estimate of the request as
                 // sent decides.
                 None => {
-                    let estimate = estimate_context(input.history, overhead_of(&base));
+                    let estimate =
+                        estimate_context_from(input.history, input.boundary, overhead_of(&base));
                     thresholds.autocompact_due(estimate, None)
                 }
             };
@@ -492,14 +494,14 @@ where
         })
     }
 
-    fn blocking_limit(&self, history: &[Message]) -> Option<(u64, u64)> {
+    fn blocking_limit(&self, history: &[Message], boundary: usize) -> Option<(u64, u64)> {
         if !self.options.enabled {
             return None;
         }
         // The whole history: given only what follows the boundary, the estimate would trust
         // the usage of a carried-over answer, which counted the context before the
         // compaction.
-        let tokens = estimate_context(history, self.overhead);
+        let tokens = estimate_context_from(history, boundary, self.overhead);
         self.options.thresholds(&self.model).blocked(tokens)
     }
 

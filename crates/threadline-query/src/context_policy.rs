@@ -162,10 +162,12 @@ pub trait ContextPolicy: Send {
     }
     /// `Some((tokens, limit))` when the visible history is over the hard limit and must not
     /// be sent. `history` is the whole history: the model sees what follows its last
-    /// `compact_boundary`, and the boundary tells which messages a compaction carried over
-    /// (whose usage reports describe the longer context before it).
-    fn blocking_limit(&self, history: &[Message]) -> Option<(u64, u64)> {
-        let _ = history;
+    /// `compact_boundary`, at index `boundary` (the loop tracks it as messages are appended,
+    /// so the policy need not look for it), and the boundary tells which messages a
+    /// compaction carried over (whose usage reports describe the longer context before it).
+    /// Asked before every request: it should cost what was appended, not the history.
+    fn blocking_limit(&self, history: &[Message], boundary: usize) -> Option<(u64, u64)> {
+        let _ = (history, boundary);
         None
     }
     /// The cheapest prompt-too-long step: drop what was staged for removal. Unchanged means

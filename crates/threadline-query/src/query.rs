@@ -316,7 +316,11 @@ where
                 compactions: refills,
             });
         }
-        if let Some((tokens, limit)) = self.q.policy.blocking_limit(&st.messages) {
+        if let Some((tokens, limit)) = self
+            .q
+            .policy
+            .blocking_limit(&st.messages, st.compaction.boundary)
+        {
             return Err(Terminal::BlockingLimit { tokens, limit });
         }
         let request = self.build_request(st);

@@ -22,7 +22,10 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::json as j;
 use threadline_compact::budget::{BudgetOptions, MemoryStore, apply_budget};
-use threadline_compact::estimate::{estimate_context, estimate_messages};
+use threadline_compact::estimate::{
+    estimate_context, estimate_context_from, estimate_messages, message_tokens, reported_input,
+    trusted_usage_start,
+};
 use threadline_compact::reattach::ReattachOptions;
 use threadline_compact::tail::plan_tail;
 use threadline_compact::units::since_last_boundary;
@@ -479,10 +482,100 @@ proptest! {
     }
 
     #[test]
+    fn the_estimate_from_the_end_equals_its_definition(
+        session in any_session(),
+        usages in prop::collection::vec(prop::option::of(0u64..300_000), 1..8),
+        errors in prop::collection::vec(any::<bool>(), 1..5),
+        carried in prop::option::of(any::<Index>()),
+        overhead in 0u64..50_000,
+    ) {
+        let history = with_usage_and_carried(session, &usages, &errors, carried);
+        let start = history.len() - since_last_boundary(&history).len();
+        let expected = estimate_by_definition(&history, overhead);
+        prop_assert_eq!(estimate_context_from(&history, start, overhead), expected);
+        prop_assert_eq!(estimate_context(&history, overhead), expected);
+    }
+
+    #[test]
     fn autocompact_keeps_requests_valid_and_under_the_limit(session in any_session()) {
         if let Err(problem) = check_autocompact(&session) {
             prop_assert!(false, "{problem}\ninput: {}", json(&session));
         }
+    }
+}
+
+/// `session` with usage on its assistant messages (`usages`, cycled: `None` leaves one
+/// without), some marked as API errors (`errors`, cycled), and, with `carried`, the last
+/// compaction boundary's `last_message_id` naming a message after it (a carried-over tail).
+fn with_usage_and_carried(
+    mut session: Vec<Message>,
+    usages: &[Option<u64>],
+    errors: &[bool],
+    carried: Option<Index>,
+) -> Vec<Message> {
+    let mut k = 0usize;
+    for message in &mut session {
+        if let Message::Assistant(a) = message {
+            a.usage = usages[k % usages.len()].map(|input| {
+                Box::new(
+                    serde_json::from_value(j!({"input_tokens": input, "output_tokens": 7}))
+                        .expect("a usage"),
+                )
+            });
+            a.is_api_error = errors[k % errors.len()];
+            k += 1;
+        }
+    }
+    let boundary = session
+        .iter()
+        .rposition(threadline_compact::units::is_compact_boundary);
+    if let (Some(b), Some(pick)) = (boundary, carried)
+        && b + 1 < session.len()
+    {
+        let id = session[b + 1 + pick.index(session.len() - b - 1)]
+            .id()
+            .clone();
+        if let Message::System(s) = &mut session[b]
+            && let threadline_message::SystemKind::CompactBoundary {
+                last_message_id, ..
+            } = &mut s.kind
+        {
+            *last_message_id = Some(id);
+        }
+    }
+    session
+}
+
+/// The context estimate as `estimate_context` documents it: the last usage in the visible
+/// history at or after [`trusted_usage_start`], plus the estimate of every message after it
+/// (fragments of that response excluded); with none, `overhead` plus every visible message.
+fn estimate_by_definition(history: &[Message], overhead: u64) -> u64 {
+    let visible = since_last_boundary(history);
+    let trusted_from = trusted_usage_start(history, visible);
+    let anchor = visible
+        .iter()
+        .enumerate()
+        .skip(trusted_from)
+        .rev()
+        .find_map(|(i, m)| match m {
+            Message::Assistant(a) if !a.is_api_error => a.usage.as_ref().and_then(|u| {
+                let total = reported_input(u)?.saturating_add(u.output_tokens.unwrap_or(0));
+                Some((i, total, a.api_message_id.clone()))
+            }),
+            _ => None,
+        });
+    match anchor {
+        Some((i, reported, api_id)) => reported.saturating_add(
+            visible[i + 1..]
+                .iter()
+                .filter(|m| {
+                    !matches!(m, Message::Assistant(a)
+                        if api_id.is_some() && a.api_message_id == api_id)
+                })
+                .map(message_tokens)
+                .sum::<u64>(),
+        ),
+        None => overhead.saturating_add(estimate_messages(visible)),
     }
 }
 

@@ -506,7 +506,7 @@ impl ContextPolicy for Policy {
         )
     }
 
-    fn blocking_limit(&self, history: &[Message]) -> Option<(u64, u64)> {
+    fn blocking_limit(&self, history: &[Message], _boundary: usize) -> Option<(u64, u64)> {
         self.blocking_from
             .filter(|&from| history.len() >= from)
             .map(|_| (300_000, 200_000))

@@ -109,7 +109,7 @@ impl ContextPolicy for Scripted {
         )
     }
 
-    fn blocking_limit(&self, _history: &[Message]) -> Option<(u64, u64)> {
+    fn blocking_limit(&self, _history: &[Message], _boundary: usize) -> Option<(u64, u64)> {
         self.blocking
     }
 }
