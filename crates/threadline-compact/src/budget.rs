@@ -154,6 +154,8 @@ pub struct Persisted {
 pub struct BudgetReport {
     /// The results stored and replaced, in array order.
     pub persisted: Vec<Persisted>,
+    /// The index (in the history given) of the first message changed in place, if any.
+    pub first_changed: Option<usize>,
     /// The results over the limit that could not be stored (kept whole).
     pub failed: Vec<BudgetError>,
 }
@@ -255,6 +257,7 @@ pub fn apply_budget(
         match store.store(&r.tool_use_id, &text) {
             Ok(path) => {
                 r.content = Some(Content::Text(preview(&text, &path, options.preview_bytes)));
+                report.first_changed.get_or_insert(split + m);
                 report.persisted.push(Persisted {
                     tool_use_id: r.tool_use_id.clone(),
                     path,

@@ -371,10 +371,9 @@ where
                 apply_budget(visible, &self.options.budget, store as &mut dyn SideStore)
             }
         };
-        if report.persisted.is_empty() {
-            StepOutcome::unchanged()
-        } else {
-            StepOutcome::rewritten()
+        match report.first_changed {
+            Some(first) => StepOutcome::rewritten_from(start + first),
+            None => StepOutcome::unchanged(),
         }
     }
 
@@ -400,11 +399,18 @@ where
         }
         let mut messages = result.messages;
         let append = messages.split_off(n);
-        for (slot, message) in input.history[start..].iter_mut().zip(messages) {
-            *slot = message;
+        let mut first = None;
+        for (i, (slot, message)) in input.history[start..].iter_mut().zip(messages).enumerate() {
+            if *slot != message {
+                first.get_or_insert(start + i);
+                *slot = message;
+            }
         }
         let mut outcome = StepOutcome::appended(append);
-        outcome.rewritten = true;
+        if let Some(first) = first {
+            outcome.rewritten = true;
+            outcome.first_rewritten = first;
+        }
         outcome
     }
 

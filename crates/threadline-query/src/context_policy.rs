@@ -21,6 +21,11 @@ pub struct StepOutcome {
     /// Whether the step changed messages already in the history in place (keeping their
     /// ids). The loop then re-normalizes from scratch.
     pub rewritten: bool,
+    /// With `rewritten`, the index of the first message the step changed (or any index
+    /// before it): the messages before it are untouched. 0, the default, claims nothing.
+    /// The loop reports it as [`State::unchanged_prefix`](crate::State::unchanged_prefix),
+    /// which lets a caller storing the history message by message write only from there.
+    pub first_rewritten: usize,
 }
 
 impl StepOutcome {
@@ -33,15 +38,21 @@ impl StepOutcome {
     pub fn appended(messages: Vec<Message>) -> StepOutcome {
         StepOutcome {
             append: messages,
-            rewritten: false,
+            ..StepOutcome::default()
         }
     }
 
-    /// Messages were changed in place.
+    /// Messages were changed in place (anywhere).
     pub fn rewritten() -> StepOutcome {
+        StepOutcome::rewritten_from(0)
+    }
+
+    /// Messages were changed in place, none before index `first`.
+    pub fn rewritten_from(first: usize) -> StepOutcome {
         StepOutcome {
             append: Vec::new(),
             rewritten: true,
+            first_rewritten: first,
         }
     }
 

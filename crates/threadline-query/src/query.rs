@@ -501,7 +501,10 @@ where
         let changed = outcome.changed();
         if outcome.rewritten {
             st.normalizer.reset();
+            st.note_rewritten(outcome.first_rewritten);
         }
+        // A step holds the whole array: a history it shortened is not the run's start.
+        st.note_rewritten(st.messages.len());
         let compactions = st.compaction.compactions;
         for message in outcome.append {
             self.append(st, message);

@@ -109,6 +109,9 @@ pub struct State {
     /// state scans its history once).
     #[serde(skip)]
     pub(crate) boundary_seen: BoundarySeen,
+    /// See [`State::unchanged_prefix`] (not serialized: a loaded state claims nothing).
+    #[serde(skip)]
+    pub(crate) unchanged: usize,
 }
 
 /// The history a run's start last found the compaction boundary in: its length, the ids of its
@@ -196,7 +199,25 @@ impl State {
             previous_message_id: None,
             normalizer: fresh_normalizer(),
             boundary_seen: BoundarySeen::default(),
+            unchanged: 0,
         }
+    }
+
+    /// How many leading messages of the history are exactly the ones the current (or last)
+    /// run started with: the run appended after them and no context step changed them in
+    /// place (a step that does reports where, [`StepOutcome::first_rewritten`]). A caller
+    /// that stores the history message by message — the durable worker — writes only the
+    /// messages from here on. 0 for a state no run has used.
+    ///
+    /// [`StepOutcome::first_rewritten`]: crate::StepOutcome::first_rewritten
+    pub fn unchanged_prefix(&self) -> usize {
+        self.unchanged.min(self.messages.len())
+    }
+
+    /// Notes a context step's edit in place from message `first` on, and any shortening of
+    /// the history (which no step should do, but a step holds the whole array).
+    pub(crate) fn note_rewritten(&mut self, first: usize) {
+        self.unchanged = self.unchanged.min(first).min(self.messages.len());
     }
 
     /// What the model sees: the messages after the last compaction boundary.
@@ -208,6 +229,7 @@ impl State {
     /// Resets what is per-run (turn count for `max_turns`, the path, budgets, hook counts),
     /// keeping the history: called at the start of every run.
     pub(crate) fn begin_run(&mut self) {
+        self.unchanged = self.messages.len();
         self.run_turns = 0;
         self.output_tokens = 0;
         self.output_tokens_at_last_continuation = 0;

@@ -532,6 +532,84 @@ async fn blocking_limit_sends_nothing() {
     check(&out, &service, &ToolSet::new());
 }
 
+/// A policy whose first tool-result budget step edits message `at` in place, reporting the
+/// edit from `at` (`exact`) or anywhere.
+struct EditsInPlace {
+    at: usize,
+    exact: bool,
+    done: bool,
+}
+
+impl ContextPolicy for EditsInPlace {
+    fn tool_result_budget(&mut self, input: StepInput<'_>) -> StepOutcome {
+        if std::mem::replace(&mut self.done, true) {
+            return StepOutcome::unchanged();
+        }
+        if let Some(Message::User(user)) = input.history.get_mut(self.at) {
+            user.content = vec![ContentBlock::text("edited in place")];
+        }
+        if self.exact {
+            StepOutcome::rewritten_from(self.at)
+        } else {
+            StepOutcome::rewritten()
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_unchanged_prefix_is_the_runs_start_less_what_a_step_edited() {
+    let service = ScriptedService::new([
+        end("msg_1", "one"),
+        end("msg_2", "two"),
+        end("msg_3", "three"),
+        end("msg_4", "four"),
+    ]);
+    let first = run(
+        Query::new(service.clone(), config()),
+        State::default(),
+        prompt(),
+    )
+    .await;
+    assert_eq!(first.terminal, Terminal::Completed);
+    assert_eq!(first.state.unchanged_prefix(), 0, "it started empty");
+    let start = first.state.messages.len();
+
+    // A run that only appends leaves everything it started with.
+    let appended = run(Query::new(service.clone(), config()), first.state, prompt()).await;
+    assert_eq!(appended.terminal, Terminal::Completed);
+    assert!(appended.state.messages.len() > start);
+    assert_eq!(appended.state.unchanged_prefix(), start);
+    let edited_at = start;
+    let before = appended.state.messages[..edited_at].to_vec();
+
+    // A step that edits message `edited_at` and says so keeps what precedes it.
+    let policy = EditsInPlace {
+        at: edited_at,
+        exact: true,
+        done: false,
+    };
+    let q = Query::new(service.clone(), config()).with_policy(policy);
+    let exact = run(q, appended.state, prompt()).await;
+    assert_eq!(exact.terminal, Terminal::Completed);
+    assert_eq!(exact.state.unchanged_prefix(), edited_at);
+    assert_eq!(exact.state.messages[..edited_at], before[..]);
+    let Message::User(edited) = &exact.state.messages[edited_at] else {
+        panic!("message {edited_at} is the second run's prompt")
+    };
+    assert_eq!(edited.content, [ContentBlock::text("edited in place")]);
+
+    // One that does not say where claims nothing.
+    let policy = EditsInPlace {
+        at: 0,
+        exact: false,
+        done: false,
+    };
+    let q = Query::new(service.clone(), config()).with_policy(policy);
+    let anywhere = run(q, exact.state, prompt()).await;
+    assert_eq!(anywhere.terminal, Terminal::Completed);
+    assert_eq!(anywhere.state.unchanged_prefix(), 0);
+}
+
 /// Runs `service` with `tools`, cancelled one second in (on tokio's clock).
 async fn run_cancelled_after_a_second(service: &ScriptedService, tools: &ToolSet) -> Outcome {
     let cancel = CancellationToken::new();

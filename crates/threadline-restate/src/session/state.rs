@@ -104,33 +104,40 @@ pub(crate) async fn load(journal: &impl Journal) -> Result<Loaded, TurnError> {
 }
 
 /// Writes the turn's result: the changed suffix of the history, the loop state, counters.
+///
+/// The messages the loop reports unchanged since the turn started
+/// ([`State::unchanged_prefix`]: it only appended after them) keep their stored bytes
+/// without being serialized again, so a turn serializes what it added, not the history. The
+/// rest is compared with what was stored, and written from the first difference on.
 pub(crate) fn persist(
     journal: &impl Journal,
     old: &[Vec<u8>],
     mut state: State,
     outcome: &TurnOutcome,
 ) -> Result<(), TurnError> {
+    let kept = state.unchanged_prefix().min(old.len());
     let messages = std::mem::take(&mut state.messages);
-    let mut new = Vec::with_capacity(messages.len());
-    for (index, message) in messages.iter().enumerate() {
+    let mut new = Vec::with_capacity(messages.len() - kept);
+    for (index, message) in messages.iter().enumerate().skip(kept) {
         let bytes = serde_json::to_vec(message)
             .map_err(|e| corrupt(&keys::message(index), e.to_string()))?;
         new.push(bytes);
     }
-    let first = old
-        .iter()
-        .zip(&new)
-        .position(|(a, b)| a != b)
-        .unwrap_or(old.len().min(new.len()));
-    for (index, bytes) in new.iter().enumerate().skip(first) {
-        journal.set(&keys::message(index), bytes.clone());
+    let first = kept
+        + old[kept..]
+            .iter()
+            .zip(&new)
+            .position(|(a, b)| a != b)
+            .unwrap_or((old.len() - kept).min(new.len()));
+    for (index, bytes) in new.iter().enumerate().skip(first - kept) {
+        journal.set(&keys::message(kept + index), bytes.clone());
     }
-    for index in new.len()..old.len() {
+    for index in messages.len()..old.len() {
         journal.clear(&keys::message(index));
     }
     let loop_state = serde_json::to_vec(&state).map_err(|e| corrupt(keys::LOOP, e.to_string()))?;
     journal.set(keys::LOOP, loop_state);
-    journal.set(keys::LEN, new.len().to_string().into_bytes());
+    journal.set(keys::LEN, messages.len().to_string().into_bytes());
     journal.set(keys::TURNS, outcome.turns.to_string().into_bytes());
     journal.set(keys::LAST_TURN, json_bytes(outcome));
     journal.set(keys::STATUS, json_bytes(&json!("idle")));

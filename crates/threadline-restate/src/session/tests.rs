@@ -282,6 +282,49 @@ async fn a_crash_free_session_journals_each_step_once_and_persists_the_history()
     assert_eq!(view.ask, None);
 }
 
+#[tokio::test]
+async fn a_turn_writes_what_it_added_and_leaves_the_stored_history_as_it_was() {
+    let baseline = rig(PermissionMode::Deny, false);
+    two_turns(&baseline).await;
+
+    let rig = rig(PermissionMode::Deny, false);
+    turn(&rig, "first").await;
+    // The first turn's messages stored in another form of the same JSON (pretty-printed):
+    // a turn that serialized the history again to find what changed would rewrite them all.
+    rig.journal.begin();
+    for (key, bytes) in rig.journal.committed() {
+        if key.starts_with("m/") {
+            let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+            let pretty = serde_json::to_vec_pretty(&value).unwrap_or_else(|e| panic!("{e}"));
+            assert_ne!(pretty, bytes);
+            crate::journal::Journal::set(&rig.journal, &key, pretty);
+        }
+    }
+    rig.journal.complete();
+    let stored = rig.journal.committed();
+    let first_turn = stored.keys().filter(|k| k.starts_with("m/")).count();
+    assert_eq!(first_turn, 8);
+
+    turn(&rig, "second").await;
+    let after = rig.journal.committed();
+    for (key, bytes) in stored.iter().filter(|(k, _)| k.starts_with("m/")) {
+        assert_eq!(&after[key], bytes, "{key} was written again");
+    }
+    // The same session as the baseline's: the same requests, the same messages.
+    assert_eq!(rig.model.requests(), baseline.model.requests());
+    let parsed = |journal: &RecordingJournal| -> Vec<Value> {
+        messages(journal)
+            .iter()
+            .map(|m| serde_json::from_str(m).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    };
+    assert_eq!(parsed(&rig.journal), parsed(&baseline.journal));
+    assert_eq!(
+        messages(&rig.journal)[first_turn..],
+        messages(&baseline.journal)[first_turn..]
+    );
+}
+
 fn messages(journal: &RecordingJournal) -> Vec<String> {
     journal
         .committed()
