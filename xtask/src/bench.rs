@@ -197,6 +197,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "autocompact planning (anchored estimate, verbatim-tail plan, re-attachment scan) over 100k visible messages vs normalize of the same session (ours_time / baseline_time)",
     },
     RatioSpec {
+        name: "query_turn_traced_100k_vs_1k",
+        group: "query_turn_traced",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "the turn of query_turn_100k_vs_1k with a tracing subscriber listening at INFO (spans opened, the compaction events' estimates made, nothing written) at 100k messages vs at 1k (ours_time / baseline_time; goal <= 2: the estimate is kept as the history grows, not a walk of it per context step)",
+    },
+    RatioSpec {
         name: "query_turn_100k_vs_1k",
         group: "query_turn_overhead",
         ours: "ours",

@@ -16,6 +16,11 @@
 //!   the model sees the whole history). The history is put back to its starting size
 //!   (untimed) when it has doubled.
 //!
+//! * `query_turn_traced` — the same turn with a `tracing` subscriber listening at INFO (as
+//!   `threadline run --log` and any embedder exporting spans): the spans are opened and the
+//!   compaction events' estimates made, recorded by a subscriber that writes nothing. `ours` at
+//!   100,000 messages, `baseline` at 1,000.
+//!
 //! * `query_turn_vs_request_clones` — the same turn at 100,000 messages (`ours`) vs
 //!   deep-cloning and dropping the normalized messages twice (`baseline`): what the two model
 //!   calls cost when each request owned a copy of the history, before the requests shared
@@ -228,6 +233,27 @@ fn query_turn(c: &mut Criterion) {
     g.finish();
 }
 
+fn query_turn_traced(c: &mut Criterion) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let mut g = c.benchmark_group("query_turn_traced");
+    g.sample_size(10);
+    for (name, n) in [("baseline", 1_000), ("ours", 100_000)] {
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink));
+        tracing::subscriber::with_default(subscriber, || {
+            let base = history(n);
+            let mut calls = 0u64;
+            let warm = turn(State::new(base), &mut calls);
+            let mut state = Some(warm.clone());
+            g.bench_function(name, |b| {
+                b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
+            });
+        });
+    }
+    g.finish();
+}
+
 fn versus_clone_floor(c: &mut Criterion) {
     let n = 100_000;
     let mut g = c.benchmark_group("query_turn_vs_request_clones");
@@ -324,6 +350,7 @@ fn loop_turn_8k_results(c: &mut Criterion) {
 criterion_group!(
     benches,
     query_turn,
+    query_turn_traced,
     versus_clone_floor,
     loop_turn_8k_results
 );

@@ -461,7 +461,7 @@ where
     }
 
     async fn preprocess(&mut self, st: &mut State) {
-        let tokens = telemetry::traced_tokens(st.visible());
+        let tokens = st.traced_tokens();
         let outcome = self
             .q
             .policy
@@ -502,6 +502,7 @@ where
         if outcome.rewritten {
             st.normalizer.reset();
             st.note_rewritten(outcome.first_rewritten);
+            st.visible_tokens.forget();
         }
         // A step holds the whole array: a history it shortened is not the run's start.
         st.note_rewritten(st.messages.len());
@@ -514,7 +515,7 @@ where
         }
         match before {
             Some(before) if changed => {
-                let after = telemetry::estimate(st.visible());
+                let after = st.visible_tokens();
                 telemetry::compaction(step, st.turn_count, before, after);
                 Some(after)
             }
@@ -928,7 +929,7 @@ where
                         ServiceErrorKind::Api,
                         "model_context_window_exceeded: the output reached the context window",
                     );
-                    let before = telemetry::traced_tokens(st.visible());
+                    let before = st.traced_tokens();
                     match self
                         .q
                         .policy
@@ -1019,7 +1020,7 @@ where
             match recovery::prompt_too_long_step(&st.recovery) {
                 PromptTooLongStep::Drain => {
                     st.recovery.has_attempted_drain = true;
-                    let before = telemetry::traced_tokens(st.visible());
+                    let before = st.traced_tokens();
                     let outcome = self.q.policy.drain(step_input(st, &mut self.request));
                     if outcome.changed() {
                         self.apply(st, "drain", before, outcome);
@@ -1028,7 +1029,7 @@ where
                 }
                 PromptTooLongStep::ReactiveCompact => {
                     st.recovery.has_attempted_reactive_compact = true;
-                    let before = telemetry::traced_tokens(st.visible());
+                    let before = st.traced_tokens();
                     match self
                         .q
                         .policy

@@ -112,6 +112,10 @@ pub struct State {
     /// See [`State::unchanged_prefix`] (not serialized: a loaded state claims nothing).
     #[serde(skip)]
     pub(crate) unchanged: usize,
+    /// The visible history's estimate for the compaction events (not serialized: a loaded
+    /// state counts its history once, when someone listens).
+    #[serde(skip)]
+    pub(crate) visible_tokens: crate::telemetry::VisibleTokens,
 }
 
 /// The history a run's start last found the compaction boundary in: its length, the ids of its
@@ -200,7 +204,22 @@ impl State {
             normalizer: fresh_normalizer(),
             boundary_seen: BoundarySeen::default(),
             unchanged: 0,
+            visible_tokens: crate::telemetry::VisibleTokens::default(),
         }
+    }
+
+    /// The visible history's estimate when compaction events are recorded (see
+    /// [`VisibleTokens`](crate::telemetry::VisibleTokens)).
+    pub(crate) fn traced_tokens(&mut self) -> Option<u64> {
+        self.visible_tokens
+            .traced(&self.messages, self.compaction.boundary)
+    }
+
+    /// The visible history's estimate (see
+    /// [`VisibleTokens`](crate::telemetry::VisibleTokens)).
+    pub(crate) fn visible_tokens(&mut self) -> u64 {
+        self.visible_tokens
+            .of(&self.messages, self.compaction.boundary)
     }
 
     /// How many leading messages of the history are exactly the ones the current (or last)

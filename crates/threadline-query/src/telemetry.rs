@@ -19,7 +19,7 @@
 //! error texts (a server may echo a secret), and the API key — only ids, names, counts and
 //! error kinds.
 
-use threadline_message::Message;
+use threadline_message::{Message, MessageId};
 use threadline_wire::service::ServiceError;
 use threadline_wire::telemetry as names;
 use threadline_wire::{MessagesRequest, Usage};
@@ -140,10 +140,61 @@ pub(crate) fn unrun_tool(parent: &Span, name: &str, call_id: &str, error_type: &
     span.record(names::ERROR_TYPE, error_type);
 }
 
-/// The estimated tokens of `visible` when compaction events are recorded (the estimate
-/// costs a walk of the history, done only when someone listens).
-pub(crate) fn traced_tokens(visible: &[Message]) -> Option<u64> {
-    tracing::enabled!(tracing::Level::INFO).then(|| estimate(visible))
+/// The estimate of a session's visible history ([`estimate`]), kept with the session's
+/// [`State`] as the history grows so that the compaction events, recorded around every
+/// context step of every iteration, cost what was appended rather than a walk of the
+/// history. The loop forgets it when a step edits the history in place; a moved compaction
+/// boundary, or a history whose last counted message is no longer where it was (a caller
+/// replaced the messages), starts it again. (As for the normalizer, a caller that edits a
+/// message in place keeping its id builds a new `State`.)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct VisibleTokens {
+    /// The visible history's first index when `total` was counted.
+    start: usize,
+    /// The messages counted: `start..counted`.
+    counted: usize,
+    /// The id of message `counted - 1` (`None` when nothing was counted).
+    last: Option<MessageId>,
+    total: u64,
+    valid: bool,
+}
+
+impl VisibleTokens {
+    /// The estimate of the visible history (`messages` from `boundary` on) when compaction
+    /// events are recorded (`None`: nobody listens, nothing is counted).
+    pub(crate) fn traced(&mut self, messages: &[Message], boundary: usize) -> Option<u64> {
+        tracing::enabled!(tracing::Level::INFO).then(|| self.of(messages, boundary))
+    }
+
+    /// The estimate of the visible history (`messages` from `boundary` on): what was
+    /// counted, plus what was appended since.
+    pub(crate) fn of(&mut self, messages: &[Message], boundary: usize) -> u64 {
+        let start = boundary.min(messages.len());
+        let same = self.valid
+            && self.start == start
+            && self.counted <= messages.len()
+            && self.counted.checked_sub(1).map(|i| messages[i].id()) == self.last.as_ref();
+        if !same {
+            *self = VisibleTokens {
+                start,
+                counted: start,
+                last: None,
+                total: 0,
+                valid: true,
+            };
+        }
+        self.total = self
+            .total
+            .saturating_add(estimate(&messages[self.counted..]));
+        self.counted = messages.len();
+        self.last = messages.last().map(|m| m.id().clone());
+        self.total
+    }
+
+    /// Forgets the count (a step edited messages in place).
+    pub(crate) fn forget(&mut self) {
+        self.valid = false;
+    }
 }
 
 /// A context step changed the history.
@@ -172,4 +223,80 @@ pub(crate) fn estimate(visible: &[Message]) -> u64 {
         })
         .map(threadline_wire::tokens::block_tokens)
         .fold(0, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use threadline_message::{CompactTrigger, SystemKind};
+    use threadline_testkit::messages::any_session;
+    use threadline_wire::ContentBlock;
+
+    use super::*;
+    use crate::state::State;
+
+    /// What the loop does to a run's history between two estimates.
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Appends the next message of the session.
+        Append,
+        /// Replaces a message's content in place with `len` bytes of text (then forgets).
+        Edit(Index, usize),
+        /// Appends a compaction boundary (the visible history starts after it).
+        Compact,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => Just(Op::Append),
+            2 => (any::<Index>(), 0usize..4_000).prop_map(|(at, len)| Op::Edit(at, len)),
+            1 => Just(Op::Compact),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_kept_estimate_equals_a_walk_of_the_visible_history(
+            session in any_session(),
+            ops in prop::collection::vec(op(), 0..60),
+        ) {
+            let mut state = State::default();
+            let mut tokens = VisibleTokens::default();
+            let mut next = session.iter().cycle();
+            for op in ops {
+                match op {
+                    Op::Append => {
+                        if let Some(message) = next.next() {
+                            state.messages.push(message.clone());
+                        }
+                    }
+                    Op::Edit(at, len) => {
+                        if !state.messages.is_empty() {
+                            let i = at.index(state.messages.len());
+                            let text = vec![ContentBlock::text("x".repeat(len))];
+                            match &mut state.messages[i] {
+                                Message::User(user) => user.content = text,
+                                Message::Assistant(assistant) => assistant.content = text,
+                                _ => {}
+                            }
+                            tokens.forget();
+                        }
+                    }
+                    Op::Compact => {
+                        state.messages.push(Message::system(SystemKind::CompactBoundary {
+                            trigger: CompactTrigger::Auto,
+                            pre_tokens: 1,
+                            last_message_id: None,
+                        }));
+                        state.compaction.boundary = state.messages.len();
+                    }
+                }
+                prop_assert_eq!(
+                    tokens.of(&state.messages, state.compaction.boundary),
+                    estimate(state.visible())
+                );
+            }
+        }
+    }
 }
