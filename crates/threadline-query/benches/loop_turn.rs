@@ -217,18 +217,27 @@ fn timed_turns(
     timed
 }
 
+/// Benchmarks the turn of `query_turn_overhead` at `n` messages as `name` in `g`.
+fn bench_turn(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    n: usize,
+) {
+    let base = history(n);
+    let mut calls = 0u64;
+    // Warm: the normalizer holds the history's normalized prefix.
+    let warm = turn(State::new(base), &mut calls);
+    let mut state = Some(warm.clone());
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
+    });
+}
+
 fn query_turn(c: &mut Criterion) {
     let mut g = c.benchmark_group("query_turn_overhead");
     g.sample_size(10);
     for (name, n) in [("baseline", 1_000), ("ours", 100_000)] {
-        let base = history(n);
-        let mut calls = 0u64;
-        // Warm: the normalizer holds the history's normalized prefix.
-        let warm = turn(State::new(base), &mut calls);
-        let mut state = Some(warm.clone());
-        g.bench_function(name, |b| {
-            b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
-        });
+        bench_turn(&mut g, name, n);
     }
     g.finish();
 }
@@ -241,15 +250,7 @@ fn query_turn_traced(c: &mut Criterion) {
         let subscriber = tracing_subscriber::registry()
             .with(tracing_subscriber::filter::LevelFilter::INFO)
             .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink));
-        tracing::subscriber::with_default(subscriber, || {
-            let base = history(n);
-            let mut calls = 0u64;
-            let warm = turn(State::new(base), &mut calls);
-            let mut state = Some(warm.clone());
-            g.bench_function(name, |b| {
-                b.iter_custom(|iters| timed_turns(iters, &mut state, &warm, n, &mut calls))
-            });
-        });
+        tracing::subscriber::with_default(subscriber, || bench_turn(&mut g, name, n));
     }
     g.finish();
 }
