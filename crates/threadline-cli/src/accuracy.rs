@@ -15,12 +15,13 @@
 //! The first request with recorded usage is left out: its usage is where the unseen prefix is
 //! inferred from, so it would be matched by construction.
 //!
-//! Each estimate looks back over the messages before its request (for the last boundary and
-//! the anchor), so a transcript costs up to the square of its length: this is for measuring
-//! fixtures, which is why `inspect` (linear in the transcript) does not report it.
+//! The walk keeps the visible history's start and estimate as it goes, and each estimate
+//! looks back only to its anchor ([`estimate_context_from`]), so a transcript costs about its
+//! length.
 
-use threadline_compact::units::since_last_boundary;
-use threadline_compact::{estimate_context, estimate_messages, inferred_overhead, reported_input};
+use threadline_compact::estimate::message_tokens;
+use threadline_compact::units::is_compact_boundary;
+use threadline_compact::{estimate_context_from, inferred_overhead, reported_input};
 use threadline_message::Message;
 use threadline_message::response_usage::{ResponseUsage, response_key};
 
@@ -67,7 +68,21 @@ pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
     let mut out = Vec::new();
     let mut previous: Option<Option<&str>> = None;
     let mut first_recorded = true;
+    // The visible history of `messages[..i]`, kept as `i` grows: where it starts (after the
+    // last compaction boundary) and its estimate, so each request costs what came since
+    // the last one, not the transcript.
+    let mut visible_from = 0;
+    let mut visible_tokens = 0u64;
     for (i, message) in messages.iter().enumerate() {
+        if i > 0 {
+            let before = &messages[i - 1];
+            if is_compact_boundary(before) {
+                visible_from = i;
+                visible_tokens = 0;
+            } else {
+                visible_tokens = visible_tokens.saturating_add(message_tokens(before));
+            }
+        }
         let Message::Assistant(a) = message else {
             continue;
         };
@@ -93,10 +108,9 @@ pub fn estimated_requests(messages: &[Message]) -> Vec<EstimatedRequest> {
         out.push(EstimatedRequest {
             key: key.map(str::to_owned),
             at: i,
-            estimated: estimate_context(&messages[..i], overhead),
+            estimated: estimate_context_from(&messages[..i], visible_from, overhead),
             recorded,
-            unanchored: overhead
-                .saturating_add(estimate_messages(since_last_boundary(&messages[..i]))),
+            unanchored: overhead.saturating_add(visible_tokens),
         });
     }
     out
@@ -146,5 +160,36 @@ mod tests {
         assert_eq!(requests[0].recorded, 1_224);
         assert_eq!(requests[0].at, 3);
         assert!(mean_relative_error(&requests).expect("one") < 0.01);
+    }
+
+    #[test]
+    fn the_kept_walk_gives_each_request_the_estimates_of_its_own_prefix() {
+        use threadline_compact::units::since_last_boundary;
+        use threadline_compact::{estimate_context, estimate_messages};
+        // A generated session with compaction boundaries, every response reporting usage.
+        let mut session = threadline_testkit::messages::long_session(3_000, 7);
+        for (k, message) in session.iter_mut().enumerate() {
+            if let Message::Assistant(a) = message {
+                let input = 1_000 + 37 * k as u64;
+                a.usage = Some(Box::new(
+                    Usage::new().with_input_tokens(input).with_output_tokens(9),
+                ));
+            }
+        }
+        assert!(session.iter().any(is_compact_boundary));
+        let requests = estimated_requests(&session);
+        assert!(requests.len() > 100, "{} requests", requests.len());
+        let overhead = inferred_overhead(&session).unwrap_or(0);
+        for request in &requests {
+            let before = &session[..request.at];
+            assert_eq!(
+                request.estimated,
+                estimate_context(before, overhead),
+                "at {}",
+                request.at
+            );
+            let unanchored = overhead + estimate_messages(since_last_boundary(before));
+            assert_eq!(request.unanchored, unanchored, "at {}", request.at);
+        }
     }
 }
