@@ -13,7 +13,7 @@
 //! what was appended since. Only when no response in the visible history reports usage does
 //! it fall back to the estimate of everything.
 
-use threadline_message::{Attachment, Message, SystemKind};
+use threadline_message::{Attachment, Message, MessageId, SystemKind};
 use threadline_wire::service::CountTokens;
 use threadline_wire::{CountTokensRequest, MessagesRequest};
 
@@ -123,24 +123,24 @@ pub fn trusted_usage_start(history: &[Message], visible: &[Message]) -> usize {
             matches!(m, Message::System(s) if matches!(s.kind, SystemKind::MicrocompactBoundary { .. }))
         })
         .map_or(0, |b| b + 1);
-    let boundary = history
-        .len()
-        .checked_sub(visible.len() + 1)
-        .and_then(|b| history.get(b));
-    let after_carried = match boundary {
-        Some(Message::System(s)) => match &s.kind {
-            SystemKind::CompactBoundary {
-                last_message_id: Some(last),
-                ..
-            } => visible
-                .iter()
-                .rposition(|m| m.id() == last)
-                .map_or(0, |i| i + 1),
-            _ => 0,
-        },
-        _ => 0,
-    };
+    let after_carried = carried_last(history, history.len().saturating_sub(visible.len()))
+        .and_then(|last| visible.iter().rposition(|m| m.id() == last))
+        .map_or(0, |i| i + 1);
     after_removal.max(after_carried)
+}
+
+/// The last message the compaction whose boundary ends just before `start` carried over
+/// (its `last_message_id`), if `history[start - 1]` is such a boundary.
+fn carried_last(history: &[Message], start: usize) -> Option<&MessageId> {
+    match start.checked_sub(1).and_then(|b| history.get(b))? {
+        Message::System(s) => match &s.kind {
+            SystemKind::CompactBoundary {
+                last_message_id, ..
+            } => last_message_id.as_ref(),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The context size the model sees for `history` (only what follows the last compaction
@@ -167,17 +167,7 @@ pub fn estimate_context(history: &[Message], overhead: u64) -> u64 {
 /// last usable response, not the history: the loop asks for it every iteration.
 pub fn estimate_context_from(history: &[Message], start: usize, overhead: u64) -> u64 {
     let start = start.min(history.len());
-    // The messages the boundary before `start` carried over end with its `last_message_id`.
-    let carried_last = match start.checked_sub(1).and_then(|b| history.get(b)) {
-        Some(Message::System(s)) => match &s.kind {
-            SystemKind::CompactBoundary {
-                last_message_id: Some(last),
-                ..
-            } => Some(last),
-            _ => None,
-        },
-        _ => None,
-    };
+    let carried_last = carried_last(history, start);
     let mut visible_from = start;
     let mut anchor = None;
     for i in (start..history.len()).rev() {

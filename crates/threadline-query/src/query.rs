@@ -500,12 +500,9 @@ where
     ) -> Option<u64> {
         let changed = outcome.changed();
         if outcome.rewritten {
-            st.normalizer.reset();
             st.note_rewritten(outcome.first_rewritten);
-            st.visible_tokens.forget();
         }
-        // A step holds the whole array: a history it shortened is not the run's start.
-        st.note_rewritten(st.messages.len());
+        st.note_length();
         let compactions = st.compaction.compactions;
         for message in outcome.append {
             self.append(st, message);

@@ -233,10 +233,18 @@ impl State {
         self.unchanged.min(self.messages.len())
     }
 
-    /// Notes a context step's edit in place from message `first` on, and any shortening of
-    /// the history (which no step should do, but a step holds the whole array).
+    /// Notes a context step's edit in place from message `first` on: the normalizer starts
+    /// over, the kept estimate is forgotten, and the unchanged prefix ends there at most.
     pub(crate) fn note_rewritten(&mut self, first: usize) {
-        self.unchanged = self.unchanged.min(first).min(self.messages.len());
+        self.normalizer.reset();
+        self.visible_tokens.forget();
+        self.unchanged = self.unchanged.min(first);
+    }
+
+    /// Keeps the unchanged prefix within the history: a step holds the whole array, and a
+    /// history it shortened is not the run's start, even once it has grown again.
+    pub(crate) fn note_length(&mut self) {
+        self.unchanged = self.unchanged.min(self.messages.len());
     }
 
     /// What the model sees: the messages after the last compaction boundary.

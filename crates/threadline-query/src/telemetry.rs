@@ -156,7 +156,6 @@ pub(crate) struct VisibleTokens {
     /// The id of message `counted - 1` (`None` when nothing was counted).
     last: Option<MessageId>,
     total: u64,
-    valid: bool,
 }
 
 impl VisibleTokens {
@@ -170,8 +169,7 @@ impl VisibleTokens {
     /// counted, plus what was appended since.
     pub(crate) fn of(&mut self, messages: &[Message], boundary: usize) -> u64 {
         let start = boundary.min(messages.len());
-        let same = self.valid
-            && self.start == start
+        let same = self.start == start
             && self.counted <= messages.len()
             && self.counted.checked_sub(1).map(|i| messages[i].id()) == self.last.as_ref();
         if !same {
@@ -180,7 +178,6 @@ impl VisibleTokens {
                 counted: start,
                 last: None,
                 total: 0,
-                valid: true,
             };
         }
         self.total = self
@@ -191,9 +188,10 @@ impl VisibleTokens {
         self.total
     }
 
-    /// Forgets the count (a step edited messages in place).
+    /// Forgets the count (a step edited messages in place): nothing is counted, so the next
+    /// estimate walks the visible history.
     pub(crate) fn forget(&mut self) {
-        self.valid = false;
+        *self = VisibleTokens::default();
     }
 }
 

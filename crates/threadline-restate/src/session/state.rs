@@ -123,14 +123,15 @@ pub(crate) fn persist(
             .map_err(|e| corrupt(&keys::message(index), e.to_string()))?;
         new.push(bytes);
     }
-    let first = kept
-        + old[kept..]
-            .iter()
-            .zip(&new)
-            .position(|(a, b)| a != b)
-            .unwrap_or((old.len() - kept).min(new.len()));
-    for (index, bytes) in new.iter().enumerate().skip(first - kept) {
-        journal.set(&keys::message(kept + index), bytes.clone());
+    // `new[i]` is message `kept + i`; the first that differs from what was stored, and all
+    // after it, are written.
+    let same = old[kept..]
+        .iter()
+        .zip(&new)
+        .take_while(|(a, b)| a == b)
+        .count();
+    for (i, bytes) in new.iter().enumerate().skip(same) {
+        journal.set(&keys::message(kept + i), bytes.clone());
     }
     for index in messages.len()..old.len() {
         journal.clear(&keys::message(index));
