@@ -167,9 +167,10 @@ impl UserContext {
         match messages.get_mut(at) {
             Some(first) if first.role == Role::User => {
                 let mut blocks =
-                    match std::mem::replace(&mut first.content, Content::Blocks(Vec::new())) {
+                    match std::mem::replace(&mut first.content, Content::Blocks(Vec::new().into()))
+                    {
                         Content::Text(t) => vec![ContentBlock::text(t)],
-                        Content::Blocks(blocks) => blocks,
+                        Content::Blocks(blocks) => blocks.into_vec(),
                     };
                 // After the tool results a message opens with (the API wants them first).
                 let results = blocks
@@ -177,7 +178,7 @@ impl UserContext {
                     .take_while(|b| matches!(b, ContentBlock::ToolResult(_)))
                     .count();
                 blocks.insert(results, block);
-                first.content = Content::Blocks(blocks);
+                first.content = Content::Blocks(blocks.into());
             }
             _ => messages.insert(at, MessageParam::user(vec![block])),
         }

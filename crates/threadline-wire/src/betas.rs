@@ -326,16 +326,19 @@ mod tests {
         assert!(required(&r).is_empty());
         r.messages.push(MessageParam {
             role: crate::Role::System,
-            content: Content::Blocks(vec![ContentBlock::text("Deploys are allowed.")]),
+            content: Content::Blocks(vec![ContentBlock::text("Deploys are allowed.")].into()),
             extra: crate::Extra::new(),
         });
         // A mid-conversation system message alone needs no header.
         assert!(required(&r).is_empty());
         r.messages.push(MessageParam {
             role: crate::Role::System,
-            content: Content::Blocks(vec![ContentBlock::ToolAddition(
-                crate::tool_change::ToolChangeBlock::tool("deploy"),
-            )]),
+            content: Content::Blocks(
+                vec![ContentBlock::ToolAddition(
+                    crate::tool_change::ToolChangeBlock::tool("deploy"),
+                )]
+                .into(),
+            ),
             extra: crate::Extra::new(),
         });
         r.output_config = Some(

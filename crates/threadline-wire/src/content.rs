@@ -6,6 +6,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::blocks::Blocks;
 use crate::cache_control::CacheControl;
 
 wire_struct! {
@@ -310,8 +311,8 @@ impl ContentBlock {
 pub enum Content {
     /// The shorthand for a single text block.
     Text(String),
-    /// A list of blocks.
-    Blocks(Vec<ContentBlock>),
+    /// A list of blocks (shared by the copies of the message, see [`Blocks`]).
+    Blocks(Blocks),
 }
 
 impl Content {
@@ -320,7 +321,7 @@ impl Content {
     pub fn to_blocks(&self) -> Vec<ContentBlock> {
         match self {
             Content::Text(text) => vec![ContentBlock::text(text.clone())],
-            Content::Blocks(blocks) => blocks.clone(),
+            Content::Blocks(blocks) => blocks.to_vec(),
         }
     }
 
@@ -341,7 +342,7 @@ impl From<&str> for Content {
 
 impl From<Vec<ContentBlock>> for Content {
     fn from(blocks: Vec<ContentBlock>) -> Self {
-        Content::Blocks(blocks)
+        Content::Blocks(blocks.into())
     }
 }
 
@@ -376,7 +377,7 @@ impl<'de> Deserialize<'de> for Content {
                 while let Some(block) = seq.next_element()? {
                     blocks.push(block);
                 }
-                Ok(Content::Blocks(blocks))
+                Ok(Content::Blocks(blocks.into()))
             }
         }
         deserializer.deserialize_any(ContentVisitor)

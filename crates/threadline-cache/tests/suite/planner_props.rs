@@ -422,12 +422,13 @@ fn apply(
         Step::Grow(k) => messages.extend(rest.by_ref().take(k)),
         Step::Edit(i) if n > 0 => {
             let m = &mut messages[i % n];
-            let mut blocks = match std::mem::replace(&mut m.content, Content::Blocks(Vec::new())) {
-                Content::Text(text) => vec![ContentBlock::text(text)],
-                Content::Blocks(blocks) => blocks,
-            };
+            let mut blocks =
+                match std::mem::replace(&mut m.content, Content::Blocks(Vec::new().into())) {
+                    Content::Text(text) => vec![ContentBlock::text(text)],
+                    Content::Blocks(blocks) => blocks.into_vec(),
+                };
             blocks.push(ContentBlock::text("edited"));
-            m.content = Content::Blocks(blocks);
+            m.content = Content::Blocks(blocks.into());
         }
         Step::Remove(i) if n > 0 => {
             messages.remove(i % n);

@@ -25,7 +25,10 @@ pub(crate) fn render_attachments(items: Vec<Item<'_>>) -> Vec<Draft<'_>> {
             Item::Attachment { attachment, origin } => {
                 let texts = render_attachment(attachment);
                 if !texts.is_empty() {
-                    let blocks = texts.into_iter().map(ContentBlock::text).collect();
+                    let blocks = texts
+                        .into_iter()
+                        .map(ContentBlock::text)
+                        .collect::<Vec<_>>();
                     drafts.push(Draft::user(blocks, Some(origin)));
                 }
             }

@@ -392,7 +392,7 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
             for block in &original.content {
                 let mut fragment = original.clone();
                 fragment.api_message_id = Some(api.clone());
-                fragment.content = vec![block.clone()];
+                fragment.content = vec![block.clone()].into();
                 fragment.header = b.header();
                 fragments.push(Message::Assistant(fragment));
             }
@@ -506,11 +506,9 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
                 && let ContentBlock::ToolResult(result) = &mut content[j]
             {
                 result.is_error = Some(true);
-                result.content = Some(Content::Blocks(vec![
-                    text("Error: screenshot failed"),
-                    image(),
-                    image(),
-                ]));
+                result.content = Some(Content::Blocks(
+                    vec![text("Error: screenshot failed"), image(), image()].into(),
+                ));
             }
         }
         Mutation::ManyImages { at, count } => {
@@ -526,7 +524,7 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
             {
                 result.content = match blank {
                     Blank::Empty => Some(Content::Text(String::new())),
-                    Blank::Spaces => Some(Content::Blocks(vec![text(blank.text())])),
+                    Blank::Spaces => Some(Content::Blocks(vec![text(blank.text())].into())),
                     Blank::Newlines => None,
                 };
             }
