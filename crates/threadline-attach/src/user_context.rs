@@ -167,10 +167,9 @@ impl UserContext {
         match messages.get_mut(at) {
             Some(first) if first.role == Role::User => {
                 let mut blocks =
-                    match std::mem::replace(&mut first.content, Content::Blocks(Vec::new().into()))
-                    {
+                    match std::mem::replace(&mut first.content, Content::Blocks(Vec::new())) {
                         Content::Text(t) => vec![ContentBlock::text(t)],
-                        Content::Blocks(blocks) => blocks.into_vec(),
+                        Content::Blocks(blocks) => blocks,
                     };
                 // After the tool results a message opens with (the API wants them first).
                 let results = blocks
@@ -178,7 +177,7 @@ impl UserContext {
                     .take_while(|b| matches!(b, ContentBlock::ToolResult(_)))
                     .count();
                 blocks.insert(results, block);
-                first.content = Content::Blocks(blocks.into());
+                first.content = Content::Blocks(blocks);
             }
             _ => messages.insert(at, MessageParam::user(vec![block])),
         }

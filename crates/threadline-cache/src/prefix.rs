@@ -706,7 +706,7 @@ pub fn set_marker(request: &mut MessagesRequest, location: Location, ttl: Ttl) -
                 if text.is_empty() || block != 0 {
                     return false;
                 }
-                param.content = Content::Blocks(vec![ContentBlock::text(text.clone())].into());
+                param.content = Content::Blocks(vec![ContentBlock::text(text.clone())]);
             }
             let Content::Blocks(blocks) = &mut param.content else {
                 return false;

@@ -217,7 +217,7 @@ mod tests {
                 } else {
                     Role::Assistant
                 };
-                MessageParam::new(role, Content::Blocks(vec![ContentBlock::text(*t)].into()))
+                MessageParam::new(role, Content::Blocks(vec![ContentBlock::text(*t)]))
             })
             .collect();
         MessagesRequest::new("claude-sonnet-4-5", 1024, messages).with_stream(true)

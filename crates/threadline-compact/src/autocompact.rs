@@ -212,7 +212,7 @@ pub fn summary_request(
         Some(last) if last.role == Role::User => {
             let mut blocks = last.content.to_blocks();
             blocks.push(prompt);
-            last.content = Content::Blocks(blocks.into());
+            last.content = Content::Blocks(blocks);
         }
         _ => request.messages.push(MessageParam::user(vec![prompt])),
     }

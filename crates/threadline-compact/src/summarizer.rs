@@ -159,7 +159,7 @@ impl ExtractiveSummarizer {
         for message in &request.messages {
             let blocks = match &message.content {
                 Content::Text(t) => vec![ContentBlock::text(t.clone())],
-                Content::Blocks(b) => b.to_vec(),
+                Content::Blocks(b) => b.clone(),
             };
             for block in &blocks {
                 match (message.role.clone(), block) {

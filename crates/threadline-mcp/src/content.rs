@@ -101,7 +101,7 @@ pub fn to_output(result: &Value) -> ToolOutput {
     let content = match blocks.as_slice() {
         [] => Content::Text(String::new()),
         [ContentBlock::Text(text)] => Content::Text(text.text.clone()),
-        _ => Content::Blocks(blocks.into()),
+        _ => Content::Blocks(blocks),
     };
     ToolOutput::content(content).with_is_error(is_error)
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use threadline_wire::content::ToolResultBlock;
-use threadline_wire::{Blocks, Content, ContentBlock, StopReason, Usage};
+use threadline_wire::{Content, ContentBlock, StopReason, Usage};
 
 use crate::attachment::Attachment;
 use crate::header::{Header, MessageId};
@@ -19,8 +19,8 @@ pub struct UserMessage {
     /// Id and time.
     #[serde(flatten)]
     pub header: Header,
-    /// The content blocks (shared with the request messages made of them).
-    pub content: Blocks,
+    /// The content blocks.
+    pub content: Vec<ContentBlock>,
     /// Visible to the model, hidden from the transcript view (injected context).
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_meta: bool,
@@ -51,8 +51,8 @@ pub struct AssistantMessage {
     /// The model that answered.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
-    /// The content blocks (shared with the request messages made of them).
-    pub content: Blocks,
+    /// The content blocks.
+    pub content: Vec<ContentBlock>,
     /// Why the model stopped, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
@@ -179,7 +179,7 @@ impl Message {
     pub fn user_blocks(content: Vec<ContentBlock>) -> Message {
         Message::User(UserMessage {
             header: Header::new(),
-            content: content.into(),
+            content,
             is_meta: false,
             is_virtual: false,
             is_compact_summary: false,
@@ -229,7 +229,7 @@ impl Message {
             api_message_id: None,
             request_id: None,
             model: String::new(),
-            content: content.into(),
+            content,
             stop_reason: None,
             usage: None,
             is_api_error: false,
@@ -260,7 +260,7 @@ impl Message {
             api_message_id: Some(response.id.clone()),
             request_id,
             model: response.model.clone(),
-            content: response.content.clone().into(),
+            content: response.content.clone(),
             stop_reason: response.stop_reason.clone(),
             usage: response.usage.clone().map(Box::new),
             is_api_error: false,

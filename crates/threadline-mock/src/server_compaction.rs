@@ -65,7 +65,7 @@ pub(crate) fn from_last_compaction(
     let mut kept = messages[i..].to_vec();
     if let Some(first) = kept.first_mut() {
         let kept_blocks = blocks(&first.content)[j..].to_vec();
-        std::sync::Arc::make_mut(first).content = Content::Blocks(kept_blocks.into());
+        std::sync::Arc::make_mut(first).content = Content::Blocks(kept_blocks);
     }
     kept
 }

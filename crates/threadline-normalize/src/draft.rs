@@ -1,13 +1,10 @@
 //! The working representation the passes share: a message of the request being built.
 //!
-//! A draft holds its input message's blocks, shared ([`Blocks`]), from
-//! [`drop_non_api`](crate::passes::drop_non_api) on; a pass that changes a draft's blocks
-//! copies them first (copy on write), so a message no pass changes reaches the request
-//! without its blocks ever being copied. Passes check before they write: taking `&mut` to a
-//! shared list copies it.
+//! The input is cloned exactly once, in [`drop_non_api`](crate::passes::drop_non_api), into
+//! [`Draft`]s; every later pass moves drafts and blocks, never clones them.
 
 use threadline_message::{AssistantMessage, Attachment, Header, Message, UserMessage};
-use threadline_wire::{Blocks, Content, ContentBlock, MessageParam, Role};
+use threadline_wire::{Content, ContentBlock, MessageParam, Role};
 
 /// Who speaks in a draft: the two roles the request holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +21,7 @@ pub(crate) struct Draft<'a> {
     /// Its role.
     pub(crate) side: Side,
     /// Its content.
-    pub(crate) blocks: Blocks,
+    pub(crate) blocks: Vec<ContentBlock>,
     /// The input index of the message it came from (the first one, once merged); `None` for
     /// messages the pipeline made up.
     pub(crate) origin: Option<usize>,
@@ -34,10 +31,10 @@ pub(crate) struct Draft<'a> {
 
 impl<'a> Draft<'a> {
     /// A user draft.
-    pub(crate) fn user(blocks: impl Into<Blocks>, origin: Option<usize>) -> Self {
+    pub(crate) fn user(blocks: Vec<ContentBlock>, origin: Option<usize>) -> Self {
         Draft {
             side: Side::User,
-            blocks: blocks.into(),
+            blocks,
             origin,
             api_message_id: None,
         }
@@ -45,13 +42,13 @@ impl<'a> Draft<'a> {
 
     /// An assistant draft.
     pub(crate) fn assistant(
-        blocks: impl Into<Blocks>,
+        blocks: Vec<ContentBlock>,
         origin: Option<usize>,
         api_message_id: Option<&'a str>,
     ) -> Self {
         Draft {
             side: Side::Assistant,
-            blocks: blocks.into(),
+            blocks,
             origin,
             api_message_id,
         }
@@ -65,16 +62,6 @@ impl<'a> Draft<'a> {
     /// Whether this is an assistant message.
     pub(crate) fn is_assistant(&self) -> bool {
         self.side == Side::Assistant
-    }
-
-    /// Appends `blocks` (a merged draft's): an empty draft takes them as they are, shared,
-    /// and appending nothing writes nothing.
-    pub(crate) fn append(&mut self, blocks: Blocks) {
-        if self.blocks.is_empty() {
-            self.blocks = blocks;
-        } else if !blocks.is_empty() {
-            self.blocks.extend(blocks);
-        }
     }
 
     /// The request message.
@@ -167,7 +154,7 @@ pub fn to_internal(messages: &[MessageParam]) -> Vec<Message> {
         .map(|(n, message)| {
             let header = Header::with(format!("n{n}"), INTERNAL_TIMESTAMP);
             let content = match &message.content {
-                Content::Text(text) => vec![ContentBlock::text(text.clone())].into(),
+                Content::Text(text) => vec![ContentBlock::text(text.clone())],
                 Content::Blocks(blocks) => blocks.clone(),
             };
             if message.role == Role::Assistant {

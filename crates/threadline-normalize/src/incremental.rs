@@ -98,7 +98,6 @@ use threadline_message::Message;
 use threadline_wire::{Content, ContentBlock, MessageParam, Messages, Role};
 
 use crate::draft::{Draft, is_media};
-use crate::passes::media_cap::count as media_count;
 use crate::pipeline::run_drafts;
 use crate::report::Report;
 use crate::{MEDIA_OMITTED, Options};
@@ -560,8 +559,7 @@ impl Run {
         let mut report = Report::default();
         let mut media = Vec::new();
         let mut drafts = run_drafts(tail, options, &mut report, start == 0, |drafts| {
-            // Only drafts holding media are written (writing copies a draft's shared blocks).
-            for draft in drafts.iter_mut().filter(|d| media_count(&d.blocks) > 0) {
+            for draft in drafts {
                 let origin = start + draft.origin.unwrap_or(0);
                 tag_media(&mut draft.blocks, origin, &mut media);
             }
@@ -570,9 +568,7 @@ impl Run {
         let mut tracked = true;
         let mut path = Vec::new();
         for (n, draft) in drafts.iter_mut().enumerate() {
-            if media_count(&draft.blocks) > 0 {
-                untag_media(&mut draft.blocks, n, &mut path, &mut media, &mut tracked);
-            }
+            untag_media(&mut draft.blocks, n, &mut path, &mut media, &mut tracked);
         }
         let origins = drafts.iter().map(|d| d.origin.map(|o| start + o)).collect();
         Run {

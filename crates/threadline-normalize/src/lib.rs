@@ -85,8 +85,7 @@
 //! - Nothing typed is lost: every non-blank text block of every user message that reaches the
 //!   API (not virtual, not retracted, not a replay of a message with the same id) is in the
 //!   output, in order.
-//! - O(N) in messages and blocks: a request message shares its input message's blocks
-//!   ([`Blocks`](threadline_wire::Blocks)); only what a pass changes or merges is copied.
+//! - O(N) in messages and blocks: the input is cloned once; passes move values.
 //!
 //! Non-local decisions, for anyone normalizing only a suffix: the media cap counts the whole
 //! request; duplicate tool use ids are found across the whole array; "the latest assistant

@@ -192,7 +192,7 @@ mod tests {
     fn error_results_must_be_text_only_before_the_media_cap() {
         let failed = threadline_message::tool_result_block(
             "t1",
-            threadline_wire::Content::Blocks(vec![text("crashed"), image()].into()),
+            threadline_wire::Content::Blocks(vec![text("crashed"), image()]),
             true,
         );
         let messages = [

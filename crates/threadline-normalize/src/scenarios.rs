@@ -349,13 +349,8 @@ fn stale_cache_markers_and_hostile_blocks() {
 
 #[test]
 fn media_over_the_limit_nested_or_not() {
-    let screenshot = |id: &str| {
-        tool_result_block(
-            id,
-            Content::Blocks(vec![image(), text("shot")].into()),
-            false,
-        )
-    };
+    let screenshot =
+        |id: &str| tool_result_block(id, Content::Blocks(vec![image(), text("shot")]), false);
     let mut session = vec![user_blocks(vec![text("look"), image(), image()])];
     for n in 0..60 {
         let id = format!("t{n}");

@@ -274,8 +274,8 @@ mod tests {
                             let i = at.index(state.messages.len());
                             let text = vec![ContentBlock::text("x".repeat(len))];
                             match &mut state.messages[i] {
-                                Message::User(user) => user.content = text.into(),
-                                Message::Assistant(assistant) => assistant.content = text.into(),
+                                Message::User(user) => user.content = text,
+                                Message::Assistant(assistant) => assistant.content = text,
                                 _ => {}
                             }
                             tokens.forget();

@@ -715,7 +715,7 @@ fn insert_announcements(messages: &mut Messages, announced: &[Announcement]) {
                 None if ends_with_user => messages.len(),
                 None => return None,
             };
-            let message = MessageParam::new(Role::System, Content::Blocks(a.blocks.clone().into()));
+            let message = MessageParam::new(Role::System, Content::Blocks(a.blocks.clone()));
             Some((at, message))
         })
         .collect();

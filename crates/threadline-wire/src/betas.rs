@@ -326,19 +326,16 @@ mod tests {
         assert!(required(&r).is_empty());
         r.messages.push(MessageParam {
             role: crate::Role::System,
-            content: Content::Blocks(vec![ContentBlock::text("Deploys are allowed.")].into()),
+            content: Content::Blocks(vec![ContentBlock::text("Deploys are allowed.")]),
             extra: crate::Extra::new(),
         });
         // A mid-conversation system message alone needs no header.
         assert!(required(&r).is_empty());
         r.messages.push(MessageParam {
             role: crate::Role::System,
-            content: Content::Blocks(
-                vec![ContentBlock::ToolAddition(
-                    crate::tool_change::ToolChangeBlock::tool("deploy"),
-                )]
-                .into(),
-            ),
+            content: Content::Blocks(vec![ContentBlock::ToolAddition(
+                crate::tool_change::ToolChangeBlock::tool("deploy"),
+            )]),
             extra: crate::Extra::new(),
         });
         r.output_config = Some(

@@ -172,10 +172,7 @@ fn clear_blocks(blocks: &mut [ContentBlock]) {
 impl Content {
     /// Removes every marker from the blocks (the string shorthand has none).
     pub fn clear_cache_control(&mut self) {
-        // Checked first: a shared list is copied only when something changes.
-        if let Content::Blocks(blocks) = self
-            && blocks.iter().any(ContentBlock::has_cache_control)
-        {
+        if let Content::Blocks(blocks) = self {
             clear_blocks(blocks);
         }
     }

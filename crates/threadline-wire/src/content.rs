@@ -6,7 +6,6 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::blocks::Blocks;
 use crate::cache_control::CacheControl;
 
 wire_struct! {
@@ -311,8 +310,8 @@ impl ContentBlock {
 pub enum Content {
     /// The shorthand for a single text block.
     Text(String),
-    /// A list of blocks (shared by the copies of the message, see [`Blocks`]).
-    Blocks(Blocks),
+    /// A list of blocks.
+    Blocks(Vec<ContentBlock>),
 }
 
 impl Content {
@@ -321,7 +320,7 @@ impl Content {
     pub fn to_blocks(&self) -> Vec<ContentBlock> {
         match self {
             Content::Text(text) => vec![ContentBlock::text(text.clone())],
-            Content::Blocks(blocks) => blocks.to_vec(),
+            Content::Blocks(blocks) => blocks.clone(),
         }
     }
 
@@ -342,7 +341,7 @@ impl From<&str> for Content {
 
 impl From<Vec<ContentBlock>> for Content {
     fn from(blocks: Vec<ContentBlock>) -> Self {
-        Content::Blocks(blocks.into())
+        Content::Blocks(blocks)
     }
 }
 
@@ -377,7 +376,7 @@ impl<'de> Deserialize<'de> for Content {
                 while let Some(block) = seq.next_element()? {
                     blocks.push(block);
                 }
-                Ok(Content::Blocks(blocks.into()))
+                Ok(Content::Blocks(blocks))
             }
         }
         deserializer.deserialize_any(ContentVisitor)

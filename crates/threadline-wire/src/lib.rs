@@ -86,7 +86,6 @@ pub mod open_object;
 pub mod accumulate;
 pub mod api_error;
 pub mod betas;
-pub mod blocks;
 pub mod cache_control;
 mod cache_markers;
 pub mod content;
@@ -111,7 +110,6 @@ pub mod tools;
 pub mod usage_iterations;
 
 pub use api_error::{ApiErrorBody, ApiErrorResponse, ApiErrorType};
-pub use blocks::Blocks;
 pub use cache_control::{CacheControl, CacheTtl};
 pub use content::{
     Content, ContentBlock, FallbackBlock, FallbackModelRef, Role, TextBlock, ToolResultBlock,

@@ -26,7 +26,7 @@ impl MessageParam {
     pub fn user(blocks: Vec<ContentBlock>) -> Self {
         MessageParam {
             role: Role::User,
-            content: Content::Blocks(blocks.into()),
+            content: Content::Blocks(blocks),
             extra: crate::Extra::new(),
         }
     }
@@ -35,7 +35,7 @@ impl MessageParam {
     pub fn assistant(blocks: Vec<ContentBlock>) -> Self {
         MessageParam {
             role: Role::Assistant,
-            content: Content::Blocks(blocks.into()),
+            content: Content::Blocks(blocks),
             extra: crate::Extra::new(),
         }
     }

@@ -214,7 +214,7 @@ mod tests {
         let text = "x".repeat(400);
         assert_eq!(
             content_tokens(&Content::Text(text.clone())),
-            content_tokens(&Content::Blocks(vec![ContentBlock::text(text)].into()))
+            content_tokens(&Content::Blocks(vec![ContentBlock::text(text)]))
         );
     }
 
@@ -303,10 +303,10 @@ mod tests {
             let joined = text_tokens(longer.len());
             let split = text_tokens(text.len()) + text_tokens(more.len());
             prop_assert!(joined <= split && split <= joined + 1);
-            let before = content_tokens(&Content::Blocks(blocks.clone().into()));
+            let before = content_tokens(&Content::Blocks(blocks.clone()));
             let mut grown = blocks;
             grown.push(extra);
-            prop_assert!(content_tokens(&Content::Blocks(grown.into())) > before);
+            prop_assert!(content_tokens(&Content::Blocks(grown)) > before);
         }
     }
 }

@@ -422,13 +422,12 @@ fn apply(
         Step::Grow(k) => messages.extend(rest.by_ref().take(k)),
         Step::Edit(i) if n > 0 => {
             let m = &mut messages[i % n];
-            let mut blocks =
-                match std::mem::replace(&mut m.content, Content::Blocks(Vec::new().into())) {
-                    Content::Text(text) => vec![ContentBlock::text(text)],
-                    Content::Blocks(blocks) => blocks.into_vec(),
-                };
+            let mut blocks = match std::mem::replace(&mut m.content, Content::Blocks(Vec::new())) {
+                Content::Text(text) => vec![ContentBlock::text(text)],
+                Content::Blocks(blocks) => blocks,
+            };
             blocks.push(ContentBlock::text("edited"));
-            m.content = Content::Blocks(blocks.into());
+            m.content = Content::Blocks(blocks);
         }
         Step::Remove(i) if n > 0 => {
             messages.remove(i % n);

@@ -32,7 +32,7 @@ fn pieces(request: &MessagesRequest) -> (Vec<String>, Option<usize>) {
         let role = serde_json::to_string(&message.role).unwrap_or_default();
         let blocks = match &message.content {
             Content::Text(t) => vec![ContentBlock::text(t.clone())],
-            Content::Blocks(b) => b.to_vec(),
+            Content::Blocks(b) => b.clone(),
         };
         for (i, block) in blocks.iter().enumerate() {
             out.push(format!(

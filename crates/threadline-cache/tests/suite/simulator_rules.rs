@@ -514,13 +514,10 @@ fn a_tool_change_as_a_system_message_keeps_the_prefix_and_a_changed_array_breaks
     let with_change = |r: &mut MessagesRequest| {
         r.messages.push(MessageParam::new(
             threadline_wire::Role::System,
-            threadline_wire::Content::Blocks(
-                vec![
-                    ContentBlock::ToolRemoval(ToolChangeBlock::tool("Bash")),
-                    ContentBlock::ToolAddition(ToolChangeBlock::tool("Deploy")),
-                ]
-                .into(),
-            ),
+            threadline_wire::Content::Blocks(vec![
+                ContentBlock::ToolRemoval(ToolChangeBlock::tool("Bash")),
+                ContentBlock::ToolAddition(ToolChangeBlock::tool("Deploy")),
+            ]),
         ));
     };
     let deferred = |mut t: ToolDefinition| {

@@ -228,7 +228,7 @@ impl Turn {
         }
         let effort = effort.take();
         let content = if turn.system_texts.is_empty() {
-            Content::Blocks(Vec::new().into())
+            Content::Blocks(Vec::new())
         } else {
             Content::Text(turn.system_texts.join("\n\n"))
         };
@@ -275,10 +275,7 @@ fn render(
                     }
                 } else {
                     turn.flush(&mut out, &mut effort);
-                    out.push(MessageParam::new(
-                        Role::Assistant,
-                        Content::Blocks(a.content.clone()),
-                    ));
+                    out.push(MessageParam::assistant(a.content.clone()));
                 }
                 response = Some(a.api_message_id.clone());
             }

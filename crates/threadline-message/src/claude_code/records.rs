@@ -130,7 +130,7 @@ fn map_user(
     let message = api_message(object)?;
     Ok(UserMessage {
         header,
-        content: (content_blocks(message, problems)?).into(),
+        content: content_blocks(message, problems)?,
         is_meta: bool_field(object, "isMeta"),
         is_virtual: false,
         is_compact_summary: bool_field(object, "isCompactSummary"),
@@ -149,7 +149,7 @@ fn map_assistant(
         api_message_id: str_field(message, "id").map(str::to_owned),
         request_id: str_field(object, "requestId").map(str::to_owned),
         model: str_field(message, "model").unwrap_or_default().to_owned(),
-        content: (content_blocks(message, problems)?).into(),
+        content: content_blocks(message, problems)?,
         stop_reason: str_field(message, "stop_reason").map(StopReason::from),
         // Usage is informational: one that does not parse is left out.
         usage: message

@@ -1,7 +1,7 @@
-//! Pass 2: what never goes to the API is dropped; what does is shared with the input.
+//! Pass 2: what never goes to the API is dropped; what does is cloned, once.
 
 use threadline_message::{Message, SystemKind};
-use threadline_wire::{Blocks, ContentBlock};
+use threadline_wire::ContentBlock;
 
 use crate::Options;
 use crate::draft::{Draft, Item};
@@ -30,8 +30,8 @@ use crate::report::{Pass, RepairKind, Report};
 ///   request.
 ///
 /// Assumes `order` indexes `messages`. Guarantees: user and assistant drafts carry the
-/// message's blocks unchanged otherwise (the same shared list when no marker was stripped),
-/// with their input index as origin.
+/// message's blocks unchanged otherwise, with their input index as origin; this is the one
+/// place the input is cloned.
 pub(crate) fn drop_non_api<'a>(
     messages: &'a [Message],
     order: &[usize],
@@ -111,11 +111,9 @@ fn local_command_text(content: &str) -> String {
     }
 }
 
-/// The message's blocks for its draft: the same shared list, unless markers are to be
-/// stripped from it (then a copy without them).
-fn clone_blocks(blocks: &Blocks, options: &Options) -> Blocks {
-    let mut blocks = blocks.clone();
-    if !options.keep_cache_control && blocks.iter().any(ContentBlock::has_cache_control) {
+fn clone_blocks(blocks: &[ContentBlock], options: &Options) -> Vec<ContentBlock> {
+    let mut blocks = blocks.to_vec();
+    if !options.keep_cache_control {
         blocks
             .iter_mut()
             .for_each(ContentBlock::clear_cache_control);
@@ -252,7 +250,7 @@ mod tests {
         }
         let nested = threadline_message::tool_result_block(
             "t1",
-            Content::Blocks(vec![ContentBlock::Text(marked.clone())].into()),
+            Content::Blocks(vec![ContentBlock::Text(marked.clone())]),
             false,
         );
         let unknown = ContentBlock::Unknown(

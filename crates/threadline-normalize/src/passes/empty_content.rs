@@ -25,10 +25,7 @@ use crate::report::{Pass, RepairKind, Report};
 pub(crate) fn empty_content<'a>(mut drafts: Vec<Draft<'a>>, report: &mut Report) -> Vec<Draft<'a>> {
     let mut dropped = false;
     for draft in &mut drafts {
-        // Checked first: writing to a draft's shared blocks copies them.
-        if has_blank_text(&draft.blocks) {
-            remove_blank_text(&mut draft.blocks, draft.origin, report);
-        }
+        remove_blank_text(&mut draft.blocks, draft.origin, report);
         if draft.is_assistant() && draft.blocks.is_empty() {
             report.push(
                 Pass::EmptyContent,
@@ -44,21 +41,6 @@ pub(crate) fn empty_content<'a>(mut drafts: Vec<Draft<'a>>, report: &mut Report)
     }
     fill_empty_users(&mut drafts, Pass::EmptyContent, report);
     drafts
-}
-
-/// Whether [`remove_blank_text`] would change `blocks`: a blank text block, at the top or
-/// nested in a result or a search result, or a result whose content would be left empty.
-fn has_blank_text(blocks: &[ContentBlock]) -> bool {
-    blocks.iter().any(|block| match block {
-        ContentBlock::Text(text) => is_blank(&text.text),
-        ContentBlock::ToolResult(result) => match &result.content {
-            Some(Content::Text(text)) => is_blank(text),
-            Some(Content::Blocks(nested)) => nested.is_empty() || has_blank_text(nested),
-            None => false,
-        },
-        ContentBlock::SearchResult(search) => search.content.iter().any(is_blank_text),
-        _ => false,
-    })
 }
 
 /// Removes the blank text blocks of `blocks` and of the content nested in them.
@@ -116,15 +98,12 @@ pub(crate) fn fill_empty_users(drafts: &mut [Draft<'_>], pass: Pass, report: &mu
 /// content cannot end with trailing whitespace") and is dropped when nothing is left.
 pub(crate) fn trim_final_assistant(drafts: &mut Vec<Draft<'_>>, report: &mut Report) {
     if let Some(last) = drafts.last_mut().filter(|d| d.is_assistant()) {
-        // Read first: writing to a draft's shared blocks copies them.
-        while let Some(ContentBlock::Text(text)) = last.blocks.last() {
+        while let Some(ContentBlock::Text(text)) = last.blocks.last_mut() {
             let kept = text.text.trim_end().len();
             if kept == text.text.len() {
                 break;
             }
-            if let Some(ContentBlock::Text(text)) = last.blocks.last_mut() {
-                text.text.truncate(kept);
-            }
+            text.text.truncate(kept);
             report.push(
                 Pass::EmptyContent,
                 RepairKind::TrailingWhitespaceTrimmed,
@@ -209,12 +188,12 @@ mod tests {
     fn blank_tool_result_content_is_omitted() {
         let nested = tool_result_block(
             "t2",
-            threadline_wire::Content::Blocks(vec![text(" "), text("kept")].into()),
+            threadline_wire::Content::Blocks(vec![text(" "), text("kept")]),
             false,
         );
         let blank = tool_result_block(
             "t3",
-            threadline_wire::Content::Blocks(vec![text("")].into()),
+            threadline_wire::Content::Blocks(vec![text("")]),
             false,
         );
         let mut report = Report::default();
@@ -230,10 +209,7 @@ mod tests {
         let ContentBlock::ToolResult(second) = &out[1].blocks[1] else {
             panic!("a tool result")
         };
-        assert_eq!(
-            second.content,
-            Some(Content::Blocks(vec![text("kept")].into()))
-        );
+        assert_eq!(second.content, Some(Content::Blocks(vec![text("kept")])));
         let ContentBlock::ToolResult(third) = &out[1].blocks[2] else {
             panic!("a tool result")
         };

@@ -105,7 +105,7 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
                 }
             }
             match out.last_mut() {
-                Some(previous) if previous.is_assistant() => previous.append(draft.blocks),
+                Some(previous) if previous.is_assistant() => previous.blocks.extend(draft.blocks),
                 _ => out.push(draft),
             }
             continue;
@@ -117,7 +117,7 @@ pub(crate) fn ensure_tool_result_pairing<'a>(
             }
             Some(previous) => {
                 answer(None, &mut draft, report);
-                previous.append(draft.blocks);
+                previous.blocks.extend(draft.blocks);
             }
             None => {
                 answer(None, &mut draft, report);
@@ -144,7 +144,7 @@ fn merge_consecutive_assistants(drafts: Vec<Draft<'_>>) -> Vec<Draft<'_>> {
     for draft in drafts {
         match out.last_mut() {
             Some(previous) if previous.is_assistant() && draft.is_assistant() => {
-                previous.append(draft.blocks);
+                previous.blocks.extend(draft.blocks);
             }
             _ => out.push(draft),
         }
@@ -467,7 +467,7 @@ fn answer(assistant: Option<&Draft<'_>>, user: &mut Draft<'_>, report: &mut Repo
     }
     blocks.append(&mut results);
     blocks.append(&mut rest);
-    user.blocks = blocks.into();
+    user.blocks = blocks;
 }
 
 /// Whether `blocks` already answer `pending` as required (marks what they answer).

@@ -19,20 +19,19 @@ use crate::report::{Pass, RepairKind, Report};
 pub(crate) fn error_results_text_only(drafts: &mut [Draft<'_>], report: &mut Report) {
     for draft in drafts.iter_mut() {
         let origin = draft.origin;
-        // Checked first: writing to a draft's shared blocks copies them.
-        if !draft.blocks.iter().any(is_error_with_media) {
-            continue;
-        }
         for block in &mut draft.blocks {
-            if !is_error_with_media(block) {
-                continue;
-            }
             let ContentBlock::ToolResult(result) = block else {
                 continue;
             };
+            if result.is_error != Some(true) {
+                continue;
+            }
             let Some(Content::Blocks(nested)) = &mut result.content else {
                 continue;
             };
+            if !nested.iter().any(is_media) {
+                continue;
+            }
             nested.retain(|b| {
                 let media = is_media(b);
                 if media {
@@ -51,13 +50,6 @@ pub(crate) fn error_results_text_only(drafts: &mut [Draft<'_>], report: &mut Rep
     }
 }
 
-/// Whether `block` is an error result holding media (what this pass changes).
-fn is_error_with_media(block: &ContentBlock) -> bool {
-    matches!(block, ContentBlock::ToolResult(result)
-        if result.is_error == Some(true)
-            && matches!(&result.content, Some(Content::Blocks(nested)) if nested.iter().any(is_media)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,7 +57,7 @@ mod tests {
     use threadline_message::tool_result_block;
 
     fn error_with(blocks: Vec<ContentBlock>, is_error: bool) -> ContentBlock {
-        tool_result_block("t1", Content::Blocks(blocks.into()), is_error)
+        tool_result_block("t1", Content::Blocks(blocks), is_error)
     }
 
     #[test]

@@ -24,17 +24,12 @@ pub(crate) fn media_cap(drafts: &mut [Draft<'_>], limit: usize, report: &mut Rep
         if excess == 0 {
             break;
         }
-        // Checked first: writing to a draft's shared blocks copies them.
-        if count(&draft.blocks) == 0 {
-            continue;
-        }
         let origin = draft.origin;
         drop_oldest(&mut draft.blocks, &mut excess, origin, report);
     }
 }
 
-/// How many media blocks `blocks` hold, nested ones in `tool_result` content included.
-pub(crate) fn count(blocks: &[ContentBlock]) -> usize {
+fn count(blocks: &[ContentBlock]) -> usize {
     blocks
         .iter()
         .map(|block| match block {
@@ -82,7 +77,7 @@ mod tests {
             asst(vec![tool_use("t1")]),
             user_blocks(vec![tool_result_block(
                 "t1",
-                Content::Blocks(vec![image(), image()].into()),
+                Content::Blocks(vec![image(), image()]),
                 false,
             )]),
             user_blocks(vec![image()]),

@@ -30,7 +30,7 @@ pub(crate) fn merge_assistant_fragments(mut drafts: Vec<Draft<'_>>) -> Vec<Draft
                 && drafts[at].api_message_id == Some(id)
             {
                 let (before, from) = drafts.split_at_mut(n);
-                before[at].append(std::mem::take(&mut from[0].blocks));
+                before[at].blocks.append(&mut from[0].blocks);
                 continue;
             }
             open = Some(kept);

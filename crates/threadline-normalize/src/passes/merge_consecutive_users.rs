@@ -31,7 +31,7 @@ pub(crate) fn merge_consecutive_users(mut drafts: Vec<Draft<'_>>) -> Vec<Draft<'
     for n in 0..drafts.len() {
         if kept > 0 && drafts[kept - 1].side == drafts[n].side {
             let (before, from) = drafts.split_at_mut(n);
-            before[kept - 1].append(std::mem::take(&mut from[0].blocks));
+            before[kept - 1].blocks.append(&mut from[0].blocks);
             run_merged = true;
             continue;
         }
@@ -53,8 +53,6 @@ pub(crate) fn merge_consecutive_users(mut drafts: Vec<Draft<'_>>) -> Vec<Draft<'
 fn finish_run(out: &mut [Draft<'_>]) {
     if let Some(last) = out.last_mut()
         && last.is_user()
-        // Checked first: writing to a draft's shared blocks copies them.
-        && !results_lead(&last.blocks)
     {
         hoist_tool_results(&mut last.blocks);
     }

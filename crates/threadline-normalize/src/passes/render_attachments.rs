@@ -25,10 +25,7 @@ pub(crate) fn render_attachments(items: Vec<Item<'_>>) -> Vec<Draft<'_>> {
             Item::Attachment { attachment, origin } => {
                 let texts = render_attachment(attachment);
                 if !texts.is_empty() {
-                    let blocks = texts
-                        .into_iter()
-                        .map(ContentBlock::text)
-                        .collect::<Vec<_>>();
+                    let blocks = texts.into_iter().map(ContentBlock::text).collect();
                     drafts.push(Draft::user(blocks, Some(origin)));
                 }
             }

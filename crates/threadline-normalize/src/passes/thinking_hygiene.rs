@@ -62,21 +62,17 @@ pub(crate) fn thinking_hygiene<'a>(
             });
             continue;
         }
-        let unsigned = |block: &ContentBlock| matches!(block, ContentBlock::Thinking(t) if t.signature.is_none());
-        // Checked first: writing to a draft's shared blocks copies them.
-        if draft.blocks.iter().any(unsigned) {
-            draft.blocks.retain(|block| {
-                let unsigned = unsigned(block);
-                if unsigned {
-                    report.push(
-                        Pass::ThinkingHygiene,
-                        RepairKind::UnsignedThinkingDropped,
-                        origin,
-                    );
-                }
-                !unsigned
-            });
-        }
+        draft.blocks.retain(|block| {
+            let unsigned = matches!(block, ContentBlock::Thinking(t) if t.signature.is_none());
+            if unsigned {
+                report.push(
+                    Pass::ThinkingHygiene,
+                    RepairKind::UnsignedThinkingDropped,
+                    origin,
+                );
+            }
+            !unsigned
+        });
         let has_thinking = draft.blocks.iter().any(ContentBlock::is_thinking);
         if has_thinking && !draft.blocks.first().is_some_and(ContentBlock::is_thinking) {
             draft.blocks.retain(|block| {
@@ -267,7 +263,7 @@ mod tests {
             .iter()
             .flat_map(|m| match &m.content {
                 threadline_wire::Content::Blocks(blocks) => blocks.clone(),
-                threadline_wire::Content::Text(_) => Vec::new().into(),
+                threadline_wire::Content::Text(_) => Vec::new(),
             })
             .filter(ContentBlock::is_thinking)
             .map(|b| serde_json::to_value(&b).expect("serializes"))

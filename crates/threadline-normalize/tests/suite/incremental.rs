@@ -228,7 +228,7 @@ fn reset_after_an_edit_in_place() {
     let Message::User(user) = &mut session[position] else {
         unreachable!("found above")
     };
-    user.content = vec![threadline_wire::ContentBlock::text("edited in place")].into();
+    user.content = vec![threadline_wire::ContentBlock::text("edited in place")];
     normalizer.reset();
     assert_eq!(
         normalizer.update(&session),

@@ -546,7 +546,7 @@ impl ContextPolicy for EditsInPlace {
             return StepOutcome::unchanged();
         }
         if let Some(Message::User(user)) = input.history.get_mut(self.at) {
-            user.content = vec![ContentBlock::text("edited in place")].into();
+            user.content = vec![ContentBlock::text("edited in place")];
         }
         if self.exact {
             StepOutcome::rewritten_from(self.at)

@@ -392,7 +392,7 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
             for block in &original.content {
                 let mut fragment = original.clone();
                 fragment.api_message_id = Some(api.clone());
-                fragment.content = vec![block.clone()].into();
+                fragment.content = vec![block.clone()];
                 fragment.header = b.header();
                 fragments.push(Message::Assistant(fragment));
             }
@@ -506,9 +506,11 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
                 && let ContentBlock::ToolResult(result) = &mut content[j]
             {
                 result.is_error = Some(true);
-                result.content = Some(Content::Blocks(
-                    vec![text("Error: screenshot failed"), image(), image()].into(),
-                ));
+                result.content = Some(Content::Blocks(vec![
+                    text("Error: screenshot failed"),
+                    image(),
+                    image(),
+                ]));
             }
         }
         Mutation::ManyImages { at, count } => {
@@ -524,7 +526,7 @@ fn apply(b: &mut SessionBuilder, mutation: &Mutation) {
             {
                 result.content = match blank {
                     Blank::Empty => Some(Content::Text(String::new())),
-                    Blank::Spaces => Some(Content::Blocks(vec![text(blank.text())].into())),
+                    Blank::Spaces => Some(Content::Blocks(vec![text(blank.text())])),
                     Blank::Newlines => None,
                 };
             }

@@ -547,11 +547,9 @@ fn thinking_block(b: &mut SessionBuilder, plan: &ThinkingPlan) -> ContentBlock {
 fn result_block(id: &str, outcome: &Outcome) -> ContentBlock {
     match outcome {
         Outcome::Text(t) => tool_result_block(id, Content::Text(t.clone()), false),
-        Outcome::TextAndImage(t) => tool_result_block(
-            id,
-            Content::Blocks(vec![text(t.clone()), image()].into()),
-            false,
-        ),
+        Outcome::TextAndImage(t) => {
+            tool_result_block(id, Content::Blocks(vec![text(t.clone()), image()]), false)
+        }
         Outcome::Error(t) => tool_result_block(id, Content::Text(t.clone()), true),
         Outcome::Denied => tool_result_block(
             id,

@@ -16,26 +16,23 @@ pub(super) fn rewrite_invalid_ids(drafts: &mut [Draft<'_>], report: &mut Report)
     for draft in drafts.iter_mut() {
         // Tool uses in user messages are removed later, not rewritten.
         let assistant = draft.is_assistant();
-        // Checked first: writing to a draft's shared blocks copies them.
-        if !draft.blocks.iter().any(|b| rewrites(b, assistant)) {
-            continue;
-        }
         let mut server_renames: Vec<(String, String)> = Vec::new();
         for block in &mut draft.blocks {
-            if !rewrites(block, assistant) {
-                continue;
-            }
             match block {
-                ContentBlock::ToolUse(tool_use) => {
+                ContentBlock::ToolUse(tool_use)
+                    if assistant && !is_valid_tool_use_id(&tool_use.id) =>
+                {
                     let to = client_id(&tool_use.id);
                     let from = std::mem::replace(&mut tool_use.id, to.clone());
                     let kind = RepairKind::ToolUseIdRewritten { from, to };
                     report.push(Pass::EnsureToolResultPairing, kind, draft.origin);
                 }
-                ContentBlock::ToolResult(result) => {
+                ContentBlock::ToolResult(result) if !is_valid_tool_use_id(&result.tool_use_id) => {
                     result.tool_use_id = client_id(&result.tool_use_id);
                 }
-                ContentBlock::ServerToolUse(server_use) => {
+                ContentBlock::ServerToolUse(server_use)
+                    if assistant && !is_valid_server_tool_use_id(&server_use.id) =>
+                {
                     let to = server_id(&server_use.id);
                     let from = std::mem::replace(&mut server_use.id, to.clone());
                     server_renames.push((from.clone(), to.clone()));
@@ -64,19 +61,6 @@ pub(super) fn rewrite_invalid_ids(drafts: &mut [Draft<'_>], report: &mut Report)
                 result.tool_use_id = to;
             }
         }
-    }
-}
-
-/// Whether [`rewrite_invalid_ids`] rewrites the id of `block` (in an assistant message when
-/// `assistant`): a tool use's (assistant only) or a client result's id the API would reject.
-fn rewrites(block: &ContentBlock, assistant: bool) -> bool {
-    match block {
-        ContentBlock::ToolUse(tool_use) => assistant && !is_valid_tool_use_id(&tool_use.id),
-        ContentBlock::ToolResult(result) => !is_valid_tool_use_id(&result.tool_use_id),
-        ContentBlock::ServerToolUse(server_use) => {
-            assistant && !is_valid_server_tool_use_id(&server_use.id)
-        }
-        _ => false,
     }
 }
 

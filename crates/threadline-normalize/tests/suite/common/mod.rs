@@ -52,7 +52,7 @@ pub(crate) fn check_valid_with_tools(
 pub(crate) fn blocks(message: &MessageParam) -> Vec<ContentBlock> {
     match &message.content {
         Content::Text(text) => vec![ContentBlock::text(text.clone())],
-        Content::Blocks(blocks) => blocks.to_vec(),
+        Content::Blocks(blocks) => blocks.clone(),
     }
 }
 

@@ -895,7 +895,7 @@ async fn a_keep_recent_turns_compaction_keeps_the_kept_turns_thinking_valid() {
     }) else {
         panic!("the kept prompt");
     };
-    prompt.content = vec![threadline::wire::ContentBlock::text("Now small.txt.")].into();
+    prompt.content = vec![threadline::wire::ContentBlock::text("Now small.txt.")];
     let refused = edited.turn().await.expect_err("refused");
     assert!(
         refused.contains("The block is bound to a different conversation"),

@@ -310,7 +310,7 @@ async fn two_subagents_run_in_parallel_and_both_reports_reach_the_parent_in_orde
         .iter()
         .flat_map(|m| match &m.content {
             Content::Blocks(blocks) => blocks.clone(),
-            Content::Text(_) => Vec::new().into(),
+            Content::Text(_) => Vec::new(),
         })
         .filter_map(|b| match b {
             ContentBlock::ToolResult(r) => Some((
