@@ -52,8 +52,9 @@ pub use journal::{Journal, JournalError, ReadState};
 pub use journal_recording::{Crash, RecordingJournal};
 pub use journal_restate::{RestateJournal, SharedReader};
 pub use session::{
-    JournaledService, MAX_STEP_BYTES, PermissionMode, SessionView, ShowRequest, StepRecord,
-    TurnError, TurnLoop, TurnOutcome, TurnRequest, run_turn, show,
+    DEFAULT_SESSION_CACHE_BYTES, JournaledService, MAX_STEP_BYTES, PermissionMode,
+    SessionCacheStats, SessionView, ShowRequest, StepRecord, TurnError, TurnLoop, TurnOutcome,
+    TurnRequest, run_turn, show,
 };
 pub use store::{
     MAX_APPEND_REQUEST_BYTES, RestateStore, SESSION_INDEX, SESSION_LOG, SessionIndex, SessionLog,

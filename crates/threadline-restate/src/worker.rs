@@ -14,9 +14,10 @@ use threadline_wire::MessagesRequest;
 use threadline_wire::service::{EventStreamFuture, MessagesService};
 
 use crate::identity::{IdentityKey, IdentityKeyError, install_crypto};
+use crate::session::cache::SessionCache;
 use crate::session::{
-    ConfigLoop, MAX_STEP_BYTES, PermissionMode, Session, Settings, StepObserver, StepRecord,
-    TurnLoop,
+    ConfigLoop, DEFAULT_SESSION_CACHE_BYTES, MAX_STEP_BYTES, PermissionMode, Session,
+    SessionCacheStats, Settings, StepObserver, StepRecord, TurnLoop,
 };
 
 /// The model a worker calls (inside each journaled model step): any `MessagesService` that
@@ -74,6 +75,7 @@ impl std::fmt::Debug for Worker {
             .field("step_delay", &self.settings.step_delay)
             .field("inactivity_timeout", &self.inactivity_timeout)
             .field("abort_timeout", &self.abort_timeout)
+            .field("session_cache", &self.settings.sessions)
             .field("identity_keys", &self.identity_keys)
             .finish_non_exhaustive()
     }
@@ -107,6 +109,7 @@ impl Worker {
                 max_step_bytes: MAX_STEP_BYTES,
                 idempotent: Default::default(),
                 observer: None,
+                sessions: Arc::new(SessionCache::new(DEFAULT_SESSION_CACHE_BYTES)),
             }),
             inactivity_timeout: Self::DEFAULT_INACTIVITY_TIMEOUT,
             abort_timeout: Self::DEFAULT_ABORT_TIMEOUT,
@@ -129,6 +132,7 @@ impl Worker {
             max_step_bytes: old.max_step_bytes,
             idempotent: old.idempotent.clone(),
             observer: old.observer.clone(),
+            sessions: Arc::clone(&old.sessions),
         };
         change(&mut settings);
         self.settings = Arc::new(settings);
@@ -222,6 +226,24 @@ impl Worker {
     /// Places no cache markers (every request is a cache miss; for tests of the bytes alone).
     pub fn without_cache_planning(self) -> Worker {
         self.edit(|s| s.plain.planner = None)
+    }
+
+    /// Keeps the sessions this worker ran last, up to `bytes` of their stored state in all
+    /// (default [`DEFAULT_SESSION_CACHE_BYTES`]; 0 keeps none), so that a session's next turn
+    /// on this worker continues from the state its previous turn left — normalizer and
+    /// estimates warm — instead of deserializing and normalizing the whole history again.
+    /// The kept state is used only when the stored state is byte for byte what this worker
+    /// wrote (another worker's turn, or any edit, loads cold), so turns send the same requests
+    /// either way. Replaces the kept sessions (those of the worker's clones too) with an
+    /// empty cache for this worker.
+    pub fn with_session_cache(self, bytes: usize) -> Worker {
+        self.edit(|s| s.sessions = Arc::new(SessionCache::new(bytes)))
+    }
+
+    /// How the kept sessions ([`with_session_cache`](Self::with_session_cache)) served this
+    /// worker's turns so far: sessions and bytes kept, warm and cold turns.
+    pub fn session_cache(&self) -> SessionCacheStats {
+        self.settings.sessions.stats()
     }
 
     /// The largest value a step journals (default and maximum [`MAX_STEP_BYTES`]).

@@ -28,6 +28,7 @@ use threadline_wire::{ContentBlock, MessagesRequest};
 use super::bridge::{
     Bridge, BridgePermission, JournaledAttachments, JournaledService, JournaledTool, Request,
 };
+use super::cache::Kept;
 use super::records::{ModelRecord, StepRecord, ToolRecord};
 use super::state::{self, keys};
 use super::{Settings, TurnError, TurnOutcome, TurnRequest};
@@ -46,11 +47,23 @@ pub(crate) async fn run_turn<J: Journal>(
             limit: settings.max_step_bytes,
         });
     }
-    let loaded = state::load(journal).await?;
+    let loaded = state::load(journal, settings.sessions.take(session)).await?;
+    settings.sessions.count(loaded.warm);
     if let (Some(id), Some(last)) = (&request.turn_id, &loaded.last_turn)
         && last.turn_id.as_ref() == Some(id)
     {
-        return Ok(last.clone());
+        let last = last.clone();
+        if loaded.warm {
+            settings.sessions.put(
+                session,
+                Kept {
+                    state: loaded.state,
+                    message_bytes: loaded.message_bytes,
+                    loop_bytes: loaded.loop_bytes,
+                },
+            );
+        }
+        return Ok(last);
     }
     // The turn's time, journaled once: every message of the turn carries it. (The wall
     // clock, or the clock of a determinism scope the caller runs the turn in.)
@@ -123,7 +136,9 @@ pub(crate) async fn run_turn<J: Journal>(
         messages: finished.state.messages.len(),
         turn_id: request.turn_id.clone(),
     };
-    state::persist(journal, &old_messages, finished.state, &outcome)?;
+    if let Some(kept) = state::persist(journal, old_messages, finished.state, &outcome)? {
+        settings.sessions.put(session, kept);
+    }
     Ok(outcome)
 }
 

@@ -21,6 +21,7 @@
 //!   valid history is persisted and the turn answers with an aborted terminal.
 
 mod bridge;
+pub(crate) mod cache;
 pub(crate) mod driver;
 mod records;
 pub(crate) mod state;
@@ -39,6 +40,7 @@ use serde_json::Value;
 use threadline_query::Terminal;
 
 pub use bridge::{JournaledService, PermissionMode};
+pub use cache::{DEFAULT_SESSION_CACHE_BYTES, SessionCacheStats};
 pub use records::{MAX_STEP_BYTES, StepRecord};
 pub(crate) use turn_loop::ConfigLoop;
 pub use turn_loop::TurnLoop;
@@ -192,6 +194,8 @@ pub(crate) struct Settings {
     pub(crate) observer: Option<StepObserver>,
     /// Tools the operator declared idempotent, beside those that say so themselves.
     pub(crate) idempotent: std::collections::BTreeSet<String>,
+    /// The sessions this worker ran last, kept warm (shared by the worker's clones).
+    pub(crate) sessions: Arc<cache::SessionCache>,
 }
 
 impl Settings {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use threadline_message::Message;
 use threadline_query::State;
 
+use super::cache::Kept;
 use super::driver::json_bytes;
 use super::records::StepRecord;
 use super::{SessionView, ShowRequest, TurnError, TurnOutcome};
@@ -47,6 +48,10 @@ pub(crate) struct Loaded {
     pub(crate) turns: u32,
     pub(crate) steps: u64,
     pub(crate) last_turn: Option<TurnOutcome>,
+    /// The stored bytes of the loop key (empty when it is not set).
+    pub(crate) loop_bytes: Vec<u8>,
+    /// Whether `state` is the kept one (see [`super::cache`]), not deserialized.
+    pub(crate) warm: bool,
 }
 
 async fn number(reader: &impl ReadState, key: &str) -> Result<u64, TurnError> {
@@ -66,40 +71,61 @@ fn corrupt(key: &str, message: impl Into<String>) -> TurnError {
     }
 }
 
-pub(crate) async fn load(journal: &impl Journal) -> Result<Loaded, TurnError> {
+/// Reads the session's state. When its bytes are exactly those `kept` holds (the state this
+/// worker left after the session's previous turn), the kept `State` is the result; otherwise
+/// every message is deserialized.
+pub(crate) async fn load(journal: &impl Journal, kept: Option<Kept>) -> Result<Loaded, TurnError> {
     let turns = u32::try_from(number(journal, keys::TURNS).await?).unwrap_or(u32::MAX);
     let len = usize::try_from(number(journal, keys::LEN).await?).unwrap_or(usize::MAX);
     let steps = number(journal, keys::STEPS).await?;
     let mut message_bytes = Vec::new();
-    let mut messages = Vec::new();
     for index in 0..len {
         let key = keys::message(index);
         let bytes = journal
             .get(&key)
             .await?
             .ok_or_else(|| corrupt(&key, "missing"))?;
-        let message: Message =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(&key, e.to_string()))?;
-        messages.push(message);
         message_bytes.push(bytes);
     }
-    let mut state: State = match journal.get(keys::LOOP).await? {
-        Some(bytes) => {
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(keys::LOOP, e.to_string()))?
-        }
-        None => State::default(),
-    };
-    state.messages = messages;
+    let loop_bytes = journal.get(keys::LOOP).await?;
     let last_turn = match journal.get(keys::LAST_TURN).await? {
         Some(bytes) => serde_json::from_slice(&bytes).ok(),
         None => None,
     };
+    if let Some(kept) = kept.filter(|k| k.matches(&message_bytes, loop_bytes.as_deref())) {
+        return Ok(Loaded {
+            state: kept.state,
+            message_bytes: kept.message_bytes,
+            turns,
+            steps,
+            last_turn,
+            loop_bytes: kept.loop_bytes,
+            warm: true,
+        });
+    }
+    let messages = message_bytes
+        .iter()
+        .enumerate()
+        .map(|(index, bytes)| {
+            serde_json::from_slice::<Message>(bytes)
+                .map_err(|e| corrupt(&keys::message(index), e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut state: State = match &loop_bytes {
+        Some(bytes) => {
+            serde_json::from_slice(bytes).map_err(|e| corrupt(keys::LOOP, e.to_string()))?
+        }
+        None => State::default(),
+    };
+    state.messages = messages;
     Ok(Loaded {
         state,
         message_bytes,
         turns,
         steps,
         last_turn,
+        loop_bytes: loop_bytes.unwrap_or_default(),
+        warm: false,
     })
 }
 
@@ -109,12 +135,16 @@ pub(crate) async fn load(journal: &impl Journal) -> Result<Loaded, TurnError> {
 /// ([`State::unchanged_prefix`]: it only appended after them) keep their stored bytes
 /// without being serialized again, so a turn serializes what it added, not the history. The
 /// rest is compared with what was stored, and written from the first difference on.
+///
+/// Returns the session to keep (see [`super::cache`]): the finished state with the bytes now
+/// stored, unless a message the turn wrote does not read back as the message the loop holds
+/// (a warm turn would then see other messages than a cold one).
 pub(crate) fn persist(
     journal: &impl Journal,
-    old: &[Vec<u8>],
+    old: Vec<Vec<u8>>,
     mut state: State,
     outcome: &TurnOutcome,
-) -> Result<(), TurnError> {
+) -> Result<Option<Kept>, TurnError> {
     let kept = state.unchanged_prefix().min(old.len());
     let messages = std::mem::take(&mut state.messages);
     let mut new = Vec::with_capacity(messages.len() - kept);
@@ -136,14 +166,29 @@ pub(crate) fn persist(
     for index in messages.len()..old.len() {
         journal.clear(&keys::message(index));
     }
-    let loop_state = serde_json::to_vec(&state).map_err(|e| corrupt(keys::LOOP, e.to_string()))?;
-    journal.set(keys::LOOP, loop_state);
+    let loop_bytes = serde_json::to_vec(&state).map_err(|e| corrupt(keys::LOOP, e.to_string()))?;
+    journal.set(keys::LOOP, loop_bytes.clone());
     journal.set(keys::LEN, messages.len().to_string().into_bytes());
     journal.set(keys::TURNS, outcome.turns.to_string().into_bytes());
     journal.set(keys::LAST_TURN, json_bytes(outcome));
     journal.set(keys::STATUS, json_bytes(&json!("idle")));
     journal.clear(keys::ASK);
-    Ok(())
+    let reads_back = new.iter().zip(&messages[kept..]).all(|(bytes, message)| {
+        serde_json::from_slice::<Message>(bytes).is_ok_and(|read| read == *message)
+    });
+    if !reads_back {
+        tracing::debug!("a message does not read back as written; the session is not kept");
+        return Ok(None);
+    }
+    let mut message_bytes = old;
+    message_bytes.truncate(kept);
+    message_bytes.extend(new);
+    state.messages = messages;
+    Ok(Some(Kept {
+        state,
+        message_bytes,
+        loop_bytes,
+    }))
 }
 
 /// The inspection view (the `show` handler).

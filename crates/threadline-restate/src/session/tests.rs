@@ -609,29 +609,113 @@ fn terminal_name(terminal: &threadline_query::Terminal) -> String {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
 
-    /// Two independent runs of the same session (any prompt, hostile ones included) send
-    /// the same request bytes and leave the same state bytes.
+    /// Two independent runs of the same session (any prompt, hostile ones included, with
+    /// autocompact rewriting the history or not) send the same request bytes and leave the
+    /// same state bytes — one on a worker that keeps its sessions warm between turns, the
+    /// other on one that loads every turn from the stored bytes.
     #[test]
-    fn the_same_turns_give_byte_identical_requests_and_state(
-        prompts in proptest::collection::vec("\\PC{0,40}|[\\x00-\\x1f\"\\\\]{1,8}", 1..3),
+    fn the_same_turns_give_byte_identical_requests_and_state_warm_or_cold(
+        prompts in proptest::collection::vec("\\PC{0,40}|[\\x00-\\x1f\"\\\\]{1,8}", 1..4),
+        compacting in proptest::bool::ANY,
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().build();
         let runtime = runtime.unwrap_or_else(|e| panic!("a runtime: {e}"));
-        let run = |prompts: &[String]| {
-            let rig = rig(PermissionMode::Deny, false);
+        let run = |prompts: &[String], cache: usize| {
+            let mut rig = if compacting {
+                compacting_rig(2_000)
+            } else {
+                rig(PermissionMode::Deny, false)
+            };
+            rig.worker = rig.worker.clone().with_session_cache(cache);
             runtime.block_on(async {
                 for prompt in prompts {
                     turn(&rig, prompt).await;
                 }
             });
-            (rig.model.requests(), rig.journal.committed())
+            (rig.model.requests(), rig.journal.committed(), rig.worker.session_cache())
         };
-        let (a_requests, a_state) = run(&prompts);
-        let (b_requests, b_state) = run(&prompts);
-        proptest::prop_assert_eq!(a_requests.len(), 2 * prompts.len());
+        let (a_requests, a_state, warm) = run(&prompts, crate::DEFAULT_SESSION_CACHE_BYTES);
+        let (b_requests, b_state, cold) = run(&prompts, 0);
+        proptest::prop_assert!(a_requests.len() >= 2 * prompts.len());
         proptest::prop_assert_eq!(a_requests, b_requests);
         proptest::prop_assert_eq!(a_state, b_state);
+        let turns = prompts.len() as u64;
+        proptest::prop_assert_eq!((warm.warm_turns, warm.cold_turns), (turns - 1, 1));
+        proptest::prop_assert_eq!((cold.warm_turns, cold.cold_turns), (0, turns));
     }
+}
+
+#[tokio::test]
+async fn a_kept_session_is_used_only_while_its_stored_bytes_are_what_the_worker_wrote() {
+    let rig = rig(PermissionMode::Deny, false);
+    two_turns(&rig).await;
+    let stats = rig.worker.session_cache();
+    assert_eq!(
+        (stats.warm_turns, stats.cold_turns, stats.sessions),
+        (1, 1, 1)
+    );
+    let stored: usize = rig
+        .journal
+        .committed()
+        .iter()
+        .filter(|(k, _)| k.starts_with("m/") || *k == "loop")
+        .map(|(_, v)| v.len())
+        .sum();
+    assert_eq!(stats.bytes, stored);
+
+    // Someone else edits the first prompt in the stored state (an operator, another worker):
+    // the next turn sees the edit, not what this worker kept.
+    let key = "m/00000000";
+    let edited = String::from_utf8_lossy(&rig.journal.committed()[key]).replace("first", "edited");
+    rig.journal.begin();
+    crate::journal::Journal::set(&rig.journal, key, edited.into_bytes());
+    rig.journal.complete();
+    turn(&rig, "third").await;
+    let stats = rig.worker.session_cache();
+    assert_eq!((stats.warm_turns, stats.cold_turns), (1, 2));
+    let requests = rig.model.requests();
+    let third = String::from_utf8_lossy(&requests[4]);
+    assert!(
+        third.contains("edited") && !third.contains("\"first\""),
+        "{third}"
+    );
+
+    // A turn repeated by its id answers from the kept session and keeps it.
+    let rig = rig_with_turn_ids().await;
+    let stats = rig.worker.session_cache();
+    assert_eq!(
+        (stats.warm_turns, stats.cold_turns, stats.sessions),
+        (2, 1, 1)
+    );
+}
+
+/// A session whose one turn (id `t1`) was sent three times: run once, then answered twice.
+async fn rig_with_turn_ids() -> Rig {
+    let rig = rig(PermissionMode::Deny, false);
+    for _ in 0..3 {
+        rig.journal.begin();
+        let request = TurnRequest::new("first").with_turn_id("t1");
+        let run = super::run_turn(&rig.journal, &rig.worker, "s1", request);
+        clock()
+            .scope(run)
+            .await
+            .unwrap_or_else(|e| panic!("turn: {e}"));
+        rig.journal.complete();
+    }
+    assert_eq!(rig.model.requests().len(), 2);
+    rig
+}
+
+#[tokio::test]
+async fn a_worker_keeps_no_session_larger_than_its_cache() {
+    let mut rig = rig(PermissionMode::Deny, false);
+    rig.worker = rig.worker.clone().with_session_cache(100);
+    two_turns(&rig).await;
+    let stats = rig.worker.session_cache();
+    assert_eq!(
+        (stats.warm_turns, stats.cold_turns, stats.sessions),
+        (0, 2, 0)
+    );
 }
 
 /// A `read` whose result is too big to journal.
