@@ -84,6 +84,11 @@ pub(crate) struct WorkerArgs {
     /// read-only tools are; a shell command is not unless the operator says so). Repeatable.
     #[arg(long, value_name = "TOOL")]
     idempotent_tool: Vec<String>,
+    /// Keep the sessions this worker ran last in memory, up to this many MiB of their stored
+    /// state (default: 128), so that a session's next turn here continues from its loop
+    /// state instead of parsing and normalizing the history again; 0 keeps none.
+    #[arg(long, value_name = "MIB")]
+    session_cache_mib: Option<usize>,
     /// Pause this many milliseconds after each journaled step, outside any step (for tests
     /// that stop a worker between two steps).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
@@ -211,6 +216,9 @@ pub(crate) fn run(args: &WorkerArgs) -> Result<(), CliError> {
             Duration::from_secs(args.inactivity_timeout),
             Duration::from_secs(args.abort_timeout),
         );
+    if let Some(mib) = args.session_cache_mib {
+        worker = worker.with_session_cache(mib.saturating_mul(1 << 20));
+    }
     for name in &args.idempotent_tool {
         if !worker.has_tool(name) {
             return Err(CliError::Usage {

@@ -311,6 +311,11 @@ fn start_worker(
     if flags.bash_idempotent {
         command.args(["--idempotent-tool", "Bash"]);
     }
+    // Worker `a` keeps the sessions it ran (the default), worker `b` keeps none and loads
+    // every turn from the stored state: a session that moves between them must not tell.
+    if name == "b" {
+        command.args(["--session-cache-mib", "0"]);
+    }
     if let Some(file) = &flags.mcp_config {
         command.arg("--mcp-config").arg(file);
     }
