@@ -27,7 +27,8 @@ use threadline_query::State;
 /// more again: each kept loop state holds the history and its normalized request.
 pub const DEFAULT_SESSION_CACHE_BYTES: usize = 128 << 20;
 
-/// A session as its last turn on this worker left it.
+/// A session's loop state with the bytes it is stored as (as its last turn on this worker
+/// left it, or as a turn read it).
 pub(crate) struct Kept {
     /// The finished state, history included.
     pub(crate) state: State,

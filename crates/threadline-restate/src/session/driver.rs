@@ -28,7 +28,6 @@ use threadline_wire::{ContentBlock, MessagesRequest};
 use super::bridge::{
     Bridge, BridgePermission, JournaledAttachments, JournaledService, JournaledTool, Request,
 };
-use super::cache::Kept;
 use super::records::{ModelRecord, StepRecord, ToolRecord};
 use super::state::{self, keys};
 use super::{Settings, TurnError, TurnOutcome, TurnRequest};
@@ -53,16 +52,8 @@ pub(crate) async fn run_turn<J: Journal>(
         && last.turn_id.as_ref() == Some(id)
     {
         let last = last.clone();
-        if loaded.warm {
-            settings.sessions.put(
-                session,
-                Kept {
-                    state: loaded.state,
-                    message_bytes: loaded.message_bytes,
-                    loop_bytes: loaded.loop_bytes,
-                },
-            );
-        }
+        // Nothing is written: the state read is the state stored, worth keeping.
+        settings.sessions.put(session, loaded.session);
         return Ok(last);
     }
     // The turn's time, journaled once: every message of the turn carries it. (The wall
@@ -107,13 +98,13 @@ pub(crate) async fn run_turn<J: Journal>(
     server.pause().await;
 
     let input = server
-        .input(&source, &loaded.state.messages, &request.prompt)
+        .input(&source, &loaded.session.state.messages, &request.prompt)
         .await?;
     let (bridge, mut requests) = Bridge::new();
     let query = build_query(settings, &bridge, server.cancel.clone());
     drop(bridge);
-    let old_messages = loaded.message_bytes;
-    let mut run = source.enter(|| query.run(loaded.state, input));
+    let old_messages = loaded.session.message_bytes;
+    let mut run = source.enter(|| query.run(loaded.session.state, input));
 
     let finished = loop {
         match next(&source, &mut run, &mut requests).await {

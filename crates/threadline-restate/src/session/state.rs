@@ -43,14 +43,13 @@ pub(crate) mod keys {
 
 /// What a turn starts from.
 pub(crate) struct Loaded {
-    pub(crate) state: State,
-    pub(crate) message_bytes: Vec<Vec<u8>>,
+    /// The loop state with the bytes it was stored as: what the worker keeps again if the
+    /// turn ends without writing (see [`super::cache`]).
+    pub(crate) session: Kept,
     pub(crate) turns: u32,
     pub(crate) steps: u64,
     pub(crate) last_turn: Option<TurnOutcome>,
-    /// The stored bytes of the loop key (empty when it is not set).
-    pub(crate) loop_bytes: Vec<u8>,
-    /// Whether `state` is the kept one (see [`super::cache`]), not deserialized.
+    /// Whether `session` is the kept one, not deserialized.
     pub(crate) warm: bool,
 }
 
@@ -94,12 +93,10 @@ pub(crate) async fn load(journal: &impl Journal, kept: Option<Kept>) -> Result<L
     };
     if let Some(kept) = kept.filter(|k| k.matches(&message_bytes, loop_bytes.as_deref())) {
         return Ok(Loaded {
-            state: kept.state,
-            message_bytes: kept.message_bytes,
+            session: kept,
             turns,
             steps,
             last_turn,
-            loop_bytes: kept.loop_bytes,
             warm: true,
         });
     }
@@ -119,12 +116,14 @@ pub(crate) async fn load(journal: &impl Journal, kept: Option<Kept>) -> Result<L
     };
     state.messages = messages;
     Ok(Loaded {
-        state,
-        message_bytes,
+        session: Kept {
+            state,
+            message_bytes,
+            loop_bytes: loop_bytes.unwrap_or_default(),
+        },
         turns,
         steps,
         last_turn,
-        loop_bytes: loop_bytes.unwrap_or_default(),
         warm: false,
     })
 }
