@@ -339,6 +339,23 @@ impl Planner {
         }
     }
 
+    /// Hands over what flattening the requests planned so far gave (the [`PrefixMemo`]),
+    /// leaving this planner none: for a planner that plans the same conversation's next
+    /// requests ([`set_memo`](Self::set_memo)), such as a durable worker's planner of the next
+    /// turn.
+    pub fn take_memo(&mut self) -> PrefixMemo {
+        std::mem::take(&mut self.memo)
+    }
+
+    /// Starts from `memo` (what [`take_memo`](Self::take_memo) handed over). The memo only
+    /// saves work: a message is taken from it only when it is the very message the memo
+    /// holds, or equal to it, so the markers placed and everything recorded are exactly
+    /// those of a planner without it — a fresh planner given another's memo plans as a fresh
+    /// planner does, without flattening again the messages the memo holds unchanged.
+    pub fn set_memo(&mut self, memo: PrefixMemo) {
+        self.memo = memo;
+    }
+
     /// Forgets the previous request (after a compaction, or for a new session).
     pub fn reset(&mut self) {
         self.previous = None;

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use threadline_cache::{LookbackAware, Planner};
+use threadline_cache::{LookbackAware, Planner, PrefixMemo};
 use threadline_wire::MessagesRequest;
 
 use crate::request_hooks::CachePlanner;
@@ -98,6 +98,24 @@ impl CachePlanner for SharedPlanner {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .reset();
+        }
+    }
+
+    fn take_memo(&mut self) -> Option<PrefixMemo> {
+        self.0.as_ref().map(|planner| {
+            planner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take_memo()
+        })
+    }
+
+    fn give_memo(&mut self, memo: PrefixMemo) {
+        if let Some(planner) = &self.0 {
+            planner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .set_memo(memo);
         }
     }
 }

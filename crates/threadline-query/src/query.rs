@@ -150,6 +150,17 @@ where
         self
     }
 
+    /// Wraps the cache planner with `wrap` (a durable worker hands each turn's planner the
+    /// memo of the session's last turn this way).
+    pub fn map_cache_planner(
+        mut self,
+        wrap: impl FnOnce(Box<dyn CachePlanner>) -> Box<dyn CachePlanner>,
+    ) -> Self {
+        let planner = std::mem::replace(&mut self.planner, Box::new(Unchanged));
+        self.planner = wrap(planner);
+        self
+    }
+
     /// The loop's own break detection, compared with the API's cache diagnostics.
     pub fn with_break_detector(mut self, detector: impl crate::BreakDetector + 'static) -> Self {
         self.diagnoser = crate::cache_diagnosis::Diagnoser::with_detector(Box::new(detector));

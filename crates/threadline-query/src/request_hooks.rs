@@ -1,7 +1,11 @@
 //! Hooks on the request after normalization: shaping (the synthetic context message, the
 //! system-prompt append) and cache planning, in that order.
 
+use threadline_cache::PrefixMemo;
 use threadline_wire::MessagesRequest;
+
+#[cfg(doc)]
+use threadline_cache::Planner;
 
 /// Changes the normalized request before cache planning: puts the user-context message in
 /// front of the messages, appends session context to the system prompt, …
@@ -35,6 +39,16 @@ pub trait CachePlanner: Send {
     /// [`plan`](Self::plan), right for a planner that keeps no state.
     fn plan_unrecorded(&mut self, request: &mut MessagesRequest) {
         self.plan(request);
+    }
+    /// Hands over what planning memoized (see [`Planner::take_memo`]), for the planner of
+    /// the same conversation's next requests ([`give_memo`](Self::give_memo)). Default: none.
+    fn take_memo(&mut self) -> Option<PrefixMemo> {
+        None
+    }
+    /// Starts from `memo` (what [`take_memo`](Self::take_memo) handed over). It must not
+    /// change a marker, only save work ([`Planner::set_memo`]). Default: drops it.
+    fn give_memo(&mut self, memo: PrefixMemo) {
+        drop(memo);
     }
 }
 

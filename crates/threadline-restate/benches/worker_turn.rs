@@ -10,8 +10,9 @@
 //!
 //! * `worker_turn_8k_results` — a turn on a worker that keeps its sessions
 //!   (`Worker::with_session_cache`, the default): `ours` at a history of 400 such turns,
-//!   `baseline` at 50. Reading the stored history and the turn's fresh cache planner still
-//!   cost what the history costs.
+//!   `baseline` at 50. The turn's fresh cache planner starts from the memo the session's last
+//!   turn left, so it flattens only what changed; reading and comparing the stored history
+//!   still costs what the history costs.
 //! * `worker_turn_kept_vs_loaded` — the turn at 400 turns of history on that worker (`ours`)
 //!   vs on a worker that keeps none and loads every turn from the stored bytes
 //!   (`with_session_cache(0)`: deserializes and normalizes the whole history) (`baseline`).

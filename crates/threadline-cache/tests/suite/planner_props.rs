@@ -396,7 +396,11 @@ enum Step {
     Marker(usize),
 }
 
-fn steps() -> impl Strategy<Value = Vec<Step>> {
+/// A step, and whether a durable worker's next turn starts before it: that turn's planner is
+/// a fresh one given the last planner's memo ([`Planner::take_memo`], [`Planner::set_memo`]).
+type TurnStep = (Step, bool);
+
+fn steps() -> impl Strategy<Value = Vec<TurnStep>> {
     let step = prop_oneof![
         4 => (1usize..6).prop_map(Step::Grow),
         1 => any::<usize>().prop_map(Step::Edit),
@@ -406,7 +410,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         1 => any::<bool>().prop_map(Step::Model),
         1 => any::<usize>().prop_map(Step::Marker),
     ];
-    proptest::collection::vec(step, 1..24)
+    proptest::collection::vec((step, proptest::bool::weighted(0.2)), 1..24)
 }
 
 /// Applies `step` to `messages` (taking appended messages from `rest`).
@@ -468,10 +472,12 @@ fn apply(
 /// between a model that keeps earlier thinking and one that strips it, and carry callers'
 /// markers, each planned request's flattened form (what the strategy saw, with the markers
 /// placed) is what flattening the sent request from scratch gives, and a memoized flattening
-/// of the raw request equals a fresh one.
+/// of the raw request equals a fresh one. And a planner made fresh at a turn's start but given
+/// the last planner's memo (as a durable worker's is) plans every request byte for byte as a
+/// planner made fresh without it.
 fn memo_run(
     session: Vec<threadline_message::Message>,
-    steps: Vec<Step>,
+    steps: Vec<TurnStep>,
     setup: Setup,
 ) -> Result<(), String> {
     use threadline_cache::{Estimate, Prefix, PrefixMemo};
@@ -482,9 +488,17 @@ fn memo_run(
     let mut messages: threadline_wire::Messages = rest.by_ref().take(2).collect();
     let mut model: &'static str = sessions::MODEL;
     let mut planner = Planner::default();
+    // Made fresh at the same turns, never given a memo.
+    let mut reference = Planner::default();
     let mut memo = PrefixMemo::new();
     let table = ModelTable::builtin();
-    for (i, step) in steps.iter().enumerate() {
+    for (i, (step, next_turn)) in steps.iter().enumerate() {
+        if *next_turn {
+            let carried = planner.take_memo();
+            planner = Planner::default();
+            planner.set_memo(carried);
+            reference = Planner::default();
+        }
         apply(step, &mut messages, &mut rest, &mut model);
         let mut request = request_for(messages.clone(), &setup);
         request.model = model.to_owned();
@@ -505,10 +519,23 @@ fn memo_run(
         }
         let mut unrecorded = request.clone();
         planner.plan_unrecorded(&mut unrecorded);
+        let mut without_memo = request.clone();
+        reference.plan(&mut without_memo);
         planner.plan(&mut request);
         if unrecorded != request {
             return Err(format!(
                 "step {i} ({step:?}): plan_unrecorded placed other markers than plan"
+            ));
+        }
+        let bytes = |r: &MessagesRequest| serde_json::to_vec(r).map_err(|e| e.to_string());
+        if bytes(&request)? != bytes(&without_memo)? {
+            return Err(format!(
+                "step {i} ({step:?}): a carried memo changed the planned request"
+            ));
+        }
+        if planner.planned_prefix() != reference.planned_prefix() {
+            return Err(format!(
+                "step {i} ({step:?}): a carried memo changed what the planner recorded"
             ));
         }
         let sent = Prefix::of_in(&request, &Estimate, Default::default(), table);

@@ -36,6 +36,9 @@ pub(crate) struct Kept {
     pub(crate) message_bytes: Vec<Vec<u8>>,
     /// The stored bytes of the loop key.
     pub(crate) loop_bytes: Vec<u8>,
+    /// What the last turn's cache planner memoized, for the next turn's (see
+    /// [`super::memo`]; empty for a session loaded from its bytes).
+    pub(crate) memo: threadline_cache::PrefixMemo,
 }
 
 impl Kept {
@@ -184,6 +187,7 @@ mod tests {
             state: State::default(),
             message_bytes: vec![vec![b'x'; bytes]],
             loop_bytes: Vec::new(),
+            memo: Default::default(),
         }
     }
 
@@ -219,6 +223,7 @@ mod tests {
             state: State::default(),
             message_bytes: vec![b"{}".to_vec(), b"[1]".to_vec()],
             loop_bytes: b"{\"a\":1}".to_vec(),
+            memo: Default::default(),
         };
         let same = [b"{}".to_vec(), b"[1]".to_vec()];
         assert!(k.matches(&same, Some(b"{\"a\":1}")));

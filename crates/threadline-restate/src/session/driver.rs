@@ -28,6 +28,7 @@ use threadline_wire::{ContentBlock, MessagesRequest};
 use super::bridge::{
     Bridge, BridgePermission, JournaledAttachments, JournaledService, JournaledTool, Request,
 };
+use super::memo::MemoSlot;
 use super::records::{ModelRecord, StepRecord, ToolRecord};
 use super::state::{self, keys};
 use super::{Settings, TurnError, TurnOutcome, TurnRequest};
@@ -46,7 +47,7 @@ pub(crate) async fn run_turn<J: Journal>(
             limit: settings.max_step_bytes,
         });
     }
-    let loaded = state::load(journal, settings.sessions.take(session)).await?;
+    let mut loaded = state::load(journal, settings.sessions.take(session)).await?;
     settings.sessions.count(loaded.warm);
     if let (Some(id), Some(last)) = (&request.turn_id, &loaded.last_turn)
         && last.turn_id.as_ref() == Some(id)
@@ -101,7 +102,9 @@ pub(crate) async fn run_turn<J: Journal>(
         .input(&source, &loaded.session.state.messages, &request.prompt)
         .await?;
     let (bridge, mut requests) = Bridge::new();
-    let query = build_query(settings, &bridge, server.cancel.clone());
+    let memo = MemoSlot::default();
+    let query = build_query(settings, &bridge, server.cancel.clone())
+        .map_cache_planner(|p| memo.carry(p, std::mem::take(&mut loaded.session.memo)));
     drop(bridge);
     let old_messages = loaded.session.message_bytes;
     let mut run = source.enter(|| query.run(loaded.session.state, input));
@@ -119,6 +122,7 @@ pub(crate) async fn run_turn<J: Journal>(
             Next::Request(None) => {}
         }
     };
+    // Dropping the loop drops its planner, which leaves its memo in `memo`.
     drop(run);
     let outcome = TurnOutcome {
         terminal: finished.terminal.clone(),
@@ -127,7 +131,8 @@ pub(crate) async fn run_turn<J: Journal>(
         messages: finished.state.messages.len(),
         turn_id: request.turn_id.clone(),
     };
-    if let Some(kept) = state::persist(journal, old_messages, finished.state, &outcome)? {
+    if let Some(mut kept) = state::persist(journal, old_messages, finished.state, &outcome)? {
+        kept.memo = memo.take();
         settings.sessions.put(session, kept);
     }
     Ok(outcome)

@@ -23,6 +23,7 @@
 mod bridge;
 pub(crate) mod cache;
 pub(crate) mod driver;
+mod memo;
 mod records;
 pub(crate) mod state;
 #[cfg(test)]

@@ -120,6 +120,7 @@ pub(crate) async fn load(journal: &impl Journal, kept: Option<Kept>) -> Result<L
             state,
             message_bytes,
             loop_bytes: loop_bytes.unwrap_or_default(),
+            memo: Default::default(),
         },
         turns,
         steps,
@@ -187,6 +188,7 @@ pub(crate) fn persist(
         state,
         message_bytes,
         loop_bytes,
+        memo: Default::default(),
     }))
 }
 

@@ -689,6 +689,44 @@ async fn a_kept_session_is_used_only_while_its_stored_bytes_are_what_the_worker_
     );
 }
 
+#[tokio::test]
+async fn a_kept_session_carries_its_planners_memo_to_the_next_turn() {
+    let rig = rig(PermissionMode::Deny, false);
+    let memo_after = |rig: &Rig| {
+        let kept = rig
+            .worker
+            .settings()
+            .sessions
+            .take("s1")
+            .expect("the session is kept");
+        let len = kept.memo.len();
+        rig.worker.settings().sessions.put("s1", kept);
+        len
+    };
+    turn(&rig, "first").await;
+    let first = memo_after(&rig);
+    // The memo holds the messages of the turn's last request.
+    let last = serde_json::from_slice::<Value>(&rig.model.requests()[1]).expect("json");
+    assert_eq!(Some(first), last["messages"].as_array().map(Vec::len));
+    turn(&rig, "second").await;
+    let second = memo_after(&rig);
+    let last = serde_json::from_slice::<Value>(&rig.model.requests()[3]).expect("json");
+    assert_eq!(Some(second), last["messages"].as_array().map(Vec::len));
+    assert!(second > first, "{first} then {second}");
+    assert_eq!(rig.worker.session_cache().warm_turns, 1);
+
+    // A worker that keeps no session carries none.
+    let rig = rig_cold();
+    two_turns(&rig).await;
+    assert!(rig.worker.settings().sessions.take("s1").is_none());
+}
+
+fn rig_cold() -> Rig {
+    let mut rig = rig(PermissionMode::Deny, false);
+    rig.worker = rig.worker.clone().with_session_cache(0);
+    rig
+}
+
 /// A session whose one turn (id `t1`) was sent three times: run once, then answered twice.
 async fn rig_with_turn_ids() -> Rig {
     let rig = rig(PermissionMode::Deny, false);

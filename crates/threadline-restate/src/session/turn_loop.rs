@@ -53,7 +53,9 @@ pub trait TurnLoop: Send + Sync + 'static {
 
 /// Makes the cache planner of one turn. A turn's planner starts fresh on every attempt, so
 /// the replay on another worker plans every request of the turn again in the same order and
-/// places the same markers: the bytes, and the prompt cache, survive a failover.
+/// places the same markers: the bytes, and the prompt cache, survive a failover. (On the
+/// worker that keeps the session it is given the last turn's memo, which saves flattening the
+/// history again and changes no marker: see [`super::memo`].)
 pub(crate) type PlannerFactory = Arc<dyn Fn() -> threadline_cache::Planner + Send + Sync>;
 
 /// The plain loop of a [`Worker`](crate::Worker) built with
