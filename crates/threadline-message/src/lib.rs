@@ -28,6 +28,7 @@ pub mod determinism;
 pub mod header;
 pub mod message;
 pub mod response_usage;
+pub mod rewrites;
 pub mod session_ops;
 pub mod system;
 pub mod transcript;
@@ -43,6 +44,7 @@ pub use message::{
     ProgressMessage, SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
 pub use response_usage::UsageTotals;
+pub use rewrites::fold_rewrites;
 pub use session_ops::{Forked, Rewound, SessionInfo, SessionOpError, fork, rewind, summarize};
 pub use system::{CompactTrigger, Level, SystemKind};
 pub use transcript::{

@@ -10,7 +10,10 @@
 //! * any other line that does not parse (or is longer than [`ReadOptions::max_line_bytes`])
 //!   is skipped and reported as [`LineProblemKind::Malformed`], and the lines around it are
 //!   read as usual;
-//! * blank lines, a `\r` before the newline and a UTF-8 byte-order mark are accepted silently.
+//! * blank lines, a `\r` before the newline and a UTF-8 byte-order mark are accepted silently;
+//! * a message recorded again under an id already read (a message a context step rewrote in
+//!   place, recorded as it now is) replaces the earlier record where it stood
+//!   ([`crate::rewrites`]).
 //!
 //! What the writer writes is guarded: every line passes through the key-shape redactor
 //! ([`threadline_wire::secret::redact_key_shapes_in_bytes`]), so anything shaped like an
@@ -221,7 +224,9 @@ impl TranscriptWriter {
 
     /// Appends `message` as one line: serialized to a buffer first, key-shaped secrets
     /// redacted, then written with a single `write_all`, flushed, and synced if
-    /// [`WriterOptions::sync_data`] is set.
+    /// [`WriterOptions::sync_data`] is set. A message already appended and since changed in
+    /// place is appended again the same way: the reader puts it where the first record stood
+    /// ([`fold_rewrites`](crate::fold_rewrites)).
     pub fn append(&mut self, message: &Message) -> Result<(), TranscriptError> {
         let mut buffer = std::mem::take(&mut self.buffer);
         buffer.clear();
@@ -298,7 +303,9 @@ impl TranscriptWriter {
 /// What [`read_transcript`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TranscriptRead {
-    /// The messages of every line that parsed, in file order.
+    /// The messages of every line that parsed, in file order; a message recorded again
+    /// under an id read before (rewritten in place by a context step) stands where the
+    /// first record of that id stood ([`fold_rewrites`](crate::fold_rewrites)).
     pub messages: Vec<Message>,
     /// The lines that did not, in file order.
     pub problems: Vec<LineProblem>,
@@ -455,6 +462,7 @@ pub fn read_transcript_with(
         path: path.to_path_buf(),
         source,
     })?;
+    read.messages = crate::rewrites::fold_rewrites(read.messages);
     Ok(read)
 }
 
@@ -527,6 +535,7 @@ pub fn parse_transcript(text: &str) -> TranscriptRead {
             },
         });
     }
+    read.messages = crate::rewrites::fold_rewrites(read.messages);
     read
 }
 

@@ -399,18 +399,15 @@ where
         }
         let mut messages = result.messages;
         let append = messages.split_off(n);
-        let mut first = None;
+        let mut changed = Vec::new();
         for (i, (slot, message)) in input.history[start..].iter_mut().zip(messages).enumerate() {
             if *slot != message {
-                first.get_or_insert(start + i);
+                changed.push(start + i);
                 *slot = message;
             }
         }
-        let mut outcome = StepOutcome::appended(append);
-        if let Some(first) = first {
-            outcome.rewritten = true;
-            outcome.first_rewritten = first;
-        }
+        let mut outcome = StepOutcome::rewritten_at(changed);
+        outcome.append = append;
         outcome
     }
 

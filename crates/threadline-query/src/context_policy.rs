@@ -26,6 +26,11 @@ pub struct StepOutcome {
     /// The loop reports it as [`State::unchanged_prefix`](crate::State::unchanged_prefix),
     /// which lets a caller storing the history message by message write only from there.
     pub first_rewritten: usize,
+    /// With `rewritten`, the indices of the messages the step changed, when it lists them
+    /// (empty: any message from `first_rewritten` on may have changed). The loop records
+    /// each changed message again, as it now is ([`Event::Rewritten`](crate::Event::Rewritten),
+    /// the transcript), so that what was recorded reads back as the history it holds.
+    pub changed: Vec<usize>,
 }
 
 impl StepOutcome {
@@ -53,6 +58,17 @@ impl StepOutcome {
             append: Vec::new(),
             rewritten: true,
             first_rewritten: first,
+            changed: Vec::new(),
+        }
+    }
+
+    /// The messages at `indices` (in increasing order) were changed in place, and no other.
+    pub fn rewritten_at(indices: Vec<usize>) -> StepOutcome {
+        StepOutcome {
+            first_rewritten: indices.first().copied().unwrap_or(0),
+            rewritten: !indices.is_empty(),
+            changed: indices,
+            append: Vec::new(),
         }
     }
 

@@ -26,6 +26,18 @@ pub enum Event {
     /// assistant fragments (one per content block), tool results, attachments, compaction
     /// boundaries, recovery messages, tombstones.
     Message(Message),
+    /// A message already in the history was changed in place by a context step (the
+    /// tool-result budget's preview, microcompact's clearing), keeping its id: `message` is
+    /// what now stands at `index` of the history. The loop records it again in the transcript;
+    /// whoever keeps the history from the events (a session store) records it too, so that
+    /// what was recorded reads back as the history the loop holds
+    /// ([`fold_rewrites`](threadline_message::fold_rewrites)).
+    Rewritten {
+        /// Its index in the history.
+        index: usize,
+        /// The message as it now is.
+        message: Message,
+    },
     /// A raw event of the model's stream, as it arrived (text deltas, for UIs).
     Stream(Box<StreamEvent>),
     /// A request is about to be sent.

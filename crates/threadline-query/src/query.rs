@@ -295,6 +295,27 @@ where
         recorded
     }
 
+    /// Records the message a context step changed in place at `index` again, as it now is
+    /// (same id): in the transcript and as [`Event::Rewritten`], so that what was recorded
+    /// reads back as the history the loop holds ([`threadline_message::fold_rewrites`]).
+    fn record_rewrite(&mut self, st: &State, index: usize) {
+        let Some(message) = st.messages.get(index) else {
+            return;
+        };
+        if let Some(writer) = self.q.transcript.as_mut()
+            && let Err(error) = writer.append(message)
+        {
+            self.emit(Event::Warning(format!(
+                "{}{error}",
+                crate::event::TRANSCRIPT_WARNING
+            )));
+        }
+        self.emit(Event::Rewritten {
+            index,
+            message: message.clone(),
+        });
+    }
+
     async fn drive(&mut self, st: &mut State, input: Vec<Message>) -> Terminal {
         st.begin_run();
         let options = loop_normalize_options(&self.q.config.normalize);
@@ -512,6 +533,15 @@ where
         let changed = outcome.changed();
         if outcome.rewritten {
             st.note_rewritten(outcome.first_rewritten);
+            let end = st.messages.len();
+            let indices: Vec<usize> = if outcome.changed.is_empty() {
+                (outcome.first_rewritten.min(end)..end).collect()
+            } else {
+                outcome.changed.into_iter().filter(|&i| i < end).collect()
+            };
+            for index in indices {
+                self.record_rewrite(st, index);
+            }
         }
         st.note_length();
         let compactions = st.compaction.compactions;

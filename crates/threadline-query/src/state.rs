@@ -233,9 +233,10 @@ impl State {
         self.unchanged.min(self.messages.len())
     }
 
-    /// Notes a context step's edit in place from message `first` on: the normalizer starts
+    /// Notes an edit in place from message `first` on (a context step's, or one a caller
+    /// replays from [`Event::Rewritten`](crate::Event::Rewritten)): the normalizer starts
     /// over, the kept estimate is forgotten, and the unchanged prefix ends there at most.
-    pub(crate) fn note_rewritten(&mut self, first: usize) {
+    pub fn note_rewritten(&mut self, first: usize) {
         self.normalizer.reset();
         self.visible_tokens.forget();
         self.unchanged = self.unchanged.min(first);

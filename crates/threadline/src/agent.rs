@@ -1118,6 +1118,16 @@ impl RunGuard {
                     state.compaction.last_compaction_turn = Some(state.turn_count);
                 }
             }
+            Event::Rewritten { index, message } => {
+                // As the loop changed it in place (what a dropped run leaves is what the
+                // loop held).
+                if let Some(slot) = state.messages.get_mut(*index)
+                    && slot.id() == message.id()
+                {
+                    *slot = message.clone();
+                    state.note_rewritten(*index);
+                }
+            }
             Event::Finished(finished) => {
                 *state = finished.state.clone();
                 drop(state);

@@ -77,6 +77,12 @@ pub(crate) async fn collect(
     while let Some(event) = run.next().await {
         match event {
             Event::Message(message) => messages.push(message),
+            // A message of this run changed in place (a budget preview): as the loop holds it.
+            Event::Rewritten { message, .. } => {
+                if let Some(slot) = messages.iter_mut().find(|m| m.id() == message.id()) {
+                    *slot = message;
+                }
+            }
             Event::Finished(end) => finished = Some(end),
             _ => {}
         }

@@ -248,7 +248,7 @@ pub use agent::{
 #[cfg(feature = "agent")]
 pub use answer::{Answer, PromptError};
 #[cfg(all(feature = "agent", feature = "store"))]
-pub use session_store::{SessionStoreError, load_session, message_entry};
+pub use session_store::{SessionStoreError, load_session, message_entry, rewrite_entry};
 #[cfg(all(feature = "compact", feature = "client"))]
 pub use threadline_client::ClientTokenCounter;
 #[cfg(feature = "compact")]

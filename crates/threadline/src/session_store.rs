@@ -4,7 +4,9 @@
 //!
 //! Each message is stored as its transcript line (the same JSON the JSONL transcript
 //! holds, key-shaped secrets redacted) with a top-level `"uuid"` (the message's id) added,
-//! the id the store's idempotent append goes by: a retried append writes nothing twice.
+//! the id the store's idempotent append goes by: a retried append writes nothing twice. A
+//! message a context step changed in place is stored again under a uuid of its own
+//! ([`rewrite_entry`]), and reads back in its first record's place.
 
 use std::sync::Arc;
 
@@ -59,6 +61,25 @@ impl std::fmt::Debug for StoreLink {
 
 /// `message` as a store entry: its JSON line with `"uuid"` added, secrets redacted.
 pub fn message_entry(message: &Message) -> Result<Entry, SessionStoreError> {
+    entry_with_uuid(message, message.id().as_str().to_owned())
+}
+
+/// A message a context step changed in place, recorded again as a store entry: its line as
+/// [`message_entry`] makes it, under a `"uuid"` of its own (the message's id, `~`, and a
+/// fresh id), so that the store keeps it beside the earlier records of the message — even
+/// when a later rewrite gives back an earlier form. Read back, the last record of an id
+/// stands where the first one stood ([`load_session`]).
+pub fn rewrite_entry(message: &Message) -> Result<Entry, SessionStoreError> {
+    let uuid = format!(
+        "{}~{}",
+        message.id().as_str(),
+        threadline_message::MessageId::random().as_str()
+    );
+    entry_with_uuid(message, uuid)
+}
+
+/// `message`'s JSON line with `"uuid": uuid` added, secrets redacted.
+fn entry_with_uuid(message: &Message, uuid: String) -> Result<Entry, SessionStoreError> {
     let unstorable = |reason: String| SessionStoreError::Unstorable {
         id: message.id().to_string(),
         reason,
@@ -67,15 +88,16 @@ pub fn message_entry(message: &Message) -> Result<Entry, SessionStoreError> {
     if bytes.last() == Some(&b'}') {
         bytes.pop();
         bytes.extend_from_slice(b",\"uuid\":");
-        serde_json::to_writer(&mut bytes, message.id().as_str())
-            .map_err(|e| unstorable(e.to_string()))?;
+        serde_json::to_writer(&mut bytes, &uuid).map_err(|e| unstorable(e.to_string()))?;
         bytes.push(b'}');
     }
     let bytes = threadline_wire::secret::redact_key_shapes_in_bytes(&bytes).into_owned();
     Entry::new(bytes).map_err(|e| unstorable(e.to_string()))
 }
 
-/// The messages of `key` in `store`, in order (empty for a session never written).
+/// The messages of `key` in `store`, in order (empty for a session never written); a
+/// message recorded again (rewritten in place, [`rewrite_entry`]) stands where its first
+/// record stood ([`fold_rewrites`](threadline_message::fold_rewrites)).
 pub async fn load_session(
     store: &dyn SessionStore,
     key: &SessionKey,
@@ -88,7 +110,8 @@ pub async fn load_session(
             serde_json::from_slice::<Message>(entry.bytes())
                 .map_err(|source| SessionStoreError::NotAMessage { index, source })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(threadline_message::fold_rewrites)
 }
 
 /// `events` with every message appended to the store before it is passed on; a failed
@@ -98,10 +121,12 @@ pub(crate) fn persist(events: AgentRun, link: StoreLink) -> AgentRun {
         .then(move |event| {
             let link = link.clone();
             async move {
-                let Event::Message(message) = &event else {
-                    return vec![event];
+                let entry = match &event {
+                    Event::Message(message) => message_entry(message),
+                    Event::Rewritten { message, .. } => rewrite_entry(message),
+                    _ => return vec![event],
                 };
-                let appended = match message_entry(message) {
+                let appended = match entry {
                     Ok(entry) => link
                         .store
                         .append(&link.key, std::slice::from_ref(&entry))
@@ -145,6 +170,38 @@ mod tests {
             let back: Message = serde_json::from_slice(entry.bytes()).expect("parses back");
             assert_eq!(back, message);
         }
+    }
+
+    #[test]
+    fn every_rewrite_is_stored_and_the_last_one_is_read_back_in_place() {
+        let store = threadline_store::MemoryStore::new();
+        let key = SessionKey::new("p", "s").expect("key");
+        let first = Message::user_text("a long result");
+        let second = Message::user_text("next");
+        let with_text = |text: &str| {
+            let mut message = first.clone();
+            if let Message::User(user) = &mut message {
+                user.content = vec![ContentBlock::text(text)];
+            }
+            message
+        };
+        // Rewritten to a preview, then to something else, then back to the preview.
+        let preview = with_text("a preview");
+        let entries = [
+            message_entry(&first),
+            message_entry(&second),
+            rewrite_entry(&preview),
+            rewrite_entry(&with_text("cleared")),
+            rewrite_entry(&preview),
+        ]
+        .map(|entry| entry.expect("storable"));
+        let uuids: std::collections::HashSet<_> = entries.iter().map(|e| e.id()).collect();
+        assert_eq!(uuids.len(), entries.len(), "each record has its own uuid");
+        futures::executor::block_on(async {
+            store.append(&key, &entries).await.expect("append");
+            let loaded = load_session(&store, &key).await.expect("loads");
+            assert_eq!(loaded, [preview.clone(), second.clone()]);
+        });
     }
 
     #[test]

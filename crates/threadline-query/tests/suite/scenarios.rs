@@ -610,6 +610,63 @@ async fn the_unchanged_prefix_is_the_runs_start_less_what_a_step_edited() {
     assert_eq!(anywhere.state.unchanged_prefix(), 0);
 }
 
+/// A message a step changes in place is recorded again as it now is — in the transcript and
+/// as `Event::Rewritten` — so that the transcript reads back as the history the loop holds
+/// (a resumed session then sends what the live one sent), whether the step lists where it
+/// edited or claims the whole history.
+#[tokio::test(start_paused = true)]
+async fn what_a_step_changes_in_place_is_recorded_again_and_reads_back_as_the_history() {
+    use threadline_message::{TranscriptWriter, read_transcript};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("session.jsonl");
+    let service = ScriptedService::new([
+        end("msg_1", "one"),
+        end("msg_2", "two"),
+        end("msg_3", "three"),
+    ]);
+    let transcript = || TranscriptWriter::open(&path).expect("opens");
+    let first = run(
+        Query::new(service.clone(), config()).with_transcript(transcript()),
+        State::default(),
+        prompt(),
+    )
+    .await;
+    let mut state = first.state;
+    for (at, exact) in [(0, true), (1, false)] {
+        let policy = EditsInPlace {
+            at,
+            exact,
+            done: false,
+        };
+        let held = state.messages.len();
+        let q = Query::new(service.clone(), config())
+            .with_policy(policy)
+            .with_transcript(transcript());
+        let out = run(q, state, prompt()).await;
+        assert_eq!(out.terminal, Terminal::Completed);
+        let rewritten: Vec<usize> = out
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Rewritten { index, message } => {
+                    assert_eq!(Some(message), out.state.messages.get(*index));
+                    Some(*index)
+                }
+                _ => None,
+            })
+            .collect();
+        // The history the step saw: what the run started with and its prompt. Recorded
+        // again from where the step said it edited (`at`), or all of it.
+        let seen = held + prompt().len();
+        let from = if exact { at } else { 0 };
+        assert_eq!(rewritten, (from..seen).collect::<Vec<_>>());
+        let read = read_transcript(&path).expect("reads");
+        assert!(read.problems.is_empty(), "{:?}", read.problems);
+        assert_eq!(read.messages, out.state.messages);
+        state = out.state;
+    }
+}
+
 /// Runs `service` with `tools`, cancelled one second in (on tokio's clock).
 async fn run_cancelled_after_a_second(service: &ScriptedService, tools: &ToolSet) -> Outcome {
     let cancel = CancellationToken::new();

@@ -532,6 +532,89 @@ async fn an_agent_persists_to_a_restate_store() {
     let _ = serving.await;
 }
 
+/// The input of the `log` tool.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "threadline::query::schemars")]
+struct LogArgs {
+    /// Which log.
+    name: String,
+}
+
+/// A tool whose result (60,000 characters) is over the default budget (50,000).
+fn log_tool() -> impl threadline::query::Tool {
+    typed_tool("log", "Reads a log.", |args: LogArgs, _ctx| async move {
+        format!("{}\n{}", args.name, "0123456789".repeat(6_000))
+    })
+}
+
+/// The model reads log `name`, then answers.
+fn log_then_answer(n: u32, name: &str) -> [Reply; 2] {
+    [
+        Reply::stream(
+            Response::new(&format!("msg_{n}a"))
+                .tool_use(&format!("toolu_{n}"), "log", json!({ "name": name }))
+                .stop(StopReason::ToolUse),
+        ),
+        Reply::stream(
+            Response::new(&format!("msg_{n}b"))
+                .text("Read.")
+                .stop(StopReason::EndTurn),
+        ),
+    ]
+}
+
+/// The tool-result budget replaces the large result by a preview in place, after the
+/// result was stored: the preview is stored too, and a session resumed from the store sends
+/// the preview the live session sent, not the full result (which would be another prefix,
+/// a cache miss and 60,000 characters the budget had saved).
+#[test]
+fn a_result_the_budget_replaced_is_resumed_as_it_was_sent() {
+    rt().block_on(async {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let key = SessionKey::new("-home-me-project", "session-budget").expect("key");
+        let build = |service: &ScriptedService| {
+            Agent::builder(service.clone())
+                .tool(log_tool())
+                .today("2026-03-08")
+                .shared_store(Arc::clone(&store), key.clone())
+        };
+        let live = ScriptedService::new(log_then_answer(1, "build"));
+        let agent = build(&live).build().expect("agent");
+        let answer = agent.prompt("Read the build log").await.expect("an answer");
+        let sent = tool_result_text(&live.requests()[1]);
+        assert_eq!(sent.len(), 1);
+        assert!(
+            sent[0].contains("<persisted-output>") && sent[0].len() < 10_000,
+            "the live request carries the preview: {}",
+            sent[0].len()
+        );
+        // The answer's messages are the run's as the loop holds them.
+        assert_eq!(answer.messages, agent.state().messages);
+
+        let stored = load_session(store.as_ref(), &key).await.expect("loads");
+        assert_eq!(
+            stored,
+            agent.state().messages,
+            "the preview is what is stored"
+        );
+
+        let next = ScriptedService::new([Reply::stream(
+            Response::new("msg_2")
+                .text("Done.")
+                .stop(StopReason::EndTurn),
+        )]);
+        let resumed = build(&next).resume().await.expect("resumes");
+        assert_eq!(resumed.state().messages, stored);
+        resumed.prompt("Thanks").await.expect("an answer");
+        assert_eq!(
+            tool_result_text(&next.requests()[0]),
+            sent,
+            "the resumed session sends what the live one sent"
+        );
+        assert!(live.violations().is_empty() && next.violations().is_empty());
+    });
+}
+
 #[test]
 fn resume_without_a_store_is_a_typed_error() {
     let result = rt().block_on(Agent::builder(ScriptedService::new([])).resume());
@@ -575,6 +658,44 @@ proptest::proptest! {
         proptest::prop_assert!(next.is_ok(), "{next:?}");
         let state = agent.state();
         proptest::prop_assert_eq!(&state.messages[..yielded.len()], &yielded[..]);
+        proptest::prop_assert!(service.violations().is_empty(), "{:?}", service.violations());
+    }
+
+    /// The same with a result the budget replaces in place: the agent's state is what was
+    /// yielded with each `Rewritten` applied, and no request — of the dropped run or of the
+    /// next — ever carries the full result.
+    #[test]
+    fn a_run_dropped_anywhere_keeps_what_it_yielded_as_rewritten(stop_after in 0usize..40) {
+        let rt = rt();
+        let mut replies = Vec::from(log_then_answer(1, "build"));
+        replies.extend(log_then_answer(2, "test"));
+        let service = ScriptedService::new(replies);
+        let mut agent = Agent::builder(service.clone())
+            .tool(log_tool())
+            .today("2026-03-08")
+            .build()
+            .expect("agent");
+        let yielded = rt.block_on(async {
+            let mut run = agent.run("Read the build log");
+            let mut yielded: Vec<Message> = Vec::new();
+            for _ in 0..stop_after {
+                match run.next().await {
+                    Some(Event::Message(message)) => yielded.push(message),
+                    Some(Event::Rewritten { index, message }) => yielded[index] = message,
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            yielded
+        });
+        proptest::prop_assert_eq!(&agent.state().messages, &yielded);
+        let next = rt.block_on(agent.prompt("Now the test log"));
+        proptest::prop_assert!(next.is_ok(), "{next:?}");
+        for request in service.requests() {
+            for result in tool_result_text(&request) {
+                proptest::prop_assert!(result.len() < 10_000, "a full result was sent");
+            }
+        }
         proptest::prop_assert!(service.violations().is_empty(), "{:?}", service.violations());
     }
 }
