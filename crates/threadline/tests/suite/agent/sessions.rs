@@ -615,6 +615,83 @@ fn a_result_the_budget_replaced_is_resumed_as_it_was_sent() {
     });
 }
 
+/// Microcompact clears old results in place when the cache has expired (an idle gap): the
+/// loop records exactly the messages it cleared again, the store holds them cleared, and a
+/// session resumed from the store is the one the live agent holds.
+#[test]
+fn results_microcompact_cleared_are_stored_cleared() {
+    use std::time::{Duration, SystemTime};
+    use threadline::compact::{Compaction, MicrocompactOptions};
+    use threadline::message::determinism::Source;
+
+    rt().block_on(async {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let key = SessionKey::new("-home-me-project", "session-idle").expect("key");
+        let mut replies = Vec::new();
+        for n in 1..=3 {
+            replies.extend(log_then_answer(n, &format!("day-{n}")));
+        }
+        replies.push(Reply::stream(
+            Response::new("msg_late")
+                .text("Welcome back.")
+                .stop(StopReason::EndTurn),
+        ));
+        let service = ScriptedService::new(replies);
+        let microcompact = MicrocompactOptions {
+            keep_recent: 1,
+            tools: ["log".to_owned()].into(),
+            ..MicrocompactOptions::default()
+        };
+        let mut compaction = Compaction::default();
+        compaction.microcompact = Some(microcompact);
+        let mut agent = Agent::builder(service.clone())
+            .tool(log_tool())
+            .today("2026-03-08")
+            .compaction(compaction)
+            .shared_store(Arc::clone(&store), key.clone())
+            .build()
+            .expect("agent");
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        for n in 1..=3 {
+            let at = start + Duration::from_secs(n);
+            let prompt = format!("Read log {n}");
+            Source::new(format!("turn-{n}"), at)
+                .scope(agent.prompt(&prompt))
+                .await
+                .expect("an answer");
+        }
+        let before = agent.state().messages.clone();
+        // Two hours later: the cache has expired, the older results are cleared.
+        let later = start + Duration::from_secs(2 * 3600);
+        let events: Vec<Event> = Source::new("turn-late", later)
+            .scope(agent.run("Still there?").collect::<Vec<_>>())
+            .await;
+        let rewritten: Vec<usize> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Rewritten { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        let after = agent.state().messages.clone();
+        let changed: Vec<usize> = (0..before.len())
+            .filter(|&i| before[i] != after[i])
+            .collect();
+        assert_eq!(changed.len(), 2, "two of the three results cleared");
+        assert_eq!(
+            rewritten, changed,
+            "exactly the cleared messages recorded again"
+        );
+        let stored = load_session(store.as_ref(), &key).await.expect("loads");
+        assert_eq!(stored, after);
+        assert!(
+            service.violations().is_empty(),
+            "{:?}",
+            service.violations()
+        );
+    });
+}
+
 #[test]
 fn resume_without_a_store_is_a_typed_error() {
     let result = rt().block_on(Agent::builder(ScriptedService::new([])).resume());
