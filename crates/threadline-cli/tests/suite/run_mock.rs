@@ -671,6 +671,97 @@ fn run_resume_appends_to_a_threadline_transcript_in_place() {
     assert_eq!(std::fs::read_to_string(&copy).expect("read"), copied);
 }
 
+/// A Read whose result is over the tool-result budget is sent as a preview; the transcript
+/// records the preview (the result's line written again under its id), and a run resumed
+/// from it sends the preview again, not the whole file: its request is the live one's plus
+/// the new exchange, not 20,000 tokens more.
+#[test]
+fn run_resume_sends_the_preview_the_live_run_sent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let line = format!("{}\n", "log line with some words in it, ".repeat(3));
+    std::fs::write(workspace.join("big.log"), line.repeat(800)).expect("log");
+    let mock = mock_playing(
+        dir.path(),
+        r#"
+steps:
+  - kind: message
+    content:
+      - {type: tool_use, id: toolu_log, name: Read, input: {path: big.log}}
+  - kind: message
+    content:
+      - {type: text, text: "The log is long."}
+  - kind: message
+    content:
+      - {type: text, text: "Resumed answer."}
+"#,
+    );
+    let session = dir.path().join("session.jsonl");
+    let session_arg = session.to_str().expect("utf-8 path");
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--transcript",
+            session_arg,
+            "Read big.log",
+        ],
+        &workspace,
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let live = std::fs::read_to_string(&session).expect("written");
+    let result_lines: Vec<&str> = live
+        .lines()
+        .filter(|l| l.contains(r#""tool_use_id":"toolu_log""#))
+        .collect();
+    assert_eq!(
+        result_lines.len(),
+        2,
+        "the result, then its preview: {live}"
+    );
+    assert!(
+        result_lines[1].contains("<persisted-output>"),
+        "{}",
+        result_lines[1]
+    );
+    let live_tokens = last_input_tokens(&live);
+
+    let output = run(
+        &[
+            "run",
+            "--base-url",
+            &mock.base_url,
+            "--resume",
+            session_arg,
+            "Thanks",
+        ],
+        &workspace,
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("Resumed answer."), "{stdout}");
+    let resumed_tokens = last_input_tokens(&std::fs::read_to_string(&session).expect("read"));
+    // The file is about 80,000 characters (some 20,000 tokens); the new exchange a few dozen.
+    assert!(
+        resumed_tokens < live_tokens + 500,
+        "resumed {resumed_tokens} vs live {live_tokens}"
+    );
+}
+
 #[test]
 fn run_resume_imports_a_claude_code_transcript_into_a_new_file() {
     let dir = tempfile::tempdir().expect("tempdir");
