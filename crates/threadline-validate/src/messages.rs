@@ -88,13 +88,46 @@ pub(super) fn check<'a>(
         ..Walk::default()
     };
     let mut turns = Turns::new(messages).enumerate().peekable();
+    let mut warmed = 0;
     while let Some((t, turn)) = turns.next() {
+        if turn.end + WARM_AHEAD > warmed {
+            let end = (turn.end + 2 * WARM_AHEAD).min(messages.len());
+            warm(messages.range(warmed.min(end)..end));
+            warmed = end;
+        }
         let is_last = turns.peek().is_none();
         let first_is_tool_result = walk.turn(ctx, view, breakpoints, &turn, t, is_last);
         tail.observe(t, turn, first_is_tool_result);
     }
     walk.check_resumed_server_tools(ctx, view.tools);
     (tail, walk.seen)
+}
+
+/// How many messages ahead of the walk their texts and ids are read into the cache.
+const WARM_AHEAD: usize = 32;
+
+/// Reads the first byte of every text and tool id of `messages` in one tight loop, so that
+/// the cache misses of a few dozen messages overlap instead of stalling the walk one by one
+/// (the walk reads them soon after, from the cache).
+fn warm<'a>(messages: impl Iterator<Item = &'a threadline_wire::MessageParam>) {
+    let mut sum = 0u8;
+    let first = |s: &str| s.as_bytes().first().copied().unwrap_or(0);
+    for message in messages {
+        match &message.content {
+            threadline_wire::Content::Text(text) => sum ^= first(text),
+            threadline_wire::Content::Blocks(blocks) => {
+                for block in blocks {
+                    sum ^= match block {
+                        ContentBlock::Text(b) => first(&b.text),
+                        ContentBlock::ToolUse(b) => first(&b.id),
+                        ContentBlock::ToolResult(b) => first(&b.tool_use_id),
+                        _ => 0,
+                    };
+                }
+            }
+        }
+    }
+    std::hint::black_box(sum);
 }
 
 impl<'a> Walk<'a> {
