@@ -233,10 +233,23 @@ impl State {
         self.unchanged.min(self.messages.len())
     }
 
-    /// Notes an edit in place from message `first` on (a context step's, or one a caller
-    /// replays from [`Event::Rewritten`](crate::Event::Rewritten)): the normalizer starts
+    /// Applies an [`Event::Rewritten`](crate::Event::Rewritten) to a state kept from a run's
+    /// events: `message` takes the place of the message at `index` when that is the same
+    /// message (the same id), noted as an edit in place. Whether it was applied.
+    pub fn rewrite(&mut self, index: usize, message: Message) -> bool {
+        match self.messages.get_mut(index) {
+            Some(slot) if slot.id() == message.id() => {
+                *slot = message;
+                self.note_rewritten(index);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Notes a context step's edit in place from message `first` on: the normalizer starts
     /// over, the kept estimate is forgotten, and the unchanged prefix ends there at most.
-    pub fn note_rewritten(&mut self, first: usize) {
+    pub(crate) fn note_rewritten(&mut self, first: usize) {
         self.normalizer.reset();
         self.visible_tokens.forget();
         self.unchanged = self.unchanged.min(first);
@@ -323,6 +336,26 @@ fn boundary_after(messages: &[Message]) -> usize {
 mod tests {
     use super::*;
     use threadline_message::CompactTrigger;
+
+    #[test]
+    fn a_rewrite_takes_the_place_of_the_same_message_only() {
+        let mut state = State {
+            messages: vec![Message::user_text("a"), Message::user_text("b")],
+            ..State::default()
+        };
+        state.unchanged = 2;
+        let mut preview = state.messages[1].clone();
+        if let Message::User(user) = &mut preview {
+            user.content = vec![threadline_wire::ContentBlock::text("b, shorter")];
+        }
+        // Another message's id at that index: nothing changes.
+        assert!(!state.rewrite(0, preview.clone()));
+        assert!(!state.rewrite(5, preview.clone()));
+        assert_eq!(state.unchanged_prefix(), 2);
+        assert!(state.rewrite(1, preview.clone()));
+        assert_eq!(state.messages[1], preview);
+        assert_eq!(state.unchanged_prefix(), 1);
+    }
 
     #[test]
     fn the_visible_window_starts_after_the_last_boundary() {

@@ -1121,12 +1121,7 @@ impl RunGuard {
             Event::Rewritten { index, message } => {
                 // As the loop changed it in place (what a dropped run leaves is what the
                 // loop held).
-                if let Some(slot) = state.messages.get_mut(*index)
-                    && slot.id() == message.id()
-                {
-                    *slot = message.clone();
-                    state.note_rewritten(*index);
-                }
+                state.rewrite(*index, message.clone());
             }
             Event::Finished(finished) => {
                 *state = finished.state.clone();

@@ -39,9 +39,7 @@ impl MemoSlot {
         mut planner: Box<dyn CachePlanner>,
         memo: PrefixMemo,
     ) -> Box<dyn CachePlanner> {
-        if !memo.is_empty() {
-            planner.give_memo(memo);
-        }
+        planner.give_memo(memo);
         Box::new(Carried {
             planner,
             slot: self.clone(),

@@ -701,6 +701,26 @@ fn resume_without_a_store_is_a_typed_error() {
     );
 }
 
+/// Runs `prompt` on a fresh `agent`, drops the run after `stop_after` events, and returns
+/// what it yielded: its messages, each `Rewritten` applied where it says.
+async fn dropped_after(
+    agent: &mut Agent<ScriptedService>,
+    prompt: &str,
+    stop_after: usize,
+) -> Vec<Message> {
+    let mut run = agent.run(prompt);
+    let mut yielded: Vec<Message> = Vec::new();
+    for _ in 0..stop_after {
+        match run.next().await {
+            Some(Event::Message(message)) => yielded.push(message),
+            Some(Event::Rewritten { index, message }) => yielded[index] = message,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    yielded
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig {
         cases: 32,
@@ -718,18 +738,7 @@ proptest::proptest! {
         replies.extend(add_then_answer(2, json!({"a": 2, "b": 2}), "Four."));
         let service = ScriptedService::new(replies);
         let mut agent = agent(&service);
-        let yielded = rt.block_on(async {
-            let mut run = agent.run("1 + 1?");
-            let mut yielded = Vec::new();
-            for _ in 0..stop_after {
-                match run.next().await {
-                    Some(Event::Message(message)) => yielded.push(message),
-                    Some(_) => {}
-                    None => break,
-                }
-            }
-            yielded
-        });
+        let yielded = rt.block_on(dropped_after(&mut agent, "1 + 1?", stop_after));
         proptest::prop_assert_eq!(&agent.state().messages, &yielded);
         let next = rt.block_on(agent.prompt("2 + 2?"));
         proptest::prop_assert!(next.is_ok(), "{next:?}");
@@ -752,19 +761,7 @@ proptest::proptest! {
             .today("2026-03-08")
             .build()
             .expect("agent");
-        let yielded = rt.block_on(async {
-            let mut run = agent.run("Read the build log");
-            let mut yielded: Vec<Message> = Vec::new();
-            for _ in 0..stop_after {
-                match run.next().await {
-                    Some(Event::Message(message)) => yielded.push(message),
-                    Some(Event::Rewritten { index, message }) => yielded[index] = message,
-                    Some(_) => {}
-                    None => break,
-                }
-            }
-            yielded
-        });
+        let yielded = rt.block_on(dropped_after(&mut agent, "Read the build log", stop_after));
         proptest::prop_assert_eq!(&agent.state().messages, &yielded);
         let next = rt.block_on(agent.prompt("Now the test log"));
         proptest::prop_assert!(next.is_ok(), "{next:?}");
