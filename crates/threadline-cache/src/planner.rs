@@ -342,9 +342,12 @@ impl Planner {
     /// Hands over what flattening the requests planned so far gave (the [`PrefixMemo`]),
     /// leaving this planner none: for a planner that plans the same conversation's next
     /// requests ([`set_memo`](Self::set_memo)), such as a durable worker's planner of the next
-    /// turn.
+    /// turn. The memo's recycled buffer (an allocation, no fact) stays behind: a memo kept
+    /// between turns holds only what saves work.
     pub fn take_memo(&mut self) -> PrefixMemo {
-        std::mem::take(&mut self.memo)
+        let mut memo = std::mem::take(&mut self.memo);
+        memo.spare = Vec::new();
+        memo
     }
 
     /// Starts from `memo` (what [`take_memo`](Self::take_memo) handed over). The memo only

@@ -44,7 +44,7 @@ pub use message::{
     ProgressMessage, SystemMessage, Tombstone, ToolUseSummary, UserMessage, tool_result_block,
 };
 pub use response_usage::UsageTotals;
-pub use rewrites::fold_rewrites;
+pub use rewrites::{Record, fold_rewrites};
 pub use session_ops::{Forked, Rewound, SessionInfo, SessionOpError, fork, rewind, summarize};
 pub use system::{CompactTrigger, Level, SystemKind};
 pub use transcript::{

@@ -60,6 +60,7 @@ use threadline_wire::secret::redact_key_shapes_in_bytes;
 
 use crate::header::MessageId;
 use crate::message::Message;
+use crate::rewrites::{REWRITTEN_AT, Record, fold_rewrites, mark_rewrite};
 
 /// The default longest line a reader accepts (256 MiB). A longer line is reported as
 /// malformed instead of being held in memory.
@@ -122,7 +123,9 @@ pub struct WriterOptions {
     pub sync_data: bool,
     /// Fields added to every line, after the message's own (a subagent's transcript is
     /// marked `"isSidechain": true, "agentId": …`, as Claude Code marks its subagents'
-    /// records; a reader ignores them).
+    /// records; a reader ignores them). A mark named
+    /// [`REWRITTEN_AT`] is not written: that field marks
+    /// rewrites.
     pub marks: Vec<(String, serde_json::Value)>,
 }
 
@@ -224,16 +227,33 @@ impl TranscriptWriter {
 
     /// Appends `message` as one line: serialized to a buffer first, key-shaped secrets
     /// redacted, then written with a single `write_all`, flushed, and synced if
-    /// [`WriterOptions::sync_data`] is set. A message already appended and since changed in
-    /// place is appended again the same way: the reader puts it where the first record stood
-    /// ([`fold_rewrites`](crate::fold_rewrites)).
+    /// [`WriterOptions::sync_data`] is set.
     pub fn append(&mut self, message: &Message) -> Result<(), TranscriptError> {
+        self.append_line(message, None)
+    }
+
+    /// Appends `message`, changed in place after it was appended, again: as
+    /// [`append`](Self::append) does, marked as the rewrite of the message at `at` in the
+    /// history ([`REWRITTEN_AT`]). The reader puts it in that message's place
+    /// ([`fold_rewrites`]).
+    pub fn append_rewrite(&mut self, message: &Message, at: usize) -> Result<(), TranscriptError> {
+        self.append_line(message, Some(at))
+    }
+
+    fn append_line(
+        &mut self,
+        message: &Message,
+        rewrite: Option<usize>,
+    ) -> Result<(), TranscriptError> {
         let mut buffer = std::mem::take(&mut self.buffer);
         buffer.clear();
         let serialized = serde_json::to_writer(&mut buffer, message);
         let result = match serialized {
             Ok(()) => {
                 self.add_marks(&mut buffer);
+                if let Some(at) = rewrite {
+                    mark_rewrite(&mut buffer, at);
+                }
                 buffer.push(b'\n');
                 if let Cow::Owned(redacted) = redact_key_shapes_in_bytes(&buffer) {
                     buffer = redacted;
@@ -266,6 +286,10 @@ impl TranscriptWriter {
         }
         buffer.pop();
         for (key, value) in &self.options.marks {
+            // Reserved: a mark of this name would make every line read as a rewrite.
+            if key == REWRITTEN_AT {
+                continue;
+            }
             buffer.push(b',');
             // A string and a JSON value always serialize.
             let _ = serde_json::to_writer(&mut *buffer, key);
@@ -303,9 +327,9 @@ impl TranscriptWriter {
 /// What [`read_transcript`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TranscriptRead {
-    /// The messages of every line that parsed, in file order; a message recorded again
-    /// under an id read before (rewritten in place by a context step) stands where the
-    /// first record of that id stood ([`fold_rewrites`](crate::fold_rewrites)).
+    /// The messages of every line that parsed, in file order; a line marked as a rewrite (a
+    /// message a context step changed in place, recorded again) stands in the place of the
+    /// message it rewrote ([`fold_rewrites`]).
     pub messages: Vec<Message>,
     /// The lines that did not, in file order.
     pub problems: Vec<LineProblem>,
@@ -454,16 +478,15 @@ pub fn read_transcript_with(
         path: path.to_path_buf(),
         source,
     })?;
-    let mut read = TranscriptRead::default();
+    let mut reader = Reader::default();
     for_each_line(BufReader::new(file), options.max_line_bytes, |line| {
-        read.push(line, options.max_line_bytes);
+        reader.push(line, options.max_line_bytes);
     })
     .map_err(|source| TranscriptError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    read.messages = crate::rewrites::fold_rewrites(read.messages);
-    Ok(read)
+    Ok(reader.finish())
 }
 
 /// The format of a session transcript: ours or Claude Code's.
@@ -522,24 +545,38 @@ impl fmt::Display for Format {
 /// Parses a transcript held in memory, with the same rules as [`read_transcript`].
 pub fn parse_transcript(text: &str) -> TranscriptRead {
     let options = ReadOptions::default();
-    let mut read = TranscriptRead::default();
+    let mut reader = Reader::default();
     let result = for_each_line(text.as_bytes(), options.max_line_bytes, |line| {
-        read.push(line, options.max_line_bytes);
+        reader.push(line, options.max_line_bytes);
     });
     if let Err(error) = result {
         // Reading from a slice does not fail; should it ever, say so rather than panic.
-        read.problems.push(LineProblem {
-            line: read.problems.len() + read.messages.len() + 1,
+        reader.problems.push(LineProblem {
+            line: reader.problems.len() + reader.records.len() + 1,
             kind: LineProblemKind::Malformed {
                 error: error.to_string(),
             },
         });
     }
-    read.messages = crate::rewrites::fold_rewrites(read.messages);
-    read
+    reader.finish()
 }
 
-impl TranscriptRead {
+/// The records and problems of the lines read so far.
+#[derive(Default)]
+struct Reader {
+    records: Vec<Record>,
+    problems: Vec<LineProblem>,
+}
+
+impl Reader {
+    /// The messages, each rewrite in its place ([`fold_rewrites`]), and the problems.
+    fn finish(self) -> TranscriptRead {
+        TranscriptRead {
+            messages: fold_rewrites(self.records),
+            problems: self.problems,
+        }
+    }
+
     fn push(&mut self, line: RawLine<'_>, max_line_bytes: usize) {
         let number = line.number;
         let problem = |kind| LineProblem { line: number, kind };
@@ -553,8 +590,8 @@ impl TranscriptRead {
         if is_blank(bytes) {
             return;
         }
-        match serde_json::from_slice::<Message>(bytes) {
-            Ok(message) => self.messages.push(message),
+        match Record::from_json(bytes) {
+            Ok(record) => self.records.push(record),
             Err(_) if !line.terminated => self.problems.push(problem(LineProblemKind::CutLastLine)),
             Err(error) => self.problems.push(problem(LineProblemKind::Malformed {
                 error: error.to_string(),

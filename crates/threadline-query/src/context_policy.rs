@@ -47,12 +47,16 @@ impl StepOutcome {
         }
     }
 
-    /// Messages were changed in place (anywhere).
+    /// Messages were changed in place (anywhere). The loop then records every message of
+    /// the history again (transcript, [`Event::Rewritten`](crate::Event::Rewritten), so a
+    /// session store): a step that knows what it changed says so with
+    /// [`rewritten_at`](Self::rewritten_at).
     pub fn rewritten() -> StepOutcome {
         StepOutcome::rewritten_from(0)
     }
 
-    /// Messages were changed in place, none before index `first`.
+    /// Messages were changed in place, none before index `first`. The loop records every
+    /// message from `first` on again (see [`rewritten`](Self::rewritten)).
     pub fn rewritten_from(first: usize) -> StepOutcome {
         StepOutcome {
             append: Vec::new(),

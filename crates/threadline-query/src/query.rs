@@ -296,14 +296,15 @@ where
     }
 
     /// Records the message a context step changed in place at `index` again, as it now is
-    /// (same id): in the transcript and as [`Event::Rewritten`], so that what was recorded
-    /// reads back as the history the loop holds ([`threadline_message::fold_rewrites`]).
+    /// (same id): in the transcript, marked as the rewrite of the message at `index`, and as
+    /// [`Event::Rewritten`], so that what was recorded reads back as the history the loop
+    /// holds ([`threadline_message::fold_rewrites`]).
     fn record_rewrite(&mut self, st: &State, index: usize) {
         let Some(message) = st.messages.get(index) else {
             return;
         };
         if let Some(writer) = self.q.transcript.as_mut()
-            && let Err(error) = writer.append(message)
+            && let Err(error) = writer.append_rewrite(message, index)
         {
             self.emit(Event::Warning(format!(
                 "{}{error}",

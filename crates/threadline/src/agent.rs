@@ -408,7 +408,9 @@ where
     /// Persists the session to `store` under `key`: every message a run appends (the
     /// input, each assistant fragment, tool results, attachments, compaction records) is
     /// appended to the key before the run's stream yields it, as the entry
-    /// [`message_entry`](crate::message_entry) makes (idempotent by the message's id). A
+    /// [`message_entry`](crate::message_entry) makes (idempotent by the message's id; a
+    /// copy of a message appended again, as a compaction keeps its tail, by the id and its
+    /// occurrence). A
     /// failed append is an [`Event::Warning`] and the run goes on. Any backend:
     /// `MemoryStore`, `JsonlStore`, `SqliteStore`, `threadline_restate::RestateStore`
     /// (a clone of `MemoryStore` or `SqliteStore` shares its data, so keep one to read it).
@@ -421,10 +423,7 @@ where
         store: impl threadline_store::SessionStore + 'static,
         key: threadline_store::SessionKey,
     ) -> Self {
-        self.store = Some(crate::session_store::StoreLink {
-            store: Arc::new(store),
-            key,
-        });
+        self.store = Some(crate::session_store::StoreLink::new(Arc::new(store), key));
         self
     }
 
@@ -435,7 +434,7 @@ where
         store: Arc<dyn threadline_store::SessionStore>,
         key: threadline_store::SessionKey,
     ) -> Self {
-        self.store = Some(crate::session_store::StoreLink { store, key });
+        self.store = Some(crate::session_store::StoreLink::new(store, key));
         self
     }
 
@@ -448,6 +447,7 @@ where
             return Err(AgentError::NoStore);
         };
         self.history = crate::session_store::load_session(link.store.as_ref(), &link.key).await?;
+        link.note_loaded(&self.history);
         self.build()
     }
 

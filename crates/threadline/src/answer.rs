@@ -78,8 +78,10 @@ pub(crate) async fn collect(
         match event {
             Event::Message(message) => messages.push(message),
             // A message of this run changed in place (a budget preview): as the loop holds it.
+            // The latest of its id: context steps change what the model sees, which is after
+            // the last compaction, where a compaction put its copies of the messages it kept.
             Event::Rewritten { message, .. } => {
-                if let Some(slot) = messages.iter_mut().find(|m| m.id() == message.id()) {
+                if let Some(slot) = messages.iter_mut().rev().find(|m| m.id() == message.id()) {
                     *slot = message;
                 }
             }

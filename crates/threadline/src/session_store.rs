@@ -5,13 +5,17 @@
 //! Each message is stored as its transcript line (the same JSON the JSONL transcript
 //! holds, key-shaped secrets redacted) with a top-level `"uuid"` (the message's id) added,
 //! the id the store's idempotent append goes by: a retried append writes nothing twice. A
-//! message a context step changed in place is stored again under a uuid of its own
-//! ([`rewrite_entry`]), and reads back in its first record's place.
+//! message appended again under its id — a compaction keeps the latest messages after its
+//! summary as copies — is stored under the id and its occurrence (`id#2`, …), or the store
+//! would take it for a retry and skip it. A message a context step changed in place is
+//! stored again under a uuid of its own, marked as the rewrite of its position
+//! ([`rewrite_entry`]), and reads back in that place.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt as _;
-use threadline_message::Message;
+use threadline_message::{Message, MessageId};
 use threadline_query::Event;
 use threadline_store::{Entry, SessionKey, SessionStore, StoreError};
 
@@ -49,6 +53,47 @@ pub enum SessionStoreError {
 pub(crate) struct StoreLink {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) key: SessionKey,
+    /// How many times each id was appended to the key (as far as this agent knows: what it
+    /// resumed, and what it appended since).
+    appended: Arc<Mutex<HashMap<MessageId, u32>>>,
+}
+
+impl StoreLink {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, key: SessionKey) -> Self {
+        StoreLink {
+            store,
+            key,
+            appended: Arc::default(),
+        }
+    }
+
+    /// Notes `messages` (a session read back from the key) as appended.
+    pub(crate) fn note_loaded(&self, messages: &[Message]) {
+        let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
+        for message in messages {
+            *appended.entry(message.id().clone()).or_default() += 1;
+        }
+    }
+
+    /// The entry of `message`, appended to the history: [`message_entry`]'s for the first
+    /// record of its id, under the id and its occurrence for a copy.
+    fn appended_entry(&self, message: &Message) -> Result<Entry, SessionStoreError> {
+        let occurrence = {
+            let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
+            let count = appended.entry(message.id().clone()).or_default();
+            *count = count.saturating_add(1);
+            *count
+        };
+        if occurrence == 1 {
+            message_entry(message)
+        } else {
+            entry_with_uuid(
+                message,
+                format!("{}#{occurrence}", message.id().as_str()),
+                None,
+            )
+        }
+    }
 }
 
 impl std::fmt::Debug for StoreLink {
@@ -59,27 +104,34 @@ impl std::fmt::Debug for StoreLink {
     }
 }
 
-/// `message` as a store entry: its JSON line with `"uuid"` added, secrets redacted.
+/// `message` as a store entry: its JSON line with `"uuid"` (its id) added, secrets
+/// redacted.
 pub fn message_entry(message: &Message) -> Result<Entry, SessionStoreError> {
-    entry_with_uuid(message, message.id().as_str().to_owned())
+    entry_with_uuid(message, message.id().as_str().to_owned(), None)
 }
 
-/// A message a context step changed in place, recorded again as a store entry: its line as
-/// [`message_entry`] makes it, under a `"uuid"` of its own (the message's id, `~`, and a
-/// fresh id), so that the store keeps it beside the earlier records of the message — even
-/// when a later rewrite gives back an earlier form. Read back, the last record of an id
-/// stands where the first one stood ([`load_session`]).
-pub fn rewrite_entry(message: &Message) -> Result<Entry, SessionStoreError> {
+/// A message a context step changed in place, now at `at` in the history, recorded again as
+/// a store entry: its line as [`message_entry`] makes it, marked as the rewrite of the
+/// message at `at` ([`REWRITTEN_AT`](threadline_message::rewrites::REWRITTEN_AT)), under a
+/// `"uuid"` of its own (the message's id, `~`, and a fresh id), so that the store keeps it
+/// beside the earlier records of the message — even when a later rewrite gives back an
+/// earlier form. Read back, it stands in that message's place ([`load_session`]).
+pub fn rewrite_entry(message: &Message, at: usize) -> Result<Entry, SessionStoreError> {
     let uuid = format!(
         "{}~{}",
         message.id().as_str(),
         threadline_message::MessageId::random().as_str()
     );
-    entry_with_uuid(message, uuid)
+    entry_with_uuid(message, uuid, Some(at))
 }
 
-/// `message`'s JSON line with `"uuid": uuid` added, secrets redacted.
-fn entry_with_uuid(message: &Message, uuid: String) -> Result<Entry, SessionStoreError> {
+/// `message`'s JSON line with `"uuid": uuid` added (and the rewrite mark of `rewrite`),
+/// secrets redacted.
+fn entry_with_uuid(
+    message: &Message,
+    uuid: String,
+    rewrite: Option<usize>,
+) -> Result<Entry, SessionStoreError> {
     let unstorable = |reason: String| SessionStoreError::Unstorable {
         id: message.id().to_string(),
         reason,
@@ -91,13 +143,17 @@ fn entry_with_uuid(message: &Message, uuid: String) -> Result<Entry, SessionStor
         serde_json::to_writer(&mut bytes, &uuid).map_err(|e| unstorable(e.to_string()))?;
         bytes.push(b'}');
     }
+    if let Some(at) = rewrite {
+        threadline_message::rewrites::mark_rewrite(&mut bytes, at);
+    }
     let bytes = threadline_wire::secret::redact_key_shapes_in_bytes(&bytes).into_owned();
     Entry::new(bytes).map_err(|e| unstorable(e.to_string()))
 }
 
 /// The messages of `key` in `store`, in order (empty for a session never written); a
-/// message recorded again (rewritten in place, [`rewrite_entry`]) stands where its first
-/// record stood ([`fold_rewrites`](threadline_message::fold_rewrites)).
+/// message recorded again because it was rewritten in place ([`rewrite_entry`]) stands in
+/// the place of the message it rewrote
+/// ([`fold_rewrites`](threadline_message::fold_rewrites)).
 pub async fn load_session(
     store: &dyn SessionStore,
     key: &SessionKey,
@@ -107,7 +163,7 @@ pub async fn load_session(
         .iter()
         .enumerate()
         .map(|(index, entry)| {
-            serde_json::from_slice::<Message>(entry.bytes())
+            threadline_message::Record::from_json(entry.bytes())
                 .map_err(|source| SessionStoreError::NotAMessage { index, source })
         })
         .collect::<Result<Vec<_>, _>>()
@@ -122,8 +178,8 @@ pub(crate) fn persist(events: AgentRun, link: StoreLink) -> AgentRun {
             let link = link.clone();
             async move {
                 let entry = match &event {
-                    Event::Message(message) => message_entry(message),
-                    Event::Rewritten { message, .. } => rewrite_entry(message),
+                    Event::Message(message) => link.appended_entry(message),
+                    Event::Rewritten { index, message } => rewrite_entry(message, *index),
                     _ => return vec![event],
                 };
                 let appended = match entry {
@@ -190,9 +246,9 @@ mod tests {
         let entries = [
             message_entry(&first),
             message_entry(&second),
-            rewrite_entry(&preview),
-            rewrite_entry(&with_text("cleared")),
-            rewrite_entry(&preview),
+            rewrite_entry(&preview, 0),
+            rewrite_entry(&with_text("cleared"), 0),
+            rewrite_entry(&preview, 0),
         ]
         .map(|entry| entry.expect("storable"));
         let uuids: std::collections::HashSet<_> = entries.iter().map(|e| e.id()).collect();
@@ -201,6 +257,46 @@ mod tests {
             store.append(&key, &entries).await.expect("append");
             let loaded = load_session(&store, &key).await.expect("loads");
             assert_eq!(loaded, [preview.clone(), second.clone()]);
+        });
+    }
+
+    /// A compaction keeps the latest messages after its summary as copies, under their ids:
+    /// the store keeps every copy (it would take one for a retried append under the id
+    /// alone), a retried append of one still writes nothing twice, a rewrite of a copy takes
+    /// the copy's place, and an agent resuming the session counts on from what it read.
+    #[test]
+    fn copies_are_stored_beside_their_originals_and_rewrites_take_their_place() {
+        let store: Arc<dyn SessionStore> = Arc::new(threadline_store::MemoryStore::new());
+        let key = SessionKey::new("p", "copies").expect("key");
+        let a = Message::user_text("a");
+        let b = Message::user_text("b");
+        let mut cleared = a.clone();
+        if let Message::User(user) = &mut cleared {
+            user.content = vec![ContentBlock::text("cleared")];
+        }
+        let link = StoreLink::new(Arc::clone(&store), key.clone());
+        futures::executor::block_on(async {
+            let mut entries = Vec::new();
+            for message in [&a, &b, &a] {
+                entries.push(link.appended_entry(message).expect("storable"));
+            }
+            store.append(&key, &entries).await.expect("append");
+            // Retried: nothing is written twice.
+            store.append(&key, &entries).await.expect("append");
+            // The copy (at 2) is cleared.
+            let rewrite = rewrite_entry(&cleared, 2).expect("storable");
+            store.append(&key, &[rewrite]).await.expect("append");
+            let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+            assert_eq!(loaded, [a.clone(), b.clone(), cleared.clone()]);
+
+            // A new agent resumes: its next copy of `a` is the third, stored as such.
+            let resumed = StoreLink::new(Arc::clone(&store), key.clone());
+            resumed.note_loaded(&loaded);
+            let third = resumed.appended_entry(&a).expect("storable");
+            assert_eq!(third.id(), Some(format!("{}#3", a.id().as_str()).as_str()));
+            store.append(&key, &[third]).await.expect("append");
+            let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+            assert_eq!(loaded, [a.clone(), b, cleared, a]);
         });
     }
 

@@ -5,6 +5,7 @@
 use std::ops::Range;
 
 use crate::message::Message;
+use crate::rewrites::Record;
 use crate::system::SystemKind;
 
 /// One line of a threadline transcript that holds a message, with its text as read (without
@@ -17,21 +18,23 @@ pub struct TranscriptLine<'a> {
     pub message: Message,
 }
 
-/// The lines of `text` that hold a message, in order — the messages
-/// [`parse_transcript`](crate::transcript::parse_transcript) reads (blank lines, lines that do
-/// not parse and a cut last line are left out), each with its text.
+/// The lines of `text` that append a message, in order, each with its text (blank lines,
+/// lines that do not parse and a cut last line are left out). Without rewrites, these are
+/// the messages [`parse_transcript`](crate::transcript::parse_transcript) reads. A line that
+/// records a rewrite ([`REWRITTEN_AT`](crate::rewrites::REWRITTEN_AT)) is left out: it is no
+/// message of its own, and its text carries the mark. So when the transcript holds rewrites
+/// these lines differ from what `parse_transcript` reads; compare them before reusing them.
 pub fn transcript_lines(text: &str) -> Vec<TranscriptLine<'_>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.split('\n')
         .map(|line| line.strip_suffix('\r').unwrap_or(line))
         .filter(|line| !line.bytes().all(|b| b.is_ascii_whitespace()))
-        .filter_map(|line| {
-            serde_json::from_str::<Message>(line)
-                .ok()
-                .map(|message| TranscriptLine {
-                    text: line,
-                    message,
-                })
+        .filter_map(|line| match Record::from_json(line.as_bytes()) {
+            Ok(Record::Appended(message)) => Some(TranscriptLine {
+                text: line,
+                message,
+            }),
+            Ok(Record::Rewritten { .. }) | Err(_) => None,
         })
         .collect()
 }

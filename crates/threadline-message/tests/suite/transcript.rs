@@ -232,6 +232,45 @@ fn every_kind_round_trips_one_line_each() {
     assert_eq!(parse_transcript(&text), read, "in memory and on disk agree");
 }
 
+/// Messages of every kind appended, then each appended again as a copy (a compaction keeps
+/// its tail under the same ids), then each copy rewritten in place: the copies stay, each
+/// rewrite takes its copy's place (not the original's, which has the same id), and the mark
+/// is not part of any message read back.
+#[test]
+fn copies_stay_and_rewrites_of_every_kind_take_their_copys_place() {
+    let messages = every_kind();
+    let file = TempFile::new("copies-and-rewrites");
+    let mut writer = TranscriptWriter::open(file.path()).expect("opens");
+    writer.append_all(&messages).expect("appends");
+    writer.append_all(&messages).expect("appends the copies");
+    let mut history: Vec<Message> = messages.iter().chain(&messages).cloned().collect();
+    let n = messages.len();
+    for (at, message) in history.iter_mut().enumerate().skip(n) {
+        // A rewrite that changes nothing but is recorded all the same (the fold takes it),
+        // and, for user messages, one that changes the content.
+        writer.append_rewrite(message, at).expect("appends");
+        if let Message::User(user) = message {
+            user.content = vec![ContentBlock::text(format!("cleared {at}"))];
+            writer.append_rewrite(message, at).expect("appends");
+        }
+    }
+    drop(writer);
+    let read = read_transcript(file.path()).expect("reads");
+    assert_eq!(read.problems, []);
+    assert_eq!(read.messages, history);
+    assert_eq!(
+        read.messages[..n],
+        messages[..],
+        "the originals are untouched"
+    );
+    assert!(
+        history[n..] != messages[..],
+        "some copies were changed: the test tells them from the originals"
+    );
+    let text = String::from_utf8(file.bytes()).expect("JSON is UTF-8");
+    assert_eq!(parse_transcript(&text), read, "in memory and on disk agree");
+}
+
 #[test]
 fn reopening_appends_after_what_is_there() {
     let messages = every_kind();

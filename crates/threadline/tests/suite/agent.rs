@@ -127,17 +127,23 @@ fn all_accepted(mock: &MockServer) {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
-    let dir = workspace();
-    let mock = MockServer::start(Scenario::new([
+/// The model reads big.txt, then medium.txt (the second read passes `small_compaction`'s
+/// threshold of 3,900 tokens), summarizes when asked, then answers.
+async fn two_reads_and_a_summary() -> MockServer {
+    MockServer::start(Scenario::new([
         read("big.txt"),
         read("medium.txt"),
         Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
         Step::text("Both files are read."),
     ]))
     .await
-    .expect("mock");
+    .expect("mock")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
+    let dir = workspace();
+    let mock = two_reads_and_a_summary().await;
     let mut agent = agent(&mock, dir.path(), small_compaction(Some(3_900)));
     let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
     let (terminal, path) = finished(&events);
@@ -171,6 +177,70 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
     assert!(transcript.lines().count() >= 8);
 }
 
+/// A compaction keeps the latest messages after its summary as copies, under their ids.
+/// Read back from the transcript and from a session store, the session is the one the
+/// agent holds — copies included (they are what the next request sends) — and an agent
+/// resumed from the store sends them: the session is not lost at its first compaction.
+#[tokio::test(flavor = "current_thread")]
+async fn a_compacted_session_reads_back_with_the_messages_the_compaction_kept() {
+    use std::collections::HashSet;
+    use threadline::store::{MemoryStore, SessionKey, SessionStore};
+
+    let dir = workspace();
+    let mock = two_reads_and_a_summary().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let key = SessionKey::new("-work-project", "session-compacted").expect("key");
+    let workspace_handle = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let builder = |mock: &MockServer| {
+        Agent::builder(client(mock))
+            .system_prompt("You read files.")
+            .workspace(dir.path())
+            .tool(ReadFile::new(Arc::clone(&workspace_handle)))
+            .compaction(small_compaction(Some(3_900)))
+            .today("2026-03-08")
+            .shared_store(Arc::clone(&store), key.clone())
+    };
+    let mut agent = builder(&mock)
+        .transcript(dir.path().join("session.jsonl"))
+        .build()
+        .expect("agent");
+    let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    assert_eq!(compactions(&events), [CompactTrigger::Auto]);
+    let live = agent.state().messages.clone();
+    let mut ids = HashSet::new();
+    assert!(
+        !live.iter().all(|m| ids.insert(m.id().clone())),
+        "the compaction kept copies under their ids (else this test shows nothing)"
+    );
+
+    let transcript =
+        threadline::message::read_transcript(dir.path().join("session.jsonl")).expect("reads");
+    assert_eq!(transcript.problems, []);
+    assert_eq!(
+        transcript.messages, live,
+        "the transcript reads back as the session"
+    );
+    let stored = threadline::load_session(store.as_ref(), &key)
+        .await
+        .expect("loads");
+    assert_eq!(stored, live, "the store reads back as the session");
+
+    // Resumed from the store, the next request carries what the compaction kept.
+    let next = MockServer::start(Scenario::new([Step::text("Resumed.")]))
+        .await
+        .expect("mock");
+    let mut resumed = builder(&next).resume().await.expect("resumes");
+    assert_eq!(resumed.state().messages, live);
+    let events = run(&mut resumed, "Go on.").await;
+    assert_eq!(finished(&events).0, Terminal::Completed);
+    let sent = body(&next.requests()[0]).to_string();
+    assert!(sent.contains("Two files were read"), "{sent}");
+    assert!(sent.contains("medium line 000"), "the kept tail: {sent}");
+    all_accepted(&mock);
+    all_accepted(&next);
+}
+
 /// After an autocompact, the loop's estimate of the next request is its own count
 /// of the compacted context, not the usage the kept tail recorded for the longer context
 /// before it (which would make the next turn compact again). The estimate is what the policy
@@ -179,14 +249,7 @@ async fn autocompact_asks_the_model_for_the_summary_through_the_same_service() {
 #[tokio::test(flavor = "current_thread")]
 async fn after_autocompact_the_next_request_is_estimated_within_a_fifth_of_the_mock_count() {
     let dir = workspace();
-    let mock = MockServer::start(Scenario::new([
-        read("big.txt"),
-        read("medium.txt"),
-        Step::text("<summary>Two files were read: big.txt and medium.txt.</summary>"),
-        Step::text("Both files are read."),
-    ]))
-    .await
-    .expect("mock");
+    let mock = two_reads_and_a_summary().await;
     let mut agent = agent(&mock, dir.path(), small_compaction(Some(3_900)));
     let events = run(&mut agent, "Read big.txt, then medium.txt.").await;
     assert_eq!(compactions(&events), [CompactTrigger::Auto]);
