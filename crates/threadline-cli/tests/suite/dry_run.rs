@@ -116,6 +116,18 @@ fn the_dry_run_prints_byte_for_byte_the_first_request_the_live_run_sends() {
     assert!(sent.contains(DATE));
 }
 
+/// `value` without any `cache_control` member (markers move from request to request).
+fn strip_cache_control(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("cache_control");
+            map.values_mut().for_each(strip_cache_control);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
+}
+
 /// About `lines` × 12 tokens of text, each line naming `tag`.
 fn text_file(tag: &str, lines: usize) -> String {
     (0..lines)
@@ -124,7 +136,8 @@ fn text_file(tag: &str, lines: usize) -> String {
 }
 
 #[test]
-fn run_autocompact_at_compacts_a_small_session_with_the_main_request_plus_the_instruction() {
+fn run_autocompact_at_compacts_with_the_main_request_plus_the_instruction_and_resume_sends_what_it_kept()
+ {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = repository(dir.path());
     std::fs::write(ws.join("first.txt"), text_file("FIRST", 400)).expect("first");
@@ -155,36 +168,70 @@ steps:
     content: [{type: text, text: "<summary>first.txt was read, then second.txt.</summary>"}]
   - kind: message
     content: [{type: text, text: "Both are read."}]
+  - kind: message
+    content: [{type: text, text: "Resumed."}]
 "#,
     )
     .expect("scenario");
     let log = dir.path().join("requests.jsonl");
     let mock = Mock::start_logged(&scenario, &log);
-    let live = threadline(
-        &[
-            "run",
-            "--base-url",
-            &mock.base_url,
-            "--date",
-            DATE,
-            "--cwd",
-            root,
-            "--autocompact-at",
-            &threshold,
-            prompt,
-        ],
-        dir.path(),
-    );
+    let transcript = dir.path().join("session.jsonl");
+    let transcript = transcript.to_str().expect("utf-8 path");
+    let run_with = |session: [&str; 2], prompt: &str| {
+        threadline(
+            &[
+                "run",
+                "--base-url",
+                &mock.base_url,
+                "--date",
+                DATE,
+                "--cwd",
+                root,
+                "--autocompact-at",
+                &threshold,
+                session[0],
+                session[1],
+                prompt,
+            ],
+            dir.path(),
+        )
+    };
+    let live = run_with(["--transcript", transcript], prompt);
     assert_eq!(code(&live), 0, "{}", stderr(&live));
     assert!(
         stdout(&live).contains("Both are read."),
         "{}",
         stdout(&live)
     );
+    // Resumed from its transcript, the session sends what the live one sent after the
+    // compaction — the summary and the messages the compaction kept, copies under their
+    // ids — then the answer and the new prompt.
+    let resumed = run_with(["--resume", transcript], "Go on.");
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert!(
+        stdout(&resumed).contains("Resumed."),
+        "{}",
+        stdout(&resumed)
+    );
     drop(mock);
 
     let lines = log_lines(&log);
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let messages_without_markers = |line: &Value| -> Vec<Value> {
+        let mut body: Value = serde_json::from_str(logged_body(line)).expect("json");
+        strip_cache_control(&mut body);
+        body["messages"].as_array().expect("messages").clone()
+    };
+    let (sent_live, sent_resumed) = (
+        messages_without_markers(&lines[3]),
+        messages_without_markers(&lines[4]),
+    );
+    assert!(sent_resumed.len() > sent_live.len());
+    assert_eq!(
+        sent_resumed[..sent_live.len()],
+        sent_live[..],
+        "the resumed session's prefix is the live one's"
+    );
     assert!(lines.iter().all(|l| l["status"] == 200), "{lines:?}");
     let (main_text, summary_text) = (logged_body(&lines[1]), logged_body(&lines[2]));
     let main: Value = serde_json::from_str(main_text).expect("json");
