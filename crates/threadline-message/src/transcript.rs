@@ -11,8 +11,9 @@
 //!   is skipped and reported as [`LineProblemKind::Malformed`], and the lines around it are
 //!   read as usual;
 //! * blank lines, a `\r` before the newline and a UTF-8 byte-order mark are accepted silently;
-//! * a message recorded again under an id already read (a message a context step rewrote in
-//!   place, recorded as it now is) replaces the earlier record where it stood
+//! * a line marked as a rewrite (a message a context step changed in place, recorded as it
+//!   now is, with its position in [`REWRITTEN_AT`]) replaces the message it rewrote; an
+//!   unmarked line whose id was read before (a compaction's copy) is a message of its own
 //!   ([`crate::rewrites`]).
 //!
 //! What the writer writes is guarded: every line passes through the key-shape redactor

@@ -447,7 +447,6 @@ where
             return Err(AgentError::NoStore);
         };
         self.history = crate::session_store::load_session(link.store.as_ref(), &link.key).await?;
-        link.note_loaded(&self.history);
         self.build()
     }
 
@@ -537,6 +536,13 @@ where
             None => None,
         };
         let mut state = State::default();
+        // The store's copies are numbered on from the history's (a history read back from
+        // the key, by `resume` or by the caller: a compaction's copy of one of its messages
+        // must not be stored under the id alone, which the store would take for a retry).
+        #[cfg(feature = "store")]
+        if let Some(link) = &self.store {
+            link.note_loaded(&self.history);
+        }
         state.messages = self.history;
         // One model table per agent: the planner reads the loop's.
         let planner = self.planner.map_or_else(SharedPlanner::none, |planner| {
@@ -1156,6 +1162,32 @@ mod tests {
     use threadline_query::scripted::ScriptedService;
 
     use super::*;
+
+    /// An agent built from a history the store holds (by `resume`, or the caller's own
+    /// `history` read back from the key) stores a compaction's copy of one of its messages
+    /// beside it, not under the id alone (which the store would take for a retry).
+    #[cfg(feature = "store")]
+    #[test]
+    fn copies_of_the_starting_history_are_numbered_on_from_it() {
+        let x = Message::user_text("kept by a compaction");
+        let y = Message::user_text("y");
+        let store: Arc<dyn threadline_store::SessionStore> =
+            Arc::new(threadline_store::MemoryStore::new());
+        let key = threadline_store::SessionKey::new("p", "s").expect("key");
+        let agent = Agent::builder(ScriptedService::new([]))
+            .shared_store(Arc::clone(&store), key.clone())
+            .history(vec![x.clone(), y.clone(), x.clone()])
+            .build()
+            .expect("agent");
+        let link = agent.store.as_ref().expect("a store");
+        let copy = link.appended_entry(&x).expect("storable");
+        assert_eq!(copy.id(), Some(format!("{}#3", x.id().as_str()).as_str()));
+        let copy = link.appended_entry(&y).expect("storable");
+        assert_eq!(copy.id(), Some(format!("{}#2", y.id().as_str()).as_str()));
+        let fresh = Message::user_text("new");
+        let first = link.appended_entry(&fresh).expect("storable");
+        assert_eq!(first.id(), Some(fresh.id().as_str()));
+    }
 
     #[test]
     fn a_transcript_that_cannot_be_opened_keeps_its_error_as_the_source() {

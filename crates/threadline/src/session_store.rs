@@ -67,7 +67,9 @@ impl StoreLink {
         }
     }
 
-    /// Notes `messages` (a session read back from the key) as appended.
+    /// Notes `messages` (the history an agent starts from) as appended. Counting a message
+    /// the key does not hold is harmless (its copy is stored as `id#2` all the same);
+    /// missing one the key holds would make its copy look like a retried append.
     pub(crate) fn note_loaded(&self, messages: &[Message]) {
         let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
         for message in messages {
@@ -77,7 +79,7 @@ impl StoreLink {
 
     /// The entry of `message`, appended to the history: [`message_entry`]'s for the first
     /// record of its id, under the id and its occurrence for a copy.
-    fn appended_entry(&self, message: &Message) -> Result<Entry, SessionStoreError> {
+    pub(crate) fn appended_entry(&self, message: &Message) -> Result<Entry, SessionStoreError> {
         let occurrence = {
             let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
             let count = appended.entry(message.id().clone()).or_default();
