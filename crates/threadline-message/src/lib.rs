@@ -26,6 +26,7 @@ pub mod claude_code;
 pub mod claude_code_project;
 pub mod determinism;
 pub mod header;
+pub mod json_line;
 pub mod message;
 pub mod response_usage;
 pub mod rewrites;

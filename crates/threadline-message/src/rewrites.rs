@@ -85,23 +85,20 @@ impl Record {
             Record::Appended(message) | Record::Rewritten { message, .. } => message,
         }
     }
+
+    /// The message recorded, taken.
+    pub fn into_message(self) -> Message {
+        match self {
+            Record::Appended(message) | Record::Rewritten { message, .. } => message,
+        }
+    }
 }
 
 /// Adds `"rewritten_at": at` inside the JSON object `line` holds (it ends with `}`; a line
 /// that does not is left as it is).
 pub fn mark_rewrite(line: &mut Vec<u8>, at: usize) {
-    if line.last() != Some(&b'}') {
-        return;
-    }
-    line.pop();
-    if line.last() != Some(&b'{') {
-        line.push(b',');
-    }
-    line.push(b'"');
-    line.extend_from_slice(REWRITTEN_AT.as_bytes());
-    line.extend_from_slice(b"\":");
-    line.extend_from_slice(at.to_string().as_bytes());
-    line.push(b'}');
+    // A number always serializes.
+    let _ = crate::json_line::add_field(line, REWRITTEN_AT, &at);
 }
 
 /// The position a line's [`REWRITTEN_AT`] holds, if it has one. Lines without the field's
@@ -132,9 +129,7 @@ pub fn fold_rewrites(records: impl IntoIterator<Item = Record>) -> Vec<Message> 
                 .map(|_| *at)
                 .or_else(|| latest.get(message.id()).copied()),
         };
-        let message = match record {
-            Record::Appended(message) | Record::Rewritten { message, .. } => message,
-        };
+        let message = record.into_message();
         match target {
             Some(at) => folded[at] = message,
             None => {

@@ -282,22 +282,14 @@ impl TranscriptWriter {
 
     /// Adds the [`WriterOptions::marks`] inside the object just serialized (it ends with `}`).
     fn add_marks(&self, buffer: &mut Vec<u8>) {
-        if self.options.marks.is_empty() || buffer.last() != Some(&b'}') {
-            return;
-        }
-        buffer.pop();
         for (key, value) in &self.options.marks {
             // Reserved: a mark of this name would make every line read as a rewrite.
             if key == REWRITTEN_AT {
                 continue;
             }
-            buffer.push(b',');
             // A string and a JSON value always serialize.
-            let _ = serde_json::to_writer(&mut *buffer, key);
-            buffer.push(b':');
-            let _ = serde_json::to_writer(&mut *buffer, value);
+            let _ = crate::json_line::add_field(buffer, key, value);
         }
-        buffer.push(b'}');
     }
 
     /// The transcript's path.

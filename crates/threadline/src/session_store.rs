@@ -139,12 +139,8 @@ fn entry_with_uuid(
         reason,
     };
     let mut bytes = serde_json::to_vec(message).map_err(|e| unstorable(e.to_string()))?;
-    if bytes.last() == Some(&b'}') {
-        bytes.pop();
-        bytes.extend_from_slice(b",\"uuid\":");
-        serde_json::to_writer(&mut bytes, &uuid).map_err(|e| unstorable(e.to_string()))?;
-        bytes.push(b'}');
-    }
+    threadline_message::json_line::add_field(&mut bytes, "uuid", &uuid)
+        .map_err(|e| unstorable(e.to_string()))?;
     if let Some(at) = rewrite {
         threadline_message::rewrites::mark_rewrite(&mut bytes, at);
     }
