@@ -6,12 +6,13 @@
 //! holds, key-shaped secrets redacted) with a top-level `"uuid"` (the message's id) added,
 //! the id the store's idempotent append goes by: a retried append writes nothing twice. A
 //! message appended again under its id — a compaction keeps the latest messages after its
-//! summary as copies — is stored under the id and its occurrence (`id#2`, …), or the store
-//! would take it for a retry and skip it. A message a context step changed in place is
+//! summary as copies — is stored under the id and its occurrence (`id#2`, …; the next one no
+//! entry has yet, since an id may itself read `a#2`), or the store would take it for a retry
+//! and skip it. A message a context step changed in place is
 //! stored again under a uuid of its own, marked as the rewrite of its position
 //! ([`rewrite_entry`]), and reads back in that place.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt as _;
@@ -53,9 +54,9 @@ pub enum SessionStoreError {
 pub(crate) struct StoreLink {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) key: SessionKey,
-    /// How many times each id was appended to the key (as far as this agent knows: what it
-    /// resumed, and what it appended since).
-    appended: Arc<Mutex<HashMap<MessageId, u32>>>,
+    /// The uuids of the key's entries, as far as this agent knows (what it resumed, and
+    /// what it appended since).
+    uuids: Arc<Mutex<Uuids>>,
 }
 
 impl StoreLink {
@@ -63,37 +64,75 @@ impl StoreLink {
         StoreLink {
             store,
             key,
-            appended: Arc::default(),
+            uuids: Arc::default(),
         }
     }
 
-    /// Notes `messages` (the history an agent starts from) as appended. Counting a message
-    /// the key does not hold is harmless (its copy is stored as `id#2` all the same);
-    /// missing one the key holds would make its copy look like a retried append.
+    /// Notes `messages` (the history an agent starts from) as appended, under the uuids
+    /// [`appended_entry`](Self::appended_entry) gave them. Counting a message the key does
+    /// not hold is harmless (its copy is stored as `id#2` all the same); missing one the key
+    /// holds would make its copy look like a retried append.
     pub(crate) fn note_loaded(&self, messages: &[Message]) {
-        let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut uuids = self.uuids.lock().unwrap_or_else(PoisonError::into_inner);
         for message in messages {
-            *appended.entry(message.id().clone()).or_default() += 1;
+            uuids.next(message.id());
         }
     }
 
     /// The entry of `message`, appended to the history: [`message_entry`]'s for the first
     /// record of its id, under the id and its occurrence for a copy.
     pub(crate) fn appended_entry(&self, message: &Message) -> Result<Entry, SessionStoreError> {
-        let occurrence = {
-            let mut appended = self.appended.lock().unwrap_or_else(PoisonError::into_inner);
-            let count = appended.entry(message.id().clone()).or_default();
-            *count = count.saturating_add(1);
-            *count
+        let uuid = self
+            .uuids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next(message.id());
+        entry_with_uuid(message, uuid, None)
+    }
+
+    /// [`rewrite_entry`], under a uuid no entry of the key this agent knows has.
+    pub(crate) fn rewritten_entry(
+        &self,
+        message: &Message,
+        at: usize,
+    ) -> Result<Entry, SessionStoreError> {
+        let uuid = {
+            let mut uuids = self.uuids.lock().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                let uuid = rewrite_uuid(message);
+                if uuids.used.insert(uuid.clone()) {
+                    break uuid;
+                }
+            }
         };
-        if occurrence == 1 {
-            message_entry(message)
-        } else {
-            entry_with_uuid(
-                message,
-                format!("{}#{occurrence}", message.id().as_str()),
-                None,
-            )
+        entry_with_uuid(message, uuid, Some(at))
+    }
+}
+
+/// The uuids given to a key's entries: each message's is its id for the first record of
+/// the id and `id#N` for the N-th (a copy), skipping any taken already — an id may itself
+/// read `a#2` — so that no two entries share one.
+#[derive(Debug, Default)]
+struct Uuids {
+    /// How many records of each id were given a uuid.
+    records: HashMap<MessageId, u32>,
+    /// Every uuid given.
+    used: HashSet<String>,
+}
+
+impl Uuids {
+    /// The uuid of the next record of `id`.
+    fn next(&mut self, id: &MessageId) -> String {
+        let count = self.records.entry(id.clone()).or_default();
+        loop {
+            *count = count.saturating_add(1);
+            let uuid = match *count {
+                1 => id.as_str().to_owned(),
+                n => format!("{}#{n}", id.as_str()),
+            };
+            if self.used.insert(uuid.clone()) || *count == u32::MAX {
+                return uuid;
+            }
         }
     }
 }
@@ -119,12 +158,16 @@ pub fn message_entry(message: &Message) -> Result<Entry, SessionStoreError> {
 /// beside the earlier records of the message — even when a later rewrite gives back an
 /// earlier form. Read back, it stands in that message's place ([`load_session`]).
 pub fn rewrite_entry(message: &Message, at: usize) -> Result<Entry, SessionStoreError> {
-    let uuid = format!(
+    entry_with_uuid(message, rewrite_uuid(message), Some(at))
+}
+
+/// A fresh uuid for a rewrite of `message`: its id, `~`, and a fresh id.
+fn rewrite_uuid(message: &Message) -> String {
+    format!(
         "{}~{}",
         message.id().as_str(),
         threadline_message::MessageId::random().as_str()
-    );
-    entry_with_uuid(message, uuid, Some(at))
+    )
 }
 
 /// `message`'s JSON line with `"uuid": uuid` added (and the rewrite mark of `rewrite`),
@@ -177,7 +220,7 @@ pub(crate) fn persist(events: AgentRun, link: StoreLink) -> AgentRun {
             async move {
                 let entry = match &event {
                     Event::Message(message) => link.appended_entry(message),
-                    Event::Rewritten { index, message } => rewrite_entry(message, *index),
+                    Event::Rewritten { index, message } => link.rewritten_entry(message, *index),
                     _ => return vec![event],
                 };
                 let appended = match entry {
@@ -296,6 +339,90 @@ mod tests {
             let loaded = load_session(store.as_ref(), &key).await.expect("loads");
             assert_eq!(loaded, [a.clone(), b, cleared, a]);
         });
+    }
+
+    /// An id may look like a copy's uuid (`a#2`, crafted or imported): the copy of `a` and
+    /// the message `a#2` are both stored, in either order, and a resumed agent numbers on
+    /// without reusing either.
+    #[test]
+    fn an_id_shaped_like_a_copy_uuid_does_not_hide_a_copy() {
+        let a = Message::user_text("a");
+        let mut shaped = Message::user_text("shaped like a copy");
+        if let Message::User(user) = &mut shaped {
+            user.header.id = MessageId(format!("{}#2", a.id().as_str()));
+        }
+        for (order, history) in [
+            ("copy first", [&a, &a, &shaped]),
+            ("id first", [&a, &shaped, &a]),
+        ] {
+            let store: Arc<dyn SessionStore> = Arc::new(threadline_store::MemoryStore::new());
+            let key = SessionKey::new("p", "shaped").expect("key");
+            let link = StoreLink::new(Arc::clone(&store), key.clone());
+            futures::executor::block_on(async {
+                for message in history {
+                    let entry = link.appended_entry(message).expect("storable");
+                    store.append(&key, &[entry]).await.expect("append");
+                }
+                let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+                let expected: Vec<Message> = history.iter().map(|m| (*m).clone()).collect();
+                assert_eq!(loaded, expected, "{order}");
+
+                let resumed = StoreLink::new(Arc::clone(&store), key.clone());
+                resumed.note_loaded(&loaded);
+                for message in [&a, &shaped] {
+                    let entry = resumed.appended_entry(message).expect("storable");
+                    store.append(&key, &[entry]).await.expect("append");
+                }
+                let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+                let mut expected = expected;
+                expected.extend([a.clone(), shaped.clone()]);
+                assert_eq!(loaded, expected, "{order}, resumed");
+            });
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the ids — copies, ids shaped like a copy's uuid (`a#2`, `a#2#2`), the
+        /// same id again much later — every message appended reads back, in order, also
+        /// after an agent resumes part way (a fresh link counting from what it read).
+        #[test]
+        fn every_appended_message_reads_back_whatever_its_id(
+            picks in proptest::collection::vec(0usize..7, 0..24),
+            resume_at in 0usize..24,
+        ) {
+            const IDS: [&str; 7] = ["a", "a#2", "a#3", "a#2#2", "a#", "#2", "b"];
+            let history: Vec<Message> = picks
+                .iter()
+                .map(|&pick| {
+                    let mut message = Message::user_text(format!("{pick}"));
+                    if let Message::User(user) = &mut message {
+                        user.header.id = MessageId(IDS[pick].to_owned());
+                    }
+                    message
+                })
+                .collect();
+            let store: Arc<dyn SessionStore> = Arc::new(threadline_store::MemoryStore::new());
+            let key = SessionKey::new("p", "ids").expect("key");
+            let resume_at = resume_at.min(history.len());
+            futures::executor::block_on(async {
+                let first = StoreLink::new(Arc::clone(&store), key.clone());
+                for message in &history[..resume_at] {
+                    let entry = first.appended_entry(message).expect("storable");
+                    store.append(&key, &[entry]).await.expect("append");
+                }
+                let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+                proptest::prop_assert_eq!(&loaded[..], &history[..resume_at]);
+                let resumed = StoreLink::new(Arc::clone(&store), key.clone());
+                resumed.note_loaded(&loaded);
+                for message in &history[resume_at..] {
+                    let entry = resumed.appended_entry(message).expect("storable");
+                    store.append(&key, &[entry]).await.expect("append");
+                }
+                let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+                proptest::prop_assert_eq!(loaded, history);
+                Ok(())
+            })?;
+        }
     }
 
     #[test]
