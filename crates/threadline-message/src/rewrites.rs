@@ -16,7 +16,10 @@
 //! unmarked record of an id read before is a message of its own, appended as it was. A
 //! rewrite replaces the message at its position when that message has its id; when it does
 //! not (a line lost before it, a history that began before the record did), the latest
-//! message of its id; when there is none, it stands where it was read: nothing is lost.
+//! message of its id; when there is none, it stands where it was read, so that no record is
+//! dropped. That place is wrong when the message was never recorded at all — a starting
+//! history given to an agent is not written again, and a step may rewrite one of its
+//! messages: such a rewrite reads back after what was recorded before it.
 //!
 //! ```
 //! use threadline_message::rewrites::{fold_rewrites, Record};

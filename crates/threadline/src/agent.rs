@@ -446,7 +446,7 @@ where
         let Some(link) = self.store.clone() else {
             return Err(AgentError::NoStore);
         };
-        self.history = crate::session_store::load_session(link.store.as_ref(), &link.key).await?;
+        self.history = crate::session_store::resume_from(&link).await?;
         self.build()
     }
 
@@ -1187,6 +1187,45 @@ mod tests {
         let fresh = Message::user_text("new");
         let first = link.appended_entry(&fresh).expect("storable");
         assert_eq!(first.id(), Some(fresh.id().as_str()));
+    }
+
+    /// A resumed agent knows the uuids the key holds, not only the history they read back
+    /// as: here the first agent's starting history was never written, so the key holds its
+    /// copy of `x` (`x#2`) but not `x`, and the resumed agent's next copy of `x` is still
+    /// stored.
+    #[cfg(feature = "store")]
+    #[test]
+    fn a_resumed_agent_numbers_copies_past_the_uuids_the_key_holds() {
+        let x = Message::user_text("kept by a compaction");
+        let y = Message::user_text("y");
+        let store: Arc<dyn threadline_store::SessionStore> =
+            Arc::new(threadline_store::MemoryStore::new());
+        let key = threadline_store::SessionKey::new("p", "s").expect("key");
+        futures::executor::block_on(async {
+            let first = Agent::builder(ScriptedService::new([]))
+                .shared_store(Arc::clone(&store), key.clone())
+                .history(vec![x.clone(), y.clone()])
+                .build()
+                .expect("agent");
+            let link = first.store.as_ref().expect("a store");
+            let copy = link.appended_entry(&x).expect("storable");
+            store.append(&key, &[copy]).await.expect("append");
+
+            let resumed = Agent::builder(ScriptedService::new([]))
+                .shared_store(Arc::clone(&store), key.clone())
+                .resume()
+                .await
+                .expect("resumed");
+            assert_eq!(resumed.state().messages, std::slice::from_ref(&x));
+            let link = resumed.store.as_ref().expect("a store");
+            let copy = link.appended_entry(&x).expect("storable");
+            let appended = store.append(&key, &[copy]).await.expect("append");
+            assert_eq!(appended.written, 1, "the copy is not taken for a retry");
+            let loaded = crate::load_session(store.as_ref(), &key)
+                .await
+                .expect("loads");
+            assert_eq!(loaded, [x.clone(), x]);
+        });
     }
 
     #[test]

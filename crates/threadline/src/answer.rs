@@ -73,23 +73,22 @@ pub(crate) async fn collect(
 ) -> Result<Answer, PromptError> {
     let mut run = run?;
     let mut messages = Vec::new();
+    let mut rewrites = Vec::new();
     let mut finished = None;
     while let Some(event) = run.next().await {
         match event {
             Event::Message(message) => messages.push(message),
-            // A message of this run changed in place (a budget preview): as the loop holds it.
-            // The latest of its id: context steps change what the model sees, which is after
-            // the last compaction, where a compaction put its copies of the messages it kept.
-            Event::Rewritten { message, .. } => {
-                if let Some(slot) = messages.iter_mut().rev().find(|m| m.id() == message.id()) {
-                    *slot = message;
-                }
-            }
+            Event::Rewritten { index, message } => rewrites.push((index, message)),
             Event::Finished(end) => finished = Some(end),
             _ => {}
         }
     }
     let finished = finished.ok_or(PromptError::Unfinished)?;
+    // The run's messages are the last of the loop's history, which only grows.
+    let start = finished.state.messages.len().checked_sub(messages.len());
+    for (index, message) in rewrites {
+        apply_rewrite(&mut messages, start, index, message);
+    }
     if let Terminal::ModelError { message, status } = &finished.terminal {
         return Err(PromptError::Model {
             message: message.clone(),
@@ -105,6 +104,28 @@ pub(crate) async fn collect(
         turns: finished.state.run_turns,
         messages,
     })
+}
+
+/// A message changed in place (a budget preview, a cleared result) at `index` of the loop's
+/// history, as the loop holds it, applied to the run's `messages` (which stand from `start`
+/// of that history): in its place when that is the same message (the same id), nowhere when
+/// it is a message from before the run. When `start` is unknown, or the place holds another
+/// message, the latest message of its id takes it.
+fn apply_rewrite(messages: &mut [Message], start: Option<usize>, index: usize, message: Message) {
+    if let Some(start) = start {
+        let Some(at) = index.checked_sub(start) else {
+            return;
+        };
+        if let Some(slot) = messages.get_mut(at)
+            && slot.id() == message.id()
+        {
+            *slot = message;
+            return;
+        }
+    }
+    if let Some(slot) = messages.iter_mut().rev().find(|m| m.id() == message.id()) {
+        *slot = message;
+    }
 }
 
 /// The responses of `messages`, each once (its last fragment's usage), summed and priced.
@@ -175,6 +196,49 @@ mod tests {
             a.usage = usage.map(Box::new);
         }
         message
+    }
+
+    /// A rewrite names its place in the loop's history: a message from before the run is not
+    /// in the answer (its copy, kept by the run's compaction, stays as it is), and a rewrite
+    /// of the run's own message takes that message's place, not its later copy's.
+    #[test]
+    fn a_rewrite_lands_on_its_place_not_on_a_later_copy() {
+        use threadline_query::{Finished, State};
+        let before = Message::user_text("from before the run");
+        let own = Message::user_text("the run's own");
+        let changed = |message: &Message| {
+            let mut message = message.clone();
+            if let Message::User(user) = &mut message {
+                user.content = vec![ContentBlock::text("cleared")];
+            }
+            message
+        };
+        // The history held one message; the run appends its own, then copies of both.
+        let run_messages = vec![own.clone(), before.clone(), own.clone()];
+        let mut state = State::default();
+        state.messages = std::iter::once(before.clone())
+            .chain(run_messages.iter().cloned())
+            .collect();
+        let mut events: Vec<Event> = run_messages.into_iter().map(Event::Message).collect();
+        events.push(Event::Rewritten {
+            index: 0,
+            message: changed(&before),
+        });
+        events.push(Event::Rewritten {
+            index: 1,
+            message: changed(&own),
+        });
+        events.push(Event::Finished(Box::new(Finished::new(
+            Terminal::Completed,
+            state,
+        ))));
+        let run: AgentRun = futures::stream::iter(events).boxed();
+        let answer = futures::executor::block_on(collect(
+            Ok(run),
+            threadline_wire::model::SharedModelTable::default(),
+        ))
+        .expect("an answer");
+        assert_eq!(answer.messages, [changed(&own), before, own]);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use futures::StreamExt as _;
 use threadline_message::{Message, MessageId};
 use threadline_query::Event;
 use threadline_store::{Entry, SessionKey, SessionStore, StoreError};
+use threadline_wire::secret::redact_key_shapes;
 
 use crate::agent::AgentRun;
 
@@ -68,10 +69,17 @@ impl StoreLink {
         }
     }
 
+    /// Notes the uuids the key's entries have (read by [`resume`](crate::AgentBuilder::resume)):
+    /// none is given again, whatever the history they read back as.
+    pub(crate) fn note_stored(&self, stored: impl IntoIterator<Item = String>) {
+        let mut uuids = self.uuids.lock().unwrap_or_else(PoisonError::into_inner);
+        uuids.used.extend(stored);
+    }
+
     /// Notes `messages` (the history an agent starts from) as appended, under the uuids
     /// [`appended_entry`](Self::appended_entry) gave them. Counting a message the key does
-    /// not hold is harmless (its copy is stored as `id#2` all the same); missing one the key
-    /// holds would make its copy look like a retried append.
+    /// not hold only skips a number; missing one the key holds would make its copy look like
+    /// a retried append, unless the key's own uuids were noted ([`note_stored`](Self::note_stored)).
     pub(crate) fn note_loaded(&self, messages: &[Message]) {
         let mut uuids = self.uuids.lock().unwrap_or_else(PoisonError::into_inner);
         for message in messages {
@@ -79,8 +87,10 @@ impl StoreLink {
         }
     }
 
-    /// The entry of `message`, appended to the history: [`message_entry`]'s for the first
-    /// record of its id, under the id and its occurrence for a copy.
+    /// The entry of `message`, appended to the history: under its id for the first record
+    /// of the id, under the id and its occurrence for a copy (`id#2`, …), in either case the
+    /// next of these no entry was given (a message whose id is `a#2` after a copy of `a`
+    /// is stored as `a#2#2`).
     pub(crate) fn appended_entry(&self, message: &Message) -> Result<Entry, SessionStoreError> {
         let uuid = self
             .uuids
@@ -121,14 +131,15 @@ struct Uuids {
 }
 
 impl Uuids {
-    /// The uuid of the next record of `id`.
+    /// The uuid of the next record of `id`, as the entry holds it (key-shaped secrets
+    /// redacted: two ids that differ only in a secret would otherwise share the stored one).
     fn next(&mut self, id: &MessageId) -> String {
         let count = self.records.entry(id.clone()).or_default();
         loop {
             *count = count.saturating_add(1);
             let uuid = match *count {
-                1 => id.as_str().to_owned(),
-                n => format!("{}#{n}", id.as_str()),
+                1 => redact_key_shapes(id.as_str()).into_owned(),
+                n => redact_key_shapes(&format!("{}#{n}", id.as_str())).into_owned(),
             };
             if self.used.insert(uuid.clone()) || *count == u32::MAX {
                 return uuid;
@@ -200,6 +211,18 @@ pub async fn load_session(
     key: &SessionKey,
 ) -> Result<Vec<Message>, SessionStoreError> {
     let entries = store.load(key).await?.unwrap_or_default();
+    read_entries(&entries)
+}
+
+/// [`load_session`] for `link`'s key, noting the uuids its entries have on `link`.
+pub(crate) async fn resume_from(link: &StoreLink) -> Result<Vec<Message>, SessionStoreError> {
+    let entries = link.store.load(&link.key).await?.unwrap_or_default();
+    link.note_stored(entries.iter().filter_map(|e| e.id().map(str::to_owned)));
+    read_entries(&entries)
+}
+
+/// The messages of a session's `entries` (see [`load_session`]).
+fn read_entries(entries: &[Entry]) -> Result<Vec<Message>, SessionStoreError> {
     entries
         .iter()
         .enumerate()
@@ -379,6 +402,39 @@ mod tests {
                 assert_eq!(loaded, expected, "{order}, resumed");
             });
         }
+    }
+
+    /// Ids that differ only in a key-shaped secret are stored redacted, uuids included:
+    /// each still gets a uuid of its own, so neither is taken for a retry of the other.
+    #[test]
+    fn ids_that_differ_only_in_a_secret_are_both_stored() {
+        let shaped = |tail: &str| {
+            let mut message = Message::user_text(tail);
+            if let Message::User(user) = &mut message {
+                user.header.id = MessageId(format!("sk-ant-api03-{}", tail.repeat(24)));
+            }
+            message
+        };
+        let store: Arc<dyn SessionStore> = Arc::new(threadline_store::MemoryStore::new());
+        let key = SessionKey::new("p", "secret-ids").expect("key");
+        let link = StoreLink::new(Arc::clone(&store), key.clone());
+        futures::executor::block_on(async {
+            for message in [shaped("A"), shaped("B")] {
+                let entry = link.appended_entry(&message).expect("storable");
+                let text = String::from_utf8_lossy(entry.bytes()).into_owned();
+                assert!(!text.contains(&"A".repeat(24)) && !text.contains(&"B".repeat(24)));
+                store.append(&key, &[entry]).await.expect("append");
+            }
+            let loaded = load_session(store.as_ref(), &key).await.expect("loads");
+            let texts: Vec<_> = loaded
+                .iter()
+                .map(|m| match m {
+                    Message::User(user) => format!("{:?}", user.content),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(loaded.len(), 2, "{texts:?}");
+        });
     }
 
     proptest::proptest! {
