@@ -143,6 +143,15 @@ pub(crate) const RATIOS: &[RatioSpec] = &[
         what: "context for normalize_batch_100k_vs_10k: Vec::clone of the internal array at 100k messages vs at 10k, the floor of any normalizer returning an owned request (ours_time / baseline_time; no target)",
     },
     RatioSpec {
+        name: "read_floor_100k_vs_10k",
+        group: "read_floor_scaling",
+        ours: "ours",
+        baseline: "baseline",
+        metric: Metric::TimeRatio,
+        better: Better::Lower,
+        what: "context for normalize_batch_100k_vs_10k: reading the type of every content block of the internal array at 100k messages vs at 10k, what any batch normalizer does at least (ours_time / baseline_time; no target)",
+    },
+    RatioSpec {
         name: "inspect_100k_vs_10k",
         group: "inspect_scaling",
         ours: "records_100k",

@@ -17,6 +17,9 @@
 //!   of any normalizer that returns an owned request: how much of the batch scaling is the
 //!   memory system's (a 10k-message session fits the caches, a 100k one does not), measured
 //!   in the same run.
+//! * `read_floor_scaling` — the same ratio for reading the type of every content block of
+//!   the internal array (nothing copied, nothing allocated): what any batch normalizer does at
+//!   least, since every block may need a repair. Its ratio is the memory system's alone.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -73,6 +76,28 @@ fn clone_floor_scaling(c: &mut Criterion) {
     g.finish();
 }
 
+fn read_floor_scaling(c: &mut Criterion) {
+    let mut g = c.benchmark_group("read_floor_scaling");
+    g.sample_size(20);
+    for (name, n) in [("ours", 100_000), ("baseline", 10_000)] {
+        let session = session(n);
+        g.bench_function(name, |b| b.iter(|| block_tag_lengths(black_box(&session))));
+    }
+    g.finish();
+}
+
+/// The sum of the lengths of every content block's type: one read of every block.
+fn block_tag_lengths(session: &[Message]) -> usize {
+    session
+        .iter()
+        .map(|message| match message {
+            Message::User(user) => user.content.iter().map(|b| b.tag().len()).sum(),
+            Message::Assistant(assistant) => assistant.content.iter().map(|b| b.tag().len()).sum(),
+            _ => 0,
+        })
+        .sum()
+}
+
 fn incremental_turn(c: &mut Criterion) {
     let turns: Vec<TurnPlan> = (0..64).filter_map(|k| seeded_turn(7_000 + k)).collect();
     let mut g = c.benchmark_group("normalize_incremental_turn");
@@ -119,6 +144,7 @@ criterion_group!(
     incremental_turn,
     batch_100k,
     batch_scaling,
-    clone_floor_scaling
+    clone_floor_scaling,
+    read_floor_scaling
 );
 criterion_main!(benches);
