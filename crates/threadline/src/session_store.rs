@@ -440,11 +440,13 @@ mod tests {
     proptest::proptest! {
         /// Whatever the ids — copies, ids shaped like a copy's uuid (`a#2`, `a#2#2`), the
         /// same id again much later — every message appended reads back, in order, also
-        /// after an agent resumes part way (a fresh link counting from what it read).
+        /// after an agent resumes part way (a fresh link counting from what it read, and
+        /// noting the key's uuids as `resume` does, or not, as a caller's own read does).
         #[test]
         fn every_appended_message_reads_back_whatever_its_id(
             picks in proptest::collection::vec(0usize..7, 0..24),
             resume_at in 0usize..24,
+            note_stored in proptest::bool::ANY,
         ) {
             const IDS: [&str; 7] = ["a", "a#2", "a#3", "a#2#2", "a#", "#2", "b"];
             let history: Vec<Message> = picks
@@ -466,9 +468,13 @@ mod tests {
                     let entry = first.appended_entry(message).expect("storable");
                     store.append(&key, &[entry]).await.expect("append");
                 }
-                let loaded = load_session(store.as_ref(), &key).await.expect("loads");
-                proptest::prop_assert_eq!(&loaded[..], &history[..resume_at]);
                 let resumed = StoreLink::new(Arc::clone(&store), key.clone());
+                let loaded = if note_stored {
+                    resume_from(&resumed).await.expect("loads")
+                } else {
+                    load_session(store.as_ref(), &key).await.expect("loads")
+                };
+                proptest::prop_assert_eq!(&loaded[..], &history[..resume_at]);
                 resumed.note_loaded(&loaded);
                 for message in &history[resume_at..] {
                     let entry = resumed.appended_entry(message).expect("storable");
