@@ -1163,6 +1163,17 @@ mod tests {
 
     use super::*;
 
+    /// An empty in-memory store and the key the tests append to.
+    #[cfg(feature = "store")]
+    fn memory_store() -> (
+        Arc<dyn threadline_store::SessionStore>,
+        threadline_store::SessionKey,
+    ) {
+        let store = Arc::new(threadline_store::MemoryStore::new());
+        let key = threadline_store::SessionKey::new("p", "s").expect("key");
+        (store, key)
+    }
+
     /// An agent built from a history the store holds (by `resume`, or the caller's own
     /// `history` read back from the key) stores a compaction's copy of one of its messages
     /// beside it, not under the id alone (which the store would take for a retry).
@@ -1171,9 +1182,7 @@ mod tests {
     fn copies_of_the_starting_history_are_numbered_on_from_it() {
         let x = Message::user_text("kept by a compaction");
         let y = Message::user_text("y");
-        let store: Arc<dyn threadline_store::SessionStore> =
-            Arc::new(threadline_store::MemoryStore::new());
-        let key = threadline_store::SessionKey::new("p", "s").expect("key");
+        let (store, key) = memory_store();
         let agent = Agent::builder(ScriptedService::new([]))
             .shared_store(Arc::clone(&store), key.clone())
             .history(vec![x.clone(), y.clone(), x.clone()])
@@ -1198,9 +1207,7 @@ mod tests {
     fn a_resumed_agent_numbers_copies_past_the_uuids_the_key_holds() {
         let x = Message::user_text("kept by a compaction");
         let y = Message::user_text("y");
-        let store: Arc<dyn threadline_store::SessionStore> =
-            Arc::new(threadline_store::MemoryStore::new());
-        let key = threadline_store::SessionKey::new("p", "s").expect("key");
+        let (store, key) = memory_store();
         futures::executor::block_on(async {
             let first = Agent::builder(ScriptedService::new([]))
                 .shared_store(Arc::clone(&store), key.clone())

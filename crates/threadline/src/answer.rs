@@ -4,9 +4,9 @@
 use std::collections::HashSet;
 
 use futures::StreamExt as _;
-use threadline_message::Message;
 use threadline_message::UsageTotals;
 use threadline_message::response_usage::{ResponseUsage, response_key};
+use threadline_message::{Message, Record, fold_rewrites};
 use threadline_query::{Event, Terminal};
 use threadline_wire::ContentBlock;
 use threadline_wire::model::ModelTable;
@@ -72,23 +72,36 @@ pub(crate) async fn collect(
     models: threadline_wire::model::SharedModelTable,
 ) -> Result<Answer, PromptError> {
     let mut run = run?;
-    let mut messages = Vec::new();
-    let mut rewrites = Vec::new();
+    // As the transcript records them: each message appended, each rewrite (a budget
+    // preview, a cleared result) with its place in the loop's history.
+    let mut records = Vec::new();
+    let mut appended = 0;
     let mut finished = None;
     while let Some(event) = run.next().await {
         match event {
-            Event::Message(message) => messages.push(message),
-            Event::Rewritten { index, message } => rewrites.push((index, message)),
+            Event::Message(message) => {
+                appended += 1;
+                records.push(Record::Appended(message));
+            }
+            Event::Rewritten { index, message } => {
+                records.push(Record::Rewritten { at: index, message });
+            }
             Event::Finished(end) => finished = Some(end),
             _ => {}
         }
     }
     let finished = finished.ok_or(PromptError::Unfinished)?;
-    // The run's messages are the last of the loop's history, which only grows.
-    let start = finished.state.messages.len().checked_sub(messages.len());
-    for (index, message) in rewrites {
-        apply_rewrite(&mut messages, start, index, message);
-    }
+    // The run's messages are the last of the loop's history, which only grows: a place in
+    // the history is one among them from `start` on, and a rewrite of a message from before
+    // the run changes nothing the answer holds.
+    let start = finished.state.messages.len().saturating_sub(appended);
+    let messages = fold_rewrites(records.into_iter().filter_map(|record| match record {
+        Record::Rewritten { at, message } => Some(Record::Rewritten {
+            at: at.checked_sub(start)?,
+            message,
+        }),
+        appended => Some(appended),
+    }));
     if let Terminal::ModelError { message, status } = &finished.terminal {
         return Err(PromptError::Model {
             message: message.clone(),
@@ -104,28 +117,6 @@ pub(crate) async fn collect(
         turns: finished.state.run_turns,
         messages,
     })
-}
-
-/// A message changed in place (a budget preview, a cleared result) at `index` of the loop's
-/// history, as the loop holds it, applied to the run's `messages` (which stand from `start`
-/// of that history): in its place when that is the same message (the same id), nowhere when
-/// it is a message from before the run. When `start` is unknown, or the place holds another
-/// message, the latest message of its id takes it.
-fn apply_rewrite(messages: &mut [Message], start: Option<usize>, index: usize, message: Message) {
-    if let Some(start) = start {
-        let Some(at) = index.checked_sub(start) else {
-            return;
-        };
-        if let Some(slot) = messages.get_mut(at)
-            && slot.id() == message.id()
-        {
-            *slot = message;
-            return;
-        }
-    }
-    if let Some(slot) = messages.iter_mut().rev().find(|m| m.id() == message.id()) {
-        *slot = message;
-    }
 }
 
 /// The responses of `messages`, each once (its last fragment's usage), summed and priced.

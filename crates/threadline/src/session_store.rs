@@ -109,8 +109,7 @@ impl StoreLink {
         let uuid = {
             let mut uuids = self.uuids.lock().unwrap_or_else(PoisonError::into_inner);
             loop {
-                let uuid = rewrite_uuid(message);
-                if uuids.used.insert(uuid.clone()) {
+                if let Some(uuid) = claim(&mut uuids.used, &rewrite_uuid(message)) {
                     break uuid;
                 }
             }
@@ -131,21 +130,30 @@ struct Uuids {
 }
 
 impl Uuids {
-    /// The uuid of the next record of `id`, as the entry holds it (key-shaped secrets
-    /// redacted: two ids that differ only in a secret would otherwise share the stored one).
+    /// The uuid of the next record of `id`.
     fn next(&mut self, id: &MessageId) -> String {
         let count = self.records.entry(id.clone()).or_default();
         loop {
             *count = count.saturating_add(1);
             let uuid = match *count {
-                1 => redact_key_shapes(id.as_str()).into_owned(),
-                n => redact_key_shapes(&format!("{}#{n}", id.as_str())).into_owned(),
+                1 => id.as_str().to_owned(),
+                n => format!("{}#{n}", id.as_str()),
             };
-            if self.used.insert(uuid.clone()) || *count == u32::MAX {
-                return uuid;
+            match claim(&mut self.used, &uuid) {
+                Some(uuid) => return uuid,
+                // Unreachable in practice; a repeated uuid beats an endless loop.
+                None if *count == u32::MAX => return uuid,
+                None => {}
             }
         }
     }
+}
+
+/// `uuid` as the entry holds it (key-shaped secrets redacted: two ids that differ only in
+/// a secret would otherwise share the stored one), noted in `used`, if no entry has it yet.
+fn claim(used: &mut HashSet<String>, uuid: &str) -> Option<String> {
+    let stored = redact_key_shapes(uuid).into_owned();
+    used.insert(stored.clone()).then_some(stored)
 }
 
 impl std::fmt::Debug for StoreLink {
