@@ -691,19 +691,19 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly fractional).
+/// `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly fractional). A value
+/// that is negative, not a number, or a billion seconds or more is ignored, whichever header
+/// carries it: the server controls it, and it must neither panic nor park the caller for ages.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) =
-        header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let secs = header_str(headers, "retry-after")?
-        .trim()
-        .parse::<f64>()
-        .ok()?;
+    let number = |name: &str| {
+        header_str(headers, name)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite())
+    };
+    let secs = number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .filter(|secs| (0.0..1e9).contains(secs))
+        .or_else(|| number("retry-after"))?;
     (0.0..1e9)
         .contains(&secs)
         .then(|| Duration::from_secs_f64(secs))
@@ -886,5 +886,16 @@ mod tests {
         assert_eq!(retry_after(&headers), None);
         headers.insert("retry-after", HeaderValue::from_static("-1"));
         assert_eq!(retry_after(&headers), None);
+        // Too large for a `Duration`, or merely absurd: ignored, never a panic.
+        for huge in ["1e30", "1e300", "1e12"] {
+            headers.clear();
+            headers.insert("retry-after-ms", HeaderValue::from_str(huge).unwrap());
+            assert_eq!(retry_after(&headers), None, "retry-after-ms: {huge}");
+            headers.insert("retry-after", HeaderValue::from_str(huge).unwrap());
+            assert_eq!(retry_after(&headers), None, "retry-after: {huge}");
+        }
+        // An unusable `retry-after-ms` leaves `retry-after` to speak.
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
     }
 }

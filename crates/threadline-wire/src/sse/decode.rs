@@ -9,6 +9,11 @@ use super::{SseError, SseEvent, SseEventRef};
 /// The default limit of [`SseDecoder::new`]: 16 MiB per event.
 pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
 
+/// An `id` field longer than this is ignored, as one holding NUL is. The last id is copied
+/// into every event dispatched after it, so a long one would multiply a short stream into
+/// gigabytes of queued copies; real event ids are short.
+pub const MAX_EVENT_ID_SIZE: usize = 1024;
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A carried line buffer larger than this is released once its line is done,
@@ -37,6 +42,9 @@ const KEEP_LINE_CAPACITY: usize = 64 * 1024;
 /// **poisoned**: it ignores further input and, once the events before the
 /// error and the error itself are taken, returns [`SseError::Poisoned`].
 /// Whether and where the error happens does not depend on the chunking.
+///
+/// An `id` field longer than [`MAX_EVENT_ID_SIZE`] is ignored (the last id stays in force),
+/// as the specification ignores one holding NUL: every later event carries a copy of it.
 ///
 /// [`SseError::InvalidUtf8`] only drops the offending event: the decoder
 /// goes on with the next one.
@@ -455,7 +463,7 @@ impl SseDecoder {
     }
 
     fn set_id(&mut self, value: &[u8]) {
-        if memchr(0, value).is_some() {
+        if value.len() > MAX_EVENT_ID_SIZE || memchr(0, value).is_some() {
             return;
         }
         match std::str::from_utf8(value) {
@@ -1202,6 +1210,27 @@ mod tests {
                 id,
                 retry,
             })
+    }
+
+    #[test]
+    fn a_long_id_is_ignored_not_copied_into_every_event() {
+        let mut decoder = SseDecoder::new();
+        decoder.push(b"id: short\n\n");
+        let longest = "i".repeat(MAX_EVENT_ID_SIZE);
+        decoder.push(format!("id: {longest}\ndata: kept\n\n").as_bytes());
+        let mut hostile = b"id: ".to_vec();
+        hostile.extend(std::iter::repeat_n(b'a', 64 * 1024));
+        hostile.extend_from_slice(b"\n\n");
+        decoder.push(&hostile);
+        decoder.push(&b"data:\n\n".repeat(1000));
+        let mut ids = Vec::new();
+        while let Some(event) = decoder.next_event().expect("valid events") {
+            ids.push(event.id);
+        }
+        assert_eq!(ids.len(), 1001);
+        // An id of the limit's length is an id; a longer one leaves the last in force.
+        assert!(ids.iter().all(|id| id.as_deref() == Some(longest.as_str())));
+        assert_eq!(decoder.last_event_id(), Some(longest.as_str()));
     }
 
     proptest! {

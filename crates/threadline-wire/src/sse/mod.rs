@@ -58,7 +58,7 @@ mod decode;
 mod encode;
 mod error;
 
-pub use decode::{DEFAULT_MAX_EVENT_SIZE, SseDecoder};
+pub use decode::{DEFAULT_MAX_EVENT_SIZE, MAX_EVENT_ID_SIZE, SseDecoder};
 pub use encode::{encode_comment, encode_event};
 pub use error::{SseEncodeError, SseError};
 
