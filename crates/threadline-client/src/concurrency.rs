@@ -23,10 +23,11 @@ pub struct ConcurrencyLimitLayer {
 }
 
 impl ConcurrencyLimitLayer {
-    /// At most `max` requests at once (at least 1).
+    /// At most `max` requests at once (at least 1, at most [`Semaphore::MAX_PERMITS`], which
+    /// no machine reaches).
     pub fn new(max: usize) -> Self {
         ConcurrencyLimitLayer {
-            slots: Arc::new(Semaphore::new(max.max(1))),
+            slots: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
         }
     }
 }
@@ -100,5 +101,24 @@ impl Stream for Permitted {
             self.permit = None;
         }
         polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_limit_makes_a_layer() {
+        for max in [
+            0,
+            1,
+            Semaphore::MAX_PERMITS,
+            Semaphore::MAX_PERMITS + 1,
+            usize::MAX,
+        ] {
+            let layer = ConcurrencyLimitLayer::new(max);
+            assert!(layer.slots.available_permits() >= 1, "{max}");
+        }
     }
 }

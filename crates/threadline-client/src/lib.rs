@@ -199,9 +199,22 @@ impl Client {
             .map_err(|e| self.transport.redactor().error(e))
     }
 
-    /// `POST /v1/messages/count_tokens` (not retried, not limited).
+    /// `POST /v1/messages/count_tokens` (not retried, not limited). The whole call, its
+    /// answer's body included, is bounded by [`Timeouts::first_byte`](config::Timeouts) (or
+    /// [`Timeouts::total`](config::Timeouts) when that is shorter): the answer is one small
+    /// body, and a server that accepts the request and never answers must not hold the
+    /// caller (a compaction waits on this count).
     pub async fn count_tokens(&self, request: &CountTokensRequest) -> Result<u64, ServiceError> {
-        self.transport.count_tokens(request).await
+        let timeouts = self.config.timeouts;
+        let (phase, limit) = if timeouts.total < timeouts.first_byte {
+            (timeout::TimeoutPhase::Total, timeouts.total)
+        } else {
+            (timeout::TimeoutPhase::FirstByte, timeouts.first_byte)
+        };
+        match tokio::time::timeout(limit, self.transport.count_tokens(request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(timeout::TimeoutError::new(phase, limit).into_service_error()),
+        }
     }
 }
 

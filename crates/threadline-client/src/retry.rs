@@ -51,7 +51,11 @@ impl RetryPolicy {
             .initial_backoff
             .saturating_mul(factor)
             .min(self.config.max_backoff);
-        let jitter = self.config.jitter.clamp(0.0, 1.0);
+        // `clamp` keeps NaN, and `mul_f64` panics on it: a NaN jitter is none.
+        let jitter = match self.config.jitter {
+            j if j.is_nan() => 0.0,
+            j => j.clamp(0.0, 1.0),
+        };
         Some(base.mul_f64(1.0 - jitter * fastrand::f64()))
     }
 }
@@ -119,6 +123,21 @@ mod tests {
             Some(Duration::from_secs(3600)),
         );
         assert_eq!(policy.backoff(0, &too_long), None);
+    }
+
+    #[test]
+    fn a_nan_jitter_is_no_jitter() {
+        let policy = RetryPolicy::new(RetryConfig {
+            jitter: f64::NAN,
+            ..RetryConfig::default()
+        });
+        let reset = ServiceError::new(ServiceErrorKind::Connection, "reset");
+        let base = RetryPolicy::new(RetryConfig {
+            jitter: 0.0,
+            ..RetryConfig::default()
+        })
+        .backoff(1, &reset);
+        assert_eq!(policy.backoff(1, &reset), base);
     }
 
     #[test]

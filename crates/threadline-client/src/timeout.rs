@@ -54,7 +54,7 @@ impl TimeoutError {
         TimeoutError { phase, limit }
     }
 
-    fn into_service_error(self) -> ServiceError {
+    pub(crate) fn into_service_error(self) -> ServiceError {
         ServiceError::new(ServiceErrorKind::Timeout, self.to_string()).with_source(self)
     }
 }
@@ -166,8 +166,11 @@ impl Stream for IdleTimeout {
             Poll::Pending => {
                 if !this.waiting {
                     this.waiting = true;
-                    let deadline = Instant::now() + this.idle;
-                    this.sleep.as_mut().reset(deadline);
+                    // A limit too far to represent is none: the sleep made in `new` (at
+                    // Tokio's far future) is left as it is.
+                    if let Some(deadline) = Instant::now().checked_add(this.idle) {
+                        this.sleep.as_mut().reset(deadline);
+                    }
                 }
                 match this.sleep.as_mut().poll(cx) {
                     Poll::Ready(()) => {

@@ -393,3 +393,59 @@ async fn the_concurrency_limit_holds_a_slot_until_the_stream_ends() {
     assert!(second.is_ok());
     assert_eq!(server.request_count(), 2);
 }
+
+/// A server that accepts connections and reads requests but never answers.
+async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let address = listener.local_addr().expect("an address");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (format!("http://{address}"), task)
+}
+
+#[tokio::test]
+async fn a_count_that_never_answers_times_out() {
+    let (base_url, server) = silent_server().await;
+    let config = config(&base_url).with_timeouts(
+        Duration::from_secs(2),
+        Duration::from_millis(300),
+        Duration::from_secs(2),
+    );
+    let body: threadline_wire::CountTokensRequest = serde_json::from_value(json!({
+        "model": "claude-sonnet-4-6",
+        "messages": [{"role": "user", "content": "How many tokens is this?"}]
+    }))
+    .expect("a valid body");
+    let client = Client::new(config).expect("a client");
+    // The bound only stops a hung test: the count's own limit is 300 ms.
+    let error = tokio::time::timeout(Duration::from_secs(20), client.count_tokens(&body))
+        .await
+        .expect("the count gives up by itself")
+        .expect_err("nothing answered");
+    assert_eq!(error.kind(), ServiceErrorKind::Timeout);
+    assert!(error.message().contains("300ms"), "{error}");
+    server.abort();
+}
+
+#[tokio::test]
+async fn an_idle_limit_too_long_to_represent_is_no_limit() {
+    // Events 50 ms apart: the client waits on the network between two of them.
+    let server = mock([Step::text("patiently")
+        .with_chunk_chars(3)
+        .with_delay_ms(50)])
+    .await;
+    let config = config(&server.base_url()).with_timeouts(
+        Duration::from_secs(2),
+        Duration::from_secs(5),
+        Duration::MAX,
+    );
+    let client = Client::new(config).expect("a client");
+    let message = client.message(request()).await.expect("a whole message");
+    assert_eq!(message.text(), "patiently");
+}
