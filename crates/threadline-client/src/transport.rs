@@ -563,10 +563,12 @@ impl HttpTransport {
                 redactor.clone(),
             )
         } else if is_event_stream {
-            let frames = crate::provider::EventStreamToSse::new(
-                response.into_body().map_err(BodyError::Http),
-                limits.max_event_bytes,
-            );
+            // The response limit counts the frames as they come: frames that carry no event
+            // (skipped) never reach the SSE reader's count.
+            let limit = limits.max_response_bytes;
+            let raw = Limited::new(response.into_body(), clamp(limit))
+                .map_err(move |e| BodyError::from_limited(e, limit));
+            let frames = crate::provider::EventStreamToSse::new(raw, limits.max_event_bytes);
             SseEventStream::new(
                 frames.map_err(BodyError::from_event_stream).boxed_unsync(),
                 limits,
@@ -613,6 +615,15 @@ enum BodyError {
 }
 
 impl BodyError {
+    fn from_limited(error: Box<dyn std::error::Error + Send + Sync>, limit: u64) -> BodyError {
+        match error.downcast::<hyper::Error>() {
+            Ok(http) => BodyError::Http(*http),
+            Err(_) => BodyError::Framing(format!(
+                "the response body passed the limit of {limit} bytes"
+            )),
+        }
+    }
+
     fn from_event_stream(error: crate::provider::EventStreamError<BodyError>) -> BodyError {
         match error {
             crate::provider::EventStreamError::Body(inner) => inner,
@@ -889,9 +900,9 @@ mod tests {
         // Too large for a `Duration`, or merely absurd: ignored, never a panic.
         for huge in ["1e30", "1e300", "1e12"] {
             headers.clear();
-            headers.insert("retry-after-ms", HeaderValue::from_str(huge).unwrap());
+            headers.insert("retry-after-ms", HeaderValue::from_static(huge));
             assert_eq!(retry_after(&headers), None, "retry-after-ms: {huge}");
-            headers.insert("retry-after", HeaderValue::from_str(huge).unwrap());
+            headers.insert("retry-after", HeaderValue::from_static(huge));
             assert_eq!(retry_after(&headers), None, "retry-after: {huge}");
         }
         // An unusable `retry-after-ms` leaves `retry-after` to speak.

@@ -15,6 +15,7 @@
 //!   `cleared_tool_uses`, `cleared_input_tokens`.
 
 use std::collections::{BTreeSet, HashMap};
+use threadline_wire::json_size::serialized_len;
 
 use serde_json::{Value, json};
 use threadline_wire::request::{ClearThinkingEdit, ClearToolUsesEdit, ContextEdit};
@@ -31,10 +32,6 @@ fn blocks(content: &Content) -> &[ContentBlock] {
         Content::Blocks(blocks) => blocks,
         Content::Text(_) => &[],
     }
-}
-
-fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
-    serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
 /// What `clear_thinking_20251015` clears: (turns, tokens).

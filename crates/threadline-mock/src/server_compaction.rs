@@ -15,6 +15,7 @@
 //! `context_management.original_input_tokens`, the count before them.
 
 use serde_json::{Value, json};
+use threadline_wire::json_size::serialized_len;
 use threadline_wire::request::{CompactEdit, ContextEdit, ContextManagement};
 use threadline_wire::{
     Content, ContentBlock, CountTokensRequest, IterationKind, MessageParam, MessagesRequest,
@@ -68,11 +69,6 @@ pub(crate) fn from_last_compaction(
         std::sync::Arc::make_mut(first).content = Content::Blocks(kept_blocks);
     }
     kept
-}
-
-/// The length of `value`'s JSON.
-fn serialized_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
-    serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
 /// The estimate of a request's input: a token per four bytes of its system, tools and

@@ -23,10 +23,13 @@ use serde_json::Value;
 
 use crate::api_error::ApiErrorBody;
 use crate::content::ContentBlock;
+use crate::json_size::serialized_len;
 use crate::response::ResponseMessage;
 use crate::stream_event::{ContentDelta, MessageDelta, StreamEvent};
 
-/// The default bound on the text a stream may accumulate (64 MiB).
+/// The default bound on what a stream may accumulate (64 MiB): the JSON of the blocks that
+/// `message_start` and `content_block_start` bring and of every delta, a block counting at
+/// least its size in memory (see [`MessageAccumulator::with_max_message_bytes`]).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A content block whose `content_block_stop` has arrived.
@@ -214,7 +217,11 @@ impl MessageAccumulator {
         MessageAccumulator::with_max_message_bytes(DEFAULT_MAX_MESSAGE_BYTES)
     }
 
-    /// An accumulator that refuses to accumulate more than `max_bytes` of streamed text.
+    /// An accumulator that refuses to accumulate more than `max_bytes`, counting everything
+    /// the server sends into the message: the JSON of the content `message_start` carries and
+    /// of each block a `content_block_start` opens, a block counting at least what it takes
+    /// in memory (so a flood of empty blocks is bounded too), and each delta's text, input,
+    /// thinking or signature (a citation or an unknown delta by its JSON).
     pub fn with_max_message_bytes(max_bytes: usize) -> Self {
         MessageAccumulator {
             message: None,
@@ -254,6 +261,12 @@ impl MessageAccumulator {
                         AccumulateError::MessageStartTwice
                     });
                 }
+                let bytes = start.message.content.iter().map(block_cost).sum::<usize>();
+                if bytes > self.max_bytes {
+                    return Err(AccumulateError::MessageTooLarge {
+                        limit: self.max_bytes,
+                    });
+                }
                 self.blocks = start
                     .message
                     .content
@@ -261,6 +274,7 @@ impl MessageAccumulator {
                     .map(|_| BlockState::Stopped)
                     .collect();
                 self.message = Some((*start.message).clone());
+                self.bytes = bytes;
                 Ok(None)
             }
             other => {
@@ -284,10 +298,17 @@ impl MessageAccumulator {
                                 expected,
                             });
                         }
+                        let added = block_cost(&start.content_block);
+                        if self.bytes.saturating_add(added) > self.max_bytes {
+                            return Err(AccumulateError::MessageTooLarge {
+                                limit: self.max_bytes,
+                            });
+                        }
                         message.content.push((*start.content_block).clone());
                         self.blocks.push(BlockState::Open {
                             partial_json: String::new(),
                         });
+                        self.bytes += added;
                         Ok(None)
                     }
                     StreamEvent::ContentBlockDelta(delta) => {
@@ -402,8 +423,15 @@ fn delta_len(delta: &ContentDelta) -> usize {
             d.content.as_ref().map_or(0, String::len)
                 + d.encrypted_content.as_ref().map_or(0, String::len)
         }
-        ContentDelta::Citations(_) | ContentDelta::Unknown(_) => 256,
+        ContentDelta::Citations(_) | ContentDelta::Unknown(_) => serialized_len(delta),
     }
+}
+
+/// What a block started by the server counts against the bound: its JSON, and at least the
+/// memory it takes.
+fn block_cost(block: &ContentBlock) -> usize {
+    serialized_len(block)
+        .max(std::mem::size_of::<ContentBlock>() + std::mem::size_of::<BlockState>())
 }
 
 fn open_block<'m>(
@@ -726,7 +754,8 @@ mod tests {
 
     #[test]
     fn size_bound_is_enforced() {
-        let mut acc = MessageAccumulator::with_max_message_bytes(4);
+        let empty = block_cost(&ContentBlock::text(""));
+        let mut acc = MessageAccumulator::with_max_message_bytes(empty + 4);
         let r = push_all(
             &mut acc,
             &[
@@ -739,7 +768,79 @@ mod tests {
         assert!(r[2].is_ok());
         assert!(matches!(
             r[3],
-            Err(AccumulateError::MessageTooLarge { limit: 4 })
+            Err(AccumulateError::MessageTooLarge { limit }) if limit == empty + 4
         ));
+    }
+
+    #[test]
+    fn what_a_block_brings_counts_against_the_bound() {
+        let big = "x".repeat(2048);
+        let started = format!(
+            r#"{{"type":"content_block_start","index":0,"content_block":{{"type":"text","text":"{big}"}}}}"#
+        );
+        let r = push_all(
+            &mut MessageAccumulator::with_max_message_bytes(1024),
+            &[START, &started],
+        );
+        assert!(matches!(
+            r[1],
+            Err(AccumulateError::MessageTooLarge { limit: 1024 })
+        ));
+
+        let in_start = START.replace(
+            r#""content":[]"#,
+            &format!(r#""content":[{{"type":"text","text":"{big}"}}]"#),
+        );
+        assert_ne!(in_start, START, "the start carries content");
+        let r = push_all(
+            &mut MessageAccumulator::with_max_message_bytes(1024),
+            &[&in_start],
+        );
+        assert!(matches!(
+            r[0],
+            Err(AccumulateError::MessageTooLarge { limit: 1024 })
+        ));
+
+        let cited = format!(
+            r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"citations_delta","citation":{{"type":"char_location","cited_text":"{big}","document_index":0,"start_char_index":0,"end_char_index":1}}}}}}"#
+        );
+        let empty = block_cost(&ContentBlock::text(""));
+        let r = push_all(
+            &mut MessageAccumulator::with_max_message_bytes(empty + 1024),
+            &[
+                START,
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                &cited,
+            ],
+        );
+        assert!(r[1].is_ok());
+        assert!(
+            matches!(r[2], Err(AccumulateError::MessageTooLarge { .. })),
+            "{:?}",
+            r[2]
+        );
+    }
+
+    #[test]
+    fn a_flood_of_empty_blocks_is_bounded() {
+        let limit = 64 * 1024;
+        let mut acc = MessageAccumulator::with_max_message_bytes(limit);
+        push_all(&mut acc, &[START]);
+        let mut opened = 0;
+        loop {
+            let event = format!(
+                r#"{{"type":"content_block_start","index":{opened},"content_block":{{"type":"text","text":""}}}}"#
+            );
+            match push_all(&mut acc, &[&event]).remove(0) {
+                Ok(_) => opened += 1,
+                Err(AccumulateError::MessageTooLarge { .. }) => break,
+                Err(other) => panic!("{other}"),
+            }
+            assert!(opened <= limit, "never refused");
+        }
+        assert!(
+            opened * block_cost(&ContentBlock::text("")) <= limit,
+            "{opened} blocks"
+        );
     }
 }

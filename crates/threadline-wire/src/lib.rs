@@ -91,6 +91,7 @@ mod cache_markers;
 pub mod content;
 pub mod defaults;
 pub mod diagnostics;
+pub mod json_size;
 pub mod message_stream;
 pub mod messages;
 pub mod model;

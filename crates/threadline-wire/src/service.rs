@@ -168,6 +168,11 @@ pub enum ServiceErrorKind {
 }
 
 /// A failure of a model backend. Opaque: ask it questions with the predicates.
+///
+/// Its text (`Display`, [`message`](Self::message)) may quote what the server wrote — an
+/// error message, an unknown type's name, a request id — unescaped: it is the server's, kept
+/// exact. Escape it before a terminal shows it, as the `threadline` command line does; a key
+/// it held is already redacted by the client.
 pub struct ServiceError {
     kind: ServiceErrorKind,
     status: Option<u16>,

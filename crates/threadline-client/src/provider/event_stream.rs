@@ -155,7 +155,9 @@ fn sse_of<E>(message: &Message, out: &mut Vec<u8>) -> Result<(), EventStreamErro
             base64::engine::general_purpose::STANDARD
                 .decode_vec(chunk.bytes.as_bytes(), out)
                 .map_err(|_| bad("a chunk's bytes are not base64"))?;
-            if memchr::memchr(b'\n', &out[start + 6..]).is_none() {
+            // A lone `\r` ends an SSE line too: it is split on like `\n` (so that no byte of
+            // the payload can start a line of its own, an `id:` or `event:`).
+            if memchr::memchr2(b'\n', b'\r', &out[start + 6..]).is_none() {
                 out.extend_from_slice(b"\n\n");
                 return Ok(());
             }
@@ -192,9 +194,15 @@ fn sse_of<E>(message: &Message, out: &mut Vec<u8>) -> Result<(), EventStreamErro
     };
     // One `data:` line per line of the JSON (compact JSON has one; SSE joins them back).
     for line in data.split(|&b| b == b'\n') {
-        out.extend_from_slice(b"data: ");
-        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-        out.push(b'\n');
+        for part in line
+            .strip_suffix(b"\r")
+            .unwrap_or(line)
+            .split(|&b| b == b'\r')
+        {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(part);
+            out.push(b'\n');
+        }
     }
     out.push(b'\n');
     Ok(())
@@ -312,6 +320,20 @@ mod tests {
                 Ok(expected)
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_lone_carriage_return_cannot_start_a_line_of_its_own() {
+        let bytes = chunk("{\"type\":\"ping\"}\rid: injected\revent: error\r\r");
+        let text = sse(bytes, 1000, 1 << 20).await.expect("reads");
+        assert_eq!(
+            text,
+            "data: {\"type\":\"ping\"}\ndata: id: injected\ndata: event: error\ndata: \n\n"
+        );
+        let mut decoder = threadline_wire::sse::SseDecoder::new();
+        decoder.push(text.as_bytes());
+        let event = decoder.next_event().expect("valid").expect("one event");
+        assert_eq!((event.id, event.event), (None, None));
     }
 
     #[tokio::test]

@@ -522,3 +522,63 @@ async fn vertex_tokens_from_application_default_credentials_come_from_the_token_
         "{after:?}"
     );
 }
+
+/// An event-stream frame of `event_type` carrying `payload`.
+fn event_frame(event_type: &str, payload: &[u8]) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let headers = vec![
+        Header::new(
+            ":event-type",
+            HeaderValue::String(event_type.to_owned().into()),
+        ),
+        Header::new(":message-type", HeaderValue::String("event".into())),
+    ];
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(
+        &Message::new_from_parts(headers, bytes::Bytes::copy_from_slice(payload)),
+        &mut out,
+    )
+    .expect("writes");
+    out
+}
+
+#[tokio::test]
+async fn frames_that_carry_no_event_still_count_against_the_response_limit() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // 4 MiB of frames of a kind the client skips, against a 1 MiB limit.
+    let frame = event_frame("metadata", &vec![b'x'; 64 * 1024]);
+    let body: Vec<u8> = frame.repeat(64);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let address = listener.local_addr().expect("an address");
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("a connection");
+        let mut request = vec![0u8; 64 * 1024];
+        let _ = socket.read(&mut request).await;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        );
+        let _ = socket.write_all(head.as_bytes()).await;
+        let _ = socket.write_all(&body).await;
+    });
+    let config = config(
+        &format!("http://{address}"),
+        aws(MOCK_AWS_SECRET_ACCESS_KEY),
+        Provider::bedrock("us-east-1"),
+    )
+    .with_limits(1 << 20, 1 << 20)
+    .with_retry(threadline_client::RetryConfig::none());
+    let client = Client::new(config).expect("a client");
+    let error = client
+        .message(model(BEDROCK_MODEL))
+        .await
+        .expect_err("the body passes the limit");
+    assert!(
+        error.to_string().contains("limit of 1048576 bytes"),
+        "{error}"
+    );
+    server.abort();
+}
