@@ -7,7 +7,9 @@ use threadline_inspect::RequestRow;
 
 pub use threadline_inspect::diagnostics::{DiagnosticsRow, Recorded, recorded};
 
-/// Writes the table's line for a row's `diagnostics` (nothing when it has none).
+/// Writes the table's line for a row's `diagnostics` (nothing when it has none). Every part is
+/// escaped on its own, lines included: the recorded reason and the loop's prediction and
+/// verdict are the file's text, and a newline in them must not print a row of its own.
 pub fn write(out: &mut impl fmt::Write, row: &RequestRow) -> fmt::Result {
     let Some(d) = &row.diagnostics else {
         return Ok(());
@@ -19,10 +21,14 @@ pub fn write(out: &mut impl fmt::Write, row: &RequestRow) -> fmt::Result {
     writeln!(
         out,
         "      diagnostics: {}{missed} | loop predicted {} ({}) | inspect predicts {} ({})",
-        crate::terminal_text::terminal_safe(&d.reason, false),
-        d.loop_predicted.as_deref().unwrap_or("-"),
-        d.loop_agreement,
-        d.inspect_predicted.as_deref().unwrap_or("-"),
-        d.inspect_agreement,
+        safe(&d.reason),
+        safe(d.loop_predicted.as_deref().unwrap_or("-")),
+        safe(&d.loop_agreement),
+        safe(d.inspect_predicted.as_deref().unwrap_or("-")),
+        safe(&d.inspect_agreement),
     )
+}
+
+fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::terminal_text::terminal_safe(text, false)
 }

@@ -48,3 +48,29 @@ fn the_table_json_and_page_of_synthetic_sessions_are_unchanged() {
         insta::assert_snapshot!(format!("inspect_{name}_html"), page);
     }
 }
+
+#[test]
+fn what_a_diagnosis_record_says_cannot_forge_a_row() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/inspect/output");
+    let session = std::fs::read_to_string(here.join("diag.jsonl")).expect("the session");
+    // The loop's prediction and verdict are free text in the file: a newline that would start
+    // a forged row, a title-setting OSC and a screen-clearing CSI.
+    let hostile = session.replacen(
+        r#""agreement": "agrees", "predicted": "system""#,
+        r#""agreement": "\u001b[2J", "predicted": "system\n      diagnostics: forged\u001b]0;owned\u0007""#,
+        1,
+    );
+    assert_ne!(hostile, session, "the record was changed");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("hostile.jsonl"), hostile).expect("written");
+    let text = inspect(dir.path(), &["hostile.jsonl"]);
+    let rows = text
+        .lines()
+        .filter(|line| line.trim_start().starts_with("diagnostics:"))
+        .count();
+    assert_eq!(rows, 4, "one diagnostics row per request: {text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+}
