@@ -285,6 +285,112 @@ async fn write_and_edit_refuse_control_paths_of_a_real_repository() {
     assert!(text(&out).contains("ref: refs/heads/"), "{}", text(&out));
 }
 
+/// Runs `git -C dir status` as a shell prompt or an editor would, with no configuration but
+/// the repository's own (git's defaults: `safe.bareRepository=all`), discovery stopped at
+/// `ceiling`.
+fn git_status_in(dir: &Path, ceiling: &Path) {
+    let _ = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .arg("status")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+}
+
+/// The four files of a git directory whose `config` runs `fsmonitor`, writing `marker`.
+fn embedded_repository(marker: &Path) -> [(&'static str, String); 4] {
+    [
+        ("vendor/x/HEAD", "ref: refs/heads/main\n".to_owned()),
+        ("vendor/x/objects/k", "k\n".to_owned()),
+        ("vendor/x/refs/k", "k\n".to_owned()),
+        (
+            "vendor/x/config",
+            format!(
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch '{}'; false\"\n",
+                marker.display()
+            ),
+        ),
+    ]
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn write_cannot_plant_a_git_directory_whose_config_runs_a_program() {
+    // The attack is real in this git: the four files, written directly, make `git status`
+    // inside `vendor/x` run the planted fsmonitor.
+    let control = tempfile::tempdir().expect("tempdir");
+    let marker = control.path().join("PWNED");
+    for (path, content) in embedded_repository(&marker) {
+        let path = control.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+    }
+    git_status_in(&control.path().join("vendor/x"), control.path());
+    assert!(
+        marker.exists(),
+        "the planted repository ran nothing: no attack to refuse"
+    );
+
+    // Through the Write tool, HEAD is refused, and git finds no repository to run.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("PWNED");
+    let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let write = WriteFile::new(Arc::clone(&ws));
+    for (path, content) in embedded_repository(&marker) {
+        let out = call(&write, json!({"path": path, "content": content})).await;
+        if path.ends_with("HEAD") {
+            assert!(out.is_error, "Write {path}: {}", text(&out));
+            assert!(
+                text(&out).contains("a control path of the workspace (`HEAD`"),
+                "Write {path}: {}",
+                text(&out)
+            );
+        }
+    }
+    assert!(!dir.path().join("vendor/x/HEAD").exists());
+    git_status_in(&dir.path().join("vendor/x"), dir.path());
+    assert!(!marker.exists(), "git ran the planted fsmonitor");
+
+    // A git directory already in the project (a committed bare repository) cannot be
+    // changed either: neither its config nor a hook, by Write or by Edit.
+    let bare = dir.path().join("fixture.git");
+    std::fs::create_dir_all(bare.join("objects")).expect("mkdir");
+    std::fs::create_dir_all(bare.join("refs")).expect("mkdir");
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    std::fs::write(
+        bare.join("config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    )
+    .expect("config");
+    let before = snapshot(&bare);
+    let planted = &embedded_repository(&marker)[3].1;
+    for path in ["fixture.git/config", "fixture.git/hooks/post-index-change"] {
+        let out = call(&write, json!({"path": path, "content": planted})).await;
+        assert!(out.is_error, "Write {path}: {}", text(&out));
+        assert!(text(&out).contains("`fixture.git/HEAD`"), "{}", text(&out));
+    }
+    let edit = EditFile::new(Arc::clone(&ws));
+    let out = call(
+        &edit,
+        json!({"path": "fixture.git/config", "old_string": "[core]\n", "new_string": planted}),
+    )
+    .await;
+    assert!(out.is_error, "Edit: {}", text(&out));
+    assert_eq!(snapshot(&bare), before, "the git directory is unchanged");
+    git_status_in(&bare, dir.path());
+    assert!(!marker.exists(), "git ran the planted fsmonitor");
+}
+
 // ---- no existence oracle outside the workspace ----
 
 #[cfg(unix)]
