@@ -22,8 +22,10 @@
 //!   `.threadline`; [`threadline_workspace::ControlPaths`]), through links and case aliases
 //!   too, so file permission never becomes shell permission (a planted `core.fsmonitor` or
 //!   hook). Reading them stays allowed.
-//! - **Secrets:** `Bash`'s child does not inherit a model credential, the Claude API's or a
-//!   cloud platform's (AWS keys, Vertex's token, Foundry's key: [`shell::DEFAULT_WITHHELD_ENV`]),
+//! - **Secrets:** `Bash`'s child does not inherit a model credential, the Claude API's (every
+//!   `ANTHROPIC_*` variable) or a cloud platform's (AWS keys, Vertex's token, Foundry's key:
+//!   [`shell::DEFAULT_WITHHELD_ENV`] and
+//!   [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable)),
 //!   or any variable added to the list, unless passed on purpose
 //!   ([`Shell::with_withheld_env`]).
 //!

@@ -456,7 +456,7 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
         let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
         let command = "echo key=${ANTHROPIC_API_KEY-unset} token=${ANTHROPIC_AUTH_TOKEN-unset} \
                        aws=${AWS_SECRET_ACCESS_KEY-unset} mine=${MY_SECRET-unset} \
-                       other=${OTHER-unset}";
+                       other=${OTHER-unset} headers=${ANTHROPIC_CUSTOM_HEADERS-unset}";
         let input = json!({ "command": command });
         let shells = [
             ("DEFAULT", Shell::new(Arc::clone(&ws))),
@@ -484,20 +484,22 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
             ("AWS_SECRET_ACCESS_KEY", "aws-secret"),
             ("MY_SECRET", "mine-value"),
             ("OTHER", "kept"),
+            // Named in no list: withheld as every `ANTHROPIC_*` variable is.
+            ("ANTHROPIC_CUSTOM_HEADERS", "x"),
         ],
     );
     assert_eq!(
         printed(&stdout, "DEFAULT"),
-        "exit code: 0 key=unset token=unset aws=unset mine=mine-value other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=mine-value other=kept headers=unset"
     );
     assert_eq!(
         printed(&stdout, "LISTED"),
-        "exit code: 0 key=unset token=unset aws=unset mine=unset other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=unset other=kept headers=unset"
     );
     assert_eq!(
         printed(&stdout, "PASSED"),
         "exit code: 0 key=sk-ant-api03-test-key token=token-value aws=aws-secret mine=mine-value \
-         other=kept"
+         other=kept headers=x"
     );
 }
 
