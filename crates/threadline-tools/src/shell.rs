@@ -9,6 +9,12 @@
 //! [`Shell::with_withheld_env`] replaces the whole rule with exactly the names given, which
 //! is how a credential is passed on: an explicit choice.
 //!
+//! The command runs in a process group of its own, and the whole group is killed when the
+//! command times out, and when the call is cancelled or its stream dropped before the shell
+//! was reaped: a pipeline's other processes and the `&` jobs die with the shell, not only `sh`.
+//! Not killed: what a command left running after its shell exited and was reaped (`cmd &` as
+//! its last word, with its output elsewhere), and what it moved to another group (`setsid`).
+//!
 //! Each command that ends records a `threadline.tool.shell` event (inside the loop's
 //! `execute_tool` span) with its `process.exit.code`, or `error.type` `timeout`; never the
 //! command, its output or its environment.
@@ -16,6 +22,7 @@
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -202,9 +209,19 @@ async fn run(
         Err(e) => return ToolOutput::error(format!("cannot start the shell: {e}")),
     };
     let pid = child.id();
+    // Declared after `child`, so dropped before it: the group is killed while the shell is
+    // at worst a zombie, its pid (the group's id) still its own.
+    let group = GroupGuard::new(pid);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let work = futures::future::join3(bounded(stdout), bounded(stderr), child.wait());
+    let wait = async {
+        let status = child.wait().await;
+        if status.is_ok() {
+            group.disarm();
+        }
+        status
+    };
+    let work = futures::future::join3(bounded(stdout), bounded(stderr), wait);
     match tokio::time::timeout(timeout, work).await {
         Ok((out, err, status)) => {
             let code = status.ok().and_then(|s| s.code());
@@ -226,6 +243,7 @@ async fn run(
         }
         Err(_) => {
             kill_group(pid);
+            group.disarm();
             tracing::info!(
                 name: names::EVENT_SHELL_EXIT,
                 { { names::ERROR_TYPE } = "timeout" },
@@ -235,6 +253,37 @@ async fn run(
                 "the command timed out after {} ms and was killed",
                 timeout.as_millis()
             ))
+        }
+    }
+}
+
+/// Kills the command's process group when dropped — the `run` future dropped by a cancel or
+/// by a dropped stream; `kill_on_drop` reaches `sh` alone — unless the group was dealt with:
+/// the shell was reaped (after which its pid, the group's id, may be another process's) or
+/// the timeout killed the group.
+struct GroupGuard {
+    pid: Option<u32>,
+    done: AtomicBool,
+}
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> GroupGuard {
+        GroupGuard {
+            pid,
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// The shell was reaped (or the group already killed): nothing to kill on drop.
+    fn disarm(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.done.load(Ordering::Acquire) {
+            kill_group(self.pid);
         }
     }
 }

@@ -503,6 +503,91 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
     );
 }
 
+// ---- a cancelled command leaves nothing running ----
+
+/// Whether process `pid` still runs (a zombie has stopped: it only waits to be reaped).
+#[cfg(target_os = "linux")]
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// The pid a command wrote to `file`, once it has.
+#[cfg(target_os = "linux")]
+async fn written_pid(file: &Path) -> u32 {
+    for _ in 0..500 {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{} was never written", file.display());
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_cancelled_or_dropped_command_leaves_no_process_running() {
+    use futures::StreamExt as _;
+    use threadline_query::{ToolContext, ToolEvent};
+    // A job in the background and a pipeline in the foreground, each a `sleep` of the
+    // command's process group that writes its pid.
+    let command = "sleep 30 & echo $! > bg; sh -c 'echo $$ > piped; exec sleep 30' | cat; wait";
+    for how in ["cancel", "drop"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+        let shell = Shell::new(ws).allow_without_asking(true);
+        let ctx = ToolContext::new("toolu_1");
+        let cancel = ctx.cancel.clone();
+        let stream = shell.call(json!({ "command": command }), ctx);
+        let task = tokio::spawn(stream.collect::<Vec<ToolEvent>>());
+        let pids = [
+            written_pid(&dir.path().join("bg")).await,
+            written_pid(&dir.path().join("piped")).await,
+        ];
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(pids.iter().all(|&pid| running(pid)), "{how}: started");
+        if how == "cancel" {
+            cancel.cancel();
+            let events = task.await.expect("the call ends");
+            match events.last() {
+                Some(ToolEvent::Result(out)) => {
+                    assert!(
+                        out.is_error && text(out).contains("interrupted"),
+                        "{}",
+                        text(out)
+                    );
+                }
+                other => panic!("no result: {other:?}"),
+            }
+        } else {
+            task.abort();
+            assert!(task.await.is_err_and(|e| e.is_cancelled()));
+        }
+        let mut left = pids.to_vec();
+        for _ in 0..500 {
+            left.retain(|&pid| running(pid));
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        if !left.is_empty() {
+            // Do not leave them behind for the rest of the run.
+            for pid in &left {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+            panic!("{how}: still running after 5 s: {left:?}");
+        }
+    }
+}
+
 // ---- one name for the Read tool's file ----
 
 #[test]
