@@ -1,7 +1,7 @@
 //! Where a write may go: inside the workspace, never through `..`, an absolute path outside
 //! it, or a symbolic link (existing or dangling) that leads out, and never onto a control path
-//! of the workspace (`.git` at any depth, agent and tool configuration; see
-//! [`threadline_workspace::ControlPaths`]).
+//! of the workspace (`.git` at any depth, agent and tool configuration, a file named `HEAD`
+//! and what lies inside a directory holding one; see [`threadline_workspace::ControlPaths`]).
 //!
 //! The resolution is [`Workspace::resolve_for_write`]: the path is followed from the root one
 //! component at a time (links spliced in, nothing outside the root looked at); what does not

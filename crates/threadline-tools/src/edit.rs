@@ -1,11 +1,16 @@
 //! `Edit`: replaces an exact string in a file inside the workspace — exactly one occurrence,
 //! or every one when asked.
+//!
+//! The file is read as bytes (at most [`MAX_WRITE_BYTES`]) and edited only when they are
+//! UTF-8 text: a file with a NUL byte near its start or an invalid sequence anywhere is
+//! refused and left as it was, never written back with U+FFFD in place of its bytes.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use threadline_query::{Tool, ToolContext, ToolOutput, ToolStream, tool_result};
-use threadline_workspace::{Limits, PathKind, Workspace};
+use threadline_workspace::{BINARY_SNIFF_BYTES, PathKind, Refusal, Workspace};
+use tokio::io::AsyncReadExt as _;
 
 use crate::confine::resolve_for_write;
 use crate::text::refused;
@@ -71,22 +76,41 @@ async fn edit(workspace: &Workspace, input: &Value) -> ToolOutput {
     if let Err(refusal) = resolve_for_write(workspace, path) {
         return refused(path, &refusal);
     }
-    let limits = Limits::default()
-        .with_max_bytes(MAX_WRITE_BYTES as u64)
-        .with_max_lines(usize::MAX);
-    let read = match workspace.read_text(&resolved, &limits).await {
-        Ok(read) => read,
-        Err(refusal) => return refused(path, &refusal),
+    // The bytes as they are (at most one past the limit): a lossy decoding written back would
+    // replace every invalid byte of the file.
+    let mut bytes = Vec::new();
+    let read = match tokio::fs::File::open(&resolved.canonical).await {
+        Ok(file) => {
+            file.take(MAX_WRITE_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)
+                .await
+        }
+        Err(e) => Err(e),
     };
-    if read.truncated.is_some() {
+    if let Err(e) = read {
+        return ToolOutput::error(format!("{path}: cannot be read: {e}"));
+    }
+    if bytes.len() > MAX_WRITE_BYTES {
         return ToolOutput::error(format!(
             "{path}: larger than {MAX_WRITE_BYTES} bytes; too large to edit"
         ));
     }
-    let count = read.content.matches(old).count();
+    if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        return refused(path, &Refusal::Binary);
+    }
+    let content = match String::from_utf8(bytes) {
+        Ok(content) => content,
+        Err(e) => {
+            return ToolOutput::error(format!(
+                "{path}: not UTF-8 text (an invalid byte at offset {}); Edit changes only UTF-8 files, and this one was left as it was",
+                e.utf8_error().valid_up_to()
+            ));
+        }
+    };
+    let count = content.matches(old).count();
     let updated = match (count, all) {
         (0, _) => return ToolOutput::error(format!("{path}: old_string was not found")),
-        (1, _) | (_, true) => read.content.replace(old, new),
+        (1, _) | (_, true) => content.replace(old, new),
         (n, false) => {
             return ToolOutput::error(format!(
                 "{path}: old_string occurs {n} times; add surrounding lines to make it unique, or set replace_all"

@@ -19,11 +19,14 @@
 //!   entries. Tools the loop runs concurrently each have this bound.
 //! - **Control paths:** `Write` and `Edit` refuse the workspace's control paths (`.git` at
 //!   any depth — a worktree's `.git` file too —, `.gitmodules`, `.claude`, `.mcp.json`,
-//!   `.threadline`; [`threadline_workspace::ControlPaths`]), through links and case aliases
-//!   too, so file permission never becomes shell permission (a planted `core.fsmonitor` or
-//!   hook). Reading them stays allowed.
-//! - **Secrets:** `Bash`'s child does not inherit a model credential, the Claude API's or a
-//!   cloud platform's (AWS keys, Vertex's token, Foundry's key: [`shell::DEFAULT_WITHHELD_ENV`]),
+//!   `.threadline`; [`threadline_workspace::ControlPaths`]), a file named `HEAD` and anything
+//!   inside a directory that holds one (a git directory outside `.git`), through links and
+//!   case aliases too, so file permission never becomes shell permission (a planted
+//!   `core.fsmonitor` or hook). Reading them stays allowed.
+//! - **Secrets:** `Bash`'s child does not inherit a model credential, the Claude API's (every
+//!   `ANTHROPIC_*` variable) or a cloud platform's (AWS keys, Vertex's token, Foundry's key:
+//!   [`shell::DEFAULT_WITHHELD_ENV`] and
+//!   [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable)),
 //!   or any variable added to the list, unless passed on purpose
 //!   ([`Shell::with_withheld_env`]).
 //!

@@ -1,18 +1,28 @@
 //! `Bash`: a shell command in the workspace root, with a timeout, bounded output, and a
 //! permission question unless commands were allowed up front.
 //!
-//! The command's environment is this process's, less the variables withheld: by default the
-//! API's credentials ([`DEFAULT_WITHHELD_ENV`]), so a command the model runs cannot read the
-//! key. The list is configurable ([`Shell::with_withheld_env`],
-//! [`Shell::withhold_env`]); passing a credential on is an explicit choice
-//! ([`Shell::with_withheld_env`] without it).
+//! The command's environment is this process's, less the variables withheld: by default every
+//! model credential — each inherited variable
+//! [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable) names,
+//! so every `ANTHROPIC_*` one and the cloud platforms' keys ([`DEFAULT_WITHHELD_ENV`]) — so a
+//! command the model runs cannot read the key. [`Shell::withhold_env`] withholds more;
+//! [`Shell::with_withheld_env`] replaces the whole rule with exactly the names given, which
+//! is how a credential is passed on: an explicit choice.
+//!
+//! The command runs in a process group of its own, and the whole group is killed when the
+//! command times out, and when the call is cancelled or its stream dropped before the shell
+//! was reaped: a pipeline's other processes and the `&` jobs die with the shell, not only `sh`.
+//! Not killed: what a command left running after its shell exited and was reaped (`cmd &` as
+//! its last word, with its output elsewhere), and what it moved to another group (`setsid`).
 //!
 //! Each command that ends records a `threadline.tool.shell` event (inside the loop's
 //! `execute_tool` span) with its `process.exit.code`, or `error.type` `timeout`; never the
 //! command, its output or its environment.
 
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -34,9 +44,11 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// a chatty command cannot block on a full pipe).
 pub const MAX_OUTPUT_BYTES: usize = 30_000;
 
-/// The variables a command does not inherit unless asked: every model credential the client
-/// reads, the Claude API's and the cloud platforms'
-/// ([`threadline_workspace::credentials::CREDENTIAL_VARIABLES`]).
+/// The variables a command does not inherit unless asked, named one by one: every model
+/// credential the client reads, the Claude API's and the cloud platforms'
+/// ([`threadline_workspace::credentials::CREDENTIAL_VARIABLES`]). By default every other
+/// variable [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable)
+/// names (any `ANTHROPIC_*`) is withheld too ([`Shell::withholds_every_credential`]).
 pub const DEFAULT_WITHHELD_ENV: &[&str] = threadline_workspace::credentials::CREDENTIAL_VARIABLES;
 
 /// Runs `sh -c COMMAND` in the workspace root.
@@ -45,27 +57,36 @@ pub struct Shell {
     workspace: Arc<Workspace>,
     allowed: bool,
     withheld: Vec<String>,
+    /// Whether every credential variable is withheld besides `withheld` (until
+    /// [`Shell::with_withheld_env`] replaced the rule).
+    credentials: bool,
 }
 
 impl Shell {
-    /// A shell that asks permission for every command and withholds
-    /// [`DEFAULT_WITHHELD_ENV`] from it.
+    /// A shell that asks permission for every command and withholds every model credential
+    /// from it ([`DEFAULT_WITHHELD_ENV`] and every other variable
+    /// [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable)
+    /// names).
     pub fn new(workspace: Arc<Workspace>) -> Shell {
         Shell {
             workspace,
             allowed: false,
             withheld: DEFAULT_WITHHELD_ENV.iter().map(|&v| v.to_owned()).collect(),
+            credentials: true,
         }
     }
 
-    /// Withholds exactly these variables from every command (replacing the list; an empty
-    /// list passes the whole environment on, credentials included).
+    /// Withholds exactly these variables from every command: the list and the credential rule
+    /// are both replaced, so a credential not named here is passed on (an empty list passes
+    /// the whole environment on, credentials included). [`Shell::withhold_env`] after it adds
+    /// to this list only.
     pub fn with_withheld_env<I, S>(mut self, names: I) -> Shell
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         self.withheld = names.into_iter().map(Into::into).collect();
+        self.credentials = false;
         self
     }
 
@@ -78,9 +99,18 @@ impl Shell {
         self
     }
 
-    /// The variables withheld from every command.
+    /// The variables withheld from every command by name (besides every credential, while
+    /// [`Shell::withholds_every_credential`]).
     pub fn withheld_env(&self) -> &[String] {
         &self.withheld
+    }
+
+    /// Whether every inherited variable
+    /// [`is_credential_variable`](threadline_workspace::credentials::is_credential_variable)
+    /// names is withheld as well as [`Shell::withheld_env`]: true until
+    /// [`Shell::with_withheld_env`] replaces the rule.
+    pub fn withholds_every_credential(&self) -> bool {
+        self.credentials
     }
 
     /// Whether commands run without asking (the command line's `--allow-shell`).
@@ -127,7 +157,14 @@ impl Tool for Shell {
 
     fn call(&self, input: Value, ctx: ToolContext) -> ToolStream {
         let workspace = Arc::clone(&self.workspace);
-        let withheld = self.withheld.clone();
+        let mut withheld: Vec<OsString> = self.withheld.iter().map(OsString::from).collect();
+        if self.credentials {
+            // Every credential this process holds now (threadline_workspace::credentials), by
+            // its own name (a name that is not UTF-8 is removed as it is).
+            withheld.extend(std::env::vars_os().map(|(name, _)| name).filter(|name| {
+                threadline_workspace::credentials::is_credential_variable(&name.to_string_lossy())
+            }));
+        }
         tool_result(async move {
             let command = input["command"].as_str().unwrap_or_default().to_owned();
             let timeout = Duration::from_millis(
@@ -152,7 +189,7 @@ async fn run(
     workspace: &Workspace,
     command: &str,
     timeout: Duration,
-    withheld: &[String],
+    withheld: &[OsString],
 ) -> ToolOutput {
     let mut cmd = tokio::process::Command::new("sh");
     for name in withheld {
@@ -172,9 +209,19 @@ async fn run(
         Err(e) => return ToolOutput::error(format!("cannot start the shell: {e}")),
     };
     let pid = child.id();
+    // Declared after `child`, so dropped before it: the group is killed while the shell is
+    // at worst a zombie, its pid (the group's id) still its own.
+    let group = GroupGuard::new(pid);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let work = futures::future::join3(bounded(stdout), bounded(stderr), child.wait());
+    let wait = async {
+        let status = child.wait().await;
+        if status.is_ok() {
+            group.disarm();
+        }
+        status
+    };
+    let work = futures::future::join3(bounded(stdout), bounded(stderr), wait);
     match tokio::time::timeout(timeout, work).await {
         Ok((out, err, status)) => {
             let code = status.ok().and_then(|s| s.code());
@@ -196,6 +243,7 @@ async fn run(
         }
         Err(_) => {
             kill_group(pid);
+            group.disarm();
             tracing::info!(
                 name: names::EVENT_SHELL_EXIT,
                 { { names::ERROR_TYPE } = "timeout" },
@@ -205,6 +253,37 @@ async fn run(
                 "the command timed out after {} ms and was killed",
                 timeout.as_millis()
             ))
+        }
+    }
+}
+
+/// Kills the command's process group when dropped — the `run` future dropped by a cancel or
+/// by a dropped stream; `kill_on_drop` reaches `sh` alone — unless the group was dealt with:
+/// the shell was reaped (after which its pid, the group's id, may be another process's) or
+/// the timeout killed the group.
+struct GroupGuard {
+    pid: Option<u32>,
+    done: AtomicBool,
+}
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> GroupGuard {
+        GroupGuard {
+            pid,
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// The shell was reaped (or the group already killed): nothing to kill on drop.
+    fn disarm(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.done.load(Ordering::Acquire) {
+            kill_group(self.pid);
         }
     }
 }

@@ -14,6 +14,15 @@
 //! 8.3 short name (`GIT~1`) taken as its long name. That over-refuses on a case-sensitive
 //! file system (`.GIT/x` is refused there too), which is the safe side.
 //!
+//! Git directories outside `.git` are control paths too ([`GIT_DIRECTORY_MARKER`]): git takes
+//! any directory holding a `HEAD` file (with `objects/` and `refs/`) for a repository — a
+//! bare one, found by discovery from inside it, whose `config` can name `core.fsmonitor` —
+//! so a file named `HEAD` is never written (its name folded as above), and
+//! [`Workspace::resolve_for_write`](crate::Workspace::resolve_for_write) refuses anything
+//! inside a directory that already holds one. A file tool cannot make a directory a
+//! repository without writing its `HEAD` (it makes no symbolic links), and cannot change one
+//! that is. [`ControlPaths::with_git_directories`] turns this rule off.
+//!
 //! ```
 //! use threadline_workspace::ControlPaths;
 //!
@@ -22,6 +31,8 @@
 //! assert!(policy.matches(".GIT/hooks/pre-commit"));
 //! assert!(policy.matches(".claude/settings.json"));
 //! assert!(!policy.matches("src/git.rs"));
+//! assert!(policy.matches("vendor/x/HEAD"));
+//! assert!(!policy.matches("vendor/HEAD/notes.txt"));
 //! assert!(!ControlPaths::none().matches(".git/config"));
 //! assert!(ControlPaths::none().with("deploy/secrets").matches("deploy/secrets/prod.env"));
 //! ```
@@ -47,29 +58,58 @@ use std::path::{Component, Path};
 pub const DEFAULT_CONTROL_PATHS: &[&str] =
     &[".git", ".gitmodules", ".claude", ".mcp.json", ".threadline"];
 
+/// The file that makes a directory a git directory: git accepts a directory as a repository
+/// only when it holds a `HEAD` (a file or a symbolic link; `objects/` and `refs/` are easy to
+/// make, `HEAD` is the one thing git cannot do without). With the git-directory rule on
+/// ([`ControlPaths::default`]), a path whose last component is `HEAD` is a control path, and
+/// nothing is written inside a directory that holds one.
+pub const GIT_DIRECTORY_MARKER: &str = "HEAD";
+
 /// A workspace's control paths: the patterns of paths the file tools refuse to write or
-/// edit (reading them stays allowed).
+/// edit (reading them stays allowed), and whether git directories outside `.git` are
+/// protected ([`GIT_DIRECTORY_MARKER`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlPaths {
     /// Each pattern as given, and its folded components.
     patterns: Vec<(String, Vec<String>)>,
+    /// Whether a file named [`GIT_DIRECTORY_MARKER`], and what lies beside or below one, is
+    /// protected.
+    git_directories: bool,
 }
 
 impl Default for ControlPaths {
-    /// [`DEFAULT_CONTROL_PATHS`].
+    /// [`DEFAULT_CONTROL_PATHS`], and git directories protected.
     fn default() -> Self {
         DEFAULT_CONTROL_PATHS
             .iter()
             .fold(ControlPaths::none(), |paths, pattern| paths.with(pattern))
+            .with_git_directories(true)
     }
 }
 
 impl ControlPaths {
-    /// No control paths at all: every path inside the workspace may be written.
+    /// No control paths at all: every path inside the workspace may be written (git
+    /// directories included).
     pub fn none() -> Self {
         ControlPaths {
             patterns: Vec::new(),
+            git_directories: false,
         }
+    }
+
+    /// These control paths with the git-directory rule on or off: a file named `HEAD` (folded
+    /// as the patterns are) is a control path, and
+    /// [`Workspace::resolve_for_write`](crate::Workspace::resolve_for_write) refuses a path
+    /// inside a directory that holds one ([`GIT_DIRECTORY_MARKER`]).
+    pub fn with_git_directories(mut self, protected: bool) -> Self {
+        self.git_directories = protected;
+        self
+    }
+
+    /// Whether git directories outside `.git` are protected (see
+    /// [`ControlPaths::with_git_directories`]).
+    pub fn protects_git_directories(&self) -> bool {
+        self.git_directories
     }
 
     /// These control paths and `pattern` (components separated by `/`; `.`, `..` and empty
@@ -91,14 +131,17 @@ impl ControlPaths {
         self.patterns.iter().map(|(given, _)| given.as_str())
     }
 
-    /// Whether `path` (relative to the workspace root) is, or lies under, a control path.
+    /// Whether `path` (relative to the workspace root) is, or lies under, a control path, or
+    /// (the git-directory rule on) names a file `HEAD`. Lexical: what lies on disk beside
+    /// the path is [`Workspace::resolve_for_write`](crate::Workspace::resolve_for_write)'s
+    /// to check.
     pub fn matches(&self, path: impl AsRef<Path>) -> bool {
         self.matching(path.as_ref()).is_some()
     }
 
-    /// The first pattern `path` matches.
+    /// The first pattern `path` matches ([`GIT_DIRECTORY_MARKER`] for a `HEAD`).
     pub(crate) fn matching(&self, path: &Path) -> Option<&str> {
-        if self.patterns.is_empty() {
+        if self.patterns.is_empty() && !self.git_directories {
             return None;
         }
         let parts: Vec<String> = path
@@ -108,14 +151,22 @@ impl ControlPaths {
                 _ => None,
             })
             .collect();
-        self.patterns
+        let pattern = self
+            .patterns
             .iter()
             .find(|(_, pattern)| {
                 parts
                     .windows(pattern.len())
                     .any(|window| window.iter().zip(pattern).all(|(a, b)| same(a, b)))
             })
-            .map(|(given, _)| given.as_str())
+            .map(|(given, _)| given.as_str());
+        pattern.or_else(|| {
+            (self.git_directories
+                && parts
+                    .last()
+                    .is_some_and(|last| *last == fold(GIT_DIRECTORY_MARKER)))
+            .then_some(GIT_DIRECTORY_MARKER)
+        })
     }
 }
 
@@ -194,6 +245,33 @@ mod tests {
         ] {
             assert!(policy.matches(path), "{path:?}");
         }
+    }
+
+    #[test]
+    fn a_file_named_head_is_a_control_path_unless_git_directories_are_off() {
+        let policy = ControlPaths::default();
+        for path in [
+            "vendor/x/HEAD",
+            "HEAD",
+            "a/head",
+            "a/Head.",
+            "a/HEAD::$DATA",
+            "a/HE\u{200c}AD",
+        ] {
+            assert_eq!(
+                policy.matching(Path::new(path)),
+                Some(GIT_DIRECTORY_MARKER),
+                "{path:?}"
+            );
+        }
+        // Only the last component: a directory named HEAD holds no git directory's HEAD.
+        for path in ["HEAD/notes.txt", "a/HEADS", "a/ORIG_HEAD", "a/HEAD.txt"] {
+            assert!(!policy.matches(path), "{path:?}");
+        }
+        assert!(policy.protects_git_directories());
+        assert!(!policy.clone().with_git_directories(false).matches("x/HEAD"));
+        assert!(!ControlPaths::none().matches("x/HEAD"));
+        assert!(!ControlPaths::none().protects_git_directories());
     }
 
     #[test]

@@ -27,6 +27,9 @@
 //!   `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_EXTERNAL_DIFF`, …) and sets
 //!   `GIT_CEILING_DIRECTORIES` to the workspace's parent, so a repository *above* the workspace
 //!   is never discovered;
+//! - passes no model credential on, to git or anything it starts: every inherited variable
+//!   [`is_credential_variable`](crate::credentials::is_credential_variable) names
+//!   (`ANTHROPIC_*`, the cloud platforms' keys) is removed;
 //! - has no standard input (`GIT_TERMINAL_PROMPT=0`), reads at most [`OUTPUT_LIMIT`] bytes of
 //!   output and is killed after [`TIMEOUT`].
 //!
@@ -197,6 +200,12 @@ impl Git {
         for name in CLEARED_ENV {
             command.env_remove(name);
         }
+        // No model credential reaches git or what it starts (crate::credentials).
+        for (name, _) in std::env::vars_os() {
+            if crate::credentials::is_credential_variable(&name.to_string_lossy()) {
+                command.env_remove(&name);
+            }
+        }
         // Configuration from the environment has the precedence of `-c`: above every file.
         command.env("GIT_CONFIG_COUNT", self.overrides.len().to_string());
         for (i, (key, value)) in self.overrides.iter().enumerate() {
@@ -290,6 +299,74 @@ mod tests {
             started.elapsed() < Duration::from_secs(20),
             "{:?}",
             started.elapsed()
+        );
+    }
+
+    /// Makes `script` an executable stand-in for git in `dir`.
+    #[cfg(unix)]
+    fn fake_git(dir: &Path, script: &str) -> PathBuf {
+        let fake = dir.join("fake-git");
+        std::fs::write(&fake, script).expect("script");
+        let mut permissions = std::fs::metadata(&fake).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&fake, permissions).expect("chmod");
+        fake
+    }
+
+    /// In a child of this test binary with credentials in its environment (set there, not in
+    /// this process, which other tests share), a stand-in git writes the environment it got.
+    #[cfg(unix)]
+    #[test]
+    fn no_model_credential_reaches_git() {
+        const CHILD: &str = "THREADLINE_WORKSPACE_GIT_ENV_OUT";
+        const NAME: &str = "no_model_credential_reaches_git";
+        if let Some(out) = std::env::var_os(CHILD) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            // Exit 1: `git config --get-regexp` found no filter, so a runner is made.
+            let fake = fake_git(
+                dir.path(),
+                &format!("#!/bin/sh\nenv > \"${CHILD}\"\nexit 1\n"),
+            );
+            let git = Git::with_program(&fake, dir.path(), TIMEOUT).expect("runner");
+            assert_eq!(git.run(&["status"]), Err(GitError::Failed(Some(1))));
+            assert!(Path::new(&out).exists());
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("env.txt");
+        let test = match module_path!().split_once("::") {
+            Some((_, module)) => format!("{module}::{NAME}"),
+            None => NAME.to_owned(),
+        };
+        let status = Command::new(std::env::current_exe().expect("current exe"))
+            .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, &out)
+            .env("ANTHROPIC_API_KEY", "sk-ant-api03-test-key")
+            .env("ANTHROPIC_CUSTOM_HEADERS", "x-secret: 1")
+            .env("AWS_SECRET_ACCESS_KEY", "aws-secret")
+            .env("AWS_SESSION_TOKEN", "aws-token")
+            .env("AWS_REGION", "us-east-1")
+            .status()
+            .expect("child runs");
+        assert!(status.success(), "{status}");
+        let env = std::fs::read_to_string(&out).expect("the stand-in git ran");
+        let names: Vec<&str> = env
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(n, _)| n)
+            .collect();
+        // The runner's own settings are there, so this is the environment git got.
+        assert!(env.lines().any(|l| l == "GIT_NO_LAZY_FETCH=1"), "{env}");
+        assert!(env.lines().any(|l| l == "AWS_REGION=us-east-1"), "{env}");
+        for name in names {
+            assert!(
+                !crate::credentials::is_credential_variable(name),
+                "{name} reached git"
+            );
+        }
+        assert!(
+            !env.contains("sk-ant-api03-test-key") && !env.contains("aws-secret"),
+            "{env}"
         );
     }
 

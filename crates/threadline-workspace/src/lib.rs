@@ -38,7 +38,8 @@
 //!   exists or not; no file is read past its byte limit ([`Workspace`]).
 //! - A write resolved by [`Workspace::resolve_for_write`] never lands on a control path
 //!   (`.git` at any depth, agent and tool configuration: [`ControlPaths`]), through a link,
-//!   a case alias or otherwise.
+//!   a case alias or otherwise; nor on a file named `HEAD`, nor inside a directory that holds
+//!   one, so no git directory can be planted or changed outside `.git` either.
 //! - No git setting, hook or file runs code, and git never fetches ([`git::Git`]).
 #![forbid(unsafe_code)]
 
@@ -47,7 +48,7 @@ pub mod credentials;
 pub mod git;
 mod workspace;
 
-pub use control_paths::{ControlPaths, DEFAULT_CONTROL_PATHS};
+pub use control_paths::{ControlPaths, DEFAULT_CONTROL_PATHS, GIT_DIRECTORY_MARKER};
 pub use git::{Git, GitError};
 #[cfg(feature = "tokio")]
 pub use workspace::read_limited;

@@ -11,8 +11,9 @@
 //!
 //! Writes go through [`Workspace::resolve_for_write`]: the same confinement for a path that
 //! may not exist yet, and then the workspace's [`ControlPaths`] policy (`.git` at any depth,
-//! agent and tool configuration), so a tool that may write files cannot plant something that
-//! git or an agent runs later. Reading control paths stays allowed.
+//! agent and tool configuration, a file named `HEAD` and anything inside a directory that
+//! holds one: a git directory outside `.git`), so a tool that may write files cannot plant
+//! something that git or an agent runs later. Reading control paths stays allowed.
 //!
 //! What is not protected: the checks and the later open are separate system calls, so a
 //! process racing them (a shell command the user allowed) can swap a directory for a link
@@ -110,10 +111,11 @@ pub enum Refusal {
     /// The path is, or lies under, a control path of the workspace (a write or an edit was
     /// refused; see [`ControlPaths`]).
     #[error(
-        "a control path of the workspace (`{pattern}`: git, agent or tool configuration that can make programs run): the file tools do not write it"
+        "a control path of the workspace (`{pattern}`: git, agent or tool configuration that can make programs run): the file tools do not write there"
     )]
     ControlPath {
-        /// The control path it matched, as configured (`.git`).
+        /// The control path it matched, as configured (`.git`, `HEAD`), or the `HEAD` file
+        /// (relative to the root) of the git directory the path lies in (`vendor/x/HEAD`).
         pattern: String,
     },
 }
@@ -287,7 +289,10 @@ impl Workspace {
     /// (with its missing parent directories). The same confinement as
     /// [`resolve`](Self::resolve), and then the [`ControlPaths`] policy: a path that is, or
     /// lies under, a control path — as given or once its links are followed — is refused as
-    /// [`Refusal::ControlPath`].
+    /// [`Refusal::ControlPath`], and so (unless [`ControlPaths::with_git_directories`] turned
+    /// it off) is a path inside a directory, the root included, that holds a `HEAD` that is
+    /// not a directory: git takes such a directory for a repository, or will once `objects/`
+    /// and `refs/` are there, and runs what its `config` names.
     pub fn resolve_for_write(&self, path: &str) -> Result<PathBuf, Refusal> {
         let relative = self.lexical(path)?;
         if relative.as_os_str().is_empty() {
@@ -328,7 +333,32 @@ impl Workspace {
                 pattern: pattern.to_owned(),
             });
         }
+        if self.control.protects_git_directories()
+            && let Some(head) = self.git_directory_head(inside)
+        {
+            return Err(Refusal::ControlPath { pattern: head });
+        }
         Ok(target)
+    }
+
+    /// The `HEAD` (relative to the root) of the first directory on the way from the root to
+    /// `inside` (a canonical path below the root; its existing directories are real ones)
+    /// that holds a `HEAD` that is not a directory: one git would take for a repository.
+    /// Looked up as git looks it up, so a case-insensitive file system finds `head` too.
+    fn git_directory_head(&self, inside: &Path) -> Option<String> {
+        let parent = inside.parent().unwrap_or(Path::new(""));
+        let mut dir = PathBuf::new();
+        let mut dirs = vec![dir.clone()];
+        for component in parent.components() {
+            dir.push(component);
+            dirs.push(dir.clone());
+        }
+        dirs.into_iter().find_map(|dir| {
+            let head = dir.join(crate::control_paths::GIT_DIRECTORY_MARKER);
+            std::fs::symlink_metadata(self.root.join(&head))
+                .is_ok_and(|metadata| !metadata.is_dir())
+                .then(|| relative_text(&head))
+        })
     }
 
     /// Whether `relative` (a path below the root, as given or resolved) is, or lies under, a
@@ -732,6 +762,85 @@ mod tests {
             open.resolve_for_write("a/secrets/k"),
             Err(Refusal::ControlPath {
                 pattern: "secrets".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_head_file_and_what_lies_inside_a_directory_holding_one_are_not_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        // Planting a git directory needs its HEAD.
+        for path in ["vendor/x/HEAD", "HEAD", "a/head"] {
+            assert_eq!(
+                ws.resolve_for_write(path),
+                Err(Refusal::ControlPath {
+                    pattern: "HEAD".into()
+                }),
+                "{path}"
+            );
+        }
+        // The rest of one is ordinary files while there is no HEAD beside them.
+        assert!(ws.resolve_for_write("vendor/x/config").is_ok());
+        assert!(ws.resolve_for_write("HEAD/notes.txt").is_ok());
+        // A directory that already holds a HEAD (a bare repository committed to the
+        // project): nothing inside it is written, at any depth.
+        std::fs::create_dir_all(dir.path().join("fixture.git/refs")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("fixture.git/HEAD"),
+            "ref: refs/heads/main\n",
+        )
+        .expect("HEAD");
+        std::fs::create_dir_all(dir.path().join("tree/HEAD")).expect("mkdir");
+        for path in [
+            "fixture.git/config",
+            "fixture.git/hooks/post-checkout",
+            "fixture.git/refs/k",
+        ] {
+            assert_eq!(
+                ws.resolve_for_write(path),
+                Err(Refusal::ControlPath {
+                    pattern: "fixture.git/HEAD".into()
+                }),
+                "{path}"
+            );
+        }
+        // A directory named HEAD makes nothing a git directory.
+        assert!(ws.resolve_for_write("tree/config").is_ok());
+        assert!(ws.resolve_for_write("fixture.gitx/config").is_ok());
+        // The rule is the policy's.
+        let open = ws
+            .clone()
+            .with_control_paths(ControlPaths::default().with_git_directories(false));
+        assert!(open.resolve_for_write("vendor/x/HEAD").is_ok());
+        assert!(open.resolve_for_write("fixture.git/config").is_ok());
+        assert!(
+            ws.clone()
+                .with_control_paths(ControlPaths::none())
+                .resolve_for_write("fixture.git/config")
+                .is_ok()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_head_reached_through_a_link_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        std::fs::create_dir_all(dir.path().join("bare")).expect("mkdir");
+        std::fs::write(dir.path().join("bare/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        std::os::unix::fs::symlink("bare", dir.path().join("alias")).expect("link");
+        std::os::unix::fs::symlink("bare/HEAD", dir.path().join("head-link")).expect("link");
+        assert_eq!(
+            ws.resolve_for_write("alias/config"),
+            Err(Refusal::ControlPath {
+                pattern: "bare/HEAD".into()
+            })
+        );
+        assert_eq!(
+            ws.resolve_for_write("head-link"),
+            Err(Refusal::ControlPath {
+                pattern: "HEAD".into()
             })
         );
     }

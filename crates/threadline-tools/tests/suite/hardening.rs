@@ -285,6 +285,112 @@ async fn write_and_edit_refuse_control_paths_of_a_real_repository() {
     assert!(text(&out).contains("ref: refs/heads/"), "{}", text(&out));
 }
 
+/// Runs `git -C dir status` as a shell prompt or an editor would, with no configuration but
+/// the repository's own (git's defaults: `safe.bareRepository=all`), discovery stopped at
+/// `ceiling`.
+fn git_status_in(dir: &Path, ceiling: &Path) {
+    let _ = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .arg("status")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+}
+
+/// The four files of a git directory whose `config` runs `fsmonitor`, writing `marker`.
+fn embedded_repository(marker: &Path) -> [(&'static str, String); 4] {
+    [
+        ("vendor/x/HEAD", "ref: refs/heads/main\n".to_owned()),
+        ("vendor/x/objects/k", "k\n".to_owned()),
+        ("vendor/x/refs/k", "k\n".to_owned()),
+        (
+            "vendor/x/config",
+            format!(
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch '{}'; false\"\n",
+                marker.display()
+            ),
+        ),
+    ]
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn write_cannot_plant_a_git_directory_whose_config_runs_a_program() {
+    // The attack is real in this git: the four files, written directly, make `git status`
+    // inside `vendor/x` run the planted fsmonitor.
+    let control = tempfile::tempdir().expect("tempdir");
+    let marker = control.path().join("PWNED");
+    for (path, content) in embedded_repository(&marker) {
+        let path = control.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+    }
+    git_status_in(&control.path().join("vendor/x"), control.path());
+    assert!(
+        marker.exists(),
+        "the planted repository ran nothing: no attack to refuse"
+    );
+
+    // Through the Write tool, HEAD is refused, and git finds no repository to run.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("PWNED");
+    let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+    let write = WriteFile::new(Arc::clone(&ws));
+    for (path, content) in embedded_repository(&marker) {
+        let out = call(&write, json!({"path": path, "content": content})).await;
+        if path.ends_with("HEAD") {
+            assert!(out.is_error, "Write {path}: {}", text(&out));
+            assert!(
+                text(&out).contains("a control path of the workspace (`HEAD`"),
+                "Write {path}: {}",
+                text(&out)
+            );
+        }
+    }
+    assert!(!dir.path().join("vendor/x/HEAD").exists());
+    git_status_in(&dir.path().join("vendor/x"), dir.path());
+    assert!(!marker.exists(), "git ran the planted fsmonitor");
+
+    // A git directory already in the project (a committed bare repository) cannot be
+    // changed either: neither its config nor a hook, by Write or by Edit.
+    let bare = dir.path().join("fixture.git");
+    std::fs::create_dir_all(bare.join("objects")).expect("mkdir");
+    std::fs::create_dir_all(bare.join("refs")).expect("mkdir");
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    std::fs::write(
+        bare.join("config"),
+        "[core]\n\trepositoryformatversion = 0\n",
+    )
+    .expect("config");
+    let before = snapshot(&bare);
+    let planted = &embedded_repository(&marker)[3].1;
+    for path in ["fixture.git/config", "fixture.git/hooks/post-index-change"] {
+        let out = call(&write, json!({"path": path, "content": planted})).await;
+        assert!(out.is_error, "Write {path}: {}", text(&out));
+        assert!(text(&out).contains("`fixture.git/HEAD`"), "{}", text(&out));
+    }
+    let edit = EditFile::new(Arc::clone(&ws));
+    let out = call(
+        &edit,
+        json!({"path": "fixture.git/config", "old_string": "[core]\n", "new_string": planted}),
+    )
+    .await;
+    assert!(out.is_error, "Edit: {}", text(&out));
+    assert_eq!(snapshot(&bare), before, "the git directory is unchanged");
+    git_status_in(&bare, dir.path());
+    assert!(!marker.exists(), "git ran the planted fsmonitor");
+}
+
 // ---- no existence oracle outside the workspace ----
 
 #[cfg(unix)]
@@ -350,7 +456,7 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
         let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
         let command = "echo key=${ANTHROPIC_API_KEY-unset} token=${ANTHROPIC_AUTH_TOKEN-unset} \
                        aws=${AWS_SECRET_ACCESS_KEY-unset} mine=${MY_SECRET-unset} \
-                       other=${OTHER-unset}";
+                       other=${OTHER-unset} headers=${ANTHROPIC_CUSTOM_HEADERS-unset}";
         let input = json!({ "command": command });
         let shells = [
             ("DEFAULT", Shell::new(Arc::clone(&ws))),
@@ -378,21 +484,108 @@ fn the_shell_child_does_not_inherit_the_api_key_unless_asked() {
             ("AWS_SECRET_ACCESS_KEY", "aws-secret"),
             ("MY_SECRET", "mine-value"),
             ("OTHER", "kept"),
+            // Named in no list: withheld as every `ANTHROPIC_*` variable is.
+            ("ANTHROPIC_CUSTOM_HEADERS", "x"),
         ],
     );
     assert_eq!(
         printed(&stdout, "DEFAULT"),
-        "exit code: 0 key=unset token=unset aws=unset mine=mine-value other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=mine-value other=kept headers=unset"
     );
     assert_eq!(
         printed(&stdout, "LISTED"),
-        "exit code: 0 key=unset token=unset aws=unset mine=unset other=kept"
+        "exit code: 0 key=unset token=unset aws=unset mine=unset other=kept headers=unset"
     );
     assert_eq!(
         printed(&stdout, "PASSED"),
         "exit code: 0 key=sk-ant-api03-test-key token=token-value aws=aws-secret mine=mine-value \
-         other=kept"
+         other=kept headers=x"
     );
+}
+
+// ---- a cancelled command leaves nothing running ----
+
+/// Whether process `pid` still runs (a zombie has stopped: it only waits to be reaped).
+#[cfg(target_os = "linux")]
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// The pid a command wrote to `file`, once it has.
+#[cfg(target_os = "linux")]
+async fn written_pid(file: &Path) -> u32 {
+    for _ in 0..500 {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{} was never written", file.display());
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_cancelled_or_dropped_command_leaves_no_process_running() {
+    use futures::StreamExt as _;
+    use threadline_query::{ToolContext, ToolEvent};
+    // A job in the background and a pipeline in the foreground, each a `sleep` of the
+    // command's process group that writes its pid.
+    let command = "sleep 30 & echo $! > bg; sh -c 'echo $$ > piped; exec sleep 30' | cat; wait";
+    for how in ["cancel", "drop"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Arc::new(Workspace::new(dir.path()).expect("workspace"));
+        let shell = Shell::new(ws).allow_without_asking(true);
+        let ctx = ToolContext::new("toolu_1");
+        let cancel = ctx.cancel.clone();
+        let stream = shell.call(json!({ "command": command }), ctx);
+        let task = tokio::spawn(stream.collect::<Vec<ToolEvent>>());
+        let pids = [
+            written_pid(&dir.path().join("bg")).await,
+            written_pid(&dir.path().join("piped")).await,
+        ];
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(pids.iter().all(|&pid| running(pid)), "{how}: started");
+        if how == "cancel" {
+            cancel.cancel();
+            let events = task.await.expect("the call ends");
+            match events.last() {
+                Some(ToolEvent::Result(out)) => {
+                    assert!(
+                        out.is_error && text(out).contains("interrupted"),
+                        "{}",
+                        text(out)
+                    );
+                }
+                other => panic!("no result: {other:?}"),
+            }
+        } else {
+            task.abort();
+            assert!(task.await.is_err_and(|e| e.is_cancelled()));
+        }
+        let mut left = pids.to_vec();
+        for _ in 0..500 {
+            left.retain(|&pid| running(pid));
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        if !left.is_empty() {
+            // Do not leave them behind for the rest of the run.
+            for pid in &left {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+            panic!("{how}: still running after 5 s: {left:?}");
+        }
+    }
 }
 
 // ---- one name for the Read tool's file ----

@@ -312,6 +312,54 @@ async fn edit_replaces_exactly_one_occurrence_or_all_when_asked() {
 }
 
 #[tokio::test]
+async fn edit_refuses_a_file_that_is_not_utf8_and_leaves_its_bytes() {
+    let f = fixture();
+    let edit = EditFile::new(Arc::clone(&f.ws));
+    let file = f.ws.root().join("latin1.txt");
+    // Latin-1 `é`: an invalid byte in UTF-8, after a match that would be replaced.
+    let bytes = b"caf\xe9 old\n".to_vec();
+    std::fs::write(&file, &bytes).expect("write");
+    let out = call(
+        &edit,
+        json!({"path": "latin1.txt", "old_string": "old", "new_string": "new"}),
+    )
+    .await;
+    assert!(out.is_error, "{}", text(&out));
+    assert_eq!(
+        text(&out),
+        "latin1.txt: not UTF-8 text (an invalid byte at offset 3); Edit changes only UTF-8 files, and this one was left as it was"
+    );
+    assert_eq!(std::fs::read(&file).expect("read"), bytes);
+    // Binary and too large are refused as before, UTF-8 text edited.
+    std::fs::write(f.ws.root().join("bin"), b"old\0").expect("write");
+    let out = call(
+        &edit,
+        json!({"path": "bin", "old_string": "old", "new_string": "new"}),
+    )
+    .await;
+    assert!(text(&out).contains("a binary file"), "{}", text(&out));
+    std::fs::write(f.ws.root().join("utf8.txt"), "café old\n").expect("write");
+    let out = call(
+        &edit,
+        json!({"path": "utf8.txt", "old_string": "old", "new_string": "new"}),
+    )
+    .await;
+    assert_eq!(text(&out), "Edited utf8.txt: 1 replacement");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.root().join("utf8.txt")).expect("read"),
+        "café new\n"
+    );
+    let large = vec![b'a'; threadline_tools::write::MAX_WRITE_BYTES + 1];
+    std::fs::write(f.ws.root().join("large.txt"), &large).expect("write");
+    let out = call(
+        &edit,
+        json!({"path": "large.txt", "old_string": "a", "new_string": "b", "replace_all": true}),
+    )
+    .await;
+    assert!(text(&out).contains("too large to edit"), "{}", text(&out));
+}
+
+#[tokio::test]
 async fn edit_never_touches_files_outside() {
     let f = fixture();
     let edit = EditFile::new(Arc::clone(&f.ws));
