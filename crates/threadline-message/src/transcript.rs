@@ -510,7 +510,8 @@ impl Format {
     /// The format of `text`: [`ClaudeCode`](Format::ClaudeCode) when the first record that
     /// decides is Claude Code's (a `uuid`, `parentUuid`, `sessionId` or `leafUuid` field, or a
     /// type only Claude Code writes), [`Threadline`](Format::Threadline) otherwise — our lines
-    /// (`type` and `id`) and a text where nothing decides alike. Lines that are not JSON
+    /// (`type` and `id` without a `message` object, a session store's `uuid` or not) and a
+    /// text where nothing decides alike. Lines that are not JSON
     /// objects are passed over; the scan stops at the first deciding record.
     pub fn detect(text: &str) -> Format {
         if crate::claude_code::is_claude_code_transcript(text) {
@@ -784,6 +785,16 @@ mod tests {
             let record = format!(r#"{{"type":"{kind}","id":"x"}}"#);
             assert_eq!(Format::detect(&record), Format::ClaudeCode, "{kind}");
         }
+        // A session store's line: our message with the store's `uuid` added.
+        let mut stored =
+            serde_json::to_vec(&Message::user_text("List the files")).expect("serializes");
+        crate::json_line::add_field(&mut stored, "uuid", "u-1").expect("an object");
+        let stored = String::from_utf8(stored).expect("UTF-8");
+        assert_eq!(Format::detect(&stored), Format::Threadline, "{stored}");
+        // Claude Code's records carry their message in a `message` object.
+        let theirs =
+            r#"{"type":"user","id":"x","uuid":"u","message":{"role":"user","content":"hi"}}"#;
+        assert_eq!(Format::detect(theirs), Format::ClaudeCode);
     }
 
     #[test]

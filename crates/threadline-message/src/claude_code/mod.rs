@@ -349,7 +349,14 @@ fn decides(record: &Map<String, Value>) -> Option<bool> {
     const CLAUDE_CODE_FIELDS: [&str; 4] = ["uuid", "parentUuid", "sessionId", "leafUuid"];
     const CLAUDE_CODE_TYPES: [&str; 3] = ["summary", "file-history-snapshot", "queue-operation"];
     let record_type = record.get("type").and_then(Value::as_str);
-    if CLAUDE_CODE_FIELDS.iter().any(|f| record.contains_key(*f))
+    // One of our messages (`type` and `id`, no `message` object) decides for us even with a
+    // `uuid`: a session store's line is our message with the store's `uuid` added.
+    let ours = record_type.is_some_and(|t| !CLAUDE_CODE_TYPES.contains(&t))
+        && record.contains_key("id")
+        && !record.get("message").is_some_and(Value::is_object);
+    if ours {
+        Some(false)
+    } else if CLAUDE_CODE_FIELDS.iter().any(|f| record.contains_key(*f))
         || record_type.is_some_and(|t| CLAUDE_CODE_TYPES.contains(&t))
     {
         Some(true)
