@@ -559,6 +559,10 @@ fn scan(
             // the end of the whole lines).
             &line[..]
         };
+        // A file whose line endings were converted to CRLF (an editor, a checkout on
+        // Windows) reads as it was written: the `\r` is the ending's, never the entry's (an
+        // entry holds no line break).
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         if bytes.is_empty() {
             continue;
         }

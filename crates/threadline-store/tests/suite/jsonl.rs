@@ -372,3 +372,29 @@ fn threads_append_to_one_file() {
         .expect("entries");
     check_children(&loaded, 4);
 }
+
+#[test]
+fn a_file_converted_to_crlf_line_endings_reads_and_appends_as_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = JsonlStore::new(dir.path());
+    let k = key("p", "s");
+    let path = store.path_of(&k).expect("path");
+    fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    fs::write(
+        &path,
+        b"{\"uuid\":\"1\"}\r\n{\"uuid\":\"2\",\"t\":\"a\\r\\nb\"}\r\n",
+    )
+    .expect("write");
+    let first = vec![
+        entry(r#"{"uuid":"1"}"#),
+        entry(r#"{"uuid":"2","t":"a\r\nb"}"#),
+    ];
+    assert_eq!(block_on(store.load(&k)).expect("load"), Some(first.clone()));
+    // Known by their ids: appended again, they are duplicates; a new entry follows them.
+    let appended =
+        block_on(store.append(&k, &[first[1].clone(), entry(r#"{"uuid":"3"}"#)])).expect("append");
+    assert_eq!((appended.written, appended.duplicates), (1, 1));
+    let mut all = first;
+    all.push(entry(r#"{"uuid":"3"}"#));
+    assert_eq!(block_on(store.load(&k)).expect("load"), Some(all));
+}
