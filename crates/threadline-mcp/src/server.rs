@@ -132,14 +132,7 @@ impl StderrTail {
         let text = self.text();
         let line = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
         let mut line = line.to_owned();
-        if line.len() > 200 {
-            let mut cut = 200;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
+        crate::content::cut_line(&mut line, 200);
         Some(line)
     }
 }
@@ -432,13 +425,7 @@ async fn connect_inner(
     };
     let instructions = service.peer_info().and_then(|info| {
         info.instructions.clone().map(|mut text| {
-            if text.len() > MAX_INSTRUCTIONS_BYTES {
-                let mut cut = MAX_INSTRUCTIONS_BYTES;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-            }
+            crate::content::cut(&mut text, MAX_INSTRUCTIONS_BYTES);
             text
         })
     });

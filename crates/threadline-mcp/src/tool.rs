@@ -48,14 +48,7 @@ impl Tool for McpTool {
             return Permission::Allow;
         }
         let mut shown = input.to_string();
-        if shown.len() > 200 {
-            let mut cut = 200;
-            while !shown.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            shown.truncate(cut);
-            shown.push('…');
-        }
+        crate::content::cut_line(&mut shown, 200);
         Permission::Ask {
             prompt: format!(
                 "Call `{}` of MCP server `{}` with {shown}?",
