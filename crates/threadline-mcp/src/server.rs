@@ -41,6 +41,18 @@ pub const MAX_TOOL_PAGES: usize = 100;
 /// The most bytes of instructions kept from one server.
 pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
 
+/// The most bytes of what the SDK reported kept in a one-line [`ConnectError`] (a handshake
+/// or a listing that failed): it quotes the server's JSON-RPC error, whose `message` and
+/// `data` may be as long as a line rmcp reads. A longer one is cut, marked `…`.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
+
+/// `error` as a [`ConnectError`]'s message: at most [`MAX_ERROR_MESSAGE_BYTES`].
+fn error_message(error: &dyn std::fmt::Display) -> String {
+    let mut message = error.to_string();
+    crate::content::cut_line(&mut message, MAX_ERROR_MESSAGE_BYTES);
+    message
+}
+
 /// Timeouts of the MCP client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -342,7 +354,7 @@ async fn connect_inner(
     let handshake = |source: Box<dyn std::error::Error + Send + Sync>, stderr: &StderrTail| {
         ConnectError::Handshake {
             server: name.to_owned(),
-            message: source.to_string(),
+            message: error_message(&source),
             stderr: stderr.last_line(),
         }
     };
@@ -434,7 +446,7 @@ async fn connect_inner(
             .await
             .map_err(|source| ConnectError::ListTools {
                 server: name.to_owned(),
-                message: source.to_string(),
+                message: error_message(&source),
                 stderr: stderr.last_line(),
             })?;
     let mut seen = BTreeMap::new();

@@ -136,7 +136,7 @@ async fn call(
     let answer = match tokio::time::timeout(timeout, handle.await_response()).await {
         Ok(answer) => answer,
         Err(_) => {
-            return ToolOutput::error(format!(
+            return error_result(format!(
                 "MCP server `{server}`: `{tool}` did not answer within {}s.",
                 timeout.as_secs_f64()
             ));
@@ -146,9 +146,9 @@ async fn call(
     match answer {
         Ok(ServerResult::CallToolResult(result)) => match serde_json::to_value(&result) {
             Ok(json) => crate::content::to_output(&json),
-            Err(error) => ToolOutput::error(format!("MCP server `{server}`: {error}")),
+            Err(error) => error_result(format!("MCP server `{server}`: {error}")),
         },
-        Ok(_) => ToolOutput::error(format!(
+        Ok(_) => error_result(format!(
             "MCP server `{server}`: `{tool}` answered something other than a tool result."
         )),
         Err(error) => failed(server, &tool, &error, shared),
@@ -168,5 +168,13 @@ fn failed(server: &str, tool: &str, error: &ServiceError, shared: &Shared) -> To
         ServiceError::McpError(error) => format!("`{tool}` failed: {}", error.message),
         other => format!("`{tool}` failed: {other}"),
     };
-    ToolOutput::error(format!("MCP server `{server}`: {detail}."))
+    error_result(format!("MCP server `{server}`: {detail}."))
+}
+
+/// An error result of a call: `text` quotes the server (its JSON-RPC error's message may be
+/// as long as a line rmcp reads), so it is cut as a result's text is
+/// ([`MAX_OUTPUT_BYTES`](crate::content::MAX_OUTPUT_BYTES)).
+fn error_result(mut text: String) -> ToolOutput {
+    crate::content::cut_output(&mut text, crate::content::MAX_OUTPUT_BYTES);
+    ToolOutput::error(text)
 }
