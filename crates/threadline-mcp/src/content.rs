@@ -100,10 +100,15 @@ pub fn to_output(result: &Value) -> ToolOutput {
 }
 
 /// The longest start of `text` of at most `max` bytes that ends at a character boundary.
-/// With [`cut`], the one way this crate cuts a peer's text: results, error
+/// With [`suffix`] and [`cut`], the one way this crate cuts a peer's text: results, error
 /// messages, stderr lines, instructions, permission questions.
 pub(crate) fn prefix(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
+}
+
+/// The longest end of `text` of at most `max` bytes that starts at a character boundary.
+pub(crate) fn suffix(text: &str, max: usize) -> &str {
+    &text[text.ceil_char_boundary(text.len().saturating_sub(max))..]
 }
 
 /// Cuts `text` to its [`prefix`] of `max` bytes; how many bytes were cut (0: none).
@@ -170,6 +175,8 @@ mod tests {
     fn cuts_fall_on_character_boundaries() {
         assert_eq!(prefix("aé", 2), "a");
         assert_eq!(prefix("ab", 9), "ab");
+        assert_eq!(suffix("éa", 2), "a");
+        assert_eq!(suffix("ab", 9), "ab");
         let mut text = "aéb".to_owned();
         assert_eq!(cut(&mut text, 2), 3);
         assert_eq!(text, "a");

@@ -7,7 +7,9 @@
 //! `mcp__<server>__<tool>` ([`tool_name`]) with the server's JSON schema:
 //!
 //! - `readOnlyHint` makes it concurrency-safe; a tool that is not read-only, or is marked
-//!   destructive, asks permission (like the shell tool);
+//!   destructive, asks permission (like the shell tool), with a question that shows every key
+//!   of the input, each string cut on its own (start and end kept), so a long value cannot
+//!   hide another;
 //! - its result becomes tool_result content ([`content::to_output`]): text, images as image
 //!   blocks, embedded resources as text or documents, bounded like the built-in tools;
 //!   `isError` becomes `is_error`;

@@ -299,3 +299,23 @@ async fn a_huge_error_message_is_cut_in_a_call_result() {
         &text[text.len() - 80..]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_question_shows_every_key_of_the_input() {
+    let server = crate::common::connect("huge", &huge_errors("call")).await;
+    let write = crate::common::tool(&server, "mcp__huge__write_file");
+    // serde_json sorts keys: a long `content` came first and hid the `path`.
+    let input =
+        serde_json::json!({"content": "x".repeat(190), "path": "../../.ssh/authorized_keys"});
+    let threadline_query::Permission::Ask { prompt } = write.check_permission(&input) else {
+        panic!("a tool not marked read-only asks");
+    };
+    assert!(
+        prompt.starts_with("Call `write_file` of MCP server `huge` with {\"content\": \"xxx"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with(r#"", "path": "../../.ssh/authorized_keys"}?"#),
+        "{prompt}"
+    );
+}
