@@ -7,7 +7,9 @@
 //! `0600` in a `0700` directory) and names three things: the workspace's canonical path, the
 //! server's name and its entry exactly as written ([`ServerEntry`]: command, arguments,
 //! environment, URL, headers, before expansion). An approval for one repository approves
-//! nothing in another, and an entry whose command or URL changed is not approved any more.
+//! nothing in another, and an entry of which any of these changed is not approved any more.
+//! What the user is shown before approving, [`ServerEntry::describe`], shows all of them (a
+//! header's value hidden, the variables it expands named).
 //! Claude Code keeps its answers per project too (in `~/.claude.json`), but by name alone.
 //!
 //! ```

@@ -164,21 +164,77 @@ impl ServerEntry {
         self
     }
 
-    /// What the entry runs or reaches, in one line as written (`command arg…`, or the URL),
-    /// for a question or a listing. Not escaped for a terminal.
+    /// What the entry runs or reaches, in one line, showing everything an approval of it
+    /// covers (values as written, before `${VAR}` expansion), for a question or a listing:
+    ///
+    /// - a command: its `env` as `NAME=value` words, then the command and its arguments, as a
+    ///   shell writes them (`PATH=./bin:/usr/bin npx -y server`): an entry that changed only
+    ///   its environment reads differently, and a `PATH`, `NODE_OPTIONS` or `LD_PRELOAD` it
+    ///   sets is seen;
+    /// - an endpoint (`http`, `sse`): the URL, then every header's name. A header's value may
+    ///   hold a secret, so it is not shown, but the variables it expands are, since their
+    ///   values are sent (`https://h/mcp with headers Authorization: <value hidden, expands
+    ///   ${TOKEN}>`);
+    /// - fields the transport does not use, after ` (unused: …)`.
+    ///
+    /// A word that is empty or holds a space, a quote, a backslash or a backtick (or an `=`,
+    /// for a command or a variable's name) is single-quoted, so the words cannot be misread.
+    /// Not escaped for a terminal.
     pub fn describe(&self) -> String {
-        match (&self.command, &self.url) {
-            (Some(command), _)
-                if !matches!(self.kind.as_deref(), Some("http" | "streamable-http")) =>
-            {
-                std::iter::once(command.as_str())
-                    .chain(self.args.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+        let remote = matches!(
+            self.kind.as_deref(),
+            Some("http" | "streamable-http" | "sse")
+        ) || (self.command.is_none() && self.url.is_some());
+        let env = || {
+            self.env
+                .iter()
+                .map(|(name, value)| format!("{}={}", quoted(name, true), quoted(value, false)))
+        };
+        let command = || {
+            let program = self.command.as_deref().map(|c| quoted(c, true));
+            program
+                .into_iter()
+                .chain(self.args.iter().map(|a| quoted(a, false)))
+        };
+        let headers = || {
+            self.headers
+                .iter()
+                .map(|(name, value)| format!("{}: {}", quoted(name, true), hidden(value)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (mut line, mut unused) = (String::new(), Vec::new());
+        if remote {
+            line.push_str(
+                &self
+                    .url
+                    .as_deref()
+                    .map(|u| quoted(u, false))
+                    .unwrap_or_default(),
+            );
+            if !self.headers.is_empty() {
+                line.push_str(&format!(" with headers {}", headers()));
             }
-            (_, Some(url)) => url.clone(),
-            _ => String::new(),
+            let command: Vec<String> = command().collect();
+            if !command.is_empty() {
+                unused.push(format!("command {}", command.join(" ")));
+            }
+            if !self.env.is_empty() {
+                unused.push(format!("env {}", env().collect::<Vec<_>>().join(" ")));
+            }
+        } else {
+            line = env().chain(command()).collect::<Vec<_>>().join(" ");
+            if let Some(url) = &self.url {
+                unused.push(format!("url {}", quoted(url, false)));
+            }
+            if !self.headers.is_empty() {
+                unused.push(format!("headers {}", headers()));
+            }
         }
+        if !unused.is_empty() {
+            line.push_str(&format!(" (unused: {})", unused.join("; ")));
+        }
+        line
     }
 
     /// The server this entry configures, named `name` in errors (which name `path`), with
@@ -229,6 +285,41 @@ impl ServerEntry {
             (None | Some("stdio"), None, _) => Err(invalid("a stdio server needs a `command`")),
             (Some(other), _, _) => Err(invalid(&format!("unknown transport type `{other}`"))),
         }
+    }
+}
+
+/// `word` as [`ServerEntry::describe`] shows it: single-quoted (a `'` in it written `'\''`)
+/// when it is empty or holds whitespace, a quote, a backslash or a backtick, or, when it is
+/// a `name` (a command, a variable or header name), an `=`.
+fn quoted(word: &str, name: bool) -> String {
+    let plain = !word.is_empty()
+        && !word.chars().any(|c| {
+            c.is_whitespace() || matches!(c, '\'' | '"' | '\\' | '`') || (name && c == '=')
+        });
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// A header's value as [`ServerEntry::describe`] shows it: hidden, naming the variables it
+/// expands (as [`expand`] reads them).
+fn hidden(value: &str) -> String {
+    let names = std::cell::RefCell::new(Vec::<String>::new());
+    let _ = expand(value, &|name| {
+        let mut names = names.borrow_mut();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+        Some(String::new())
+    });
+    let names = names.into_inner();
+    if names.is_empty() {
+        "<value hidden>".to_owned()
+    } else {
+        let names: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
+        format!("<value hidden, expands {}>", names.join(", "))
     }
 }
 
@@ -343,4 +434,89 @@ pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(json: serde_json::Value) -> ServerEntry {
+        serde_json::from_value(json).expect("an entry")
+    }
+
+    #[test]
+    fn a_command_is_described_with_the_environment_it_gets() {
+        let fs = entry(serde_json::json!({"command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
+            "env": {"PATH": "./bin:/usr/bin", "NODE_OPTIONS": "--require ./x.js"}}));
+        assert_eq!(
+            fs.describe(),
+            "NODE_OPTIONS='--require ./x.js' PATH=./bin:/usr/bin \
+             npx -y @modelcontextprotocol/server-filesystem ."
+        );
+        // An entry that changed only its environment reads differently.
+        let mut more = fs.clone();
+        more.env.insert("LD_PRELOAD".into(), "./evil.so".into());
+        assert_ne!(more.describe(), fs.describe());
+        assert!(more.describe().contains("LD_PRELOAD=./evil.so"));
+        // Without an environment, as before.
+        let plain = ServerEntry::default().with_command("run-a", ["--flag"]);
+        assert_eq!(plain.describe(), "run-a --flag");
+    }
+
+    #[test]
+    fn an_endpoint_shows_its_header_names_and_variables_not_their_values() {
+        let remote = entry(serde_json::json!({"type": "http", "url": "https://h/mcp",
+            "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Key": "sk-literal-secret",
+                        "X-Both": "${A}-${B:-dflt}-${A}"}}));
+        assert_eq!(
+            remote.describe(),
+            "https://h/mcp with headers Authorization: <value hidden, expands ${GITHUB_TOKEN}>, \
+             X-Both: <value hidden, expands ${A}, ${B}>, X-Key: <value hidden>"
+        );
+        assert!(!remote.describe().contains("secret") && !remote.describe().contains("dflt"));
+        // A header added later reads differently; so does an `sse` entry's.
+        let mut more = remote.clone();
+        more.headers.insert("X-New".into(), "1".into());
+        assert_ne!(more.describe(), remote.describe());
+        let sse = entry(serde_json::json!({"type": "sse", "url": "https://h/sse",
+            "headers": {"X-Key": "v"}}));
+        assert_eq!(
+            sse.describe(),
+            "https://h/sse with headers X-Key: <value hidden>"
+        );
+        assert_eq!(
+            ServerEntry::default()
+                .with_url("http://127.0.0.1:9/mcp")
+                .describe(),
+            "http://127.0.0.1:9/mcp"
+        );
+    }
+
+    #[test]
+    fn fields_the_transport_ignores_are_shown_as_unused() {
+        let stdio = entry(serde_json::json!({"command": "srv", "url": "https://h",
+            "headers": {"X-Key": "v"}}));
+        assert_eq!(
+            stdio.describe(),
+            "srv (unused: url https://h; headers X-Key: <value hidden>)"
+        );
+        let http = entry(serde_json::json!({"type": "http", "url": "https://h",
+            "command": "srv", "args": ["a"], "env": {"K": "v"}}));
+        assert_eq!(
+            http.describe(),
+            "https://h (unused: command srv a; env K=v)"
+        );
+    }
+
+    #[test]
+    fn words_that_could_be_misread_are_quoted() {
+        let tricky = entry(serde_json::json!({"command": "A=b",
+            "args": ["two words", "", "it's", "--k=v", "${HOME}"],
+            "env": {"X": "1 npx", "Y=Z": "v"}}));
+        assert_eq!(
+            tricky.describe(),
+            "X='1 npx' 'Y=Z'=v 'A=b' 'two words' '' 'it'\\''s' --k=v ${HOME}"
+        );
+    }
 }

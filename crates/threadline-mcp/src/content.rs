@@ -24,14 +24,7 @@ pub fn to_output(result: &Value) -> ToolOutput {
     let mut text_budget = MAX_OUTPUT_BYTES;
     let mut push_text = |blocks: &mut Vec<ContentBlock>, text: &str| {
         let mut text = text.to_owned();
-        if text.len() > text_budget {
-            let mut cut = text_budget;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let dropped = text.len() - cut;
-            text.truncate(cut);
-            text.push_str(&format!("\n… [{dropped} bytes of MCP output cut]"));
+        if cut_output(&mut text, text_budget) {
             text_budget = 0;
         } else {
             text_budget -= text.len();
@@ -106,6 +99,43 @@ pub fn to_output(result: &Value) -> ToolOutput {
     ToolOutput::content(content).with_is_error(is_error)
 }
 
+/// The longest start of `text` of at most `max` bytes that ends at a character boundary.
+/// With [`suffix`] and [`cut`], the one way this crate cuts a peer's text: results, error
+/// messages, stderr lines, instructions, permission questions.
+pub(crate) fn prefix(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
+/// The longest end of `text` of at most `max` bytes that starts at a character boundary.
+pub(crate) fn suffix(text: &str, max: usize) -> &str {
+    &text[text.ceil_char_boundary(text.len().saturating_sub(max))..]
+}
+
+/// Cuts `text` to its [`prefix`] of `max` bytes; how many bytes were cut (0: none).
+pub(crate) fn cut(text: &mut String, max: usize) -> usize {
+    let kept = prefix(text, max).len();
+    let dropped = text.len() - kept;
+    text.truncate(kept);
+    dropped
+}
+
+/// Cuts `text` to `max` bytes as a result's text is cut, a last line saying how much went
+/// (`… [N bytes of MCP output cut]`); whether it cut.
+pub(crate) fn cut_output(text: &mut String, max: usize) -> bool {
+    let dropped = cut(text, max);
+    if dropped > 0 {
+        text.push_str(&format!("\n… [{dropped} bytes of MCP output cut]"));
+    }
+    dropped > 0
+}
+
+/// Cuts `text`, one line, to `max` bytes, marking a cut with `…`.
+pub(crate) fn cut_line(text: &mut String, max: usize) {
+    if cut(text, max) > 0 {
+        text.push('…');
+    }
+}
+
 fn is_image_type(mime: &str) -> bool {
     matches!(
         mime,
@@ -139,6 +169,22 @@ mod tests {
             "\n… [{} bytes of MCP output cut]",
             2 * kept - kept
         )));
+    }
+
+    #[test]
+    fn cuts_fall_on_character_boundaries() {
+        assert_eq!(prefix("aé", 2), "a");
+        assert_eq!(prefix("ab", 9), "ab");
+        assert_eq!(suffix("éa", 2), "a");
+        assert_eq!(suffix("ab", 9), "ab");
+        let mut text = "aéb".to_owned();
+        assert_eq!(cut(&mut text, 2), 3);
+        assert_eq!(text, "a");
+        let mut line = "abc".to_owned();
+        cut_line(&mut line, 3);
+        assert_eq!(line, "abc");
+        cut_line(&mut line, 2);
+        assert_eq!(line, "ab…");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub enum ConnectError {
     Handshake {
         /// The server's name.
         server: String,
-        /// What the SDK reported.
+        /// What the SDK reported, cut at [`MAX_ERROR_MESSAGE_BYTES`](crate::MAX_ERROR_MESSAGE_BYTES).
         message: String,
         /// The last line of its stderr.
         stderr: Option<String>,
@@ -49,7 +49,7 @@ pub enum ConnectError {
     ListTools {
         /// The server's name.
         server: String,
-        /// What the SDK reported.
+        /// What the SDK reported, cut at [`MAX_ERROR_MESSAGE_BYTES`](crate::MAX_ERROR_MESSAGE_BYTES).
         message: String,
         /// The last line of its stderr.
         stderr: Option<String>,

@@ -7,13 +7,17 @@
 //! `mcp__<server>__<tool>` ([`tool_name`]) with the server's JSON schema:
 //!
 //! - `readOnlyHint` makes it concurrency-safe; a tool that is not read-only, or is marked
-//!   destructive, asks permission (like the shell tool);
+//!   destructive, asks permission (like the shell tool), with a question that shows every key
+//!   of the input, each string cut on its own (start and end kept), so a long value cannot
+//!   hide another;
 //! - its result becomes tool_result content ([`content::to_output`]): text, images as image
 //!   blocks, embedded resources as text or documents, bounded like the built-in tools;
 //!   `isError` becomes `is_error`;
 //! - progress notifications become the call's progress events; every call has a timeout;
 //!   when the loop aborts, the call is cancelled (`notifications/cancelled`);
 //! - a server that crashes mid-call answers an error result naming it; the session goes on;
+//!   a server's error message is bounded like a result ([`content::MAX_OUTPUT_BYTES`]) in a
+//!   call's error result and to [`MAX_ERROR_MESSAGE_BYTES`] in a one-line [`ConnectError`];
 //!   a server offered through [`McpServer::connect_to`] (mid-session, `ToolChanges`) has its
 //!   tools withdrawn when it leaves (`tool_removal` on a model with the feature).
 //!
@@ -72,7 +76,7 @@ pub use manager::McpServers;
 pub use name::{MAX_TOOL_NAME, tool_name};
 #[cfg(feature = "servers")]
 pub use server::{
-    LEAVE_POLL, MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES,
-    MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ToolInfo,
+    LEAVE_POLL, MAX_ERROR_MESSAGE_BYTES, MAX_INSTRUCTIONS_BYTES, MAX_STDERR_BYTES,
+    MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ToolInfo,
 };
 pub use workspace::{PROTECTED_VARIABLE_PREFIX, PendingServer, WorkspaceServers};

@@ -41,6 +41,18 @@ pub const MAX_TOOL_PAGES: usize = 100;
 /// The most bytes of instructions kept from one server.
 pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
 
+/// The most bytes of what the SDK reported kept in a one-line [`ConnectError`] (a handshake
+/// or a listing that failed): it quotes the server's JSON-RPC error, whose `message` and
+/// `data` may be as long as a line rmcp reads. A longer one is cut, marked `…`.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
+
+/// `error` as a [`ConnectError`]'s message: at most [`MAX_ERROR_MESSAGE_BYTES`].
+fn error_message(error: &dyn std::fmt::Display) -> String {
+    let mut message = error.to_string();
+    crate::content::cut_line(&mut message, MAX_ERROR_MESSAGE_BYTES);
+    message
+}
+
 /// Timeouts of the MCP client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -132,14 +144,7 @@ impl StderrTail {
         let text = self.text();
         let line = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
         let mut line = line.to_owned();
-        if line.len() > 200 {
-            let mut cut = 200;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
+        crate::content::cut_line(&mut line, 200);
         Some(line)
     }
 }
@@ -349,7 +354,7 @@ async fn connect_inner(
     let handshake = |source: Box<dyn std::error::Error + Send + Sync>, stderr: &StderrTail| {
         ConnectError::Handshake {
             server: name.to_owned(),
-            message: source.to_string(),
+            message: error_message(&source),
             stderr: stderr.last_line(),
         }
     };
@@ -432,13 +437,7 @@ async fn connect_inner(
     };
     let instructions = service.peer_info().and_then(|info| {
         info.instructions.clone().map(|mut text| {
-            if text.len() > MAX_INSTRUCTIONS_BYTES {
-                let mut cut = MAX_INSTRUCTIONS_BYTES;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-            }
+            crate::content::cut(&mut text, MAX_INSTRUCTIONS_BYTES);
             text
         })
     });
@@ -447,7 +446,7 @@ async fn connect_inner(
             .await
             .map_err(|source| ConnectError::ListTools {
                 server: name.to_owned(),
-                message: source.to_string(),
+                message: error_message(&source),
                 stderr: stderr.last_line(),
             })?;
     let mut seen = BTreeMap::new();

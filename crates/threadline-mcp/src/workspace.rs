@@ -62,8 +62,9 @@ pub struct PendingServer {
     pub name: String,
     /// Its entry as written: what an approval would name.
     pub entry: ServerEntry,
-    /// Whether an approval of this name exists with another entry (the command or URL
-    /// changed since the user approved it).
+    /// Whether an approval of this name exists with another entry (its command, arguments,
+    /// environment, URL or headers changed since the user approved it; [`ServerEntry::describe`]
+    /// shows them all).
     pub changed: bool,
 }
 

@@ -2,7 +2,8 @@
 //! NAME…`: the user's answer to "may this workspace's server start?", kept in user-owned state
 //! (`threadline_mcp::Approvals`, `~/.threadline/mcp-approvals.json`) and naming the
 //! workspace's canonical path, the server's name and its entry as written now. Each approval
-//! prints what the server runs, so the user sees what was approved. Exit 2 when a name is not
+//! prints what the server runs with everything the approval covers (`ServerEntry::describe`:
+//! its environment too, or its URL and header names), so the user sees what was approved. Exit 2 when a name is not
 //! a server of the workspace's `.mcp.json` or the approvals cannot be read or written.
 
 use std::path::Path;

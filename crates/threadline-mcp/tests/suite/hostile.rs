@@ -1,13 +1,15 @@
 //! A hostile workspace and a hostile server: nothing starts unapproved, no `ANTHROPIC_*`
 //! variable is expanded into a workspace server, a broken or unreadable `.mcp.json` is a
-//! warning and never a hang, and a `tools/list` whose pages never end costs a bounded amount.
+//! warning and never a hang, a `tools/list` whose pages never end costs a bounded amount, and
+//! a server's huge error message is cut wherever it is shown.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use threadline_mcp::content::MAX_OUTPUT_BYTES;
 use threadline_mcp::{
-    Approvals, MAX_TOOL_PAGES, MAX_TOOLS_PER_SERVER, McpOptions, McpServer, ServerConfig,
-    WorkspaceServers,
+    Approvals, ConnectError, MAX_ERROR_MESSAGE_BYTES, MAX_TOOL_PAGES, MAX_TOOLS_PER_SERVER,
+    McpOptions, McpServer, ServerConfig, WorkspaceServers,
 };
 
 use crate::common::stdio;
@@ -235,5 +237,85 @@ async fn empty_pages_that_never_end_stop_at_the_page_cap() {
         !server
             .stderr()
             .contains(&format!("page {}", MAX_TOOL_PAGES + 1))
+    );
+}
+
+/// The server whose JSON-RPC errors carry a 1 MiB message, in `mode` (`initialize`, `list`,
+/// `call`).
+fn huge_errors(mode: &str) -> ServerConfig {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/huge_errors.py");
+    stdio(
+        "python3",
+        [script.display().to_string(), mode.to_owned()],
+        [],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_error_message_is_cut_in_a_connect_error() {
+    for mode in ["initialize", "list"] {
+        let error = McpServer::connect("huge", &huge_errors(mode), crate::common::options())
+            .await
+            .expect_err("an error answer");
+        assert!(
+            matches!(
+                (mode, &error),
+                ("initialize", ConnectError::Handshake { .. })
+                    | ("list", ConnectError::ListTools { .. })
+            ),
+            "{mode}: {error:?}"
+        );
+        let line = error.to_string();
+        assert!(
+            line.len() < MAX_ERROR_MESSAGE_BYTES + 200,
+            "{mode}: {} bytes",
+            line.len()
+        );
+        assert!(line.contains("EEEE…"), "{mode}: {line}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_error_message_is_cut_in_a_call_result() {
+    let server = crate::common::connect("huge", &huge_errors("call")).await;
+    let write = crate::common::tool(&server, "mcp__huge__write_file");
+    let (_, output) =
+        crate::common::call(&*write, serde_json::json!({"path": "a", "content": "b"})).await;
+    assert!(output.is_error);
+    let text = crate::common::text(&output);
+    assert!(
+        text.len() < MAX_OUTPUT_BYTES + 100,
+        "{} bytes of error",
+        text.len()
+    );
+    assert!(
+        text.starts_with("MCP server `huge`: `write_file` failed: EEEE"),
+        "{}",
+        &text[..80]
+    );
+    assert!(
+        text.ends_with(" bytes of MCP output cut]"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_question_shows_every_key_of_the_input() {
+    let server = crate::common::connect("huge", &huge_errors("call")).await;
+    let write = crate::common::tool(&server, "mcp__huge__write_file");
+    // serde_json sorts keys: a long `content` came first and hid the `path`.
+    let input =
+        serde_json::json!({"content": "x".repeat(190), "path": "../../.ssh/authorized_keys"});
+    let threadline_query::Permission::Ask { prompt } = write.check_permission(&input) else {
+        panic!("a tool not marked read-only asks");
+    };
+    assert!(
+        prompt.starts_with("Call `write_file` of MCP server `huge` with {\"content\": \"xxx"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with(r#"", "path": "../../.ssh/authorized_keys"}?"#),
+        "{prompt}"
     );
 }

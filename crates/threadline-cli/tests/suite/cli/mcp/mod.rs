@@ -98,8 +98,9 @@ fn a_workspace_server_runs_only_when_the_user_approved_it() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "no MCP servers configured\n");
     let py = python_entry();
+    // What it runs shows the environment it gets, too.
     let runs = format!(
-        "{} {}",
+        "UNUSED=${{NOT_SET:-x}} {} {}",
         py["command"].as_str().expect("command"),
         py["args"][0].as_str().expect("script")
     );
@@ -115,11 +116,7 @@ fn a_workspace_server_runs_only_when_the_user_approved_it() {
     // Approved by name: that one starts.
     let out = sandbox.threadline(&["mcp", "approve", "py"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).starts_with("approved py: runs `"),
-        "{}",
-        stdout(&out)
-    );
+    assert_eq!(stdout(&out), format!("approved py: runs `{runs}`\n"));
     let out = sandbox.threadline(&["mcp", "list"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
