@@ -43,7 +43,8 @@
 //!   when the main chain runs into a cycle, the walk stops after going round it once (the
 //!   cycle's records are imported) and the record closing it is reported; a cycle no chain
 //!   leads to is on no chain, and each of its records is reported as dropped. The walk visits
-//!   each record at most once, so it ends on any graph; the whole import is O(N).
+//!   each record at most once, so it ends on any graph, and each bridge across a lost link is
+//!   one look-up in an ordered set: the walk is O(N log N) for N records, whatever the file.
 //! * **Sidechains** (sub-agent conversations inside a parent's file) are left out and counted
 //!   in [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is
 //!   set: then every sidechain record is imported too, at its place in the file. A file whose
