@@ -22,6 +22,16 @@ pub(super) struct Record {
     pub(super) object: Map<String, Value>,
 }
 
+impl Record {
+    /// The record's `type` (empty without one).
+    pub(super) fn kind(&self) -> &str {
+        self.object
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Default)]
 pub(super) struct ParsedLines {
     pub(super) records: Vec<Record>,

@@ -128,6 +128,7 @@
 mod attachments;
 mod graph;
 mod lines;
+mod message_store;
 mod next_request;
 mod records;
 mod request_records;

@@ -21,7 +21,8 @@
 //! name: each `user` record's message (a string content also in its one-text-block form), each
 //! run of consecutive tool-result-only `user` records as one message, and each assistant
 //! response, its records joined by `message.id`. A blob is named by the hash it records,
-//! which for some blobs is not the hash of its message.
+//! which for some blobs is not the hash of its message. `message_store` holds each of them
+//! once (a run of results once for all its lengths).
 //!
 //! docs/claude-code-transcripts.md ("Request records") describes the records and the rebuild,
 //! measured against the bodies Claude Code sent.
@@ -35,6 +36,7 @@ use threadline_wire::MessageParam;
 use threadline_wire::cache_control::without_cache_control;
 
 use super::lines::Record;
+use super::message_store::MessageStore;
 
 /// Why a recorded request could not be rebuilt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,7 +120,7 @@ pub struct RecordedRequest {
 pub struct RecordedRequests {
     requests: Vec<RecordedRequest>,
     /// Every message a record can name, once.
-    store: Vec<Value>,
+    store: MessageStore,
 }
 
 impl std::ops::Deref for RecordedRequests {
@@ -143,7 +145,7 @@ impl RecordedRequests {
             Ok(recipe) => recipe,
             Err(problem) => return Some(Err(problem.clone())),
         };
-        let mut messages: Vec<Value> = recipe.iter().map(|&at| self.store[at].clone()).collect();
+        let mut messages: Vec<Value> = recipe.iter().map(|&at| self.store.message(at)).collect();
         place_markers(&mut messages, &request.markers);
         Some(
             messages
@@ -231,8 +233,13 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// SHA-256 of `text`, lower-case hex.
 fn sha256_hex(text: &str) -> String {
-    let mut hex = String::with_capacity(64);
-    for byte in Sha256::digest(text.as_bytes()) {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// `bytes` in lower-case hex.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    let mut hex = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
         let _ = write!(hex, "{byte:02x}");
     }
     hex
@@ -257,87 +264,11 @@ pub fn body_shape_hash(body: &Value) -> Option<String> {
     Some(sha256_hex(&canonical_json(&shape)))
 }
 
-/// The messages the file's records can name, once each (without `cache_control`), and the
-/// index of each in that store by the hashes that name it.
-fn message_store(records: &[Record]) -> (Vec<Value>, HashMap<String, usize>) {
-    let mut store: Vec<Value> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut add = |hash: String, message: Value| {
-        index.entry(hash).or_insert_with(|| {
-            store.push(without_cache_control(&message));
-            store.len() - 1
-        });
-    };
-    // A blob is named by the hash it records: for some (the summary after a compaction, a
-    // Read reminder) that is not the hash of the message it holds.
-    for record in records.iter().filter(|r| kind(r) == "api-request-blob") {
-        if let (Some(hash), Some(message)) = (
-            record.object.get("hash").and_then(Value::as_str),
-            record.object.get("message"),
-        ) {
-            add(hash.to_owned(), message.clone());
-        }
-    }
-    let mut add_hashed = |message: Value| add(message_hash(&message), message);
-    // The records of each response, by `message.id`, in the order the responses start.
-    let mut responses: Vec<Vec<Value>> = Vec::new();
-    let mut response_of: HashMap<String, usize> = HashMap::new();
-    let mut results_run: Vec<Value> = Vec::new();
-    for record in records {
-        let record_kind = kind(record);
-        if record_kind != "user" && record_kind != "assistant" {
-            continue;
-        }
-        let Some(content) = record.object.get("message").and_then(|m| m.get("content")) else {
-            continue;
-        };
-        let only_results = content.as_array().is_some_and(|blocks| {
-            !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result")
-        });
-        if record_kind == "user" && only_results {
-            results_run.extend(content.as_array().cloned().unwrap_or_default());
-            add_hashed(json!({"role": "user", "content": results_run.clone()}));
-        } else {
-            results_run.clear();
-        }
-        if record_kind == "user" {
-            add_hashed(json!({"role": "user", "content": content}));
-            if let Some(text) = content.as_str() {
-                add_hashed(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
-            }
-        } else {
-            let id = record.object["message"]
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let blocks = content.as_array().cloned().unwrap_or_default();
-            let at = *response_of.entry(id).or_insert_with(|| {
-                responses.push(Vec::new());
-                responses.len() - 1
-            });
-            responses[at].extend(blocks);
-        }
-    }
-    for blocks in responses {
-        add_hashed(json!({"role": "assistant", "content": blocks}));
-    }
-    (store, index)
-}
-
-fn kind(record: &Record) -> &str {
-    record
-        .object
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// The shapes of the file, by `shapeHash`.
 fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
     records
         .iter()
-        .filter(|r| kind(r) == "api-request-shape")
+        .filter(|r| r.kind() == "api-request-shape")
         .filter_map(|r| {
             let hash = r.object.get("shapeHash")?.as_str()?;
             let shape = r.object.get("shape")?;
@@ -397,13 +328,13 @@ fn place_markers(messages: &mut [Value], markers: &[Value]) {
 pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> RecordedRequests {
     let requests: Vec<&Record> = records
         .iter()
-        .filter(|r| kind(r) == "api-request")
+        .filter(|r| r.kind() == "api-request")
         .filter(|r| r.object.get("agentId").and_then(Value::as_str) == agent_id)
         .collect();
     if requests.is_empty() {
         return RecordedRequests::default();
     }
-    let (store, index) = message_store(records);
+    let (store, index) = MessageStore::of(records);
     let shapes = shapes(records);
     // Each request's position in `out` by its id, for the later ones that name it as `base`.
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -657,7 +588,7 @@ mod tests {
         fn hostile_request_records_never_panic(values in proptest::collection::vec(hostile_record(), 0..24)) {
             let all = records(values);
             let rebuilt = recorded_requests(&all, None);
-            let count = all.iter().filter(|r| kind(r) == "api-request").count();
+            let count = all.iter().filter(|r| r.kind() == "api-request").count();
             proptest::prop_assert_eq!(rebuilt.len(), count);
             for i in 0..count {
                 proptest::prop_assert!(rebuilt.messages(i).is_some());
