@@ -130,6 +130,7 @@ mod graph;
 mod lines;
 mod message_store;
 mod next_request;
+mod recipes;
 mod records;
 mod request_records;
 mod summary;

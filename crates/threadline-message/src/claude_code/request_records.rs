@@ -21,8 +21,15 @@
 //! name: each `user` record's message (a string content also in its one-text-block form), each
 //! run of consecutive tool-result-only `user` records as one message, and each assistant
 //! response, its records joined by `message.id`. A blob is named by the hash it records,
-//! which for some blobs is not the hash of its message. `message_store` holds each of them
-//! once (a run of results once for all its lengths).
+//! which for some blobs is not the hash of its message.
+//!
+//! # Bounds
+//!
+//! The rebuild is linear in the records whatever they say: each message they can name is
+//! held once (a run of results once for all its lengths, see `message_store`), and each
+//! request holds only its tail and a link to the request it keeps messages from (see
+//! `recipes`), never a copy of them, so no `keep` makes it hold more. Rebuilding the messages
+//! of one request ([`RecordedRequests::messages`]) costs what they are.
 //!
 //! docs/claude-code-transcripts.md ("Request records") describes the records and the rebuild,
 //! measured against the bodies Claude Code sent.
@@ -37,6 +44,7 @@ use threadline_wire::cache_control::without_cache_control;
 
 use super::lines::Record;
 use super::message_store::MessageStore;
+use super::recipes::Recipes;
 
 /// Why a recorded request could not be rebuilt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,9 +108,10 @@ pub struct RecordedRequest {
     pub params: Map<String, Value>,
     /// The shape the record names, when the file holds it.
     pub shape: Option<RecordedShape>,
-    /// The request's `messages` as indices into [`RecordedRequests`]' store of distinct
-    /// messages, or why they cannot be rebuilt ([`RecordedRequests::messages`] makes them).
-    recipe: Result<Vec<usize>, RequestRecordError>,
+    /// The request's `messages` as a recipe of [`RecordedRequests`]' recipes (indices into
+    /// its store of distinct messages), or why they cannot be rebuilt
+    /// ([`RecordedRequests::messages`] makes them).
+    recipe: Result<usize, RequestRecordError>,
     /// The recorded `cacheControl` markers.
     markers: Vec<Value>,
     /// How many of the import's messages come from records written before this one: the
@@ -114,13 +123,17 @@ pub struct RecordedRequest {
 }
 
 /// The requests a transcript recorded, in file order (a slice of [`RecordedRequest`]), and
-/// the distinct messages they are made of: each request names its messages by index, so a
-/// session of `n` requests over `m` messages holds each message once, not `n × m` copies.
+/// the distinct messages they are made of: each request names its messages by a recipe of
+/// store indices that links to the request it keeps messages from, so a session of `n`
+/// requests over `m` messages holds each message once and each request's new messages once,
+/// not `n × m` copies or indices.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordedRequests {
     requests: Vec<RecordedRequest>,
     /// Every message a record can name, once.
     store: MessageStore,
+    /// Which stored messages each request is made of.
+    recipes: Recipes,
 }
 
 impl std::ops::Deref for RecordedRequests {
@@ -141,11 +154,16 @@ impl RecordedRequests {
     /// (`None`: there is no request `i`).
     pub fn messages(&self, i: usize) -> Option<Result<Vec<MessageParam>, RequestRecordError>> {
         let request = self.requests.get(i)?;
-        let recipe = match &request.recipe {
+        let recipe = match request.recipe {
             Ok(recipe) => recipe,
-            Err(problem) => return Some(Err(problem.clone())),
+            Err(ref problem) => return Some(Err(problem.clone())),
         };
-        let mut messages: Vec<Value> = recipe.iter().map(|&at| self.store.message(at)).collect();
+        let mut messages: Vec<Value> = self
+            .recipes
+            .messages(recipe)
+            .into_iter()
+            .map(|at| self.store.message(at))
+            .collect();
         place_markers(&mut messages, &request.markers);
         Some(
             messages
@@ -335,6 +353,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
         return RecordedRequests::default();
     }
     let (store, index) = MessageStore::of(records);
+    let mut recipes = Recipes::default();
     let shapes = shapes(records);
     // Each request's position in `out` by its id, for the later ones that name it as `base`.
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -342,7 +361,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
     for record in requests {
         let line = record.line;
         let field = |name: &str| record.object.get(name).and_then(Value::as_str);
-        let mut recipe: Vec<usize> = Vec::new();
+        let mut kept = None;
         let mut problem = None;
         if let Some(base) = field("base") {
             let keep = record
@@ -354,9 +373,9 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
             let earlier = by_id
                 .get(base)
                 .and_then(|&at| out[at].recipe.as_ref().ok())
-                .filter(|earlier| earlier.len() >= keep);
+                .filter(|&&earlier| recipes.len(earlier) >= keep);
             match earlier {
-                Some(earlier) => recipe.extend_from_slice(&earlier[..keep]),
+                Some(&earlier) => kept = Some((earlier, keep)),
                 None => {
                     problem = Some(RequestRecordError::UnknownBase {
                         line,
@@ -366,6 +385,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
                 }
             }
         }
+        let mut tail = Vec::new();
         for hash in record
             .object
             .get("tail")
@@ -375,7 +395,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
             .filter_map(Value::as_str)
         {
             match index.get(hash) {
-                Some(&at) => recipe.push(at),
+                Some(&at) => tail.push(at),
                 None => {
                     problem.get_or_insert_with(|| RequestRecordError::UnknownMessage {
                         line,
@@ -399,7 +419,10 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
                 .cloned()
                 .unwrap_or_default(),
             shape: field("shapeHash").and_then(|h| shapes.get(h).cloned()),
-            recipe: problem.map_or(Ok(recipe), Err),
+            recipe: match problem {
+                Some(problem) => Err(problem),
+                None => Ok(recipes.add(kept, tail)),
+            },
             markers: record
                 .object
                 .get("cacheControl")
@@ -413,6 +436,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
     RecordedRequests {
         requests: out,
         store,
+        recipes,
     }
 }
 
@@ -594,5 +618,45 @@ mod tests {
                 proptest::prop_assert!(rebuilt.messages(i).is_some());
             }
         }
+    }
+
+    // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
+
+    /// One request of many messages, then many requests each keeping all of them: each holds
+    /// its own tail and a link, not a copy (copies would be 10⁹ indices, 8 GB, at this size).
+    #[test]
+    fn requests_keeping_a_long_request_do_not_copy_it() {
+        const LONG: usize = 50_000;
+        const KEEPING: usize = 20_000;
+        let prompt = json!({"role": "user", "content": "Go"});
+        let name = message_hash(&prompt);
+        let mut values = vec![
+            user("u1", json!("Go")),
+            json!({"type": "api-request", "id": "long", "tail": vec![name.clone(); LONG]}),
+        ];
+        values.extend((0..KEEPING).map(|n| {
+            json!({"type": "api-request", "id": format!("r{n}"), "base": "long", "keep": LONG,
+                   "tail": [name]})
+        }));
+        let rebuilt = recorded_requests(&records(values), None);
+        assert_eq!(rebuilt.len(), KEEPING + 1);
+        assert!(rebuilt.iter().all(|r| r.problem().is_none()));
+        let last = rebuilt
+            .messages(KEEPING)
+            .expect("a request")
+            .expect("rebuilt");
+        assert_eq!(last.len(), LONG + 1);
+        // A request keeping more than its base has is still refused.
+        let refused = recorded_requests(
+            &records(vec![
+                json!({"type": "api-request", "id": "a", "tail": []}),
+                json!({"type": "api-request", "id": "b", "base": "a", "keep": LONG}),
+            ]),
+            None,
+        );
+        assert!(matches!(
+            refused[1].problem(),
+            Some(RequestRecordError::UnknownBase { keep: LONG, .. })
+        ));
     }
 }
