@@ -14,9 +14,11 @@
 
 use std::collections::HashMap;
 
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use threadline_wire::cache_control::without_cache_control;
+use threadline_wire::{ContentBlock, MessageParam};
 
 use super::lines::Record;
 use super::request_records::{canonical_json, hex, message_hash};
@@ -193,6 +195,42 @@ impl MessageStore {
             }
         }
     }
+
+    /// Block `block` of message `at` as a marker finds it: the `block`-th of its content
+    /// list, or for a string content (which a marker turns into one text block) that block.
+    pub(super) fn block(&self, at: usize, block: usize) -> Option<Value> {
+        match &self.entries[at] {
+            Entry::Message(message) => match message.get("content")? {
+                Value::String(text) => (block == 0).then(|| json!({"type": "text", "text": text})),
+                Value::Array(blocks) => blocks.get(block).cloned(),
+                _ => None,
+            },
+            Entry::Results { run, len } => self.runs[*run][..*len].get(block).cloned(),
+        }
+    }
+
+    /// Per message of the store: whether it parses as a request message. Linear in the
+    /// store: the blocks of a run are parsed once, and a length of the run parses when the
+    /// blocks up to it do (a user message of blocks parses exactly when each block does).
+    pub(super) fn parses(&self) -> Vec<bool> {
+        let first_bad_block: Vec<usize> = self
+            .runs
+            .iter()
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .position(|b| ContentBlock::deserialize(b).is_err())
+                    .unwrap_or(usize::MAX)
+            })
+            .collect();
+        self.entries
+            .iter()
+            .map(|entry| match entry {
+                Entry::Message(message) => MessageParam::deserialize(message).is_ok(),
+                Entry::Results { run, len } => *len <= first_bad_block[*run],
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -238,15 +276,16 @@ mod tests {
     }
 
     proptest! {
-        /// Each length of a run is named by the hash of its message and held as that message
-        /// without `cache_control`: the same as building each length's message and hashing
-        /// it.
+        /// Each length of a run is named by the hash of its message, held as that message
+        /// without `cache_control`, and parses exactly when the message does: the same as
+        /// building each length's message and hashing it.
         #[test]
         fn each_length_of_a_run_is_named_and_held_as_its_message(
             run in prop::collection::vec(prop::collection::vec(block(), 1..3), 1..6),
         ) {
             let all = records(run.iter().cloned().map(result_record).collect());
             let (store, index) = MessageStore::of(&all);
+            let parses = store.parses();
             let mut blocks = Vec::new();
             for record in &run {
                 blocks.extend(record.iter().cloned());
@@ -255,6 +294,10 @@ mod tests {
                 prop_assert!(at.is_some(), "each length is named");
                 let at = at.unwrap_or_default();
                 prop_assert_eq!(store.message(at), without_cache_control(&message));
+                prop_assert_eq!(
+                    parses[at],
+                    serde_json::from_value::<MessageParam>(store.message(at)).is_ok()
+                );
             }
         }
     }
@@ -277,5 +320,6 @@ mod tests {
         let whole = json!({"role": "user", "content": vec![result; RECORDS]});
         let at = index[&message_hash(&whole)];
         assert_eq!(store.message(at), whole);
+        assert!(store.parses().into_iter().all(|p| p));
     }
 }

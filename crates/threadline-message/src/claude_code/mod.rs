@@ -12,7 +12,10 @@
 //!
 //! The module is one file per idea: `lines` reads and assembles, `graph` places each record
 //! (the leaf, the walk, what the walk misses), `records` maps a record to a message,
-//! `attachments` maps `attachment` payloads, `summary` gathers what a session listing shows.
+//! `attachments` maps `attachment` payloads, `summary` gathers what a session listing shows,
+//! `request_records` rebuilds the requests Claude Code recorded (from the messages
+//! `message_store` holds once and the `recipes` saying which of them each request is made
+//! of), and `next_request` extends the last of them.
 //!
 //! # Which records become messages
 //!
@@ -101,6 +104,12 @@
 //! as [`LineProblemKind::CutLastLine`]), a known record whose shape is not understood is kept
 //! opaque and reported, and a content block that does not parse is kept as an unknown block
 //! and reported.
+//!
+//! No file makes the import quadratic: for a file of N records it is O(N log N) (the walk's
+//! bridges, the ordering of parallel results) plus what reading each record costs, whatever
+//! the records say — however many parents are lost, uuids preserved, results in a run, or
+//! messages a recorded request keeps ([`RecordedRequests`] holds each request's new messages
+//! only, not a copy of what it keeps).
 //!
 //! ```
 //! use threadline_message::claude_code::{ImportOptions, import_claude_code, is_claude_code_transcript};

@@ -10,8 +10,8 @@
 //! The link skips the recipes that add nothing to the kept messages (those that themselves
 //! keep at least as many): along the links from any recipe, `keep` strictly decreases, and
 //! each recipe passed adds at least one message. Listing a recipe is linear in its length;
-//! skipping on adding a recipe follows skew-binary jump pointers (Myers, "An applicative
-//! random-access stack", 1983): O(log n) for `n` recipes.
+//! finding its `i`-th message, and skipping on adding a recipe, follow skew-binary jump
+//! pointers (Myers, "An applicative random-access stack", 1983): O(log n) for `n` recipes.
 
 /// The recipes of a file's requests, each named by its index.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -99,6 +99,15 @@ impl Recipes {
         }
     }
 
+    /// The store index of message `position` of recipe `at`, if it has that many.
+    pub(super) fn message(&self, at: usize, position: usize) -> Option<usize> {
+        if position >= self.len(at) {
+            return None;
+        }
+        let holder = &self.recipes[self.along(at, position)];
+        holder.tail.get(position - holder.keep).copied()
+    }
+
     /// The store indices of recipe `at`'s messages, in order. Linear in their number: each
     /// recipe along the links adds at least one.
     pub(super) fn messages(&self, at: usize) -> Vec<usize> {
@@ -118,6 +127,27 @@ impl Recipes {
             messages.extend_from_slice(piece);
         }
         messages
+    }
+
+    /// Per recipe: the position of its first message for which `is_bad` holds, if any.
+    /// Linear in the tails.
+    pub(super) fn first_bad(&self, is_bad: impl Fn(usize) -> bool) -> Vec<Option<usize>> {
+        let mut first: Vec<Option<usize>> = Vec::with_capacity(self.recipes.len());
+        for recipe in &self.recipes {
+            let kept = recipe
+                .base
+                .and_then(|base| first[base])
+                .filter(|&p| p < recipe.keep);
+            let own = || {
+                recipe
+                    .tail
+                    .iter()
+                    .position(|&m| is_bad(m))
+                    .map(|p| recipe.keep + p)
+            };
+            first.push(kept.or_else(own));
+        }
+        first
     }
 }
 
@@ -153,7 +183,8 @@ mod tests {
     }
 
     proptest! {
-        /// Recipes held by link give the messages copying gives.
+        /// Recipes held by link give the messages copying gives: every message, each by
+        /// position, and the first bad one.
         #[test]
         fn linked_recipes_are_the_copied_ones(steps in steps()) {
             let mut recipes = Recipes::default();
@@ -167,9 +198,15 @@ mod tests {
                 model.push((base.unwrap_or(usize::MAX), keep, tail));
             }
             let copied = copied(&model);
+            let first_bad = recipes.first_bad(|m| m == 5);
             for (at, want) in added.iter().zip(&copied) {
                 prop_assert_eq!(&recipes.messages(*at), want);
                 prop_assert_eq!(recipes.len(*at), want.len());
+                for (position, message) in want.iter().enumerate() {
+                    prop_assert_eq!(recipes.message(*at, position), Some(*message));
+                }
+                prop_assert_eq!(recipes.message(*at, want.len()), None);
+                prop_assert_eq!(first_bad[*at], want.iter().position(|&m| m == 5));
             }
         }
     }
@@ -178,7 +215,7 @@ mod tests {
 
     /// A long chain of recipes each keeping all of the one before, then many recipes keeping
     /// one message of the last: the skipping finds the first recipe in O(log n) each, not by
-    /// walking the chain (about 2.5·10⁹ steps at this size), and every recipe lists in its
+    /// walking the chain (about 4·10⁹ steps at this size), and every recipe lists in its
     /// length.
     #[test]
     fn skipping_along_a_long_chain_is_logarithmic() {
@@ -192,6 +229,7 @@ mod tests {
         for n in 0..CHAIN {
             let short = recipes.add(Some((last, 1)), vec![CHAIN + n]);
             assert_eq!(recipes.messages(short), [0, CHAIN + n]);
+            assert_eq!(recipes.message(last, n), Some(n));
         }
     }
 }

@@ -29,19 +29,23 @@
 //! held once (a run of results once for all its lengths, see `message_store`), and each
 //! request holds only its tail and a link to the request it keeps messages from (see
 //! `recipes`), never a copy of them, so no `keep` makes it hold more. Rebuilding the messages
-//! of one request ([`RecordedRequests::messages`]) costs what they are.
+//! of one request ([`RecordedRequests::messages`]) costs what they are; finding the last
+//! request that rebuilds ([`ImportResult::next_claude_code_request`]) rebuilds only that one.
 //!
 //! docs/claude-code-transcripts.md ("Request records") describes the records and the rebuild,
 //! measured against the bodies Claude Code sent.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
-use threadline_wire::MessageParam;
-use threadline_wire::cache_control::without_cache_control;
+use threadline_wire::cache_control::{CacheControl, without_cache_control};
+use threadline_wire::{ContentBlock, MessageParam};
 
+#[cfg(doc)]
+use super::ImportResult;
 use super::lines::Record;
 use super::message_store::MessageStore;
 use super::recipes::Recipes;
@@ -158,28 +162,98 @@ impl RecordedRequests {
             Ok(recipe) => recipe,
             Err(ref problem) => return Some(Err(problem.clone())),
         };
-        let mut messages: Vec<Value> = self
-            .recipes
-            .messages(recipe)
-            .into_iter()
-            .map(|at| self.store.message(at))
-            .collect();
-        place_markers(&mut messages, &request.markers);
-        Some(
-            messages
-                .into_iter()
-                .map(|m| {
-                    let hash = message_hash(&m);
-                    serde_json::from_value::<MessageParam>(m).map_err(|e| {
-                        RequestRecordError::BadMessage {
-                            line: request.line,
-                            hash,
-                            error: e.to_string(),
-                        }
+        let marks = marks(&request.markers);
+        let entries = self.recipes.messages(recipe);
+        let mut messages = Vec::with_capacity(entries.len());
+        for (position, &at) in entries.iter().enumerate() {
+            let marked = || self.marked(at, marks.get(&position));
+            match serde_json::from_value::<MessageParam>(marked()) {
+                Ok(message) => messages.push(message),
+                Err(e) => {
+                    return Some(Err(RequestRecordError::BadMessage {
+                        line: request.line,
+                        hash: message_hash(&marked()),
+                        error: e.to_string(),
+                    }));
+                }
+            }
+        }
+        Some(Ok(messages))
+    }
+
+    /// Stored message `at` with its markers on.
+    fn marked(&self, at: usize, marks: Option<&Vec<(usize, Value)>>) -> Value {
+        let mut message = self.store.message(at);
+        for (block, value) in marks.into_iter().flatten() {
+            mark(&mut message, *block, value.clone());
+        }
+        message
+    }
+
+    /// Per request: whether [`RecordedRequests::messages`] rebuilds it, found without
+    /// rebuilding any. Each stored message is parsed once, and a recipe's first message that
+    /// does not parse is found from its base's; a message with markers on parses when it
+    /// does without them (a marker only adds `cache_control`, which mends nothing) and each
+    /// block it marks parses with its marker on, which is found once per message, block and
+    /// [`MarkerKind`]. Linear in the records, whatever the requests keep and mark.
+    pub(super) fn rebuilds(&self) -> Vec<bool> {
+        let parses = self.store.parses();
+        let first_bad = self.recipes.first_bad(|at| !parses[at]);
+        let mut marked_block_parses: HashMap<(usize, usize, MarkerKind), bool> = HashMap::new();
+        self.requests
+            .iter()
+            .map(|request| {
+                let Ok(recipe) = request.recipe else {
+                    return false;
+                };
+                if first_bad[recipe].is_some() {
+                    return false;
+                }
+                let len = self.recipes.len(recipe);
+                marks(&request.markers).range(..len).all(|(&position, on)| {
+                    let Some(at) = self.recipes.message(recipe, position) else {
+                        return true;
+                    };
+                    // The last marker on a block is the one it keeps.
+                    let last: BTreeMap<usize, &Value> =
+                        on.iter().map(|(block, value)| (*block, value)).collect();
+                    last.into_iter().all(|(block, value)| {
+                        let key = (at, block, MarkerKind::of(value));
+                        *marked_block_parses.entry(key).or_insert_with(|| {
+                            self.store.block(at, block).is_none_or(|mut b| {
+                                let Some(object) = b.as_object_mut() else {
+                                    return true;
+                                };
+                                object.insert("cache_control".to_owned(), value.clone());
+                                ContentBlock::deserialize(&b).is_ok()
+                            })
+                        })
                     })
                 })
-                .collect(),
-        )
+            })
+            .collect()
+    }
+}
+
+/// What a marker's value is, as far as whether a block parses with it on: a block type
+/// either reads `cache_control` (then a valid one and a null parse, anything else does not)
+/// or keeps it as it is, so a block parses with every marker of one kind or with none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MarkerKind {
+    Null,
+    CacheControl,
+    Other,
+}
+
+impl MarkerKind {
+    fn of(value: &Value) -> Self {
+        if value.is_null() {
+            MarkerKind::Null
+        } else if CacheControl::deserialize(value).is_ok() {
+            MarkerKind::CacheControl
+        } else {
+            MarkerKind::Other
+        }
     }
 }
 
@@ -302,15 +376,15 @@ fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
         .collect()
 }
 
-/// Puts the recorded `cacheControl` markers (`["messages", i, "content", j]`) on `messages`,
-/// a string content turned into one text block to carry its marker. Paths into `system` are
-/// left to the caller (they index the shape's system blocks).
-fn place_markers(messages: &mut [Value], markers: &[Value]) {
+/// The recorded `cacheControl` markers that go on messages (`["messages", i, "content", j]`),
+/// by message `i`: each block `j` and marker, in record order. Paths into `system` are left
+/// to the caller (they index the shape's system blocks).
+fn marks(markers: &[Value]) -> BTreeMap<usize, Vec<(usize, Value)>> {
+    let mut marks: BTreeMap<usize, Vec<(usize, Value)>> = BTreeMap::new();
     for marker in markers {
         let Some(path) = marker.get("path").and_then(Value::as_array) else {
             continue;
         };
-        let value = marker.get("value").cloned().unwrap_or(Value::Null);
         let index = |n: usize| {
             path.get(n)
                 .and_then(Value::as_u64)
@@ -324,20 +398,25 @@ fn place_markers(messages: &mut [Value], markers: &[Value]) {
         let (Some(i), Some(j)) = (index(1), index(3)) else {
             continue;
         };
-        let Some(message) = messages.get_mut(i) else {
-            continue;
-        };
-        if let Some(text) = message.get("content").and_then(Value::as_str) {
-            message["content"] = json!([{"type": "text", "text": text}]);
-        }
-        if let Some(block) = message
-            .get_mut("content")
-            .and_then(Value::as_array_mut)
-            .and_then(|blocks| blocks.get_mut(j))
-            .and_then(Value::as_object_mut)
-        {
-            block.insert("cache_control".to_owned(), value);
-        }
+        let value = marker.get("value").cloned().unwrap_or(Value::Null);
+        marks.entry(i).or_default().push((j, value));
+    }
+    marks
+}
+
+/// Puts a `cache_control` marker on block `block` of `message`, a string content turned into
+/// one text block to carry it.
+fn mark(message: &mut Value, block: usize, value: Value) {
+    if let Some(text) = message.get("content").and_then(Value::as_str) {
+        message["content"] = json!([{"type": "text", "text": text}]);
+    }
+    if let Some(block) = message
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .and_then(|blocks| blocks.get_mut(block))
+        .and_then(Value::as_object_mut)
+    {
+        block.insert("cache_control".to_owned(), value);
     }
 }
 
@@ -620,6 +699,118 @@ mod tests {
         }
     }
 
+    /// A record of a small file whose requests name its messages: blobs (some not request
+    /// messages), user records (runs of results, some results that do not parse), and
+    /// requests keeping from each other, with markers (some that do not parse). A request's
+    /// tail is a list of numbers, each made the name of a message of the file by
+    /// [`naming_messages`].
+    fn request_file_record() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let blob = (
+            prop::sample::select(vec!["h1", "h2"]),
+            prop::sample::select(vec![
+                json!({"role": "system", "content": "env"}),
+                json!({"role": "user", "content": "hi"}),
+                json!({"role": "robot", "content": 3}),
+                json!({"role": "user", "content": [{"type": "text", "text": 3}]}),
+                json!({"role": "assistant", "content": [{"type": "text", "text": "a"}]}),
+                json!({"role": "user", "content": [{"type": "mystery", "x": 1}, {"type": "text", "text": "b"}]}),
+                json!({"role": "user", "content": [7, {"type": "text", "text": "c"}]}),
+                json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}),
+                json!({"role": "user", "content": [{"type": "tool_reference", "tool_name": "Read"}]}),
+            ]),
+        )
+            .prop_map(|(hash, message)| json!({"type": "api-request-blob", "hash": hash, "message": message}));
+        let result = prop::sample::select(vec![
+            json!({"type": "tool_result", "tool_use_id": "t", "content": "x"}),
+            json!({"type": "tool_result", "tool_use_id": "t", "is_error": "yes"}),
+        ]);
+        let user = prop_oneof![
+            Just(json!("Go")),
+            prop::collection::vec(result, 1..3).prop_map(Value::from),
+            Just(json!([{"type": "text", "text": "Go"}])),
+        ]
+        .prop_map(
+            |content| json!({"type": "user", "message": {"role": "user", "content": content}}),
+        );
+        let marker = (
+            0usize..4,
+            0usize..3,
+            prop::sample::select(vec![
+                json!({"type": "ephemeral"}),
+                json!({"type": "ephemeral", "ttl": "1h"}),
+                json!({"type": "ephemeral", "ttl": "2h"}),
+                json!(3),
+                json!("x"),
+                Value::Null,
+            ]),
+        )
+            .prop_map(
+                |(i, j, value)| json!({"path": ["messages", i, "content", j], "value": value}),
+            );
+        let request = (
+            prop::sample::select(vec!["r1", "r2", "r3"]),
+            prop::option::of(prop::sample::select(vec!["r1", "r2", "r3", "r9"])),
+            0usize..5,
+            prop::collection::vec(0usize..64, 0..4),
+            prop::collection::vec(marker, 0..3),
+        )
+            .prop_map(|(id, base, keep, tail, markers)| {
+                json!({"type": "api-request", "id": id, "base": base, "keep": keep,
+                       "tail": tail, "cacheControl": markers})
+            });
+        prop_oneof![blob, user, request]
+    }
+
+    /// `values` with each request's tail numbers made names of the file's messages (each
+    /// number, modulo how many names there are, picks one in sorted order).
+    fn naming_messages(values: Vec<Value>) -> Vec<Record> {
+        let all = records(values);
+        let (_, index) = MessageStore::of(&all);
+        let mut names: Vec<&String> = index.keys().collect();
+        names.sort();
+        let name = |n: &Value| {
+            let n = usize::try_from(n.as_u64().unwrap_or_default()).unwrap_or_default();
+            names
+                .get(n % names.len().max(1))
+                .map_or(json!("00"), |h| json!(h))
+        };
+        let named: Vec<Value> = all
+            .iter()
+            .map(|record| {
+                let mut object = Value::Object(record.object.clone());
+                if let Some(tail) = object.get_mut("tail").and_then(Value::as_array_mut) {
+                    for n in tail.iter_mut() {
+                        *n = name(n);
+                    }
+                }
+                object
+            })
+            .collect();
+        records(named)
+    }
+
+    proptest::proptest! {
+        /// Whether a request rebuilds is found without rebuilding it, and is what the rebuild
+        /// says.
+        #[test]
+        fn the_rebuild_check_says_what_the_rebuild_does(
+            values in proptest::collection::vec(request_file_record(), 0..24),
+        ) {
+            let all = naming_messages(values);
+            let rebuilt = recorded_requests(&all, None);
+            let rebuilds = rebuilt.rebuilds();
+            proptest::prop_assert_eq!(rebuilds.len(), rebuilt.len());
+            for (i, rebuilds) in rebuilds.into_iter().enumerate() {
+                proptest::prop_assert_eq!(
+                    rebuilds,
+                    rebuilt.messages(i).is_some_and(|m| m.is_ok()),
+                    "request {}", i
+                );
+            }
+        }
+    }
+
     // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
 
     /// One request of many messages, then many requests each keeping all of them: each holds
@@ -641,6 +832,7 @@ mod tests {
         let rebuilt = recorded_requests(&records(values), None);
         assert_eq!(rebuilt.len(), KEEPING + 1);
         assert!(rebuilt.iter().all(|r| r.problem().is_none()));
+        assert!(rebuilt.rebuilds().into_iter().all(|r| r));
         let last = rebuilt
             .messages(KEEPING)
             .expect("a request")
