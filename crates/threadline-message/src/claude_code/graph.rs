@@ -2,7 +2,7 @@
 //! records a plain walk misses (the other fragments of a response and the results of parallel
 //! tool calls).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -180,6 +180,28 @@ pub(super) fn place_records(records: &[Record], walk: Walk) -> Placement {
         .map(|(i, _)| i);
 
     let cycles = on_cycle(records, &by_uuid, follow);
+    // Where a broken link continues: the records the walk may bridge to, by kind. Whether a
+    // record is one does not change during the walk, except that a record on the chain is no
+    // longer one; so each set is built once, a record leaves it when the walk reaches it, and
+    // each bridge is one look-up (the nearest member before the break) instead of a scan of
+    // everything before it. The walk is O(N log N) whatever the file.
+    let mut open_leaves: BTreeSet<usize> = BTreeSet::new();
+    let mut open_records: BTreeSet<usize> = BTreeSet::new();
+    for (i, record) in records.iter().enumerate() {
+        if conversation_type(&record.object).is_none() {
+            continue;
+        }
+        // A conversation record that nothing follows: what a lost line leaves behind.
+        if is_leaf(i, record) {
+            open_leaves.insert(i);
+        }
+        // A conversation record of the chain's kind, not on a cycle: the record before.
+        if !cycles[i] && !side(&record.object) && canonical(i, record) {
+            open_records.insert(i);
+        }
+    }
+    let nearest_before =
+        |open: &BTreeSet<usize>, index: usize| open.range(..index).next_back().copied();
     let mut on_chain = vec![false; records.len()];
     let mut problems = Vec::new();
     let mut next = leaf;
@@ -196,6 +218,8 @@ pub(super) fn place_records(records: &[Record], walk: Walk) -> Placement {
             break;
         }
         on_chain[index] = true;
+        open_leaves.remove(&index);
+        open_records.remove(&index);
         previous = Some(index);
         if !follow && is_compact_boundary(&records[index].object) {
             // The request starts at the summary after the boundary: the history before it
@@ -203,22 +227,13 @@ pub(super) fn place_records(records: &[Record], walk: Walk) -> Placement {
             boundary = Some(index);
             break;
         }
-        // The nearest earlier conversation record of the chain's kind, not on it yet nor on a
-        // cycle: where a broken link continues (the record before in the file).
-        let before = |on_chain: &[bool]| {
-            (0..index).rev().find(|&i| {
-                !on_chain[i]
-                    && !cycles[i]
-                    && !side(&records[i].object)
-                    && canonical(i, &records[i])
-                    && conversation_type(&records[i].object).is_some()
-            })
-        };
         let Some(parent_id) = parent(&records[index].object, follow) else {
             // A root. After the conversation has started, a record without a parent is a lost
             // link (a crash between writing a record and linking it), not a new conversation:
-            // continue from the record before it, so the history before it is not lost.
-            next = before(&on_chain);
+            // continue from the record before it (the nearest earlier conversation record of
+            // the chain's kind, not on it yet nor on a cycle), so the history before it is not
+            // lost.
+            next = nearest_before(&open_records, index);
             if next.is_some() {
                 problems.push(LineProblem {
                     line: records[index].line,
@@ -233,12 +248,8 @@ pub(super) fn place_records(records: &[Record], walk: Walk) -> Placement {
             // nothing follows, if there is one (a lost line leaves exactly such a record
             // behind), else from the record before (a lost line whose parent still has
             // progress records after it).
-            let leaf = (0..index).rev().find(|&i| {
-                !on_chain[i]
-                    && is_leaf(i, &records[i])
-                    && conversation_type(&records[i].object).is_some()
-            });
-            let bridge = leaf.or_else(|| before(&on_chain));
+            let bridge = nearest_before(&open_leaves, index)
+                .or_else(|| nearest_before(&open_records, index));
             if bridge.is_some() {
                 problems.push(LineProblem {
                     line: records[index].line,
@@ -507,6 +518,91 @@ mod tests {
                 Place::Imported,
                 Place::Imported
             ]
+        );
+    }
+
+    // Hostile files, at sizes where a quadratic import would take minutes.
+    const WALK: Walk = Walk {
+        include_sidechains: false,
+        follow_compactions: false,
+    };
+
+    /// A file where every bridge across a missing parent finds no leaf before it: `c_i`
+    /// (i > 0) names a parent that is not in the file, and a progress record after each
+    /// `c_i` but the last makes `c_i` a parent, so no earlier conversation record is a leaf.
+    /// A scan of everything before each break would make this O(K²) (about 10⁸ record
+    /// checks for K = 10 000); the bridges are each one look-up.
+    #[test]
+    fn bridges_across_many_missing_parents_are_each_one_look_up() {
+        const K: usize = 10_000;
+        let mut records = Vec::with_capacity(2 * K);
+        for i in 0..K {
+            let parent = (i > 0).then(|| format!("gone_{i}"));
+            records.push(record(
+                records.len() + 1,
+                serde_json::json!({"type": "user", "uuid": format!("c_{i}"), "parentUuid": parent}),
+            ));
+            if i + 1 < K {
+                records.push(record(
+                    records.len() + 1,
+                    serde_json::json!({"type": "progress", "uuid": format!("p_{i}"),
+                                       "parentUuid": format!("c_{i}")}),
+                ));
+            }
+        }
+        let placement = place_records(&records, WALK);
+        let imported = placement
+            .places
+            .iter()
+            .filter(|p| **p == Place::Imported)
+            .count();
+        assert_eq!(imported, K, "every user record is on the bridged chain");
+        assert_eq!(placement.problems.len(), K - 1);
+        assert!(placement.problems.iter().all(|p| matches!(
+            &p.kind,
+            LineProblemKind::BrokenChain { missing_parent } if missing_parent.starts_with("gone_")
+        )));
+    }
+
+    /// A file where every lost link is bridged past many records: `x_i` names `y_i`, a
+    /// progress record without a parent written after all the `x`s, so each `y_i` continues
+    /// from the record before it, `x_(i-1)`, across every `y` before it and every `x` already
+    /// on the chain. A scan back from each `y_i` would make this O(K²).
+    #[test]
+    fn bridges_across_many_lost_links_are_each_one_look_up() {
+        const K: usize = 10_000;
+        let mut records = Vec::with_capacity(2 * K + 1);
+        for i in 0..K {
+            records.push(record(
+                records.len() + 1,
+                serde_json::json!({"type": "user", "uuid": format!("x_{i}"),
+                                   "parentUuid": format!("y_{i}")}),
+            ));
+        }
+        for i in 0..K {
+            records.push(record(
+                records.len() + 1,
+                serde_json::json!({"type": "progress", "uuid": format!("y_{i}")}),
+            ));
+        }
+        records.push(record(
+            records.len() + 1,
+            serde_json::json!({"type": "user", "uuid": "last", "parentUuid": format!("x_{}", K - 1)}),
+        ));
+        let placement = place_records(&records, WALK);
+        let imported = placement
+            .places
+            .iter()
+            .filter(|p| **p == Place::Imported)
+            .count();
+        assert_eq!(imported, K + 1, "every user record is on the bridged chain");
+        // Every `y` but the first continues from the `x` before its own.
+        assert_eq!(placement.problems.len(), K - 1);
+        assert!(
+            placement
+                .problems
+                .iter()
+                .all(|p| p.kind == LineProblemKind::UnlinkedRecord)
         );
     }
 }

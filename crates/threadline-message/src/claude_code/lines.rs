@@ -1,6 +1,6 @@
 //! Reading: each line of the file parsed into a record, or reported.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use threadline_wire::ContentBlock;
@@ -20,6 +20,16 @@ use crate::transcript::{LineContent, LineProblem, LineProblemKind, RawLine, is_b
 pub(super) struct Record {
     pub(super) line: usize,
     pub(super) object: Map<String, Value>,
+}
+
+impl Record {
+    /// The record's `type` (empty without one).
+    pub(super) fn kind(&self) -> &str {
+        self.object
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Default)]
@@ -90,7 +100,7 @@ impl ParsedLines {
         // Per message: the line of its record.
         let mut message_lines = Vec::new();
         let preserved = if options.follow_compactions {
-            Vec::new()
+            HashSet::new()
         } else {
             preserved_uuids(&self.records, &places)
         };
@@ -127,7 +137,7 @@ impl ParsedLines {
                 Place::SkippedSidechain => result.skipped_sidechain += 1,
                 Place::SkippedOffChain => result.skipped_off_chain += 1,
                 Place::SkippedCompacted
-                    if uuid(&record.object).is_some_and(|u| preserved.iter().any(|p| p == u)) =>
+                    if uuid(&record.object).is_some_and(|u| preserved.contains(u)) =>
                 {
                     if let Mapped::Message(message) = map_record(record, &mut result.problems) {
                         kept.push(*message);
@@ -176,8 +186,9 @@ impl ParsedLines {
 
 /// The `uuid`s of the records the last imported compaction boundary says Claude Code kept
 /// (`compactMetadata.preservedMessages.uuids`, 2.1.3xx): the last answer of a manual
-/// `/compact`, the tool call in flight and its result of an automatic one.
-fn preserved_uuids(records: &[Record], places: &[Place]) -> Vec<String> {
+/// `/compact`, the tool call in flight and its result of an automatic one. A set: the list
+/// comes from the file, and each compacted record is looked up in it.
+fn preserved_uuids(records: &[Record], places: &[Place]) -> HashSet<String> {
     records
         .iter()
         .zip(places)
@@ -303,5 +314,65 @@ fn order_fragments(messages: &mut [Message], block_indices: &[Option<u64>]) {
             }
         }
         start = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn parsed(values: Vec<Value>) -> ParsedLines {
+        let mut lines = ParsedLines::default();
+        for value in values {
+            let Value::Object(object) = value else {
+                panic!("an object")
+            };
+            lines.last_line += 1;
+            lines.records.push(Record {
+                line: lines.last_line,
+                object,
+            });
+        }
+        lines
+    }
+
+    // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
+
+    /// A compaction of many records whose boundary lists many more preserved `uuid`s, only
+    /// one of them a record's: each compacted record is one look-up in the list, not a pass
+    /// over it (a pass would be 2·10⁹ string comparisons at this size).
+    #[test]
+    fn a_long_preserved_list_is_looked_up_not_scanned() {
+        const COMPACTED: usize = 10_000;
+        const LISTED: usize = 200_000;
+        let mut values = Vec::with_capacity(COMPACTED + 2);
+        for i in 0..COMPACTED {
+            let parent = i.checked_sub(1).map(|p| format!("c_{p}"));
+            values.push(
+                json!({"type": "user", "uuid": format!("c_{i}"), "parentUuid": parent,
+                               "message": {"role": "user", "content": format!("prompt {i}")}}),
+            );
+        }
+        let mut uuids: Vec<String> = (0..LISTED).map(|i| format!("g{i}")).collect();
+        uuids.push(format!("c_{}", COMPACTED - 1));
+        values.push(
+            json!({"type": "system", "subtype": "compact_boundary", "uuid": "b",
+            "parentUuid": null, "logicalParentUuid": format!("c_{}", COMPACTED - 1),
+            "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "manual", "preTokens": 1,
+                                "preservedMessages": {"uuids": uuids}}}),
+        );
+        values.push(
+            json!({"type": "user", "uuid": "s", "parentUuid": "b", "isCompactSummary": true,
+                           "message": {"role": "user", "content": "Summary."}}),
+        );
+        let imported = parsed(values).import(&ImportOptions::default());
+        assert_eq!(imported.skipped_compacted, COMPACTED - 1);
+        // The boundary, the summary, then the one preserved record.
+        assert_eq!(imported.messages.len(), 3);
+        assert!(matches!(&imported.messages[2], Message::User(u)
+            if u.header.id.to_string() == format!("c_{}", COMPACTED - 1)));
     }
 }

@@ -12,7 +12,10 @@
 //!
 //! The module is one file per idea: `lines` reads and assembles, `graph` places each record
 //! (the leaf, the walk, what the walk misses), `records` maps a record to a message,
-//! `attachments` maps `attachment` payloads, `summary` gathers what a session listing shows.
+//! `attachments` maps `attachment` payloads, `summary` gathers what a session listing shows,
+//! `request_records` rebuilds the requests Claude Code recorded (from the messages
+//! `message_store` holds once and the `recipes` saying which of them each request is made
+//! of), and `next_request` extends the last of them.
 //!
 //! # Which records become messages
 //!
@@ -43,7 +46,8 @@
 //!   when the main chain runs into a cycle, the walk stops after going round it once (the
 //!   cycle's records are imported) and the record closing it is reported; a cycle no chain
 //!   leads to is on no chain, and each of its records is reported as dropped. The walk visits
-//!   each record at most once, so it ends on any graph; the whole import is O(N).
+//!   each record at most once, so it ends on any graph, and each bridge across a lost link is
+//!   one look-up in an ordered set: the walk is O(N log N) for N records, whatever the file.
 //! * **Sidechains** (sub-agent conversations inside a parent's file) are left out and counted
 //!   in [`ImportResult::skipped_sidechain`], unless [`ImportOptions::include_sidechains`] is
 //!   set: then every sidechain record is imported too, at its place in the file. A file whose
@@ -101,6 +105,12 @@
 //! opaque and reported, and a content block that does not parse is kept as an unknown block
 //! and reported.
 //!
+//! No file makes the import quadratic: for a file of N records it is O(N log N) (the walk's
+//! bridges, the ordering of parallel results) plus what reading each record costs, whatever
+//! the records say — however many parents are lost, uuids preserved, results in a run, or
+//! messages a recorded request keeps ([`RecordedRequests`] holds each request's new messages
+//! only, not a copy of what it keeps).
+//!
 //! ```
 //! use threadline_message::claude_code::{ImportOptions, import_claude_code, is_claude_code_transcript};
 //! use threadline_message::{LineProblemKind, Message};
@@ -127,7 +137,9 @@
 mod attachments;
 mod graph;
 mod lines;
+mod message_store;
 mod next_request;
+mod recipes;
 mod records;
 mod request_records;
 mod summary;

@@ -60,10 +60,12 @@ impl ImportResult {
     /// compaction): those are left to the normalizer. The rules are in docs/claude-code-transcripts.md ("What Claude Code sends next").
     pub fn next_claude_code_request(&self) -> Option<NextRequest> {
         let system_turns = self.system_turns();
-        // The last request after the last compaction whose messages rebuild.
+        // The last request after the last compaction whose messages rebuild: found without
+        // rebuilding the ones after it, then rebuilt.
+        let rebuilds = self.requests.rebuilds();
         let anchor = (0..self.requests.len()).rev().find_map(|i| {
             let request = &self.requests[i];
-            if request.before_compaction {
+            if request.before_compaction || !rebuilds[i] {
                 return None;
             }
             let messages = self.requests.messages(i)?.ok()?;
@@ -482,5 +484,72 @@ mod tests {
         let imported = import_claude_code(&text, &ImportOptions::default());
         assert!(imported.requests[0].before_compaction);
         assert_eq!(imported.next_claude_code_request(), None);
+    }
+
+    // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
+
+    /// Many requests after the last one that rebuilds, each keeping its long list of messages
+    /// and adding one that does not parse: the anchor is found without rebuilding each of
+    /// them (rebuilding would clone, hash and parse 4·10⁶ messages at this size).
+    #[test]
+    fn the_anchor_is_found_without_rebuilding_every_request_after_it() {
+        const LONG: usize = 2_000;
+        const FAILING: usize = 2_000;
+        let prompt = json!({"role": "user", "content": "Go"});
+        let mut text = line(chain(
+            "u1",
+            None,
+            json!({"type": "user", "message": prompt}),
+        ));
+        text += &line(json!({"type": "api-request-blob", "hash": "bad",
+                             "message": {"role": "robot", "content": 3}}));
+        text += &line(json!({"type": "api-request", "id": "r0",
+                             "tail": vec![message_hash(&prompt); LONG]}));
+        for n in 0..FAILING {
+            text += &line(json!({"type": "api-request", "id": format!("r{}", n + 1),
+                                 "base": "r0", "keep": LONG, "tail": ["bad"]}));
+        }
+        let imported = import_claude_code(&text, &ImportOptions::default());
+        assert_eq!(imported.requests.len(), FAILING + 1);
+        let next = imported
+            .next_claude_code_request()
+            .expect("a recorded request");
+        assert_eq!((next.anchor, next.appended), (Some(0), 0));
+        assert_eq!(next.messages.len(), LONG);
+    }
+
+    /// Many requests after the last one that rebuilds, each naming one long message and
+    /// marking it with a marker it does not take: whether the marked block parses is found
+    /// once, not once per request (which would clone, hash and parse 10⁹ bytes at this
+    /// size).
+    #[test]
+    fn the_anchor_is_found_without_parsing_a_marked_message_per_request() {
+        const MARKING: usize = 1_000;
+        let prompt = json!({"role": "user", "content": "Go"});
+        let long =
+            json!({"role": "user", "content": [{"type": "text", "text": "x".repeat(1 << 20)}]});
+        let mut text = line(chain(
+            "u1",
+            None,
+            json!({"type": "user", "message": prompt}),
+        ));
+        text += &line(json!({"type": "api-request-blob", "hash": "long", "message": long}));
+        text += &line(json!({"type": "api-request", "id": "r0", "tail": [message_hash(&prompt)]}));
+        for n in 0..MARKING {
+            text += &line(
+                json!({"type": "api-request", "id": format!("r{}", n + 1), "tail": ["long"],
+                "cacheControl": [{"path": ["messages", 0, "content", 0], "value": 3}]}),
+            );
+        }
+        let imported = import_claude_code(&text, &ImportOptions::default());
+        assert!(matches!(
+            imported.requests.messages(MARKING),
+            Some(Err(super::super::RequestRecordError::BadMessage { .. }))
+        ));
+        let next = imported
+            .next_claude_code_request()
+            .expect("a recorded request");
+        assert_eq!((next.anchor, next.appended), (Some(0), 0));
+        assert_eq!(next.messages.len(), 1);
     }
 }

@@ -23,18 +23,32 @@
 //! response, its records joined by `message.id`. A blob is named by the hash it records,
 //! which for some blobs is not the hash of its message.
 //!
+//! # Bounds
+//!
+//! The rebuild is linear in the records whatever they say: each message they can name is
+//! held once (a run of results once for all its lengths, see `message_store`), and each
+//! request holds only its tail and a link to the request it keeps messages from (see
+//! `recipes`), never a copy of them, so no `keep` makes it hold more. Rebuilding the messages
+//! of one request ([`RecordedRequests::messages`]) costs what they are; finding the last
+//! request that rebuilds ([`ImportResult::next_claude_code_request`]) rebuilds only that one.
+//!
 //! docs/claude-code-transcripts.md ("Request records") describes the records and the rebuild,
 //! measured against the bodies Claude Code sent.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
-use threadline_wire::MessageParam;
-use threadline_wire::cache_control::without_cache_control;
+use threadline_wire::cache_control::{CacheControl, without_cache_control};
+use threadline_wire::{ContentBlock, MessageParam};
 
+#[cfg(doc)]
+use super::ImportResult;
 use super::lines::Record;
+use super::message_store::MessageStore;
+use super::recipes::Recipes;
 
 /// Why a recorded request could not be rebuilt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,9 +112,10 @@ pub struct RecordedRequest {
     pub params: Map<String, Value>,
     /// The shape the record names, when the file holds it.
     pub shape: Option<RecordedShape>,
-    /// The request's `messages` as indices into [`RecordedRequests`]' store of distinct
-    /// messages, or why they cannot be rebuilt ([`RecordedRequests::messages`] makes them).
-    recipe: Result<Vec<usize>, RequestRecordError>,
+    /// The request's `messages` as a recipe of [`RecordedRequests`]' recipes (indices into
+    /// its store of distinct messages), or why they cannot be rebuilt
+    /// ([`RecordedRequests::messages`] makes them).
+    recipe: Result<usize, RequestRecordError>,
     /// The recorded `cacheControl` markers.
     markers: Vec<Value>,
     /// How many of the import's messages come from records written before this one: the
@@ -112,13 +127,17 @@ pub struct RecordedRequest {
 }
 
 /// The requests a transcript recorded, in file order (a slice of [`RecordedRequest`]), and
-/// the distinct messages they are made of: each request names its messages by index, so a
-/// session of `n` requests over `m` messages holds each message once, not `n × m` copies.
+/// the distinct messages they are made of: each request names its messages by a recipe of
+/// store indices that links to the request it keeps messages from, so a session of `n`
+/// requests over `m` messages holds each message once and each request's new messages once,
+/// not `n × m` copies or indices.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordedRequests {
     requests: Vec<RecordedRequest>,
     /// Every message a record can name, once.
-    store: Vec<Value>,
+    store: MessageStore,
+    /// Which stored messages each request is made of.
+    recipes: Recipes,
 }
 
 impl std::ops::Deref for RecordedRequests {
@@ -139,27 +158,102 @@ impl RecordedRequests {
     /// (`None`: there is no request `i`).
     pub fn messages(&self, i: usize) -> Option<Result<Vec<MessageParam>, RequestRecordError>> {
         let request = self.requests.get(i)?;
-        let recipe = match &request.recipe {
+        let recipe = match request.recipe {
             Ok(recipe) => recipe,
-            Err(problem) => return Some(Err(problem.clone())),
+            Err(ref problem) => return Some(Err(problem.clone())),
         };
-        let mut messages: Vec<Value> = recipe.iter().map(|&at| self.store[at].clone()).collect();
-        place_markers(&mut messages, &request.markers);
-        Some(
-            messages
-                .into_iter()
-                .map(|m| {
-                    let hash = message_hash(&m);
-                    serde_json::from_value::<MessageParam>(m).map_err(|e| {
-                        RequestRecordError::BadMessage {
-                            line: request.line,
-                            hash,
-                            error: e.to_string(),
-                        }
+        let marks = marks(&request.markers);
+        let entries = self.recipes.messages(recipe);
+        let mut messages = Vec::with_capacity(entries.len());
+        for (position, &at) in entries.iter().enumerate() {
+            let marked = || self.marked(at, marks.get(&position));
+            match serde_json::from_value::<MessageParam>(marked()) {
+                Ok(message) => messages.push(message),
+                Err(e) => {
+                    return Some(Err(RequestRecordError::BadMessage {
+                        line: request.line,
+                        hash: message_hash(&marked()),
+                        error: e.to_string(),
+                    }));
+                }
+            }
+        }
+        Some(Ok(messages))
+    }
+
+    /// Stored message `at` with its markers on.
+    fn marked(&self, at: usize, marks: Option<&Vec<(usize, Value)>>) -> Value {
+        let mut message = self.store.message(at);
+        for (block, value) in marks.into_iter().flatten() {
+            mark(&mut message, *block, value.clone());
+        }
+        message
+    }
+
+    /// Per request: whether [`RecordedRequests::messages`] rebuilds it, found without
+    /// rebuilding any. Each stored message is parsed once, and a recipe's first message that
+    /// does not parse is found from its base's; a message with markers on parses when it
+    /// does without them (a marker only adds `cache_control`, which mends nothing) and each
+    /// block it marks parses with its marker on, which is found once per message, block and
+    /// [`MarkerKind`]. Linear in the records, whatever the requests keep and mark.
+    pub(super) fn rebuilds(&self) -> Vec<bool> {
+        let parses = self.store.parses();
+        let first_bad = self.recipes.first_bad(|at| !parses[at]);
+        let mut marked_block_parses: HashMap<(usize, usize, MarkerKind), bool> = HashMap::new();
+        self.requests
+            .iter()
+            .map(|request| {
+                let Ok(recipe) = request.recipe else {
+                    return false;
+                };
+                if first_bad[recipe].is_some() {
+                    return false;
+                }
+                let len = self.recipes.len(recipe);
+                marks(&request.markers).range(..len).all(|(&position, on)| {
+                    let Some(at) = self.recipes.message(recipe, position) else {
+                        return true;
+                    };
+                    // The last marker on a block is the one it keeps.
+                    let last: BTreeMap<usize, &Value> =
+                        on.iter().map(|(block, value)| (*block, value)).collect();
+                    last.into_iter().all(|(block, value)| {
+                        let key = (at, block, MarkerKind::of(value));
+                        *marked_block_parses.entry(key).or_insert_with(|| {
+                            self.store.block(at, block).is_none_or(|mut b| {
+                                let Some(object) = b.as_object_mut() else {
+                                    return true;
+                                };
+                                object.insert("cache_control".to_owned(), value.clone());
+                                ContentBlock::deserialize(&b).is_ok()
+                            })
+                        })
                     })
                 })
-                .collect(),
-        )
+            })
+            .collect()
+    }
+}
+
+/// What a marker's value is, as far as whether a block parses with it on: a block type
+/// either reads `cache_control` (then a valid one and a null parse, anything else does not)
+/// or keeps it as it is, so a block parses with every marker of one kind or with none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MarkerKind {
+    Null,
+    CacheControl,
+    Other,
+}
+
+impl MarkerKind {
+    fn of(value: &Value) -> Self {
+        if value.is_null() {
+            MarkerKind::Null
+        } else if CacheControl::deserialize(value).is_ok() {
+            MarkerKind::CacheControl
+        } else {
+            MarkerKind::Other
+        }
     }
 }
 
@@ -231,8 +325,13 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// SHA-256 of `text`, lower-case hex.
 fn sha256_hex(text: &str) -> String {
-    let mut hex = String::with_capacity(64);
-    for byte in Sha256::digest(text.as_bytes()) {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// `bytes` in lower-case hex.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    let mut hex = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
         let _ = write!(hex, "{byte:02x}");
     }
     hex
@@ -257,87 +356,11 @@ pub fn body_shape_hash(body: &Value) -> Option<String> {
     Some(sha256_hex(&canonical_json(&shape)))
 }
 
-/// The messages the file's records can name, once each (without `cache_control`), and the
-/// index of each in that store by the hashes that name it.
-fn message_store(records: &[Record]) -> (Vec<Value>, HashMap<String, usize>) {
-    let mut store: Vec<Value> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut add = |hash: String, message: Value| {
-        index.entry(hash).or_insert_with(|| {
-            store.push(without_cache_control(&message));
-            store.len() - 1
-        });
-    };
-    // A blob is named by the hash it records: for some (the summary after a compaction, a
-    // Read reminder) that is not the hash of the message it holds.
-    for record in records.iter().filter(|r| kind(r) == "api-request-blob") {
-        if let (Some(hash), Some(message)) = (
-            record.object.get("hash").and_then(Value::as_str),
-            record.object.get("message"),
-        ) {
-            add(hash.to_owned(), message.clone());
-        }
-    }
-    let mut add_hashed = |message: Value| add(message_hash(&message), message);
-    // The records of each response, by `message.id`, in the order the responses start.
-    let mut responses: Vec<Vec<Value>> = Vec::new();
-    let mut response_of: HashMap<String, usize> = HashMap::new();
-    let mut results_run: Vec<Value> = Vec::new();
-    for record in records {
-        let record_kind = kind(record);
-        if record_kind != "user" && record_kind != "assistant" {
-            continue;
-        }
-        let Some(content) = record.object.get("message").and_then(|m| m.get("content")) else {
-            continue;
-        };
-        let only_results = content.as_array().is_some_and(|blocks| {
-            !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result")
-        });
-        if record_kind == "user" && only_results {
-            results_run.extend(content.as_array().cloned().unwrap_or_default());
-            add_hashed(json!({"role": "user", "content": results_run.clone()}));
-        } else {
-            results_run.clear();
-        }
-        if record_kind == "user" {
-            add_hashed(json!({"role": "user", "content": content}));
-            if let Some(text) = content.as_str() {
-                add_hashed(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
-            }
-        } else {
-            let id = record.object["message"]
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let blocks = content.as_array().cloned().unwrap_or_default();
-            let at = *response_of.entry(id).or_insert_with(|| {
-                responses.push(Vec::new());
-                responses.len() - 1
-            });
-            responses[at].extend(blocks);
-        }
-    }
-    for blocks in responses {
-        add_hashed(json!({"role": "assistant", "content": blocks}));
-    }
-    (store, index)
-}
-
-fn kind(record: &Record) -> &str {
-    record
-        .object
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// The shapes of the file, by `shapeHash`.
 fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
     records
         .iter()
-        .filter(|r| kind(r) == "api-request-shape")
+        .filter(|r| r.kind() == "api-request-shape")
         .filter_map(|r| {
             let hash = r.object.get("shapeHash")?.as_str()?;
             let shape = r.object.get("shape")?;
@@ -353,15 +376,15 @@ fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
         .collect()
 }
 
-/// Puts the recorded `cacheControl` markers (`["messages", i, "content", j]`) on `messages`,
-/// a string content turned into one text block to carry its marker. Paths into `system` are
-/// left to the caller (they index the shape's system blocks).
-fn place_markers(messages: &mut [Value], markers: &[Value]) {
+/// The recorded `cacheControl` markers that go on messages (`["messages", i, "content", j]`),
+/// by message `i`: each block `j` and marker, in record order. Paths into `system` are left
+/// to the caller (they index the shape's system blocks).
+fn marks(markers: &[Value]) -> BTreeMap<usize, Vec<(usize, Value)>> {
+    let mut marks: BTreeMap<usize, Vec<(usize, Value)>> = BTreeMap::new();
     for marker in markers {
         let Some(path) = marker.get("path").and_then(Value::as_array) else {
             continue;
         };
-        let value = marker.get("value").cloned().unwrap_or(Value::Null);
         let index = |n: usize| {
             path.get(n)
                 .and_then(Value::as_u64)
@@ -375,20 +398,25 @@ fn place_markers(messages: &mut [Value], markers: &[Value]) {
         let (Some(i), Some(j)) = (index(1), index(3)) else {
             continue;
         };
-        let Some(message) = messages.get_mut(i) else {
-            continue;
-        };
-        if let Some(text) = message.get("content").and_then(Value::as_str) {
-            message["content"] = json!([{"type": "text", "text": text}]);
-        }
-        if let Some(block) = message
-            .get_mut("content")
-            .and_then(Value::as_array_mut)
-            .and_then(|blocks| blocks.get_mut(j))
-            .and_then(Value::as_object_mut)
-        {
-            block.insert("cache_control".to_owned(), value);
-        }
+        let value = marker.get("value").cloned().unwrap_or(Value::Null);
+        marks.entry(i).or_default().push((j, value));
+    }
+    marks
+}
+
+/// Puts a `cache_control` marker on block `block` of `message`, a string content turned into
+/// one text block to carry it.
+fn mark(message: &mut Value, block: usize, value: Value) {
+    if let Some(text) = message.get("content").and_then(Value::as_str) {
+        message["content"] = json!([{"type": "text", "text": text}]);
+    }
+    if let Some(block) = message
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .and_then(|blocks| blocks.get_mut(block))
+        .and_then(Value::as_object_mut)
+    {
+        block.insert("cache_control".to_owned(), value);
     }
 }
 
@@ -397,13 +425,14 @@ fn place_markers(messages: &mut [Value], markers: &[Value]) {
 pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> RecordedRequests {
     let requests: Vec<&Record> = records
         .iter()
-        .filter(|r| kind(r) == "api-request")
+        .filter(|r| r.kind() == "api-request")
         .filter(|r| r.object.get("agentId").and_then(Value::as_str) == agent_id)
         .collect();
     if requests.is_empty() {
         return RecordedRequests::default();
     }
-    let (store, index) = message_store(records);
+    let (store, index) = MessageStore::of(records);
+    let mut recipes = Recipes::default();
     let shapes = shapes(records);
     // Each request's position in `out` by its id, for the later ones that name it as `base`.
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -411,7 +440,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
     for record in requests {
         let line = record.line;
         let field = |name: &str| record.object.get(name).and_then(Value::as_str);
-        let mut recipe: Vec<usize> = Vec::new();
+        let mut kept = None;
         let mut problem = None;
         if let Some(base) = field("base") {
             let keep = record
@@ -423,9 +452,9 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
             let earlier = by_id
                 .get(base)
                 .and_then(|&at| out[at].recipe.as_ref().ok())
-                .filter(|earlier| earlier.len() >= keep);
+                .filter(|&&earlier| recipes.len(earlier) >= keep);
             match earlier {
-                Some(earlier) => recipe.extend_from_slice(&earlier[..keep]),
+                Some(&earlier) => kept = Some((earlier, keep)),
                 None => {
                     problem = Some(RequestRecordError::UnknownBase {
                         line,
@@ -435,6 +464,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
                 }
             }
         }
+        let mut tail = Vec::new();
         for hash in record
             .object
             .get("tail")
@@ -444,7 +474,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
             .filter_map(Value::as_str)
         {
             match index.get(hash) {
-                Some(&at) => recipe.push(at),
+                Some(&at) => tail.push(at),
                 None => {
                     problem.get_or_insert_with(|| RequestRecordError::UnknownMessage {
                         line,
@@ -468,7 +498,10 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
                 .cloned()
                 .unwrap_or_default(),
             shape: field("shapeHash").and_then(|h| shapes.get(h).cloned()),
-            recipe: problem.map_or(Ok(recipe), Err),
+            recipe: match problem {
+                Some(problem) => Err(problem),
+                None => Ok(recipes.add(kept, tail)),
+            },
             markers: record
                 .object
                 .get("cacheControl")
@@ -482,6 +515,7 @@ pub(super) fn recorded_requests(records: &[Record], agent_id: Option<&str>) -> R
     RecordedRequests {
         requests: out,
         store,
+        recipes,
     }
 }
 
@@ -657,11 +691,164 @@ mod tests {
         fn hostile_request_records_never_panic(values in proptest::collection::vec(hostile_record(), 0..24)) {
             let all = records(values);
             let rebuilt = recorded_requests(&all, None);
-            let count = all.iter().filter(|r| kind(r) == "api-request").count();
+            let count = all.iter().filter(|r| r.kind() == "api-request").count();
             proptest::prop_assert_eq!(rebuilt.len(), count);
             for i in 0..count {
                 proptest::prop_assert!(rebuilt.messages(i).is_some());
             }
         }
+    }
+
+    /// A record of a small file whose requests name its messages: blobs (some not request
+    /// messages), user records (runs of results, some results that do not parse), and
+    /// requests keeping from each other, with markers (some that do not parse). A request's
+    /// tail is a list of numbers, each made the name of a message of the file by
+    /// [`naming_messages`].
+    fn request_file_record() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let blob = (
+            prop::sample::select(vec!["h1", "h2"]),
+            prop::sample::select(vec![
+                json!({"role": "system", "content": "env"}),
+                json!({"role": "user", "content": "hi"}),
+                json!({"role": "robot", "content": 3}),
+                json!({"role": "user", "content": [{"type": "text", "text": 3}]}),
+                json!({"role": "assistant", "content": [{"type": "text", "text": "a"}]}),
+                json!({"role": "user", "content": [{"type": "mystery", "x": 1}, {"type": "text", "text": "b"}]}),
+                json!({"role": "user", "content": [7, {"type": "text", "text": "c"}]}),
+                json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}),
+                json!({"role": "user", "content": [{"type": "tool_reference", "tool_name": "Read"}]}),
+            ]),
+        )
+            .prop_map(|(hash, message)| json!({"type": "api-request-blob", "hash": hash, "message": message}));
+        let result = prop::sample::select(vec![
+            json!({"type": "tool_result", "tool_use_id": "t", "content": "x"}),
+            json!({"type": "tool_result", "tool_use_id": "t", "is_error": "yes"}),
+        ]);
+        let user = prop_oneof![
+            Just(json!("Go")),
+            prop::collection::vec(result, 1..3).prop_map(Value::from),
+            Just(json!([{"type": "text", "text": "Go"}])),
+        ]
+        .prop_map(
+            |content| json!({"type": "user", "message": {"role": "user", "content": content}}),
+        );
+        let marker = (
+            0usize..4,
+            0usize..3,
+            prop::sample::select(vec![
+                json!({"type": "ephemeral"}),
+                json!({"type": "ephemeral", "ttl": "1h"}),
+                json!({"type": "ephemeral", "ttl": "2h"}),
+                json!(3),
+                json!("x"),
+                Value::Null,
+            ]),
+        )
+            .prop_map(
+                |(i, j, value)| json!({"path": ["messages", i, "content", j], "value": value}),
+            );
+        let request = (
+            prop::sample::select(vec!["r1", "r2", "r3"]),
+            prop::option::of(prop::sample::select(vec!["r1", "r2", "r3", "r9"])),
+            0usize..5,
+            prop::collection::vec(0usize..64, 0..4),
+            prop::collection::vec(marker, 0..3),
+        )
+            .prop_map(|(id, base, keep, tail, markers)| {
+                json!({"type": "api-request", "id": id, "base": base, "keep": keep,
+                       "tail": tail, "cacheControl": markers})
+            });
+        prop_oneof![blob, user, request]
+    }
+
+    /// `values` with each request's tail numbers made names of the file's messages (each
+    /// number, modulo how many names there are, picks one in sorted order).
+    fn naming_messages(values: Vec<Value>) -> Vec<Record> {
+        let all = records(values);
+        let (_, index) = MessageStore::of(&all);
+        let mut names: Vec<&String> = index.keys().collect();
+        names.sort();
+        let name = |n: &Value| {
+            let n = usize::try_from(n.as_u64().unwrap_or_default()).unwrap_or_default();
+            names
+                .get(n % names.len().max(1))
+                .map_or(json!("00"), |h| json!(h))
+        };
+        let named: Vec<Value> = all
+            .iter()
+            .map(|record| {
+                let mut object = Value::Object(record.object.clone());
+                if let Some(tail) = object.get_mut("tail").and_then(Value::as_array_mut) {
+                    for n in tail.iter_mut() {
+                        *n = name(n);
+                    }
+                }
+                object
+            })
+            .collect();
+        records(named)
+    }
+
+    proptest::proptest! {
+        /// Whether a request rebuilds is found without rebuilding it, and is what the rebuild
+        /// says.
+        #[test]
+        fn the_rebuild_check_says_what_the_rebuild_does(
+            values in proptest::collection::vec(request_file_record(), 0..24),
+        ) {
+            let all = naming_messages(values);
+            let rebuilt = recorded_requests(&all, None);
+            let rebuilds = rebuilt.rebuilds();
+            proptest::prop_assert_eq!(rebuilds.len(), rebuilt.len());
+            for (i, rebuilds) in rebuilds.into_iter().enumerate() {
+                proptest::prop_assert_eq!(
+                    rebuilds,
+                    rebuilt.messages(i).is_some_and(|m| m.is_ok()),
+                    "request {}", i
+                );
+            }
+        }
+    }
+
+    // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
+
+    /// One request of many messages, then many requests each keeping all of them: each holds
+    /// its own tail and a link, not a copy (copies would be 10⁹ indices, 8 GB, at this size).
+    #[test]
+    fn requests_keeping_a_long_request_do_not_copy_it() {
+        const LONG: usize = 50_000;
+        const KEEPING: usize = 20_000;
+        let prompt = json!({"role": "user", "content": "Go"});
+        let name = message_hash(&prompt);
+        let mut values = vec![
+            user("u1", json!("Go")),
+            json!({"type": "api-request", "id": "long", "tail": vec![name.clone(); LONG]}),
+        ];
+        values.extend((0..KEEPING).map(|n| {
+            json!({"type": "api-request", "id": format!("r{n}"), "base": "long", "keep": LONG,
+                   "tail": [name]})
+        }));
+        let rebuilt = recorded_requests(&records(values), None);
+        assert_eq!(rebuilt.len(), KEEPING + 1);
+        assert!(rebuilt.iter().all(|r| r.problem().is_none()));
+        assert!(rebuilt.rebuilds().into_iter().all(|r| r));
+        let last = rebuilt
+            .messages(KEEPING)
+            .expect("a request")
+            .expect("rebuilt");
+        assert_eq!(last.len(), LONG + 1);
+        // A request keeping more than its base has is still refused.
+        let refused = recorded_requests(
+            &records(vec![
+                json!({"type": "api-request", "id": "a", "tail": []}),
+                json!({"type": "api-request", "id": "b", "base": "a", "keep": LONG}),
+            ]),
+            None,
+        );
+        assert!(matches!(
+            refused[1].problem(),
+            Some(RequestRecordError::UnknownBase { keep: LONG, .. })
+        ));
     }
 }

@@ -1,5 +1,7 @@
 //! Rewinding a session by typed prompts.
 
+use std::collections::HashMap;
+
 use threadline_wire::{Content, ContentBlock};
 
 use crate::header::Header;
@@ -95,31 +97,39 @@ pub fn rewind(messages: &[Message], turns: usize) -> Result<Rewound, SessionOpEr
 }
 
 /// The ids of the client tool uses of `messages` that no later (non-virtual) user message
-/// answers, in the order of their first use.
+/// answers, in the order of their first use (a use answered and then made again counts from
+/// its new use). Each use and each result is one map look-up, so an assistant message with
+/// many tool uses costs time linear in them.
 fn unanswered_tool_uses(messages: &[Message]) -> Vec<String> {
-    let mut pending: Vec<String> = Vec::new();
+    // One slot per use, in order, emptied when the use is answered; and the slot of each use
+    // still pending.
+    let mut uses: Vec<Option<&str>> = Vec::new();
+    let mut pending: HashMap<&str, usize> = HashMap::new();
     for message in messages {
         match message {
             Message::Assistant(assistant) => {
                 for block in &assistant.content {
-                    if let ContentBlock::ToolUse(tool_use) = block
-                        && !pending.contains(&tool_use.id)
-                    {
-                        pending.push(tool_use.id.clone());
+                    if let ContentBlock::ToolUse(tool_use) = block {
+                        pending.entry(tool_use.id.as_str()).or_insert_with(|| {
+                            uses.push(Some(tool_use.id.as_str()));
+                            uses.len() - 1
+                        });
                     }
                 }
             }
             Message::User(user) if !user.is_virtual => {
                 for block in &user.content {
-                    if let ContentBlock::ToolResult(result) = block {
-                        pending.retain(|id| *id != result.tool_use_id);
+                    if let ContentBlock::ToolResult(result) = block
+                        && let Some(slot) = pending.remove(result.tool_use_id.as_str())
+                    {
+                        uses[slot] = None;
                     }
                 }
             }
             _ => {}
         }
     }
-    pending
+    uses.into_iter().flatten().map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -177,5 +187,35 @@ mod tests {
             "cannot rewind 3 turns: the session has 2 typed prompts"
         );
         assert!(rewind(&[], 0).expect("empty").messages.is_empty());
+    }
+
+    // Hostile sessions, at sizes where a quadratic rewind takes far longer than a linear one.
+
+    /// One assistant message with many tool uses, half of them answered: each use and each
+    /// result is one look-up (a pass over the pending uses for each would be about 5·10⁹
+    /// string comparisons at this size). Unanswered uses keep their order, and a use answered
+    /// then made again counts from its new use.
+    #[test]
+    fn many_parallel_tool_uses_are_answered_in_linear_time() {
+        const USES: usize = 80_000;
+        let id = |n: usize| format!("toolu_{n}");
+        let session = vec![
+            Message::user_text("do it all").with_header(at(1)),
+            Message::assistant((0..USES).map(|n| tool_use(&id(n))).collect()).with_header(at(2)),
+            Message::user_blocks(
+                (0..USES)
+                    .rev()
+                    .filter(|n| n % 2 == 0)
+                    .map(|n| tool_result_block(id(n), Content::Text("ok".into()), false))
+                    .collect(),
+            )
+            .with_header(at(3)),
+            Message::assistant(vec![tool_use(&id(0)), tool_use(&id(1))]).with_header(at(4)),
+        ];
+        let rewound = rewind(&session, 0).expect("no turns dropped");
+        let mut expected: Vec<String> = (0..USES).filter(|n| n % 2 == 1).map(id).collect();
+        expected.push(id(0));
+        assert_eq!(rewound.answered, expected);
+        assert_eq!(rewound.messages.len(), session.len() + 1);
     }
 }
