@@ -41,6 +41,16 @@ enum Entry {
     Results { run: usize, len: usize },
 }
 
+/// Which stored block a block of a message is ([`MessageStore::block_identity`]): every
+/// length of a run shares the run's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum BlockIdentity {
+    /// Block `block` of the message held as is at `at`.
+    Message { at: usize, block: usize },
+    /// Block `block` of run `run`, whichever length of the run holds it.
+    Run { run: usize, block: usize },
+}
+
 /// The canonical JSON of a run's message is `{"content":[` + each block's canonical JSON,
 /// comma-separated + `],"role":"user"}` (keys sorted: `content` before `role`).
 const RUN_OPENING: &str = r#"{"content":["#;
@@ -206,6 +216,25 @@ impl MessageStore {
                 _ => None,
             },
             Entry::Results { run, len } => self.runs[*run][..*len].get(block).cloned(),
+        }
+    }
+
+    /// Which stored block [`block`](Self::block)`(at, block)` is, when there is one: the
+    /// same for every length of a run that holds it, so that what is found about a block
+    /// (does it parse with a marker on?) is found once, not once per length.
+    pub(super) fn block_identity(&self, at: usize, block: usize) -> Option<BlockIdentity> {
+        match &self.entries[at] {
+            Entry::Message(message) => {
+                let exists = match message.get("content") {
+                    Some(Value::String(_)) => block == 0,
+                    Some(Value::Array(blocks)) => block < blocks.len(),
+                    _ => false,
+                };
+                exists.then_some(BlockIdentity::Message { at, block })
+            }
+            Entry::Results { run, len } => {
+                (block < *len).then_some(BlockIdentity::Run { run: *run, block })
+            }
         }
     }
 

@@ -109,7 +109,9 @@
 //! bridges, the ordering of parallel results) plus what reading each record costs, whatever
 //! the records say — however many parents are lost, uuids preserved, results in a run, or
 //! messages a recorded request keeps ([`RecordedRequests`] holds each request's new messages
-//! only, not a copy of what it keeps).
+//! only, not a copy of what it keeps, and shares a shape among the requests that name it).
+//! The walk, the compaction records, the request records and rewind are tested at sizes
+//! where a quadratic pass would not finish.
 //!
 //! ```
 //! use threadline_message::claude_code::{ImportOptions, import_claude_code, is_claude_code_transcript};

@@ -28,7 +28,8 @@
 //! The rebuild is linear in the records whatever they say: each message they can name is
 //! held once (a run of results once for all its lengths, see `message_store`), and each
 //! request holds only its tail and a link to the request it keeps messages from (see
-//! `recipes`), never a copy of them, so no `keep` makes it hold more. Rebuilding the messages
+//! `recipes`), never a copy of them, so no `keep` makes it hold more; a shape is held once,
+//! shared by the requests that name it. Rebuilding the messages
 //! of one request ([`RecordedRequests::messages`]) costs what they are; finding the last
 //! request that rebuilds ([`ImportResult::next_claude_code_request`]) rebuilds only that one.
 //!
@@ -37,6 +38,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
@@ -47,7 +49,7 @@ use threadline_wire::{ContentBlock, MessageParam};
 #[cfg(doc)]
 use super::ImportResult;
 use super::lines::Record;
-use super::message_store::MessageStore;
+use super::message_store::{BlockIdentity, MessageStore};
 use super::recipes::Recipes;
 
 /// Why a recorded request could not be rebuilt.
@@ -110,8 +112,9 @@ pub struct RecordedRequest {
     /// `params`: model, betas, `max_tokens`, `thinking`, `context_management`,
     /// `output_config`, as recorded.
     pub params: Map<String, Value>,
-    /// The shape the record names, when the file holds it.
-    pub shape: Option<RecordedShape>,
+    /// The shape the record names, when the file holds it: shared by every request that
+    /// names it (a file may name one large shape from each of many small records).
+    pub shape: Option<Arc<RecordedShape>>,
     /// The request's `messages` as a recipe of [`RecordedRequests`]' recipes (indices into
     /// its store of distinct messages), or why they cannot be rebuilt
     /// ([`RecordedRequests::messages`] makes them).
@@ -194,12 +197,21 @@ impl RecordedRequests {
     /// rebuilding any. Each stored message is parsed once, and a recipe's first message that
     /// does not parse is found from its base's; a message with markers on parses when it
     /// does without them (a marker only adds `cache_control`, which mends nothing) and each
-    /// block it marks parses with its marker on, which is found once per message, block and
-    /// [`MarkerKind`]. Linear in the records, whatever the requests keep and mark.
+    /// block it marks parses with its marker on, which is found once per stored block
+    /// ([`BlockIdentity`]: every length of a run shares its blocks) and [`MarkerKind`].
+    /// Linear in the records, whatever the requests keep and mark.
     pub(super) fn rebuilds(&self) -> Vec<bool> {
+        self.rebuilds_noting(&mut HashMap::new())
+    }
+
+    /// [`rebuilds`](Self::rebuilds), keeping in `marked_block_parses` what it found of each
+    /// stored block it parsed with a marker on.
+    fn rebuilds_noting(
+        &self,
+        marked_block_parses: &mut HashMap<(BlockIdentity, MarkerKind), bool>,
+    ) -> Vec<bool> {
         let parses = self.store.parses();
         let first_bad = self.recipes.first_bad(|at| !parses[at]);
-        let mut marked_block_parses: HashMap<(usize, usize, MarkerKind), bool> = HashMap::new();
         self.requests
             .iter()
             .map(|request| {
@@ -218,7 +230,11 @@ impl RecordedRequests {
                     let last: BTreeMap<usize, &Value> =
                         on.iter().map(|(block, value)| (*block, value)).collect();
                     last.into_iter().all(|(block, value)| {
-                        let key = (at, block, MarkerKind::of(value));
+                        // A marker on a block the message does not have changes nothing.
+                        let Some(identity) = self.store.block_identity(at, block) else {
+                            return true;
+                        };
+                        let key = (identity, MarkerKind::of(value));
                         *marked_block_parses.entry(key).or_insert_with(|| {
                             self.store.block(at, block).is_none_or(|mut b| {
                                 let Some(object) = b.as_object_mut() else {
@@ -357,7 +373,7 @@ pub fn body_shape_hash(body: &Value) -> Option<String> {
 }
 
 /// The shapes of the file, by `shapeHash`.
-fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
+fn shapes(records: &[Record]) -> HashMap<String, Arc<RecordedShape>> {
     records
         .iter()
         .filter(|r| r.kind() == "api-request-shape")
@@ -366,11 +382,11 @@ fn shapes(records: &[Record]) -> HashMap<String, RecordedShape> {
             let shape = r.object.get("shape")?;
             Some((
                 hash.to_owned(),
-                RecordedShape {
+                Arc::new(RecordedShape {
                     system: shape.get("system").cloned().unwrap_or(Value::Null),
                     tools: shape.get("tools").cloned().unwrap_or(Value::Null),
                     hash_verified: sha256_hex(&canonical_json(shape)) == hash,
-                },
+                }),
             ))
         })
         .collect()
@@ -812,6 +828,83 @@ mod tests {
     }
 
     // Hostile files, at sizes where a quadratic import takes far longer than a linear one.
+
+    /// One large shape named by many small requests: each request shares it (a copy each
+    /// would be 20 GB for a 1 MB shape and 20,000 records of 70 bytes).
+    #[test]
+    fn requests_naming_one_shape_share_it() {
+        let values = vec![
+            json!({"type": "api-request-shape", "shapeHash": "H",
+                   "shape": {"system": [], "tools": [{"name": "t", "description": "d".repeat(4096)}]}}),
+            json!({"type": "api-request", "id": "a", "shapeHash": "H", "tail": []}),
+            json!({"type": "api-request", "id": "b", "shapeHash": "H", "tail": []}),
+        ];
+        let rebuilt = recorded_requests(&records(values), None);
+        let (Some(a), Some(b)) = (&rebuilt[0].shape, &rebuilt[1].shape) else {
+            panic!("both requests name the shape");
+        };
+        assert!(Arc::ptr_eq(a, b));
+        assert!(!a.hash_verified, "H is not the shape's hash");
+    }
+
+    /// One large tool result, a run of short ones after it, and a request at every length of
+    /// the run marking the large one: the large block is parsed with its marker once, not
+    /// once per length (a copy of it each time: 20 GB for a 5 MB result and 4,000 lengths).
+    #[test]
+    fn a_marker_on_every_length_of_a_run_parses_its_block_once() {
+        const LENGTHS: usize = 4_000;
+        let large = json!({"type": "tool_result", "tool_use_id": "t0",
+                           "content": "x".repeat(64 * 1024)});
+        let mut blocks = vec![large];
+        blocks.extend((1..LENGTHS).map(
+            |n| json!({"type": "tool_result", "tool_use_id": format!("t{n}"), "content": "y"}),
+        ));
+        let mut values: Vec<Value> = blocks
+            .iter()
+            .enumerate()
+            .map(|(n, block)| user(&format!("u{n}"), json!([block])))
+            .collect();
+        // Each length's name, hashed as it grows (hashing each length whole would cost this
+        // test what the bug cost): the framing is `message_hash`'s, as checked for two.
+        let mut prefix = Sha256::new();
+        prefix.update(br#"{"content":["#);
+        let mut names = Vec::with_capacity(LENGTHS);
+        for (n, block) in blocks.iter().enumerate() {
+            if n > 0 {
+                prefix.update(b",");
+            }
+            prefix.update(canonical_json(&without_cache_control(block)).as_bytes());
+            let mut whole = prefix.clone();
+            whole.update(br#"],"role":"user"}"#);
+            names.push(hex(&whole.finalize()));
+        }
+        for len in [1, 2] {
+            let whole = json!({"role": "user", "content": blocks[..len]});
+            assert_eq!(names[len - 1], message_hash(&whole), "{len}");
+        }
+        values.extend(names.iter().enumerate().map(|(n, name)| {
+            let len = n + 1;
+            json!({"type": "api-request", "id": format!("r{len}"), "tail": [name],
+                   "cacheControl": [{"path": ["messages", 0, "content", 0],
+                                     "value": {"type": "ephemeral"}}]})
+        }));
+        let rebuilt = recorded_requests(&records(values), None);
+        assert_eq!(rebuilt.len(), LENGTHS);
+        let mut parsed = HashMap::new();
+        assert!(rebuilt.rebuilds_noting(&mut parsed).into_iter().all(|r| r));
+        assert_eq!(
+            parsed.len(),
+            1,
+            "one block, one kind of marker: parsed once"
+        );
+        let last = rebuilt
+            .messages(LENGTHS - 1)
+            .expect("a request")
+            .expect("rebuilt");
+        let content = last[0].content.to_blocks();
+        assert_eq!(content.len(), LENGTHS);
+        assert!(content[0].cache_control().is_some());
+    }
 
     /// One request of many messages, then many requests each keeping all of them: each holds
     /// its own tail and a link, not a copy (copies would be 10⁹ indices, 8 GB, at this size).
