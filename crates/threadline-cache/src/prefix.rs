@@ -332,13 +332,15 @@ impl Flat {
 
 /// What each block of `param` gives when flattened: its own hash (with the message's role,
 /// and whether it starts the message), its tokens by `counter`, whether a marker may go on
-/// it, whether it is thinking.
+/// it (never on a turn-scoped system message's), whether it is thinking.
 fn message_facts(
     param: &threadline_wire::MessageParam,
     counter: &dyn TokenCounter,
 ) -> Vec<BlockFacts> {
     let role = hash_of(&param.role);
-    let fact = |index: usize, block: &ContentBlock| block_facts(index, block, role, counter);
+    let markable = takes_markers(param);
+    let fact =
+        |index: usize, block: &ContentBlock| block_facts(index, block, role, markable, counter);
     match &param.content {
         Content::Text(text) => vec![fact(0, &ContentBlock::text(text.clone()))],
         Content::Blocks(blocks) => blocks
@@ -349,13 +351,22 @@ fn message_facts(
     }
 }
 
+/// Whether any block of `message` may carry a marker: not a turn-scoped system message's
+/// ([`MessageParam::is_turn_scoped`](threadline_wire::MessageParam::is_turn_scoped): the API
+/// refuses a marker on it, and its automatic caching passes over it).
+pub(crate) fn takes_markers(message: &threadline_wire::MessageParam) -> bool {
+    !message.is_turn_scoped()
+}
+
 /// What the block at `index` of a message whose role hashes to `role` gives when flattened
-/// (see [`message_facts`]); the block's markers must already be cleared. The planner's
-/// flattening and the session simulator's both take their pieces from here.
+/// (see [`message_facts`]); the block's markers must already be cleared, and `markable` is
+/// [`takes_markers`] of its message. The planner's flattening and the session simulator's
+/// both take their pieces from here.
 pub(crate) fn block_facts(
     index: usize,
     block: &ContentBlock,
     role: u64,
+    markable: bool,
     counter: &dyn TokenCounter,
 ) -> BlockFacts {
     let mut own = mix(piece_hash(Piece::Block(block)), role);
@@ -365,7 +376,7 @@ pub(crate) fn block_facts(
     BlockFacts {
         own_hash: own,
         tokens: counter.count(Piece::Block(block), own),
-        eligible: is_eligible(block),
+        eligible: markable && is_eligible(block),
         thinking: block.is_thinking(),
     }
 }

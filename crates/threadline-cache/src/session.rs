@@ -33,6 +33,7 @@ use crate::cache_table::CacheTable;
 use crate::planner::{HISTORY, LOOKBACK};
 use crate::prefix::{
     DYNAMIC_SALT, Location, Prefix, PrefixPiece, Ttl, UnseenPrefix, block_facts, hash_of, mix,
+    takes_markers,
 };
 use crate::simulator::{SimConfig, Step};
 use crate::tokens::{Piece, TokenCounter};
@@ -388,6 +389,7 @@ impl<'m> SessionSimulator<'m> {
                 Content::Blocks(blocks) => blocks,
             };
             let role = hash_of(&param.role);
+            let markable = takes_markers(param);
             let stripped = message < strip && param.role == Role::Assistant;
             for (index, block) in blocks.iter().enumerate() {
                 if stripped && block.is_thinking() {
@@ -402,7 +404,7 @@ impl<'m> SessionSimulator<'m> {
                 } else {
                     Cow::Borrowed(block)
                 };
-                let facts = block_facts(index, &bare, role, &*self.counter);
+                let facts = block_facts(index, &bare, role, markable, &*self.counter);
                 state = mix(state, facts.own_hash);
                 // Saturating: an unseen prefix inferred from a hostile usage may be huge.
                 cumulative = cumulative.saturating_add(facts.tokens);

@@ -17,17 +17,14 @@ use super::rule::Rule;
 use super::turns::{Turn, Turns};
 use threadline_wire::betas::MID_CONVERSATION_SYSTEM_CLEAR_AT;
 use threadline_wire::content::{Content, ContentBlock, Role};
-use threadline_wire::request::MessageParam;
+use threadline_wire::request::{CLEAR_AT_NEXT_USER_MESSAGE, MessageParam};
 
-/// The `clear_at` value of a turn-scoped message.
-const NEXT_USER_MESSAGE: &str = "next_user_message";
 /// What the API's turn-scoped texts end with.
 const SCOPE: &str = "(clear_at: 'next_user_message')";
 
-/// Whether `message` is turn-scoped: a system message with `clear_at: "next_user_message"`.
+/// Whether `message` is turn-scoped ([`MessageParam::is_turn_scoped`], the one rule).
 pub(super) fn is_turn_scoped(message: &MessageParam) -> bool {
-    message.role == Role::System
-        && message.extra.get("clear_at").and_then(Value::as_str) == Some(NEXT_USER_MESSAGE)
+    message.is_turn_scoped()
 }
 
 pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
@@ -57,7 +54,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, view: &View<'_>) {
                 continue;
             }
             match value.as_str() {
-                Some(NEXT_USER_MESSAGE) => turn_scoped(ctx, messages, &turn, t, m),
+                Some(CLEAR_AT_NEXT_USER_MESSAGE) => turn_scoped(ctx, messages, &turn, t, m),
                 Some("never") => {}
                 // `null` reads as "not set" (the default is `never`); whether the API agrees
                 // is not documented, so it is not reported.

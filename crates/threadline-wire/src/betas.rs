@@ -117,8 +117,7 @@ fn body_features(
             m.extra.contains_key("clear_at")
         }),
         (MID_CONVERSATION_OUTPUT_CONFIG, |m| {
-            m.extra.get("output_config").is_some_and(|v| !v.is_null())
-                && m.extra.get("clear_at").and_then(|v| v.as_str()) != Some("next_user_message")
+            m.extra.get("output_config").is_some_and(|v| !v.is_null()) && !m.is_turn_scoped()
         }),
     ];
     // One pass over the messages (each read once, while it is in cache), stopping when

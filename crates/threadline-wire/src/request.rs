@@ -39,7 +39,32 @@ impl MessageParam {
             extra: crate::Extra::new(),
         }
     }
+
+    /// Whether this is a turn-scoped system message: `role: "system"` with `clear_at:
+    /// "next_user_message"` ([`CLEAR_AT_NEXT_USER_MESSAGE`]). None of its blocks takes a
+    /// `cache_control`, and the API's automatic caching passes over it
+    /// (docs/api-notes.md#mid-conversation-system-messages): the validator, the cache
+    /// planner and the beta headers ask here.
+    ///
+    /// ```
+    /// use threadline_wire::MessageParam;
+    ///
+    /// let reminder: MessageParam = serde_json::from_str(
+    ///     r#"{"role":"system","clear_at":"next_user_message","content":"Be brief."}"#,
+    /// )?;
+    /// assert!(reminder.is_turn_scoped());
+    /// assert!(!MessageParam::user(vec![]).is_turn_scoped());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn is_turn_scoped(&self) -> bool {
+        self.role == Role::System
+            && self.extra.get("clear_at").and_then(Value::as_str)
+                == Some(CLEAR_AT_NEXT_USER_MESSAGE)
+    }
 }
+
+/// The `clear_at` value of a turn-scoped system message ([`MessageParam::is_turn_scoped`]).
+pub const CLEAR_AT_NEXT_USER_MESSAGE: &str = "next_user_message";
 
 /// The `system` prompt: a string or a list of text blocks.
 #[derive(Debug, Clone, PartialEq)]

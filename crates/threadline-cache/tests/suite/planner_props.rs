@@ -670,3 +670,62 @@ fn the_tools_marker_goes_on_the_last_tool_that_is_not_deferred() {
             .all(|t| t.cache_control().is_none())
     );
 }
+
+/// A turn-scoped system message (`clear_at: "next_user_message"`) takes no marker on any
+/// block, whatever the strategy, and the automatic marker passes over it
+/// (docs/api-notes.md#mid-conversation-system-messages): every plan of a request ending with
+/// one passes the validator.
+#[test]
+fn a_turn_scoped_system_message_never_takes_a_marker() {
+    use threadline_wire::MessageParam;
+    let reminder: MessageParam = serde_json::from_value(serde_json::json!({
+        "role": "system", "clear_at": "next_user_message",
+        "content": [{"type": "text", "text": "Answer in one line."}]
+    }))
+    .expect("a message");
+    let messages = vec![
+        MessageParam::user(vec![ContentBlock::text("Read the log")]),
+        MessageParam::assistant(vec![ContentBlock::text("It is long.")]),
+        MessageParam::user(vec![ContentBlock::text("Summarize it")]),
+        reminder,
+    ];
+    // A model that takes system-role messages.
+    const MODEL: &str = "claude-opus-5-5";
+    let model = ModelTable::builtin().resolve(MODEL).model();
+    for strategy in [0u8, 1, 2, 4, 5] {
+        let setup = Setup {
+            tools: true,
+            system: 2,
+            automatic: None,
+            stale_marker: false,
+            cut: 0,
+            strategy,
+            arbitrary: Vec::new(),
+            deferred: 0,
+            marked_deferred: false,
+        };
+        let mut request = request_for(messages.clone(), &setup);
+        request.model = MODEL.to_owned();
+        let mut planner = match strategy {
+            0 => Planner::new(Seed),
+            1 => Planner::new(LookbackAware),
+            2 => Planner::new(Stable1h),
+            4 => Planner::new(Automatic::default()),
+            _ => Planner::new(Automatic::one_hour()),
+        }
+        .with_static_system(Some(1));
+        planner.plan(&mut request);
+        let Content::Blocks(blocks) = &request.messages[3].content else {
+            panic!("blocks");
+        };
+        assert!(
+            blocks.iter().all(|b| b.cache_control().is_none()),
+            "strategy {strategy}"
+        );
+        let violations: Vec<String> = validate(&request, model)
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        assert!(violations.is_empty(), "strategy {strategy}: {violations:?}");
+    }
+}
