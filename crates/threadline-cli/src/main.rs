@@ -584,7 +584,7 @@ fn run(command: Command, input_limit: input::InputLimit) -> Result<(), CliError>
         Command::Worker(args) => commands::worker::run(&args),
         Command::Mcp { command } => commands::mcp::run(&command),
         Command::Session { command } => commands::session::run(&command, input_limit),
-        Command::Replay { fixture } => commands::replay::run(&fixture),
+        Command::Replay { fixture } => commands::replay::run(&fixture, input_limit),
         Command::Demo {
             keep,
             compaction,

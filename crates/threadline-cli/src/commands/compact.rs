@@ -48,8 +48,26 @@ pub(crate) struct CompactArgs<'a> {
     pub(crate) input_limit: crate::input::InputLimit,
 }
 
+/// Prints the result, or writes it to `out` as every transcript the command line writes: key
+/// shapes redacted, mode `0600`, a new file (one already there is replaced, never written
+/// through: a link at `out` is removed, not followed).
 fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliError> {
     let cannot = |what: String, source: BoxError| CliError::Destination { what, source };
+    if let Some(path) = out {
+        let path = std::path::Path::new(path);
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(cannot(
+                    format!("cannot replace {}", path.display()),
+                    e.into(),
+                ));
+            }
+        }
+        let lines: Vec<(Option<String>, &Message)> = messages.iter().map(|m| (None, m)).collect();
+        return super::session::write_new_lines(path, &lines);
+    }
     let mut text = String::new();
     for message in messages {
         let line = serde_json::to_string(message)
@@ -57,14 +75,8 @@ fn write_transcript(messages: &[Message], out: Option<&str>) -> Result<(), CliEr
         text.push_str(&line);
         text.push('\n');
     }
-    match out {
-        Some(path) => fs::write(path, text)
-            .map_err(|e| cannot(format!("cannot write the result: {path}"), e.into())),
-        None => {
-            crate::output::print_json(text.trim_end_matches('\n'));
-            Ok(())
-        }
-    }
+    crate::output::print_json(text.trim_end_matches('\n'));
+    Ok(())
 }
 
 pub(crate) fn run(args: &CompactArgs<'_>) -> Result<(), CliError> {

@@ -37,8 +37,8 @@ struct Exchange {
     response: Value,
 }
 
-pub(crate) fn run(path: &Path) -> Result<(), CliError> {
-    let exchanges = load(path)?;
+pub(crate) fn run(path: &Path, limit: crate::input::InputLimit) -> Result<(), CliError> {
+    let exchanges = load(path, limit)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,14 +49,11 @@ pub(crate) fn run(path: &Path) -> Result<(), CliError> {
 /// The subcommand, as error lines name it.
 const REPLAY: Option<&str> = Some("replay");
 
-/// The `/v1/messages` exchanges of the fixture at `path`.
-fn load(path: &Path) -> Result<Vec<Exchange>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
-        command: REPLAY,
-        path: path.to_owned(),
-        source,
-    })?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
+/// The `/v1/messages` exchanges of the fixture at `path`, read within `--max-input-bytes` as
+/// every command's input is.
+fn load(path: &Path, limit: crate::input::InputLimit) -> Result<Vec<Exchange>, CliError> {
+    let bytes = crate::input::read_input(&path.display().to_string(), limit)?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         CliError::unusable(
             REPLAY,
             format!("{} is not JSON", path.display()),

@@ -205,7 +205,10 @@ fn source_lines<'a>(session: &Session, text: &'a str) -> Option<Vec<&'a str>> {
 
 /// Writes the new transcript `out`: each message as the line given for it (a source line,
 /// rewritten), else serialized; key shapes redacted as the transcript writer does.
-fn write_new_lines(out: &Path, lines: &[(Option<String>, &Message)]) -> Result<(), CliError> {
+pub(crate) fn write_new_lines(
+    out: &Path,
+    lines: &[(Option<String>, &Message)],
+) -> Result<(), CliError> {
     let mut text = String::new();
     for (line, message) in lines {
         match line {

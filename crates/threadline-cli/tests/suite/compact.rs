@@ -288,3 +288,42 @@ fn failures_have_their_exit_codes() {
         stderr(&small)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn the_written_result_is_private_holds_no_key_and_replaces_a_link_without_following_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = transcript(dir.path(), 10);
+    // A key pasted into the session.
+    let key = format!("sk-ant-api03-{}", "A".repeat(93));
+    let mut text = std::fs::read_to_string(&input).expect("the transcript");
+    text.push_str(
+        &serde_json::to_string(&threadline_message::Message::user_text(format!(
+            "my key is {key}"
+        )))
+        .expect("serializes"),
+    );
+    text.push('\n');
+    std::fs::write(&input, text).expect("written");
+    // A link where the result goes, pointing at a file that must stay as it is.
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "untouched").expect("written");
+    let out = dir.path().join("out.jsonl");
+    std::os::unix::fs::symlink(&target, &out).expect("a link");
+    let run = compact(
+        &input,
+        &["--strategy", "snip", "--out", out.to_str().expect("utf-8")],
+    );
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("the target"),
+        "untouched"
+    );
+    let meta = std::fs::symlink_metadata(&out).expect("the result");
+    assert!(meta.file_type().is_file(), "a file, not the link");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let written = std::fs::read_to_string(&out).expect("the result");
+    assert!(!written.contains(&key), "the key was redacted");
+    assert!(!read_messages(&out).is_empty());
+}

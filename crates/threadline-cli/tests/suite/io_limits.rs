@@ -62,6 +62,7 @@ const READERS: &[&[&str]] = &[
     &["inspect", "FILE"],
     &["compact", "--model", "claude-sonnet-4-6", "FILE"],
     &["mock", "--addr", "127.0.0.1:0", "--scenario", "FILE"],
+    &["replay", "FILE"],
     &[
         "compact",
         "--model",
