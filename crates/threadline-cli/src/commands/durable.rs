@@ -90,7 +90,15 @@ pub(crate) fn run(args: &RemoteRun<'_>) -> Result<(), CliError> {
     let ingress = ingress(RUN, args.ingress)?;
     runtime.block_on(async {
         let before = view(RUN, &ingress, args.session, usize::MAX).await?;
-        let id = turn_id(args.session, before.turns + 1, args.prompt);
+        // The server's count: a turn past the last one it could number is refused, not wrapped
+        // (a wrapped number would reuse the first turn's idempotency key).
+        let turn = before.turns.checked_add(1).ok_or_else(|| {
+            CliError::rejected(format!(
+                "threadline: {RUN}: session {} has no turn number left",
+                args.session
+            ))
+        })?;
+        let id = turn_id(args.session, turn, args.prompt);
         let request = TurnRequest::new(args.prompt).with_turn_id(id.clone());
         let body = serde_json::to_vec(&request)
             .map_err(|e| CliError::start(Some(RUN), "cannot encode the turn", e))?;
@@ -99,8 +107,7 @@ pub(crate) fn run(args: &RemoteRun<'_>) -> Result<(), CliError> {
             .await
             .map_err(|e| CliError::start(Some(RUN), "cannot submit the turn", e))?;
         stderr_line!(
-            "turn {} of session {} (invocation {invocation})",
-            before.turns + 1,
+            "turn {turn} of session {} (invocation {invocation})",
             args.session
         );
         let outcome = follow(&ingress, args.session, &invocation).await?;

@@ -30,6 +30,11 @@ use threadline_cli::stderr_line;
 const WORKER: Option<&str> = Some("worker");
 
 /// What `threadline worker` was asked.
+/// The longest `--inactivity-timeout` or `--abort-timeout`: a year. The worker advertises
+/// them to the Restate server in milliseconds, as a 64-bit number the SDK casts to; far beyond
+/// this they would wrap to a short limit that cuts every step.
+const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
+
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WorkerArgs {
     /// Where to serve the Restate endpoint (port 0 picks a free port). A non-loopback
@@ -94,11 +99,14 @@ pub(crate) struct WorkerArgs {
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
     step_delay_ms: u64,
     /// Seconds a step may go without progress before the server aborts the attempt (set it
-    /// above the longest model stream or tool call).
-    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    /// above the longest model stream or tool call; at most a year: the server takes the
+    /// limit in milliseconds, and a larger one would wrap to a short one).
+    #[arg(long, value_name = "SECS", default_value_t = 1800,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS))]
     inactivity_timeout: u64,
-    /// Seconds after the inactivity timeout before the attempt is killed.
-    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    /// Seconds after the inactivity timeout before the attempt is killed (at most a year).
+    #[arg(long, value_name = "SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS))]
     abort_timeout: u64,
     /// Register this worker with the Restate server whose admin API is at URL
     /// (`http://127.0.0.1:9070`) once it serves (`POST /deployments`, replacing a deployment

@@ -63,6 +63,27 @@ fn a_worker_without_an_identity_key_refuses_a_non_loopback_address() {
 }
 
 #[test]
+fn a_step_timeout_that_would_wrap_in_milliseconds_is_refused() {
+    // 18446744073709552 s is 2^64 ms and a little: advertised in milliseconds, it would wrap
+    // to a limit of a few hundred milliseconds that cuts every step.
+    for flag in ["--inactivity-timeout", "--abort-timeout"] {
+        for value in ["18446744073709552", "0"] {
+            let out = worker(&[
+                "--listen",
+                "127.0.0.1:0",
+                flag,
+                value,
+                "--base-url",
+                NO_MODEL,
+            ]);
+            let err = stderr(&out);
+            assert_eq!(code(&out), 2, "{flag} {value}: {err}");
+            assert!(err.contains(flag), "{flag} {value}: {err}");
+        }
+    }
+}
+
+#[test]
 fn a_malformed_identity_key_is_one_line_and_exit_2() {
     for key in [
         "publickeyv1_nope",
