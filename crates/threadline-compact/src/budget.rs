@@ -291,7 +291,9 @@ pub fn would_store(history: &[Message], options: &BudgetOptions) -> Vec<String> 
 }
 
 /// Where the results the model has not seen yet begin: after the last assistant message.
-fn fresh_from(history: &[Message]) -> usize {
+/// The one rule for "fresh": the budget judges only the results from here on, and
+/// microcompact clears only results before here (`crate::microcompact`).
+pub(crate) fn fresh_from(history: &[Message]) -> usize {
     history
         .iter()
         .rposition(|m| matches!(m, Message::Assistant(_)))
