@@ -83,8 +83,9 @@ pub struct Microcompacted {
     pub tokens_saved: u64,
 }
 
-fn is_cleared(content: Option<&Content>) -> bool {
-    matches!(content, Some(Content::Text(t)) if t == CLEARED_PLACEHOLDER)
+/// Whether a tool result's content is the placeholder microcompact left.
+pub(crate) fn is_cleared(content: &Content) -> bool {
+    matches!(content, Content::Text(t) if t == CLEARED_PLACEHOLDER)
 }
 
 /// Clears the results of clearable tools except the most recent `keep_recent`, those after
@@ -133,7 +134,7 @@ pub fn clear_old_tool_results(
     for &(i, j) in results[..keep_from].iter().take_while(|(i, _)| *i < seen) {
         if let Message::User(u) = &mut messages[i]
             && let Some(ContentBlock::ToolResult(r)) = u.content.get_mut(j)
-            && !is_cleared(r.content.as_ref())
+            && !r.content.as_ref().is_some_and(is_cleared)
         {
             let before = r.content.as_ref().map_or(0, content_tokens);
             let placeholder = Content::Text(CLEARED_PLACEHOLDER.to_owned());
