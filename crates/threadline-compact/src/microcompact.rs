@@ -254,7 +254,8 @@ pub fn with_server_side_clearing(
 /// The `microcompact_boundary` to record after a response whose `context_management` says
 /// the server cleared tool uses (`applied_edits` with `clear_tool_uses_20250919`); `None`
 /// when nothing was cleared. The server does not say which uses it cleared, so the list is
-/// empty and `tokens_saved` is its `cleared_input_tokens`.
+/// empty and `tokens_saved` is the sum of its `cleared_input_tokens` (saturating at
+/// `u64::MAX`).
 pub fn boundary_from_applied_edits(
     context_management: &Value,
     after: Option<&Message>,
@@ -266,7 +267,8 @@ pub fn boundary_from_applied_edits(
         .iter()
         .filter(|e| e.get("type").and_then(Value::as_str) == Some("clear_tool_uses_20250919"))
         .filter_map(|e| e.get("cleared_input_tokens").and_then(Value::as_u64))
-        .sum();
+        // The server's numbers: a sum that does not fit is at most `u64::MAX`, not a panic.
+        .fold(0, u64::saturating_add);
     (saved > 0).then(|| {
         Message::system(SystemKind::MicrocompactBoundary {
             cleared_tool_use_ids: Vec::new(),
@@ -400,5 +402,14 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn the_server_s_counts_saturate_instead_of_overflowing() {
+        let edit = json!({"type": "clear_tool_uses_20250919", "cleared_input_tokens": u64::MAX});
+        let cm = json!({"applied_edits": [edit.clone(), edit]});
+        let boundary = boundary_from_applied_edits(&cm, None, SystemTime::UNIX_EPOCH).expect("one");
+        assert!(matches!(boundary, Message::System(s)
+            if matches!(s.kind, SystemKind::MicrocompactBoundary { tokens_saved: u64::MAX, .. })));
     }
 }
