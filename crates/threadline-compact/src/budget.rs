@@ -31,8 +31,10 @@ pub struct BudgetOptions {
     /// Limits for named tools (`usize::MAX` exempts a tool, e.g. one whose output is already
     /// bounded).
     pub per_tool: BTreeMap<String, usize>,
-    /// The most characters of results one message may carry in total (default 200,000):
-    /// beyond it, the largest results of the message are stored until it fits.
+    /// The most characters of results one API user message may carry in total (default
+    /// 200,000): beyond it, the largest results are stored until the rest fits. The fresh
+    /// results (after the last assistant message) are counted together, however many
+    /// internal messages hold them: they are sent as one user message.
     pub per_message_limit: usize,
     /// The bytes of the result shown in the preview (default 2,000, cut at a character
     /// boundary).
@@ -291,7 +293,9 @@ pub fn would_store(history: &[Message], options: &BudgetOptions) -> Vec<String> 
 }
 
 /// Where the results the model has not seen yet begin: after the last assistant message.
-fn fresh_from(history: &[Message]) -> usize {
+/// The one rule for "fresh": the budget judges only the results from here on, and
+/// microcompact clears only results before here (`crate::microcompact`).
+pub(crate) fn fresh_from(history: &[Message]) -> usize {
     history
         .iter()
         .rposition(|m| matches!(m, Message::Assistant(_)))
@@ -299,18 +303,19 @@ fn fresh_from(history: &[Message]) -> usize {
 }
 
 /// The results of `fresh` the budget stores, as (message index in `fresh`, block index), in
-/// array order: each result over its own tool's limit, then, in a message still over the
-/// per-message limit, the largest of the rest until it fits.
+/// array order: each result over its own tool's limit, then, while the fresh results are
+/// still over the per-message limit together, the largest of the rest until they fit. The
+/// fresh results are counted together, not per internal message: the loop writes each result
+/// as its own user message, and normalization merges them all into the one API message the
+/// limit is about.
 fn chosen(seen: &[Message], fresh: &[Message], options: &BudgetOptions) -> Vec<(usize, usize)> {
     let names = result_tools(seen, fresh);
-    let mut out = Vec::new();
+    // (message index, block index, chars, over its own tool's limit), in array order.
+    let mut candidates: Vec<(usize, usize, usize, bool)> = Vec::new();
     for (m, message) in fresh.iter().enumerate() {
         let Message::User(user) = message else {
             continue;
         };
-        // (block index, chars, over its own tool's limit)
-        let mut candidates: Vec<(usize, usize, bool)> = Vec::new();
-        let mut total = 0usize;
         for (i, block) in user.content.iter().enumerate() {
             let ContentBlock::ToolResult(r) = block else {
                 continue;
@@ -322,34 +327,35 @@ fn chosen(seen: &[Message], fresh: &[Message], options: &BudgetOptions) -> Vec<(
                 continue;
             }
             let chars = char_count(content);
-            total += chars;
             let tool = names.get(r.tool_use_id.as_str()).copied().unwrap_or("");
-            candidates.push((i, chars, chars > options.limit_for(tool)));
+            candidates.push((m, i, chars, chars > options.limit_for(tool)));
         }
-        // Over the per-message limit: the largest results go too, until the rest fits. Ties
-        // go by position, so the choice is deterministic.
-        let mut chosen: Vec<usize> = candidates.iter().filter(|c| c.2).map(|c| c.0).collect();
-        let mut remaining = total
-            - candidates
-                .iter()
-                .filter(|c| c.2)
-                .map(|c| c.1)
-                .sum::<usize>();
-        if remaining > options.per_message_limit {
-            let mut rest: Vec<&(usize, usize, bool)> = candidates.iter().filter(|c| !c.2).collect();
-            rest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            for c in rest {
-                if remaining <= options.per_message_limit {
-                    break;
-                }
-                chosen.push(c.0);
-                remaining -= c.1;
-            }
-        }
-        chosen.sort_unstable();
-        out.extend(chosen.into_iter().map(|i| (m, i)));
     }
-    out
+    // Over the per-message limit: the largest results go too, until the rest fits. Ties go
+    // by position, so the choice is deterministic.
+    let mut chosen: Vec<(usize, usize)> = candidates
+        .iter()
+        .filter(|c| c.3)
+        .map(|c| (c.0, c.1))
+        .collect();
+    let mut remaining = candidates
+        .iter()
+        .filter(|c| !c.3)
+        .fold(0usize, |sum, c| sum.saturating_add(c.2));
+    if remaining > options.per_message_limit {
+        let mut rest: Vec<&(usize, usize, usize, bool)> =
+            candidates.iter().filter(|c| !c.3).collect();
+        rest.sort_by(|a, b| b.2.cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+        for c in rest {
+            if remaining <= options.per_message_limit {
+                break;
+            }
+            chosen.push((c.0, c.1));
+            remaining -= c.2;
+        }
+    }
+    chosen.sort_unstable();
+    chosen
 }
 
 /// The tool names of the results in `fresh`, each from the latest tool use with its id in
@@ -525,6 +531,43 @@ mod tests {
             .map(|p| p.tool_use_id.as_str())
             .collect();
         assert_eq!(ids, ["toolu_b"]);
+    }
+
+    /// The loop writes each result as its own message; the limit is about the one API
+    /// message they are merged into.
+    #[test]
+    fn the_per_message_limit_counts_results_written_as_separate_messages_together() {
+        let mut b = SessionBuilder::new();
+        b.user("go");
+        let msg = b.response_id();
+        let ids: Vec<String> = (0..5).map(|i| format!("toolu_{i}")).collect();
+        b.assistant(
+            &msg,
+            ids.iter()
+                .map(|id| tool_use(id, "Read", json!({})))
+                .collect(),
+        );
+        for (i, id) in ids.iter().enumerate() {
+            // The third is the largest: 45,000 characters and two more.
+            let len = if i == 2 { 45_002 } else { 45_000 };
+            b.tool_results(vec![tool_result_block(
+                id,
+                "r".repeat(len).as_str().into(),
+                false,
+            )]);
+        }
+        let mut history = b.into_messages();
+        let options = BudgetOptions::default();
+        let predicted = would_store(&history, &options);
+        let report = apply_budget(&mut history, &options, &mut MemoryStore::default());
+        let ids: Vec<&str> = report
+            .persisted
+            .iter()
+            .map(|p| p.tool_use_id.as_str())
+            .collect();
+        // 225,002 characters together: storing the largest leaves 180,000.
+        assert_eq!(ids, ["toolu_2"]);
+        assert_eq!(predicted, ids);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! Results of a configurable set of tools (the ones whose output can be fetched again: reads,
 //! searches, shell output) are replaced by [`CLEARED_PLACEHOLDER`], except the most recent
-//! `keep_recent`. Tool uses, their inputs, the assistant's text and every thinking block stay
-//! as they are, so pairing and the model's own notes survive.
+//! `keep_recent` and those after the last assistant message (the current turn's, which the
+//! model has not seen yet). Tool uses, their inputs, the assistant's text and every thinking
+//! block stay as they are, so pairing and the model's own notes survive.
 //!
 //! Two paths, both chosen so that clearing costs no prompt cache:
 //! - **time-based** ([`microcompact_time_based`]): local content is cleared only when the
@@ -22,6 +23,7 @@ use threadline_message::{Message, SystemKind};
 use threadline_wire::request::{ClearToolUsesEdit, ContextEdit, ContextManagement};
 use threadline_wire::{CacheTtl, Content, ContentBlock, MessagesRequest, ToolDefinition};
 
+use crate::budget::fresh_from;
 use crate::estimate::content_tokens;
 use crate::stamp::derived_header;
 use crate::ttl::cache_expired;
@@ -81,14 +83,16 @@ pub struct Microcompacted {
     pub tokens_saved: u64,
 }
 
-fn is_cleared(content: Option<&Content>) -> bool {
-    matches!(content, Some(Content::Text(t)) if t == CLEARED_PLACEHOLDER)
+/// Whether a tool result's content is the placeholder microcompact left.
+pub(crate) fn is_cleared(content: &Content) -> bool {
+    matches!(content, Content::Text(t) if t == CLEARED_PLACEHOLDER)
 }
 
-/// Clears the results of clearable tools except the most recent `keep_recent` (and those no
-/// larger than the placeholder), whether or
-/// not the cache has expired (the caller decided), and appends a `microcompact_boundary`
-/// stamped `now`. `None` when there is nothing to clear.
+/// Clears the results of clearable tools except the most recent `keep_recent`, those after
+/// the last assistant message (the model has not seen them yet: the rule the budget uses for
+/// "fresh") and those no larger than the placeholder, whether or not the cache has expired
+/// (the caller decided), and appends a `microcompact_boundary` stamped `now`. `None` when
+/// there is nothing to clear.
 pub fn clear_old_tool_results(
     history: &[Message],
     options: &MicrocompactOptions,
@@ -120,13 +124,17 @@ pub fn clear_old_tool_results(
         }
     }
     let keep_from = results.len().saturating_sub(options.keep_recent);
+    // Results the model has not seen yet are never cleared: the clock is the last
+    // response's, so a tool that ran past the cache's lifetime would otherwise lose its
+    // result before it was ever sent.
+    let seen = fresh_from(history);
     let mut messages = history.to_vec();
     let mut cleared = Vec::new();
     let mut tokens_saved = 0;
-    for &(i, j) in &results[..keep_from] {
+    for &(i, j) in results[..keep_from].iter().take_while(|(i, _)| *i < seen) {
         if let Message::User(u) = &mut messages[i]
             && let Some(ContentBlock::ToolResult(r)) = u.content.get_mut(j)
-            && !is_cleared(r.content.as_ref())
+            && !r.content.as_ref().is_some_and(is_cleared)
         {
             let before = r.content.as_ref().map_or(0, content_tokens);
             let placeholder = Content::Text(CLEARED_PLACEHOLDER.to_owned());
@@ -160,7 +168,8 @@ pub fn clear_old_tool_results(
 
 /// The time-based path: clears old results only when the cache of the last request has
 /// expired at `now` (so clearing costs no cache); `None` when it has not, or when there is
-/// nothing to clear.
+/// nothing to clear. Results after the last assistant message are never cleared (see
+/// [`clear_old_tool_results`]), however late their tools finished.
 pub fn microcompact_time_based(
     history: &[Message],
     options: &MicrocompactOptions,
@@ -245,7 +254,8 @@ pub fn with_server_side_clearing(
 /// The `microcompact_boundary` to record after a response whose `context_management` says
 /// the server cleared tool uses (`applied_edits` with `clear_tool_uses_20250919`); `None`
 /// when nothing was cleared. The server does not say which uses it cleared, so the list is
-/// empty and `tokens_saved` is its `cleared_input_tokens`.
+/// empty and `tokens_saved` is the sum of its `cleared_input_tokens` (saturating at
+/// `u64::MAX`).
 pub fn boundary_from_applied_edits(
     context_management: &Value,
     after: Option<&Message>,
@@ -257,7 +267,8 @@ pub fn boundary_from_applied_edits(
         .iter()
         .filter(|e| e.get("type").and_then(Value::as_str) == Some("clear_tool_uses_20250919"))
         .filter_map(|e| e.get("cleared_input_tokens").and_then(Value::as_u64))
-        .sum();
+        // The server's numbers: a sum that does not fit is at most `u64::MAX`, not a panic.
+        .fold(0, u64::saturating_add);
     (saved > 0).then(|| {
         Message::system(SystemKind::MicrocompactBoundary {
             cleared_tool_use_ids: Vec::new(),
@@ -317,6 +328,48 @@ mod tests {
     }
 
     #[test]
+    fn results_the_model_has_not_seen_are_never_cleared() {
+        let mut b = SessionBuilder::new();
+        b.user("read everything");
+        let msg = b.response_id();
+        let ids: Vec<String> = (0..7).map(|i| format!("toolu_{i}")).collect();
+        b.assistant(
+            &msg,
+            ids.iter()
+                .map(|id| tool_use(id, "Read", json!({})))
+                .collect(),
+        );
+        for id in &ids {
+            b.tool_results(vec![tool_result_block(
+                id,
+                "x".repeat(400).as_str().into(),
+                false,
+            )]);
+        }
+        let history = b.into_messages();
+        let t0 = history
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Assistant(a) => a.header.timestamp.to_system_time(),
+                _ => None,
+            })
+            .expect("a timed assistant message");
+        // The tools finished six minutes after the response: the cache has expired, but
+        // none of the seven results has been sent yet.
+        let now = t0 + std::time::Duration::from_secs(6 * 60);
+        assert!(cache_expired(
+            &history,
+            &MicrocompactOptions::default().cache_ttl,
+            now
+        ));
+        assert_eq!(
+            microcompact_time_based(&history, &MicrocompactOptions::default(), now),
+            None
+        );
+    }
+
+    #[test]
     fn the_server_side_edit_goes_after_clear_thinking() {
         let mut request = MessagesRequest::new("m", 1, Vec::new());
         request.context_management =
@@ -349,5 +402,14 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn the_server_s_counts_saturate_instead_of_overflowing() {
+        let edit = json!({"type": "clear_tool_uses_20250919", "cleared_input_tokens": u64::MAX});
+        let cm = json!({"applied_edits": [edit.clone(), edit]});
+        let boundary = boundary_from_applied_edits(&cm, None, SystemTime::UNIX_EPOCH).expect("one");
+        assert!(matches!(boundary, Message::System(s)
+            if matches!(s.kind, SystemKind::MicrocompactBoundary { tokens_saved: u64::MAX, .. })));
     }
 }

@@ -5,15 +5,19 @@
 //! again, newest first, each cut to a per-file budget, within a total budget. A file the
 //! verbatim tail already shows is not attached twice. The content comes from
 //! [`CurrentFiles`] (the file as it is now) and falls back to the last content the history
-//! holds. Delta announcements (deferred tools, agents, MCP instructions) are not handled here:
+//! holds: a result microcompact cleared or the budget replaced by a preview holds no content
+//! of the file, so an earlier whole read is used, and a file with none is attached only from
+//! [`CurrentFiles`]. Delta announcements (deferred tools, agents, MCP instructions) are not handled here:
 //! their sources re-announce on their own after a compaction boundary.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use threadline_message::{Attachment, Message};
 use threadline_wire::{Content, ContentBlock};
 
+use crate::budget::is_persisted_preview;
 use crate::estimate::{BYTES_PER_TOKEN, attachment_tokens};
+use crate::microcompact::is_cleared;
 use crate::units::IdMap;
 
 /// Budgets for re-attached files.
@@ -72,8 +76,20 @@ fn result_text(content: &Content) -> Option<String> {
     }
 }
 
-/// The files read in `messages`, newest first: (path, last content seen).
+/// The files read in `messages`, newest first: (path, last content seen). A result cleared by
+/// microcompact or replaced by the budget's preview is not the file's content: the latest
+/// earlier whole read of the path gives it, and a path with none is left out.
 pub fn recently_read(messages: &[Message]) -> Vec<(String, String)> {
+    reads(messages)
+        .into_iter()
+        .filter_map(|(path, content)| Some((path, content?)))
+        .collect()
+}
+
+/// The files read in `messages`, newest first (by their latest read): (path, the content of
+/// the latest read whose result still holds it, `None` when every one was cleared or
+/// replaced by a preview).
+fn reads(messages: &[Message]) -> Vec<(String, Option<String>)> {
     let mut read_paths: IdMap<'_, &str> = IdMap::default();
     for message in messages {
         if let Message::Assistant(a) = message {
@@ -87,8 +103,19 @@ pub fn recently_read(messages: &[Message]) -> Vec<(String, String)> {
             }
         }
     }
-    let mut seen = BTreeSet::new();
-    let mut files = Vec::new();
+    let mut at: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files: Vec<(String, Option<String>)> = Vec::new();
+    let mut note = |path: &str, content: Option<String>| match at.get(path) {
+        Some(&i) => {
+            if files[i].1.is_none() {
+                files[i].1 = content;
+            }
+        }
+        None => {
+            at.insert(path.to_owned(), files.len());
+            files.push((path.to_owned(), content));
+        }
+    };
     for message in messages.iter().rev() {
         match message {
             Message::User(u) => {
@@ -96,18 +123,16 @@ pub fn recently_read(messages: &[Message]) -> Vec<(String, String)> {
                     if let ContentBlock::ToolResult(r) = block
                         && r.is_error != Some(true)
                         && let Some(path) = read_paths.get(r.tool_use_id.as_str())
-                        && let Some(text) = r.content.as_ref().and_then(result_text)
-                        && seen.insert((*path).to_owned())
+                        && let Some(content) = &r.content
                     {
-                        files.push(((*path).to_owned(), text));
+                        let whole = !is_cleared(content) && !is_persisted_preview(content);
+                        note(path, whole.then(|| result_text(content)).flatten());
                     }
                 }
             }
             Message::Attachment(a) => {
-                if let Attachment::File { path, content, .. } = &a.attachment
-                    && seen.insert(path.clone())
-                {
-                    files.push((path.clone(), content.clone()));
+                if let Attachment::File { path, content, .. } = &a.attachment {
+                    note(path, Some(content.clone()));
                 }
             }
             _ => {}
@@ -116,9 +141,10 @@ pub fn recently_read(messages: &[Message]) -> Vec<(String, String)> {
     files
 }
 
-/// The `file` attachments to add after the tail: files read in `before_tail` and not in
-/// `tail`, newest first, their estimate (frame and path included) within `budget_tokens`
-/// and `options.total_tokens`.
+/// The `file` attachments to add after the tail: files read in `before_tail` whose content
+/// `tail` does not show ([`recently_read`]), newest first, their estimate (frame and path
+/// included) within `budget_tokens` and `options.total_tokens`. A file whose every read was
+/// cleared or replaced by a preview is attached only when [`CurrentFiles`] gives it.
 pub fn reattachments(
     before_tail: &[Message],
     tail: &[Message],
@@ -129,14 +155,16 @@ pub fn reattachments(
     let shown: BTreeSet<String> = recently_read(tail).into_iter().map(|(p, _)| p).collect();
     let mut left = budget_tokens.min(options.total_tokens);
     let mut out = Vec::new();
-    for (path, seen) in recently_read(before_tail) {
+    for (path, seen) in reads(before_tail) {
         if out.len() >= options.max_files {
             break;
         }
         if shown.contains(&path) {
             continue;
         }
-        let content = files.current(&path).unwrap_or(seen);
+        let Some(content) = files.current(&path).or(seen) else {
+            continue;
+        };
         // The frame and the path cost tokens too: the content gets what is left.
         let frame = attachment_tokens(&Attachment::File {
             path: path.clone(),
@@ -168,6 +196,67 @@ mod tests {
     use serde_json::json;
     use threadline_message::tool_result_block;
     use threadline_testkit::messages::{SessionBuilder, tool_use};
+
+    /// Gives `b.rs` only.
+    struct OnlyB;
+
+    impl CurrentFiles for OnlyB {
+        fn current(&self, path: &str) -> Option<String> {
+            (path == "b.rs").then(|| "b.rs now".to_owned())
+        }
+    }
+
+    #[test]
+    fn cleared_and_previewed_results_are_not_a_file_s_content() {
+        let mut b = SessionBuilder::new();
+        b.user("read");
+        let results = [
+            ("a.rs", "a.rs v0".to_owned()),
+            (
+                "b.rs",
+                crate::budget::preview("b.rs v1", "tool-results/toolu_1.txt", 3),
+            ),
+            ("a.rs", crate::microcompact::CLEARED_PLACEHOLDER.to_owned()),
+        ];
+        for (i, (path, result)) in results.iter().enumerate() {
+            let msg = b.response_id();
+            let id = format!("toolu_{i}");
+            b.assistant(
+                &msg,
+                vec![tool_use(&id, "Read", json!({"file_path": path}))],
+            );
+            b.tool_results(vec![tool_result_block(&id, result.as_str().into(), false)]);
+        }
+        let messages = b.into_messages();
+        // a.rs's latest read was cleared: the earlier whole one gives its content; b.rs
+        // has only a preview, so the history holds none of it.
+        assert_eq!(
+            recently_read(&messages),
+            [("a.rs".to_owned(), "a.rs v0".to_owned())]
+        );
+        let a = Attachment::File {
+            path: "a.rs".into(),
+            content: "a.rs v0".into(),
+            truncated: false,
+        };
+        let options = ReattachOptions::default();
+        assert_eq!(
+            reattachments(&messages, &[], &HistoryOnly, &options, 50_000),
+            std::slice::from_ref(&a)
+        );
+        // A file with no whole read is still attached when its current content is known.
+        assert_eq!(
+            reattachments(&messages, &[], &OnlyB, &options, 50_000),
+            [
+                a,
+                Attachment::File {
+                    path: "b.rs".into(),
+                    content: "b.rs now".into(),
+                    truncated: false
+                }
+            ]
+        );
+    }
 
     #[test]
     fn newest_first_within_budget_and_not_twice() {

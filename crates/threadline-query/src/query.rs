@@ -887,7 +887,7 @@ where
         }
         st.turn_count = st.turn_count.saturating_add(1);
         st.run_turns = st.run_turns.saturating_add(1);
-        st.recovery = Default::default();
+        st.recovery.end_turn();
         st.max_output_tokens_override = None;
         st.stop_hook_active = false;
         if let Some(limit) = self.q.config.max_turns
@@ -1015,7 +1015,7 @@ where
             if st.recovery.stop_hook_blocks >= self.q.config.max_stop_hook_blocks {
                 return Err(Terminal::HookStopped {
                     reason: format!(
-                        "stop hooks blocked {} times in a row",
+                        "stop hooks blocked {} times in this run",
                         st.recovery.stop_hook_blocks
                     ),
                 });

@@ -43,7 +43,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Recovery counters; reset when a turn succeeds with tool use.
+/// Recovery counters. The per-turn ones are reset when a turn succeeds with tool use
+/// ([`RecoveryCounters::end_turn`]); [`stop_hook_blocks`](Self::stop_hook_blocks) and
+/// [`budget_continuations`](Self::budget_continuations) count the whole run and are reset
+/// only where a run begins.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RecoveryCounters {
@@ -55,9 +58,11 @@ pub struct RecoveryCounters {
     pub has_attempted_drain: bool,
     /// Whether reactive compaction was already tried for a too-long prompt.
     pub has_attempted_reactive_compact: bool,
-    /// Stop-hook blocks in this run.
+    /// Stop-hook blocks in this run (not reset by a turn with tool use, so a hook that
+    /// always blocks ends the run at `QueryConfig::max_stop_hook_blocks`).
     pub stop_hook_blocks: u32,
-    /// Token-budget continuations in this run.
+    /// Token-budget continuations in this run (not reset by a turn with tool use, so
+    /// `TokenBudget::max_continuations` caps the run).
     pub budget_continuations: u32,
     /// Paused turns (`pause_turn`) resumed since the last turn that used client tools.
     #[serde(default)]
@@ -69,6 +74,19 @@ pub struct RecoveryCounters {
     /// (`model_context_window_exceeded`) since the last turn that used client tools.
     #[serde(default)]
     pub context_window_recoveries: u32,
+}
+
+impl RecoveryCounters {
+    /// Resets what counts since the last successful turn, keeping the per-run counts
+    /// (stop-hook blocks, token-budget continuations): called when a turn succeeds with
+    /// tool use.
+    pub fn end_turn(&mut self) {
+        *self = RecoveryCounters {
+            stop_hook_blocks: self.stop_hook_blocks,
+            budget_continuations: self.budget_continuations,
+            ..RecoveryCounters::default()
+        };
+    }
 }
 
 /// The loop's state between iterations. Serializable (a durable engine can journal it); the

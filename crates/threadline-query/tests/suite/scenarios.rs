@@ -287,6 +287,54 @@ async fn a_stop_hook_that_always_blocks_is_stopped_at_the_limit() {
     check(&out, &service, &ToolSet::new());
 }
 
+/// The limit counts the blocks of the whole run: a tool call between two blocks does not
+/// start the count again (it did, and such a run never ended).
+#[tokio::test(start_paused = true)]
+async fn a_stop_hook_that_always_blocks_is_stopped_at_the_limit_across_tool_turns() {
+    let log = Log::default();
+    let replies: Vec<Reply> = (0..20)
+        .map(|i| {
+            if i % 2 == 0 {
+                Reply::stream(
+                    Response::new(&format!("msg_{i}"))
+                        .tool_use(&format!("toolu_{i}"), "read", sleep_input(1))
+                        .stop(StopReason::ToolUse),
+                )
+            } else {
+                end(&format!("msg_{i}"), "again")
+            }
+        })
+        .collect();
+    let service = ScriptedService::new(replies);
+    let hook = |_ctx: threadline_query::StopContext<'_>| StopDecision::Block {
+        message: "no".into(),
+    };
+    let mut cfg = config();
+    cfg.max_stop_hook_blocks = 2;
+    let set = tools(&log);
+    let q = Query::new(service.clone(), cfg)
+        .with_tools(set.clone())
+        .with_stop_hook(hook);
+    let out = run(q, State::default(), prompt()).await;
+    assert!(
+        matches!(out.terminal, Terminal::HookStopped { .. }),
+        "{:?}",
+        out.terminal
+    );
+    assert_eq!(
+        out.path(),
+        [
+            Transition::NextTurn,
+            Transition::StopHookBlocking,
+            Transition::NextTurn,
+            Transition::StopHookBlocking,
+            Transition::NextTurn,
+        ]
+    );
+    assert_eq!(service.requests().len(), 6);
+    check(&out, &service, &set);
+}
+
 #[tokio::test(start_paused = true)]
 async fn hook_stopped() {
     let service = ScriptedService::new([end("msg_1", "done")]);
