@@ -52,7 +52,15 @@ const REPLAY: Option<&str> = Some("replay");
 /// The `/v1/messages` exchanges of the fixture at `path`, read within `--max-input-bytes` as
 /// every command's input is.
 fn load(path: &Path, limit: crate::input::InputLimit) -> Result<Vec<Exchange>, CliError> {
-    let bytes = crate::input::read_input(&path.display().to_string(), limit)?;
+    let bytes =
+        crate::input::read_input(&path.display().to_string(), limit).map_err(|e| match e {
+            crate::input::InputError::Read { source, .. } => CliError::Read {
+                command: REPLAY,
+                path: path.to_owned(),
+                source,
+            },
+            other => CliError::from(other),
+        })?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         CliError::unusable(
             REPLAY,

@@ -85,9 +85,8 @@ fn a_file_without_messages_exchanges_is_exit_2_in_one_line() {
 
     let missing = replay(Path::new("/definitely/not/here.json"));
     assert_eq!(missing.status.code(), Some(2));
-    // Read as every command's input is (within `--max-input-bytes`), and reported alike.
     assert!(
-        String::from_utf8_lossy(&missing.stderr).starts_with("threadline: cannot read"),
+        String::from_utf8_lossy(&missing.stderr).starts_with("threadline: replay: cannot read"),
         "{}",
         String::from_utf8_lossy(&missing.stderr)
     );
