@@ -23,6 +23,19 @@ pub(super) struct Record {
 }
 
 impl Record {
+    /// The records of `values` (JSON objects), as lines 1, 2, … of a file: for tests.
+    #[cfg(test)]
+    pub(super) fn numbered(values: Vec<Value>) -> Vec<Record> {
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(n, v)| Record {
+                line: n + 1,
+                object: v.as_object().cloned().expect("an object"),
+            })
+            .collect()
+    }
+
     /// The record's `type` (empty without one).
     pub(super) fn kind(&self) -> &str {
         self.object

@@ -269,14 +269,7 @@ mod tests {
     use super::*;
 
     fn records(values: Vec<Value>) -> Vec<Record> {
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(n, v)| Record {
-                line: n + 1,
-                object: v.as_object().cloned().expect("object"),
-            })
-            .collect()
+        Record::numbered(values)
     }
 
     fn result_record(blocks: Vec<Value>) -> Value {
