@@ -219,19 +219,45 @@ async fn ask_user(ask: &serde_json::Value) -> bool {
     matches!(line, Ok(Ok(line)) if is_yes(&line))
 }
 
-/// `session show --restate URL ID [--json] [--transcript]`.
-pub(crate) fn show(url: &str, session: &str, json: bool, transcript: bool) -> Result<(), CliError> {
+/// `session show --restate URL ID [--json] [--transcript]`. The history is read page by page
+/// until the server says it is whole, and no further than `limit` (`--max-input-bytes`): the
+/// server's pages are input like any file.
+pub(crate) fn show(
+    url: &str,
+    session: &str,
+    json: bool,
+    transcript: bool,
+    limit: crate::input::InputLimit,
+) -> Result<(), CliError> {
     const SHOW: &str = "session show";
     let runtime = runtime(SHOW)?;
     let ingress = ingress(SHOW, url)?;
+    let too_large = || {
+        CliError::from(crate::input::InputError::TooLarge {
+            path: format!("the session {session}'s history"),
+            limit: limit.bytes(),
+        })
+    };
     let (first, messages) = runtime.block_on(async {
         let first = view(SHOW, &ingress, session, 0).await?;
         let mut messages = first.messages.clone();
+        let mut read = threadline_wire::json_size::serialized_len(&first.messages) as u64;
         let mut next = first.next;
         while let Some(since) = next {
+            if read > limit.bytes() {
+                return Err(too_large());
+            }
+            if messages.len() >= first.message_count {
+                break;
+            }
             let page = view(SHOW, &ingress, session, since).await?;
+            read = read
+                .saturating_add(threadline_wire::json_size::serialized_len(&page.messages) as u64);
             messages.extend(page.messages.iter().cloned());
             next = page.next.filter(|n| *n > since);
+        }
+        if read > limit.bytes() {
+            return Err(too_large());
         }
         Ok::<_, CliError>((first, messages))
     })?;

@@ -103,7 +103,7 @@ pub(crate) fn run(command: &SessionCommand, limit: InputLimit) -> Result<(), Cli
             json,
             restate: Some(url),
             transcript,
-        } => super::durable::show(url, file, *json, *transcript),
+        } => super::durable::show(url, file, *json, *transcript, limit),
         SessionCommand::Show { file, json, .. } => show(file, *json, limit),
     }
 }

@@ -220,3 +220,72 @@ fn output_that_cannot_be_written_fails_the_run_with_one_line() {
         assert!(!err.contains("panicked"), "{what}: {err}");
     }
 }
+
+/// An ingress that answers every `show` with one 64 KiB message and a next page one further
+/// on, forever, claiming a history of `usize::MAX` messages. Serves on its own thread until
+/// the test ends.
+fn endless_ingress() -> String {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let address = listener.local_addr().expect("an address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("a clone"));
+                let mut writer = stream;
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let since = serde_json::from_slice::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v.get("since").and_then(serde_json::Value::as_u64))
+                        .unwrap_or(0);
+                    let page = serde_json::json!({
+                        "status": "idle", "turns": 1, "message_count": usize::MAX,
+                        "since": since, "next": since + 1, "steps": [],
+                        "messages": [{"type": "user", "id": format!("u{since}"),
+                                      "timestamp": "2026-01-01T00:00:00Z",
+                                      "content": [{"type": "text", "text": "x".repeat(64 * 1024)}]}],
+                    })
+                    .to_string();
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{page}",
+                        page.len()
+                    );
+                    if writer.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+#[test]
+fn a_session_shown_from_an_ingress_that_pages_forever_stops_at_the_limit() {
+    let url = endless_ingress();
+    let mut cmd = command();
+    cmd.args(["session", "show", "--restate", &url, "s1"])
+        .args(["--max-input-bytes", "1000000"])
+        .stdin(Stdio::null());
+    let what = "session show --restate (endless pages)";
+    assert_refused(&run_bounded(cmd, what), what, "1000000");
+}
