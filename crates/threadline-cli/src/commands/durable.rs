@@ -243,21 +243,18 @@ pub(crate) fn show(
         let mut messages = first.messages.clone();
         let mut read = threadline_wire::json_size::serialized_len(&first.messages) as u64;
         let mut next = first.next;
-        while let Some(since) = next {
+        loop {
             if read > limit.bytes() {
                 return Err(too_large());
             }
-            if messages.len() >= first.message_count {
+            let Some(since) = next.filter(|_| messages.len() < first.message_count) else {
                 break;
-            }
+            };
             let page = view(SHOW, &ingress, session, since).await?;
             read = read
                 .saturating_add(threadline_wire::json_size::serialized_len(&page.messages) as u64);
             messages.extend(page.messages.iter().cloned());
             next = page.next.filter(|n| *n > since);
-        }
-        if read > limit.bytes() {
-            return Err(too_large());
         }
         Ok::<_, CliError>((first, messages))
     })?;
